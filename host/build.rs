@@ -1,0 +1,76 @@
+//! Builds the game components (wasm32-wasip2) and packages them with their
+//! WIT docs into `$OUT_DIR/components`: the bundled games that `bundled.rs`
+//! embeds, plus the SDK example and the test fixtures the tests load.
+//!
+//! The nested cargo uses its own target directory: sharing the outer one
+//! would wait forever on the outer build's lock.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// (crate, WIT dir relative to the workspace, features, output name)
+const COMPONENTS: &[(&str, &str, &str, &str)] = &[
+    ("hanoi", "plugins/hanoi/wit", "", "hanoi"),
+    ("river_crossing", "plugins/river_crossing/wit", "", "river_crossing"),
+    ("hello", "sdk/examples/hello/wit", "", "hello"),
+    ("hostile", "tests/fixtures/hostile/wit", "", "hostile"),
+    ("bad_import", "tests/fixtures/bad_import/wit", "", "bad_import"),
+    ("hello", "sdk/examples/hello/wit", "hello/v2", "hello_v2"),
+];
+
+fn main() {
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("..");
+    let root = root.canonicalize().unwrap();
+    for dir in ["wit", "sdk/src", "sdk/Cargo.toml", "sdk/examples", "plugins", "tests/fixtures", "Cargo.lock"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("components");
+    std::fs::create_dir_all(&out).unwrap();
+    let target_dir = root.join("target").join("ludus-wasm");
+    let built = target_dir.join("wasm32-wasip2").join("release");
+
+    // One cargo run per feature set; the default set first, in one go.
+    let mut groups: Vec<&str> = COMPONENTS.iter().map(|c| c.2).collect();
+    groups.dedup();
+    for features in groups {
+        let crates: Vec<&str> = COMPONENTS.iter().filter(|c| c.2 == features).map(|c| c.0).collect();
+        cargo_build(&root, &target_dir, &crates, features);
+        for (krate, wit, _, name) in COMPONENTS.iter().filter(|c| c.2 == features) {
+            let input = built.join(format!("{krate}.wasm"));
+            let dirs = [root.join("wit/plugin"), root.join(wit)];
+            let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+            ludus_pack::pack_file(&input, &dirs, &out.join(format!("{name}.wasm")))
+                .unwrap_or_else(|e| panic!("packaging {krate}: {e:#}"));
+        }
+    }
+    println!("cargo:rustc-env=LUDUS_WASM_DIR={}", out.display());
+}
+
+fn cargo_build(root: &Path, target_dir: &Path, crates: &[&str], features: &str) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root)
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"])
+        .arg(target_dir);
+    for c in crates {
+        cmd.args(["-p", c]);
+    }
+    if !features.is_empty() {
+        cmd.args(["--features", features]);
+    }
+    // The outer build's settings are for the host, not for the guests.
+    for (key, _) in std::env::vars() {
+        if key.starts_with("CARGO_") && key != "CARGO_HOME" || key == "RUSTFLAGS" || key == "RUSTC_WRAPPER" {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("CARGO_PROFILE_RELEASE_DEBUG", "false");
+    let output = cmd.output().expect("running cargo for the game components");
+    if !output.status.success() {
+        panic!(
+            "building the game components failed (is the wasm32-wasip2 target installed? \
+             `rustup target add wasm32-wasip2`):\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! Operator configuration (`--config FILE`, TOML). Every limit has a safe
+//! default; `[plugins.NAME]` tightens or loosens one plugin.
+//!
+//! ```toml
+//! [limits]
+//! call_timeout_ms = 2000
+//! memory_mb = 64
+//!
+//! [plugins.hanoi]
+//! idle_timeout_ms = 120000
+//! prefix = "toh"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// CPU (wall) time one call into a component may take before it is stopped.
+    pub call_timeout_ms: u64,
+    /// Linear memory one session may grow to.
+    pub memory_mb: u64,
+    /// Live sessions of one plugin.
+    pub max_sessions_per_plugin: usize,
+    /// Live sessions in the whole server.
+    pub max_sessions: usize,
+    /// Sessions untouched this long are dropped (a plugin may ask for less).
+    pub idle_timeout_ms: u64,
+    /// Longest a waiting tool call is held before the plugin must answer.
+    pub max_wait_ms: u64,
+    /// Largest JSON arguments object accepted for one call.
+    pub max_argument_bytes: usize,
+    /// Largest result a plugin may return for one call.
+    pub max_result_bytes: usize,
+    /// Guest stdout/stderr kept per call (the rest is dropped and counted).
+    pub max_guest_output_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            call_timeout_ms: 5_000,
+            memory_mb: 64,
+            max_sessions_per_plugin: 20_000,
+            max_sessions: 50_000,
+            idle_timeout_ms: 30 * 60 * 1000,
+            max_wait_ms: 25_000,
+            max_argument_bytes: 4 << 20,
+            max_result_bytes: 8 << 20,
+            max_guest_output_bytes: 64 << 10,
+        }
+    }
+}
+
+/// Per-plugin settings; unset fields fall back to `[limits]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PluginConfig {
+    /// Tool prefix instead of the plugin's own name.
+    pub prefix: Option<String>,
+    /// Do not load this plugin at all.
+    pub disabled: bool,
+    pub call_timeout_ms: Option<u64>,
+    pub memory_mb: Option<u64>,
+    pub max_sessions: Option<usize>,
+    pub idle_timeout_ms: Option<u64>,
+    pub max_wait_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub limits: Limits,
+    pub plugins: BTreeMap<String, PluginConfig>,
+    /// Directory for precompiled components (default: the user cache dir).
+    pub cache_dir: Option<std::path::PathBuf>,
+    /// Extra allowed HTTP Origins besides localhost.
+    pub allowed_origins: Vec<String>,
+}
+
+impl Config {
+    pub fn load(path: &Path) -> anyhow::Result<Config> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("in config {}", path.display()))
+    }
+
+    /// The limits that apply to plugin `name`, given what the plugin itself asks for.
+    pub fn limits_for(&self, name: &str, plugin_idle_ms: Option<u32>) -> PluginLimits {
+        let p = self.plugins.get(name).cloned().unwrap_or_default();
+        let l = &self.limits;
+        PluginLimits {
+            call_timeout: Duration::from_millis(p.call_timeout_ms.unwrap_or(l.call_timeout_ms)),
+            memory_bytes: p.memory_mb.unwrap_or(l.memory_mb).saturating_mul(1 << 20) as usize,
+            max_sessions: p.max_sessions.unwrap_or(l.max_sessions_per_plugin),
+            idle_timeout: Duration::from_millis(
+                p.idle_timeout_ms.or(plugin_idle_ms.map(u64::from)).unwrap_or(l.idle_timeout_ms),
+            ),
+            max_wait: Duration::from_millis(p.max_wait_ms.unwrap_or(l.max_wait_ms)),
+            max_result_bytes: l.max_result_bytes,
+            max_output_bytes: l.max_guest_output_bytes,
+        }
+    }
+}
+
+/// Effective limits of one plugin version.
+#[derive(Debug, Clone)]
+pub struct PluginLimits {
+    pub call_timeout: Duration,
+    pub memory_bytes: usize,
+    pub max_sessions: usize,
+    pub idle_timeout: Duration,
+    pub max_wait: Duration,
+    pub max_result_bytes: usize,
+    pub max_output_bytes: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_settings_override_limits_and_plugin_hints() {
+        let c: Config = toml::from_str(
+            "[limits]\ncall_timeout_ms = 100\n[plugins.hanoi]\nidle_timeout_ms = 5\nprefix = \"toh\"\n",
+        )
+        .unwrap();
+        let l = c.limits_for("hanoi", Some(120_000));
+        assert_eq!(l.call_timeout, Duration::from_millis(100));
+        assert_eq!(l.idle_timeout, Duration::from_millis(5));
+        assert_eq!(c.limits_for("other", Some(7)).idle_timeout, Duration::from_millis(7));
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        assert!(toml::from_str::<Config>("[limits]\ncall_timeout = 1\n").is_err());
+    }
+}

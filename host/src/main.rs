@@ -1,0 +1,90 @@
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use ludus::config::Config;
+
+/// One MCP server through which AI agents play games.
+///
+/// Every game is a sandboxed WebAssembly component. The built-in games
+/// (Tower of Hanoi, River Crossing) are always there; components dropped into
+/// the --plugins directory are added, replace a built-in of the same name,
+/// and are reloaded when their file changes.
+#[derive(Parser)]
+#[command(name = "ludus", version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve MCP: stdio by default, Streamable HTTP with --http.
+    Serve {
+        /// Directory of extra game components (*.wasm), watched for changes.
+        #[arg(long, value_name = "DIR")]
+        plugins: Option<PathBuf>,
+        /// Serve Streamable HTTP at this address (e.g. 127.0.0.1:8765) instead of stdio.
+        /// The endpoint is http://ADDR/mcp.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<SocketAddr>,
+        /// TOML file with limits and per-plugin settings (see README).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Do not load the built-in games.
+        #[arg(long)]
+        no_builtin: bool,
+    },
+    /// Print what the host derives from a component (tools, schemas, hints,
+    /// imports) as JSON, or why it cannot be loaded.
+    Inspect {
+        /// The component to inspect.
+        file: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+}
+
+fn load_config(path: Option<&PathBuf>) -> anyhow::Result<Config> {
+    path.map(|p| Config::load(p)).transpose().map(Option::unwrap_or_default)
+}
+
+fn main() {
+    // Logs go to stderr: in stdio mode stdout carries only MCP messages.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("LUDUS_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let cli = Cli::parse();
+    let code = match run(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ludus: {e:#}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match cli.command {
+        Command::Serve { plugins, http, config, no_builtin } => {
+            let config = load_config(config.as_ref())?;
+            let opts = ludus::server::ServeOptions { plugins, http, config, builtins: !no_builtin };
+            rt.block_on(ludus::server::serve(opts))
+        }
+        Command::Inspect { file, config } => {
+            let config = load_config(config.as_ref())?;
+            let cache = config.cache_dir.clone().or_else(ludus::runtime::default_cache_dir);
+            let runtime = ludus::runtime::Runtime::new(cache)?;
+            let _guard = rt.enter();
+            let out = ludus::inspect::inspect(&file, &config, &runtime).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            println!("{}", serde_json::to_string_pretty(&out)?);
+            Ok(())
+        }
+    }
+}

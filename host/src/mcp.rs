@@ -1,0 +1,323 @@
+//! The MCP surface: a thin rmcp `ServerHandler` over the registry. A tool call
+//! reads top to bottom: look the tool up → check and convert the arguments →
+//! run it in its session → render the answer (text for the agent, structured
+//! content for programs).
+
+use std::sync::Arc;
+
+use rmcp::model::*;
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use wasmtime::component::Val;
+
+use crate::plugin::{Plugin, ToolDef, is_text_field, ok_shape};
+use crate::registry::Registry;
+use crate::schema::{Shape, fields_to_vals};
+use crate::session::{Progress, Reply};
+
+/// Clients that ignore list_changed re-list after this long.
+const TOOLS_TTL_MS: u64 = 10_000;
+
+#[derive(Clone)]
+pub struct Ludus {
+    registry: Arc<Registry>,
+    /// This MCP client session, as plugins see it (`host.caller`).
+    caller: String,
+}
+
+impl Ludus {
+    pub fn new(registry: Arc<Registry>) -> Self {
+        Ludus { registry, caller: format!("client-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]) }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GamesArgs {}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SessionsArgs {
+    /// Only sessions of this game (plugin name, e.g. `hanoi`).
+    game: Option<String>,
+}
+
+fn host_tools() -> Vec<Tool> {
+    let ro = ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false);
+    vec![
+        Tool::new(
+            "ludus_games",
+            "List the loaded games: name, version, source file, status, tools, live sessions and the last load \
+             error; plus every file in the plugins directory with its load result.",
+            Arc::new(JsonObject::new()),
+        )
+        .with_input_schema::<GamesArgs>()
+        .with_title("Loaded games")
+        .annotate(ro.clone()),
+        Tool::new("ludus_sessions", "List live game sessions: id, game, version, seed, idle time, calls.", Arc::new(JsonObject::new()))
+            .with_input_schema::<SessionsArgs>()
+            .with_title("Live game sessions")
+            .annotate(ro),
+    ]
+}
+
+fn error_result(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text.into())])
+}
+
+fn json_result(value: Value) -> CallToolResult {
+    let mut r = CallToolResult::success(vec![ContentBlock::text(serde_json::to_string_pretty(&value).unwrap_or_default())]);
+    r.structured_content = Some(value);
+    r
+}
+
+impl Ludus {
+    fn host_call(&self, name: &str, args: &JsonObject) -> Option<CallToolResult> {
+        let bad = |e: serde_json::Error| error_result(format!("invalid arguments for `{name}`: {e}"));
+        match name {
+            "ludus_games" => Some(match serde_json::from_value::<GamesArgs>(Value::Object(args.clone())) {
+                Ok(_) => {
+                    let (games, files) = self.registry.status();
+                    json_result(json!({"games": games, "files": files}))
+                }
+                Err(e) => bad(e),
+            }),
+            "ludus_sessions" => Some(match serde_json::from_value::<SessionsArgs>(Value::Object(args.clone())) {
+                Ok(a) => {
+                    let sessions: Vec<_> = self
+                        .registry
+                        .sessions
+                        .list()
+                        .into_iter()
+                        .filter(|s| a.game.as_ref().is_none_or(|g| &s.plugin == g))
+                        .collect();
+                    json_result(json!({"count": sessions.len(), "sessions": sessions}))
+                }
+                Err(e) => bad(e),
+            }),
+            _ => None,
+        }
+    }
+
+    async fn plugin_call(&self, name: &str, args: JsonObject, context: &RequestContext<RoleServer>) -> Result<CallToolResult, McpError> {
+        let limits = &self.registry.config.limits;
+        let size = serde_json::to_vec(&args).map(|v| v.len()).unwrap_or(0);
+        if size > limits.max_argument_bytes {
+            return Ok(error_result(format!(
+                "the arguments are {size} bytes; this server accepts at most {} bytes per call",
+                limits.max_argument_bytes
+            )));
+        }
+        let (plugin, index) = self.registry.find_tool(name).map_err(|e| McpError::invalid_params(e, None))?;
+        let tool = &plugin.tools[index];
+        let params = match fields_to_vals(&tool.params, &args, "") {
+            Ok(vals) => vals.into_iter().map(|(_, v)| v).collect::<Vec<Val>>(),
+            Err(e) => return Ok(error_result(format!("{e}. `{name}` takes: {}", describe_params(tool)))),
+        };
+        let seed = seed_argument(tool, &params);
+        let progress = progress_reporter(context);
+        let reply = self
+            .registry
+            .sessions
+            .call(plugin.clone(), index, params, self.caller.clone(), seed, context.ct.clone(), progress)
+            .await;
+        Ok(render(&plugin, tool, reply))
+    }
+}
+
+/// One line per parameter, for argument errors.
+fn describe_params(tool: &ToolDef) -> String {
+    let parts: Vec<String> = tool
+        .params
+        .iter()
+        .map(|f| format!("`{}`{} ({})", f.json, if f.required() { "" } else { " optional" }, f.shape.expected()))
+        .collect();
+    if parts.is_empty() { "no arguments".into() } else { parts.join(", ") }
+}
+
+/// A creating tool's `seed` argument seeds the new session's randomness.
+fn seed_argument(tool: &ToolDef, params: &[Val]) -> Option<u64> {
+    if tool.role != crate::plugin::Role::Creates {
+        return None;
+    }
+    let i = tool.params.iter().position(|f| f.json == "seed")?;
+    match &params[i] {
+        Val::U64(s) => Some(*s),
+        Val::Option(Some(v)) => match **v {
+            Val::U64(s) => Some(s),
+            Val::U32(s) => Some(s.into()),
+            _ => None,
+        },
+        Val::U32(s) => Some((*s).into()),
+        _ => None,
+    }
+}
+
+fn progress_reporter(context: &RequestContext<RoleServer>) -> Option<Progress> {
+    let token = context.meta.get_progress_token()?;
+    let peer = context.peer.clone();
+    Some(Box::new(move |waited, total| {
+        let (peer, token) = (peer.clone(), token.clone());
+        tokio::spawn(async move {
+            let p = ProgressNotificationParam::new(token, waited as f64)
+                .with_total(total as f64)
+                .with_message(format!("waiting for the game to change ({waited} s of at most {total} s)"));
+            let _ = peer.notify_progress(p).await;
+        });
+    }))
+}
+
+/// Turns a plugin's answer into an MCP result. The text convention: when the
+/// ok value is a record with a `text: string` field, that field is what the
+/// agent reads and the other fields are `structuredContent`; otherwise the
+/// text is the value itself (strings) or its JSON.
+fn render(plugin: &Plugin, tool: &ToolDef, reply: Reply) -> CallToolResult {
+    let value = match reply {
+        Reply::Failed(e) => return error_result(e),
+        Reply::Value(v) => v,
+    };
+    let (shape, value) = match (&tool.result, value) {
+        (None, _) | (_, None) => return CallToolResult::success(vec![ContentBlock::text("Done.")]),
+        (Some(Shape::Result { err, .. }), Some(Val::Result(Err(e)))) => {
+            let text = match (err.as_deref(), e) {
+                (Some(s), Some(v)) => match s.to_json(&v) {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                },
+                _ => "The game refused the call.".into(),
+            };
+            return error_result(text);
+        }
+        (Some(Shape::Result { .. }), Some(Val::Result(Ok(v)))) => (ok_shape(tool.result.as_ref()), v.map(|b| *b)),
+        (Some(s), Some(v)) => (Some(s), Some(v)),
+    };
+    let (Some(shape), Some(value)) = (shape, value) else {
+        return CallToolResult::success(vec![ContentBlock::text("Done.")]);
+    };
+    let mut json = shape.to_json(&value);
+    let mut text = None;
+    if let (Shape::Record { fields, .. }, Value::Object(obj)) = (shape, &mut json) {
+        if fields.iter().any(is_text_field) {
+            text = obj.remove("text").and_then(|t| t.as_str().map(str::to_string));
+        }
+    }
+    let size = text.as_ref().map_or(0, String::len) + json.to_string().len();
+    if size > plugin.limits.max_result_bytes {
+        return error_result(format!(
+            "the game's answer is {size} bytes, over this server's limit of {} bytes",
+            plugin.limits.max_result_bytes
+        ));
+    }
+    match (shape, json) {
+        (Shape::Record { .. }, obj) => {
+            let text = text.unwrap_or_else(|| obj.to_string());
+            let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+            r.structured_content = Some(obj);
+            r
+        }
+        (_, Value::String(s)) => CallToolResult::success(vec![ContentBlock::text(s)]),
+        (_, other) => CallToolResult::success(vec![ContentBlock::text(other.to_string())]),
+    }
+}
+
+impl ServerHandler for Ludus {
+    fn get_info(&self) -> ServerConfig {
+        let caps = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().build();
+        ServerConfig::new(caps)
+            .with_server_info(Implementation::new("ludus", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Ludus serves games as tools named <game>_<action>. Start a game with its creating tool \
+                 (e.g. hanoi_init_simulator), then pass the returned id to the other tools. \
+                 `ludus_games` lists the loaded games; `ludus_sessions` the live ones.",
+            )
+    }
+
+    async fn list_tools(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
+        let mut tools = host_tools();
+        tools.extend(self.registry.tools());
+        Ok(ListToolsResult::with_all_items(tools).with_ttl_ms(TOOLS_TTL_MS).with_cache_scope(CacheScope::Public))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        host_tools().into_iter().find(|t| t.name == name).or_else(|| self.registry.tool_def(name))
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
+        let args = request.arguments.unwrap_or_default();
+        if let Some(r) = self.host_call(&request.name, &args) {
+            return Ok(r.into());
+        }
+        Ok(self.plugin_call(&request.name, args, &context).await?.into())
+    }
+
+    async fn list_resources(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListResourcesResult, McpError> {
+        let resources = self
+            .registry
+            .plugins()
+            .iter()
+            .flat_map(|p| {
+                p.resources.iter().map(|r| {
+                    Resource::new(r.uri.clone(), r.name.clone())
+                        .with_description(r.description.clone())
+                        .with_mime_type(r.mime_type.clone())
+                })
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(&self, request: ReadResourceRequestParams, _: RequestContext<RoleServer>) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri;
+        let plugin = self
+            .registry
+            .plugins()
+            .into_iter()
+            .find(|p| p.resources.iter().any(|r| r.uri == uri))
+            .ok_or_else(|| McpError::invalid_params(format!("no resource {uri}"), None))?;
+        let mime = plugin.resources.iter().find(|r| r.uri == uri).map(|r| r.mime_type.clone()).unwrap_or_default();
+        match self.registry.sessions.read_resource(&plugin, &uri).await {
+            Ok(text) => Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)]).into()),
+            Err(e) => Err(McpError::invalid_params(e, None)),
+        }
+    }
+
+    // 2026-07-28 clients hear about tool changes on subscriptions/listen.
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, cx: SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = self.registry.subscribe();
+        loop {
+            tokio::select! {
+                () = cx.cancelled() => return Ok(()),
+                r = changes.recv() => match r {
+                    Ok(()) | Err(RecvError::Lagged(_)) => { let _ = cx.sink().notify_tool_list_changed().await; }
+                    Err(RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+
+    // Clients of the initialize era hear about them through their peer.
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        let peer = cx.peer.clone();
+        let mut changes = self.registry.subscribe();
+        tokio::spawn(async move {
+            loop {
+                match changes.recv().await {
+                    Ok(()) | Err(RecvError::Lagged(_)) => {
+                        if peer.notify_tool_list_changed().await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,368 @@
+//! Loading one plugin version: compile, link against the host's grants, ask
+//! it to describe itself, and derive every tool (name, schemas, hints) from
+//! its exports. All of this happens off the request path; a plugin that fails
+//! any step is refused with a message that says which step and why.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
+use serde_json::{Value, json};
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{Component, ComponentExportIndex, InstancePre};
+
+use crate::capability::{CallInfo, Ctx, GuestOutput};
+use crate::config::{Config, PluginLimits};
+use crate::docs::Docs;
+use crate::runtime::bindings::GamePre;
+use crate::runtime::bindings::ludus::plugin::types::{PluginInfo, SessionRole};
+use crate::runtime::{HostState, Runtime};
+use crate::schema::{Field, Shape, object_schema};
+use crate::session::Session;
+
+const META: &str = "ludus:plugin/meta@0.1.0";
+const EVENTS: &str = "ludus:plugin/events@0.1.0";
+
+/// Where a plugin version came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    Builtin,
+    File(std::path::PathBuf),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Builtin => write!(f, "built-in"),
+            Source::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// How a tool finds its instance.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Role {
+    Creates,
+    /// Index into `params` of the parameter holding the session id.
+    Uses(usize),
+    Shared,
+}
+
+/// One tool, derived from one exported function.
+pub struct ToolDef {
+    /// MCP name, `<prefix>_<function>`.
+    pub name: String,
+    /// The WIT function name.
+    pub func: String,
+    pub export: ComponentExportIndex,
+    pub params: Vec<Field>,
+    /// The function's result type (none for functions without one).
+    pub result: Option<Shape>,
+    pub role: Role,
+    pub read_only: bool,
+    pub default_wait: Duration,
+    pub max_wait: Duration,
+    /// What `tools/list` shows.
+    pub tool: Tool,
+}
+
+pub struct ResourceDef {
+    pub uri: String,
+    pub name: String,
+    pub description: String,
+    pub mime_type: String,
+}
+
+/// A loaded plugin version. Sessions hold an `Arc` to the version they started
+/// on, so a reload never changes the code under a running game.
+pub struct Plugin {
+    pub name: String,
+    pub title: String,
+    pub version: String,
+    pub description: String,
+    pub source: Source,
+    pub sha256: String,
+    pub pre: InstancePre<HostState>,
+    pub tools: Vec<ToolDef>,
+    pub resources: Vec<ResourceDef>,
+    pub on_timer: Option<ComponentExportIndex>,
+    pub read_resource: ComponentExportIndex,
+    pub limits: PluginLimits,
+    pub imports: Vec<String>,
+    pub loaded_at: SystemTime,
+    /// The instance that serves tools with role `none`, made on first use.
+    pub shared: Mutex<Option<Arc<Session>>>,
+    pub runtime: Arc<Runtime>,
+}
+
+impl Plugin {
+    /// Loads a component. Errors are complete sentences for the operator.
+    pub fn load(runtime: &Arc<Runtime>, config: &Config, bytes: &[u8], source: Source) -> Result<Plugin, String> {
+        let component = runtime
+            .compile(bytes)
+            .map_err(|e| format!("not a valid WebAssembly component (build it for wasm32-wasip2): {e:#}"))?;
+        let imports = imports_of(runtime, &component);
+        let pre = runtime.linker.instantiate_pre(&component).map_err(|e| {
+            let ungranted: Vec<&str> =
+                imports.iter().map(String::as_str).filter(|i| !i.starts_with("wasi:") && !i.starts_with("ludus:plugin/")).collect();
+            format!(
+                "it imports {}, which this host does not grant (granted: WASI p2 without files or network, \
+                 and ludus:plugin/host). Details: {e:#}",
+                if ungranted.is_empty() { "an interface".to_string() } else { format!("`{}`", ungranted.join("`, `")) }
+            )
+        })?;
+        let info = describe(runtime, &pre)?;
+        validate_plugin_name(&info.name)?;
+        let docs = match ludus_pack::package_docs(bytes) {
+            Some(json) => Docs::parse(json)?,
+            None => {
+                tracing::warn!(plugin = info.name, "no package-docs section: tools get generic descriptions (package with ludus-pack)");
+                Docs::default()
+            }
+        };
+        let prefix = config.plugins.get(&info.name).and_then(|p| p.prefix.clone()).unwrap_or_else(|| info.name.clone());
+        validate_plugin_name(&prefix)?;
+        let limits = config.limits_for(&info.name, info.idle_timeout_ms);
+        let tools = derive_tools(runtime, &component, &info, &docs, &prefix, &limits)?;
+        let read_resource = component
+            .get_export_index(None, META)
+            .and_then(|m| component.get_export_index(Some(&m), "read-resource"))
+            .ok_or_else(|| format!("it does not export {META} read-resource"))?;
+        let on_timer = component.get_export_index(None, EVENTS).and_then(|e| component.get_export_index(Some(&e), "on-timer"));
+        Ok(Plugin {
+            title: info.title.clone(),
+            version: info.version.clone(),
+            description: info.description.clone(),
+            resources: info
+                .resources
+                .iter()
+                .map(|r| ResourceDef {
+                    uri: r.uri.clone(),
+                    name: r.name.clone(),
+                    description: r.description.clone(),
+                    mime_type: r.mime_type.clone(),
+                })
+                .collect(),
+            name: info.name,
+            source,
+            sha256: crate::runtime::sha256_hex(bytes),
+            pre,
+            tools,
+            on_timer,
+            read_resource,
+            limits,
+            imports,
+            loaded_at: SystemTime::now(),
+            shared: Mutex::new(None),
+            runtime: runtime.clone(),
+        })
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&ToolDef> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+fn imports_of(runtime: &Runtime, component: &Component) -> Vec<String> {
+    component.component_type().imports(&runtime.engine).map(|(name, _)| name.to_string()).collect()
+}
+
+/// Runs `meta.describe` in a throwaway instance.
+fn describe(runtime: &Runtime, pre: &InstancePre<HostState>) -> Result<PluginInfo, String> {
+    let game_pre = GamePre::new(pre.clone())
+        .map_err(|e| format!("it is not a Ludus game: it must export {META} (include ludus:plugin/game in its world): {e:#}"))?;
+    let limits = Config::default().limits_for("", None);
+    let cx = Ctx { plugin: "(loading)".into(), session: None, seed: 0, call: CallInfo::default(), wait: None };
+    let out = GuestOutput::new(limits.max_output_bytes);
+    let mut store = runtime.new_store(&limits, cx, out.clone(), out.clone());
+    let game = game_pre.instantiate(&mut store).map_err(|e| format!("it failed to start: {e:#}"))?;
+    let info = game.ludus_plugin_meta().call_describe(&mut store).map_err(|e| {
+        let (text, _) = out.take();
+        format!("its describe() failed: {e:#} {}", text.trim())
+    })?;
+    Ok(info)
+}
+
+fn validate_plugin_name(name: &str) -> Result<(), String> {
+    let ok = name.len() <= 24
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if ok { Ok(()) } else { Err(format!("plugin name `{name}` must match ^[a-z][a-z0-9_]{{0,23}}$")) }
+}
+
+/// Finds the exported `tools` interface: the one instance export whose name
+/// is `<namespace>:<package>/tools` (with or without a version).
+fn tools_interface(runtime: &Runtime, component: &Component) -> Result<(String, Vec<(String, wasmtime::component::types::ComponentFunc)>), String> {
+    let ty = component.component_type();
+    let mut found = Vec::new();
+    for (name, ext) in ty.exports(&runtime.engine) {
+        let short = name.split('@').next().unwrap_or(name);
+        if short.ends_with("/tools") {
+            if let ComponentItem::ComponentInstance(inst) = ext.ty {
+                let funcs = inst
+                    .exports(&runtime.engine)
+                    .filter_map(|(f, e)| match e.ty {
+                        ComponentItem::ComponentFunc(func) => Some((f.to_string(), func)),
+                        _ => None,
+                    })
+                    .collect();
+                found.push((name.to_string(), funcs));
+            }
+        }
+    }
+    match found.len() {
+        1 => Ok(found.pop().expect("one")),
+        0 => Err("it exports no `tools` interface (add `export tools;` to its world)".into()),
+        _ => Err("it exports more than one `tools` interface".into()),
+    }
+}
+
+fn derive_tools(
+    runtime: &Runtime,
+    component: &Component,
+    info: &PluginInfo,
+    docs: &Docs,
+    prefix: &str,
+    limits: &PluginLimits,
+) -> Result<Vec<ToolDef>, String> {
+    let (iface, funcs) = tools_interface(runtime, component)?;
+    for hint in &info.tools {
+        if !funcs.iter().any(|(f, _)| *f == hint.name) {
+            let names: Vec<&str> = funcs.iter().map(|(f, _)| f.as_str()).collect();
+            return Err(format!(
+                "describe() has a hint for `{}`, which its tools interface does not export (it exports: {})",
+                hint.name,
+                names.join(", ")
+            ));
+        }
+    }
+    let iface_index = component.get_export_index(None, iface.as_str()).ok_or("tools interface vanished")?;
+    let mut tools = Vec::new();
+    for (func, ty) in funcs {
+        let at = |e: String| format!("tool `{func}`: {e}");
+        if ty.async_() {
+            return Err(at("async functions are not supported; a guest never blocks (DESIGN §3)".into()));
+        }
+        let fdocs = docs.func("tools", &func);
+        let mut params = Vec::new();
+        for (pname, pty) in ty.params() {
+            let shape = Shape::from_type(&pty, docs).map_err(|e| at(format!("parameter `{pname}`: {e}")))?;
+            let json = crate::schema::json_name(pname);
+            params.push(Field::new(pname, shape, fdocs.params.get(&json).cloned()));
+        }
+        let result = match ty.results().collect::<Vec<_>>().as_slice() {
+            [] => None,
+            [t] => Some(Shape::from_type(t, docs).map_err(|e| at(format!("result: {e}")))?),
+            _ => return Err(at("functions with several results are not supported".into())),
+        };
+        let hint = info.tools.iter().find(|h| h.name == func);
+        let role = match hint.map(|h| (h.role, h.session_param.as_deref())) {
+            None | Some((SessionRole::None, _)) => Role::Shared,
+            Some((SessionRole::Creates, _)) => Role::Creates,
+            Some((SessionRole::Uses, Some(p))) => {
+                let i = params
+                    .iter()
+                    .position(|f| f.wit == p || f.json == p)
+                    .ok_or_else(|| at(format!("its hint names session parameter `{p}`, which it does not have")))?;
+                if params[i].shape != Shape::String {
+                    return Err(at(format!("session parameter `{p}` must be a string")));
+                }
+                Role::Uses(i)
+            }
+            Some((SessionRole::Uses, None)) => return Err(at("role `uses` needs a session-param".into())),
+        };
+        let name = format!("{prefix}_{}", crate::schema::json_name(&func));
+        if !valid_tool_name(&name) {
+            return Err(at(format!("tool name `{name}` must match ^[a-z][a-z0-9_]{{0,63}}$")));
+        }
+        let default_wait = Duration::from_millis(hint.and_then(|h| h.default_wait_ms).unwrap_or(25_000).into());
+        let max_wait = Duration::from_millis(hint.and_then(|h| h.max_wait_ms).unwrap_or(25_000).into()).min(limits.max_wait);
+        if let Role::Uses(i) = role {
+            params[i].doc.get_or_insert_with(|| "Id of the game session to act on.".into());
+        }
+        let tool = mcp_tool(&name, &func, &fdocs.summary, &params, result.as_ref(), hint)?;
+        tools.push(ToolDef {
+            export: component
+                .get_export_index(Some(&iface_index), func.as_str())
+                .ok_or_else(|| at("export index not found".into()))?,
+            name,
+            func,
+            params,
+            result,
+            role,
+            read_only: hint.is_some_and(|h| h.read_only),
+            default_wait: default_wait.min(max_wait),
+            max_wait,
+            tool,
+        });
+    }
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(tools)
+}
+
+fn valid_tool_name(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// The ok type of a result, or the type itself.
+pub fn ok_shape(result: Option<&Shape>) -> Option<&Shape> {
+    match result {
+        Some(Shape::Result { ok, .. }) => ok.as_deref(),
+        other => other,
+    }
+}
+
+/// The record fields that become `structuredContent`: all but a `text: string`
+/// field, which is the text an agent reads (the text convention, DESIGN §4).
+pub fn structured_fields(record: &[Field]) -> Vec<Field> {
+    record.iter().filter(|f| !is_text_field(f)).cloned().collect()
+}
+
+pub fn is_text_field(f: &Field) -> bool {
+    f.json == "text" && f.shape == Shape::String
+}
+
+fn mcp_tool(
+    name: &str,
+    func: &str,
+    summary: &Option<String>,
+    params: &[Field],
+    result: Option<&Shape>,
+    hint: Option<&crate::runtime::bindings::ludus::plugin::types::ToolHint>,
+) -> Result<Tool, String> {
+    let description = summary.clone().unwrap_or_else(|| format!("Calls `{func}`."));
+    let input = as_object(object_schema(params));
+    let mut tool = Tool::new(name.to_string(), description, Arc::new(input));
+    if let Some(Shape::Record { fields, doc }) = ok_shape(result) {
+        let mut schema = object_schema(&structured_fields(fields));
+        if let Some(d) = doc {
+            schema["description"] = json!(d);
+        }
+        tool = tool.with_raw_output_schema(Arc::new(as_object(schema)));
+    }
+    let h = hint.cloned();
+    let annotations = ToolAnnotations::new()
+        .read_only(h.as_ref().is_some_and(|h| h.read_only))
+        .destructive(h.as_ref().is_some_and(|h| h.destructive))
+        .idempotent(h.as_ref().is_some_and(|h| h.idempotent))
+        .open_world(h.as_ref().is_some_and(|h| h.open_world));
+    tool = tool.annotate(annotations);
+    if let Some(title) = h.as_ref().and_then(|h| h.title.clone()) {
+        tool = tool.with_title(title);
+    }
+    if let Some(uri) = h.as_ref().and_then(|h| h.ui_resource.clone()) {
+        let mut meta = MetaObject::new();
+        meta.insert("ui".into(), json!({"resourceUri": uri}));
+        tool = tool.with_meta(meta);
+    }
+    Ok(tool)
+}
+
+fn as_object(v: Value) -> JsonObject {
+    match v {
+        Value::Object(o) => o,
+        _ => JsonObject::new(),
+    }
+}

@@ -1,0 +1,159 @@
+//! `hanoi`: the Tower of Hanoi of "The Illusion of Thinking" as a Ludus game.
+//! One instance is one puzzle (its `env_id` is the session id).
+
+wit_bindgen::generate!({
+    world: "ludus:hanoi/hanoi",
+    path: ["../../wit/plugin", "wit"],
+    with: {
+        "ludus:plugin/types@0.1.0": ludus_sdk::types,
+        "ludus:plugin/host@0.1.0": ludus_sdk::host,
+    },
+});
+
+pub mod rules;
+
+use std::cell::RefCell;
+
+use exports::ludus::hanoi::tools::{Guest, Moved, Params, PlanResult, Reset, Snapshot, Started};
+use ludus_sdk::{PluginInfo, ToolHint, reply};
+use rules::Hanoi;
+
+thread_local! {
+    static GAME: RefCell<Option<Hanoi>> = const { RefCell::new(None) };
+}
+
+fn with_game<T>(f: impl FnOnce(&mut Hanoi) -> Result<T, String>) -> Result<T, String> {
+    GAME.with_borrow_mut(|g| f(g.as_mut().ok_or("this puzzle was not started")?))
+}
+
+fn next_step(g: &Hanoi) -> String {
+    if g.goal_reached() {
+        let verdict = if g.moves_made == g.optimal_moves() { "optimal".to_string() } else { format!("{} more than optimal", g.moves_made - g.optimal_moves()) };
+        format!("Solved: all disks are on peg 2 after {} moves ({verdict}).", g.moves_made)
+    } else {
+        "Next: call `hanoi_execute_move` with [disk, from_peg, to_peg], or `hanoi_execute_moves` with a whole plan.".into()
+    }
+}
+
+fn pegs(g: &Hanoi) -> Vec<Vec<u32>> {
+    g.pegs.to_vec()
+}
+
+struct Plugin;
+
+impl exports::ludus::plugin::meta::Guest for Plugin {
+    fn describe() -> PluginInfo {
+        PluginInfo {
+            name: "hanoi".into(),
+            title: "Tower of Hanoi".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            description: "Tower of Hanoi as in Apple's \"The Illusion of Thinking\": step by step or as a whole plan, with the optimal move count.".into(),
+            tools: vec![
+                ToolHint::creates("init-simulator").title("Start a Tower of Hanoi puzzle"),
+                ToolHint::uses("execute-move", "env-id").title("Move one disk"),
+                ToolHint::uses("execute-moves", "env-id").title("Submit a whole plan"),
+                ToolHint::uses("reset-simulator", "env-id").title("Reset the puzzle").destructive(),
+                ToolHint::uses("get-state", "env-id").title("Show the puzzle").read_only(),
+            ],
+            resources: vec![],
+            idle_timeout_ms: Some(120_000),
+        }
+    }
+
+    fn read_resource(uri: String) -> Result<String, String> {
+        Err(format!("hanoi has no resource {uri}"))
+    }
+}
+
+impl Guest for Plugin {
+    fn init_simulator(n: u32) -> Result<Started, String> {
+        let g = Hanoi::new(n)?;
+        let env_id = ludus_sdk::session_id().unwrap_or_default();
+        let text = reply(
+            format!("Started puzzle {env_id}.\n{}", g.render()),
+            "Goal: move every disk to peg 2. Next: call `hanoi_execute_move` with [disk, from_peg, to_peg], e.g. [1, 0, 2].",
+        );
+        let started = Started {
+            env_id,
+            simulator_type: "TowerOfHanoi".into(),
+            simulator_params: Params { n },
+            state: pegs(&g),
+            optimal_moves: g.optimal_moves(),
+            text,
+        };
+        GAME.set(Some(g));
+        Ok(started)
+    }
+
+    fn execute_move(_env_id: String, mv: Vec<u32>) -> Result<Moved, String> {
+        with_game(|g| {
+            if let Err(why) = g.apply(&mv) {
+                return Err(reply(format!("Illegal move {mv:?}: {why}.\n{}", g.render()), g.render_legal()));
+            }
+            Ok(Moved {
+                move_successful: true,
+                state: pegs(g),
+                goal_reached: g.goal_reached(),
+                moves_made: g.moves_made,
+                optimal_moves: g.optimal_moves(),
+                text: reply(format!("Moved disk {} from peg {} to peg {}.\n{}", mv[0], mv[1], mv[2], g.render()), next_step(g)),
+            })
+        })
+    }
+
+    fn execute_moves(_env_id: String, moves: Vec<Vec<u32>>) -> Result<PlanResult, String> {
+        with_game(|g| {
+            let mut failure = None;
+            for (i, mv) in moves.iter().enumerate() {
+                if let Err(why) = g.apply(mv) {
+                    failure = Some((i as u32, format!("move {i} {mv:?} is illegal: {why}")));
+                    break;
+                }
+            }
+            let executed = failure.as_ref().map_or(moves.len() as u32, |(i, _)| *i);
+            let summary = match &failure {
+                None => format!("All {executed} moves were legal."),
+                Some((_, why)) => format!("Applied the first {executed} moves; {why}. Later moves were not tried."),
+            };
+            Ok(PlanResult {
+                all_moves_successful: failure.is_none(),
+                moves_executed: executed,
+                failed_move_index: failure.as_ref().map(|f| f.0),
+                failure_reason: failure.map(|f| f.1),
+                state: pegs(g),
+                goal_reached: g.goal_reached(),
+                moves_made: g.moves_made,
+                optimal_moves: g.optimal_moves(),
+                text: reply(format!("{summary}\n{}", g.render()), next_step(g)),
+            })
+        })
+    }
+
+    fn reset_simulator(_env_id: String, state: Option<Vec<Vec<u32>>>) -> Result<Reset, String> {
+        with_game(|g| {
+            match &state {
+                Some(s) => g.set_state(s).map_err(|e| format!("cannot reset to that state: {e}"))?,
+                None => *g = Hanoi::new(g.n)?,
+            }
+            Ok(Reset { reset_successful: true, current_state: pegs(g), text: reply(format!("Reset.\n{}", g.render()), next_step(g)) })
+        })
+    }
+
+    fn get_state(_env_id: String) -> Result<Snapshot, String> {
+        with_game(|g| {
+            Ok(Snapshot {
+                simulator_type: "TowerOfHanoi".into(),
+                simulator_params: Params { n: g.n },
+                state: pegs(g),
+                goal_reached: g.goal_reached(),
+                moves_made: g.moves_made,
+                optimal_moves: g.optimal_moves(),
+                text: reply(g.render(), next_step(g)),
+            })
+        })
+    }
+}
+
+// Exports only exist in the component; native builds (unit tests) skip them.
+#[cfg(target_arch = "wasm32")]
+export!(Plugin);

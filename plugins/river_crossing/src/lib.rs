@@ -1,0 +1,204 @@
+//! `river_crossing`: the River Crossing puzzle of "The Illusion of Thinking"
+//! as a Ludus game. One instance is one puzzle (its `env_id` is the session id).
+
+wit_bindgen::generate!({
+    world: "ludus:river-crossing/river-crossing",
+    path: ["../../wit/plugin", "wit"],
+    with: {
+        "ludus:plugin/types@0.1.0": ludus_sdk::types,
+        "ludus:plugin/host@0.1.0": ludus_sdk::host,
+    },
+});
+
+pub mod rules;
+
+use std::cell::RefCell;
+
+use exports::ludus::river_crossing::tools::{Banks, Guest, Moved, Params, PlanResult, Reset, Side, Snapshot, Started};
+use ludus_sdk::{PluginInfo, ToolHint, reply};
+use rules::River;
+
+struct Game {
+    river: River,
+    /// Fewest crossings from the start (none: unsolvable), computed once.
+    optimal: Option<u32>,
+}
+
+thread_local! {
+    static GAME: RefCell<Option<Game>> = const { RefCell::new(None) };
+}
+
+fn with_game<T>(f: impl FnOnce(&mut Game) -> Result<T, String>) -> Result<T, String> {
+    GAME.with_borrow_mut(|g| f(g.as_mut().ok_or("this puzzle was not started")?))
+}
+
+const RULE: &str = "Rule: an actor a_i may never be with another agent A_j unless A_i is there too, on either bank and in the boat; the boat never crosses empty.";
+
+fn side(s: rules::Side) -> Side {
+    match s {
+        rules::Side::Left => Side::Left,
+        rules::Side::Right => Side::Right,
+    }
+}
+
+fn banks(r: &River) -> Banks {
+    Banks { boat: side(r.boat), left: r.names_on(rules::Side::Left), right: r.names_on(rules::Side::Right) }
+}
+
+fn next_step(g: &Game) -> String {
+    let r = &g.river;
+    if r.goal_reached() {
+        let verdict = match g.optimal {
+            Some(o) if r.moves_made == o => "optimal".to_string(),
+            Some(o) => format!("{} more than optimal", r.moves_made.saturating_sub(o)),
+            None => "from a reset position".into(),
+        };
+        return format!("Solved: everyone is on the right bank after {} crossings ({verdict}).", r.moves_made);
+    }
+    if g.optimal.is_none() {
+        return "This instance has no solution; start another with `river_crossing_init_simulator` (e.g. a larger k).".into();
+    }
+    format!("Next: call `river_crossing_execute_move` with who rides from the {} bank, e.g. [\"A_1\", \"a_1\"].", r.boat.name())
+}
+
+fn render(g: &Game) -> String {
+    g.river.render(g.optimal)
+}
+
+struct Plugin;
+
+impl exports::ludus::plugin::meta::Guest for Plugin {
+    fn describe() -> PluginInfo {
+        PluginInfo {
+            name: "river_crossing".into(),
+            title: "River Crossing".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            description: "River Crossing (actors and agents) as in Apple's \"The Illusion of Thinking\", with exact solvability and optimal length.".into(),
+            tools: vec![
+                ToolHint::creates("init-simulator").title("Start a River Crossing puzzle"),
+                ToolHint::uses("execute-move", "env-id").title("Cross the river once"),
+                ToolHint::uses("execute-moves", "env-id").title("Submit a whole plan"),
+                ToolHint::uses("reset-simulator", "env-id").title("Reset the puzzle").destructive(),
+                ToolHint::uses("get-state", "env-id").title("Show the puzzle").read_only(),
+            ],
+            resources: vec![],
+            idle_timeout_ms: Some(120_000),
+        }
+    }
+
+    fn read_resource(uri: String) -> Result<String, String> {
+        Err(format!("river_crossing has no resource {uri}"))
+    }
+}
+
+impl Guest for Plugin {
+    fn init_simulator(n: u32, k: Option<u32>) -> Result<Started, String> {
+        let k = k.unwrap_or_else(|| rules::default_capacity(n));
+        let river = River::new(n, k)?;
+        let optimal = river.shortest_remaining();
+        let g = Game { river, optimal };
+        let env_id = ludus_sdk::session_id().unwrap_or_default();
+        let verdict = match optimal {
+            Some(o) => format!("Solvable: the shortest solution takes {o} crossings."),
+            None => format!("Unsolvable: no sequence of crossings gets {n} pairs across with a boat for {k} (checked exhaustively)."),
+        };
+        let text = reply(format!("Started puzzle {env_id}. {verdict}\n{}{RULE}", render(&g)), next_step(&g));
+        let started = Started {
+            env_id,
+            simulator_type: "RiverCrossing".into(),
+            simulator_params: Params { n, k },
+            state: banks(&g.river),
+            solvable: optimal.is_some(),
+            optimal_moves: optimal,
+            text,
+        };
+        GAME.set(Some(g));
+        Ok(started)
+    }
+
+    fn execute_move(_env_id: String, load: Vec<String>) -> Result<Moved, String> {
+        with_game(|g| {
+            if let Err(why) = g.river.apply(&load) {
+                return Err(reply(format!("Illegal crossing {load:?}: {why}.\n{}{RULE}", render(g)), next_step(g)));
+            }
+            Ok(Moved {
+                move_successful: true,
+                state: banks(&g.river),
+                goal_reached: g.river.goal_reached(),
+                moves_made: g.river.moves_made,
+                optimal_moves: g.optimal,
+                text: reply(format!("Crossed: {}.\n{}", load.join(", "), render(g)), next_step(g)),
+            })
+        })
+    }
+
+    fn execute_moves(_env_id: String, moves: Vec<Vec<String>>) -> Result<PlanResult, String> {
+        with_game(|g| {
+            let mut failure = None;
+            for (i, load) in moves.iter().enumerate() {
+                if let Err(why) = g.river.apply(load) {
+                    failure = Some((i as u32, format!("crossing {i} {load:?} is illegal: {why}")));
+                    break;
+                }
+            }
+            let executed = failure.as_ref().map_or(moves.len() as u32, |(i, _)| *i);
+            let summary = match &failure {
+                None => format!("All {executed} crossings were legal."),
+                Some((_, why)) => format!("Applied the first {executed} crossings; {why}. Later crossings were not tried."),
+            };
+            Ok(PlanResult {
+                all_moves_successful: failure.is_none(),
+                moves_executed: executed,
+                failed_move_index: failure.as_ref().map(|f| f.0),
+                failure_reason: failure.map(|f| f.1),
+                state: banks(&g.river),
+                goal_reached: g.river.goal_reached(),
+                moves_made: g.river.moves_made,
+                optimal_moves: g.optimal,
+                text: reply(format!("{summary}\n{}", render(g)), next_step(g)),
+            })
+        })
+    }
+
+    fn reset_simulator(_env_id: String, state: Option<Banks>) -> Result<Reset, String> {
+        with_game(|g| {
+            match &state {
+                Some(s) => {
+                    let boat = match s.boat {
+                        Side::Left => rules::Side::Left,
+                        Side::Right => rules::Side::Right,
+                    };
+                    g.river.set_state(boat, &s.left, &s.right).map_err(|e| format!("cannot reset to that position: {e}"))?;
+                }
+                None => g.river = River::new(g.river.n, g.river.k)?,
+            }
+            Ok(Reset { reset_successful: true, current_state: banks(&g.river), text: reply(format!("Reset.\n{}", render(g)), next_step(g)) })
+        })
+    }
+
+    fn get_state(_env_id: String) -> Result<Snapshot, String> {
+        with_game(|g| {
+            let remaining = g.river.shortest_remaining();
+            let reach = match remaining {
+                Some(0) => String::new(),
+                Some(r) => format!("The goal is {r} crossings away.\n"),
+                None => "The goal cannot be reached from this position; reset the puzzle.\n".into(),
+            };
+            Ok(Snapshot {
+                simulator_type: "RiverCrossing".into(),
+                simulator_params: Params { n: g.river.n, k: g.river.k },
+                state: banks(&g.river),
+                goal_reached: g.river.goal_reached(),
+                moves_made: g.river.moves_made,
+                solvable: g.optimal.is_some(),
+                optimal_moves: g.optimal,
+                optimal_remaining: remaining,
+                text: reply(format!("{}{reach}{RULE}", render(g)), next_step(g)),
+            })
+        })
+    }
+}
+
+// Exports only exist in the component; native builds (unit tests) skip them.
+#[cfg(target_arch = "wasm32")]
+export!(Plugin);

@@ -1,0 +1,128 @@
+//! Write a Ludus game plugin in Rust.
+//!
+//! A plugin generates its own bindings with `wit_bindgen::generate!` and maps
+//! the shared Ludus interfaces onto this crate, so every plugin speaks the
+//! same types (see `sdk/README.md` for the whole walk-through):
+//!
+//! ```ignore
+//! wit_bindgen::generate!({
+//!     world: "ludus:hello/hello",
+//!     path: ["../../wit/plugin", "wit"],
+//!     with: {
+//!         "ludus:plugin/types@0.1.0": ludus_sdk::types,
+//!         "ludus:plugin/host@0.1.0": ludus_sdk::host,
+//!     },
+//! });
+//! ```
+
+#[allow(missing_docs)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        world: "ludus:plugin/sdk@0.1.0",
+        path: "../wit/plugin",
+    });
+}
+
+pub use bindings::ludus::plugin::{host, types};
+pub use types::{LogLevel, PluginInfo, ResourceInfo, SessionRole, ToolHint};
+
+impl ToolHint {
+    fn new(name: &str, role: SessionRole, session_param: Option<&str>) -> Self {
+        ToolHint {
+            name: name.into(),
+            role,
+            session_param: session_param.map(Into::into),
+            title: None,
+            read_only: false,
+            destructive: false,
+            idempotent: false,
+            open_world: false,
+            default_wait_ms: None,
+            max_wait_ms: None,
+            ui_resource: None,
+        }
+    }
+
+    /// A tool that starts a new session (a fresh instance of the plugin).
+    pub fn creates(name: &str) -> Self {
+        Self::new(name, SessionRole::Creates, None)
+    }
+
+    /// A tool that acts on the session whose id arrives in `param`.
+    pub fn uses(name: &str, param: &str) -> Self {
+        Self::new(name, SessionRole::Uses, Some(param))
+    }
+
+    /// A tool that needs no session (runs in one shared instance).
+    pub fn stateless(name: &str) -> Self {
+        Self::new(name, SessionRole::None, None)
+    }
+
+    pub fn title(mut self, title: &str) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Changes nothing (also idempotent).
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self.idempotent = true;
+        self
+    }
+
+    /// May throw away state the agent cares about (reset, forfeit).
+    pub fn destructive(mut self) -> Self {
+        self.destructive = true;
+        self
+    }
+
+    pub fn idempotent(mut self) -> Self {
+        self.idempotent = true;
+        self
+    }
+
+    pub fn open_world(mut self) -> Self {
+        self.open_world = true;
+        self
+    }
+
+    /// Default and maximum wait (milliseconds) for a tool that calls [`wait`].
+    pub fn waits(mut self, default_ms: u32, max_ms: u32) -> Self {
+        self.default_wait_ms = Some(default_ms);
+        self.max_wait_ms = Some(max_ms);
+        self
+    }
+
+    pub fn ui(mut self, resource_uri: &str) -> Self {
+        self.ui_resource = Some(resource_uri.into());
+        self
+    }
+}
+
+/// Write to the host log.
+pub fn log(level: LogLevel, message: &str) {
+    host::log(level, message);
+}
+
+/// The current session's id (none in a stateless call).
+pub fn session_id() -> Option<String> {
+    host::session_id()
+}
+
+/// Mark this call's answer provisional: the host calls the tool again when the
+/// session changes or after `timeout_ms` (0: the tool's default wait).
+pub fn wait(timeout_ms: u32) {
+    host::wait(timeout_ms)
+}
+
+/// True when this call re-runs a wait whose deadline passed: answer finally now.
+pub fn wait_timed_out() -> bool {
+    host::wait_timed_out()
+}
+
+/// Formats a text block for an agent: the body, then one line saying what to do next.
+pub fn reply(body: impl AsRef<str>, next: impl AsRef<str>) -> String {
+    let body = body.as_ref().trim_end();
+    let next = next.as_ref();
+    if next.is_empty() { body.to_string() } else { format!("{body}\n\n{next}") }
+}
