@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use wasmtime::component::Val;
 
-use crate::plugin::{Plugin, ToolDef, is_text_field, ok_shape};
+use crate::plugin::{is_text_field, ok_shape};
 use crate::registry::Registry;
-use crate::schema::{Shape, fields_to_vals};
+use crate::schema::Shape;
 use crate::session::{Progress, Reply};
 
 /// Clients that ignore list_changed re-list after this long.
@@ -113,47 +113,13 @@ impl Ludus {
             )));
         }
         let (plugin, index) = self.registry.find_tool(name).map_err(|e| McpError::invalid_params(e, None))?;
-        let tool = &plugin.tools[index];
-        let params = match fields_to_vals(&tool.params, &args, "") {
-            Ok(vals) => vals.into_iter().map(|(_, v)| v).collect::<Vec<Val>>(),
-            Err(e) => return Ok(error_result(format!("{e}. `{name}` takes: {}", describe_params(tool)))),
-        };
-        let seed = seed_argument(tool, &params);
         let progress = progress_reporter(context);
         let reply = self
             .registry
             .sessions
-            .call(plugin.clone(), index, params, self.caller.clone(), seed, context.ct.clone(), progress)
+            .call(plugin.clone(), index, &args, self.caller.clone(), context.ct.clone(), progress)
             .await;
-        Ok(render(&plugin, tool, reply))
-    }
-}
-
-/// One line per parameter, for argument errors.
-fn describe_params(tool: &ToolDef) -> String {
-    let parts: Vec<String> = tool
-        .params
-        .iter()
-        .map(|f| format!("`{}`{} ({})", f.json, if f.required() { "" } else { " optional" }, f.shape.expected()))
-        .collect();
-    if parts.is_empty() { "no arguments".into() } else { parts.join(", ") }
-}
-
-/// A creating tool's `seed` argument seeds the new session's randomness.
-fn seed_argument(tool: &ToolDef, params: &[Val]) -> Option<u64> {
-    if tool.role != crate::plugin::Role::Creates {
-        return None;
-    }
-    let i = tool.params.iter().position(|f| f.json == "seed")?;
-    match &params[i] {
-        Val::U64(s) => Some(*s),
-        Val::Option(Some(v)) => match **v {
-            Val::U64(s) => Some(s),
-            Val::U32(s) => Some(s.into()),
-            _ => None,
-        },
-        Val::U32(s) => Some((*s).into()),
-        _ => None,
+        Ok(render(reply))
     }
 }
 
@@ -175,11 +141,12 @@ fn progress_reporter(context: &RequestContext<RoleServer>) -> Option<Progress> {
 /// ok value is a record with a `text: string` field, that field is what the
 /// agent reads and the other fields are `structuredContent`; otherwise the
 /// text is the value itself (strings) or its JSON.
-fn render(plugin: &Plugin, tool: &ToolDef, reply: Reply) -> CallToolResult {
-    let value = match reply {
+fn render(reply: Reply) -> CallToolResult {
+    let (value, plugin, index) = match reply {
         Reply::Failed(e) => return error_result(e),
-        Reply::Value(v) => v,
+        Reply::Value { value, plugin, tool } => (value, plugin, tool),
     };
+    let tool = &plugin.tools[index];
     let (shape, value) = match (&tool.result, value) {
         (None, _) | (_, None) => return CallToolResult::success(vec![ContentBlock::text("Done.")]),
         (Some(Shape::Result { err, .. }), Some(Val::Result(Err(e)))) => {

@@ -66,6 +66,43 @@ pub struct ToolDef {
     pub tool: Tool,
 }
 
+impl ToolDef {
+    /// Checks and converts JSON arguments to component values, in parameter order.
+    pub fn convert_args(&self, args: &serde_json::Map<String, Value>) -> Result<Vec<wasmtime::component::Val>, String> {
+        crate::schema::fields_to_vals(&self.params, args, "")
+            .map(|vals| vals.into_iter().map(|(_, v)| v).collect())
+            .map_err(|e| format!("{e}. `{}` takes: {}", self.name, self.describe_params()))
+    }
+
+    /// One phrase per parameter, for argument errors.
+    pub fn describe_params(&self) -> String {
+        let parts: Vec<String> = self
+            .params
+            .iter()
+            .map(|f| format!("`{}`{} ({})", f.json, if f.required() { "" } else { " optional" }, f.shape.expected()))
+            .collect();
+        if parts.is_empty() { "no arguments".into() } else { parts.join(", ") }
+    }
+
+    /// A creating tool's `seed` argument seeds the new session's randomness.
+    pub fn seed_argument(&self, params: &[wasmtime::component::Val]) -> Option<u64> {
+        use wasmtime::component::Val;
+        if self.role != Role::Creates {
+            return None;
+        }
+        let i = self.params.iter().position(|f| f.json == "seed")?;
+        let as_u64 = |v: &Val| match v {
+            Val::U64(s) => Some(*s),
+            Val::U32(s) => Some(u64::from(*s)),
+            _ => None,
+        };
+        match &params[i] {
+            Val::Option(Some(v)) => as_u64(v),
+            v => as_u64(v),
+        }
+    }
+}
+
 pub struct ResourceDef {
     pub uri: String,
     pub name: String,

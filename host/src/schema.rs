@@ -258,8 +258,9 @@ impl Shape {
                 };
                 with_doc(json!({"type": "string", "enum": cases}), &doc)
             }
-            // Absence means none; inside lists (where absence is impossible) null is allowed.
-            Shape::Option(inner) => inner.schema(),
+            // Where absence is impossible (list items, tuple slots) none is null.
+            // Object fields use the inner schema and are simply not required.
+            Shape::Option(inner) => json!({"anyOf": [inner.schema(), {"type": "null"}]}),
             Shape::Result { ok, err } => {
                 let arm = |s: &Option<Box<Shape>>| s.as_ref().map(|s| s.schema()).unwrap_or(json!({"type": "null"}));
                 json!({"type": "object", "properties": {"ok": arm(ok), "err": arm(err)},
@@ -278,7 +279,11 @@ pub fn object_schema(fields: &[Field]) -> Value {
     let mut props = Map::new();
     let mut required = Vec::new();
     for f in fields {
-        props.insert(f.json.clone(), with_doc(f.shape.schema(), &f.doc));
+        let schema = match &f.shape {
+            Shape::Option(inner) => inner.schema(),
+            other => other.schema(),
+        };
+        props.insert(f.json.clone(), with_doc(schema, &f.doc));
         if f.required() {
             required.push(Value::String(f.json.clone()));
         }

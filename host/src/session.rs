@@ -204,8 +204,7 @@ impl Session {
         if memory_limit_hit {
             return format!("the plugin ran out of memory (limit {} MiB per session)", limits.memory_bytes >> 20);
         }
-        let stderr = lock(&self.last_stderr).clone();
-        let detail = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
+        let detail = panic_message(&lock(&self.last_stderr));
         let trap = e.downcast_ref::<Trap>().map(|t| t.to_string()).unwrap_or_else(|| format!("{e:#}"));
         if detail.is_empty() { format!("the plugin crashed ({trap})") } else { format!("the plugin crashed: {detail} ({trap})") }
     }
@@ -316,8 +315,9 @@ pub struct Sessions {
 
 /// How a tool call that reached a plugin ended.
 pub enum Reply {
-    /// The function's value (none for functions without a result).
-    Value(Option<Val>),
+    /// The function's value (none for functions without a result), with the
+    /// plugin version and tool that produced it (the session's version).
+    Value { value: Option<Val>, plugin: Arc<Plugin>, tool: usize },
     /// The host could not run the call (session unknown/ended, limits, trap).
     Failed(String),
 }
@@ -408,16 +408,36 @@ impl Sessions {
         self: &Arc<Self>,
         plugin: Arc<Plugin>,
         tool_index: usize,
-        params: Vec<Val>,
+        args: &serde_json::Map<String, serde_json::Value>,
         caller: String,
-        seed: Option<u64>,
         cancel: CancellationToken,
         progress: Option<Progress>,
     ) -> Reply {
-        let tool = &plugin.tools[tool_index];
-        let session = match self.session_for(&plugin, tool, &params, &caller, seed).await {
+        let current = &plugin.tools[tool_index];
+        let params = match current.convert_args(args) {
+            Ok(p) => p,
+            Err(e) => return Reply::Failed(e),
+        };
+        let seed = current.seed_argument(&params);
+        let session = match self.session_for(&plugin, current, &params, &caller, seed).await {
             Ok(s) => s,
             Err(e) => return Reply::Failed(e),
+        };
+        // A session keeps the plugin version it started on: call that version's tool.
+        let version = session.plugin.clone();
+        let (tool, params) = if Arc::ptr_eq(&version, &plugin) {
+            (current, params)
+        } else {
+            let Some(tool) = version.tool(&current.name) else {
+                return Reply::Failed(format!(
+                    "this game runs version {} of {}, which has no tool `{}`; start a new game",
+                    version.version, version.name, current.name
+                ));
+            };
+            match tool.convert_args(args) {
+                Ok(p) => (tool, p),
+                Err(e) => return Reply::Failed(format!("this game runs version {} of {}: {e}", version.version, version.name)),
+            }
         };
         let creates = tool.role == Role::Creates;
         let results = usize::from(tool.result.is_some());
@@ -450,7 +470,8 @@ impl Sessions {
                 if !rerun && !tool.read_only {
                     session.bump();
                 }
-                return Reply::Value(inv.value);
+                let index = version.tools.iter().position(|t| t.name == tool.name).expect("tool of its own version");
+                return Reply::Value { value: inv.value, plugin: version.clone(), tool: index };
             }
             let wait = match inv.wait {
                 Some(0) | None => tool.default_wait,
@@ -539,6 +560,20 @@ impl Sessions {
             Some(Val::Result(Err(e))) => Err(text(e)),
             _ => Err("the plugin gave no resource".into()),
         }
+    }
+}
+
+/// What a Rust guest printed when it panicked ("panicked at …:" then the
+/// message), or the last line it wrote to stderr.
+fn panic_message(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("note: run with")).collect();
+    match lines.iter().rposition(|l| l.contains("panicked at")) {
+        Some(i) => {
+            let location = lines[i].split("panicked at").nth(1).unwrap_or("").trim().trim_end_matches(':');
+            let message = lines[i + 1..].join(" ");
+            format!("panicked: {message} (at {location})")
+        }
+        None => lines.last().map(|l| l.to_string()).unwrap_or_default(),
     }
 }
 

@@ -1,0 +1,65 @@
+//! The command line: help, inspect, and honest errors.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN).args(args).env("LUDUS_LOG", "error").output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn help_explains_the_commands() {
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("serve") && out.contains("inspect"), "{out}");
+    let (_, out, _) = run(&["serve", "--help"]);
+    assert!(out.contains("--plugins") && out.contains("--http") && out.contains("--config"), "{out}");
+}
+
+#[test]
+fn inspect_prints_what_the_host_derives() {
+    let (code, out, err) = run(&["inspect", component("hello").to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["plugin"]["name"], "hello");
+    assert!(v["plugin"]["imports"].as_array().unwrap().iter().any(|i| i == "ludus:plugin/host@0.1.0"));
+    let bump = v["tools"].as_array().unwrap().iter().find(|t| t["name"] == "hello_bump").unwrap();
+    assert_eq!(bump["ludus"]["session"], serde_json::json!({"uses": "counter_id"}));
+    assert_eq!(bump["inputSchema"]["properties"]["by"]["description"], "how much to add (1 to 1000, default 1)");
+    assert_eq!(bump["inputSchema"]["required"], serde_json::json!(["counter_id"]), "option parameters are not required");
+    assert_eq!(bump["outputSchema"]["properties"]["count"]["description"], "Current value.");
+    assert!(bump["outputSchema"]["properties"].get("text").is_none(), "the text field is the agent's text, not data");
+}
+
+#[test]
+fn inspect_explains_why_a_component_cannot_load() {
+    let (code, _, err) = run(&["inspect", component("bad_import").to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("`ludus:bad-import/secrets`, which this host does not grant"), "{err}");
+    let work = scratch();
+    let junk = work.path().join("junk.wasm");
+    std::fs::write(&junk, "hello").unwrap();
+    let (code, _, err) = run(&["inspect", junk.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not a valid WebAssembly component"), "{err}");
+    let (code, _, err) = run(&["inspect", "/no/such/file.wasm"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot read /no/such/file.wasm"), "{err}");
+}
+
+#[test]
+fn serve_refuses_a_missing_plugins_directory_and_a_bad_config() {
+    let (code, _, err) = run(&["serve", "--plugins", "/no/such/dir"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("the plugins directory /no/such/dir does not exist"), "{err}");
+    let work = scratch();
+    let cfg = work.path().join("bad.toml");
+    std::fs::write(&cfg, "[limits]\ncall_timeout = 5\n").unwrap();
+    let (code, _, err) = run(&["serve", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("unknown field `call_timeout`"), "{err}");
+}

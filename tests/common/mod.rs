@@ -1,0 +1,206 @@
+//! Drives the real `ludus` binary through rmcp's MCP client.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, ProgressNotificationParam, Tool};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_ludus");
+
+/// A packaged component built by the host's build script.
+pub fn component(name: &str) -> PathBuf {
+    Path::new(env!("LUDUS_WASM_DIR")).join(format!("{name}.wasm"))
+}
+
+/// Records `tools/list_changed` notifications.
+#[derive(Clone)]
+pub struct Recorder {
+    list_changed: mpsc::UnboundedSender<()>,
+    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        let _ = self.list_changed.send(());
+    }
+
+    async fn on_progress(&self, p: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
+        let _ = self.progress.send(p);
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::default()
+    }
+}
+
+pub struct Client {
+    pub service: RunningService<RoleClient, Recorder>,
+    pub list_changed: mpsc::UnboundedReceiver<()>,
+    pub progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+}
+
+/// A running `ludus serve` over HTTP; killed on drop.
+pub struct HttpServer {
+    pub url: String,
+    child: tokio::process::Child,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+type Receivers = (mpsc::UnboundedReceiver<()>, mpsc::UnboundedReceiver<ProgressNotificationParam>);
+
+fn recorder() -> (Recorder, Receivers) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (ptx, prx) = mpsc::unbounded_channel();
+    (Recorder { list_changed: tx, progress: ptx }, (rx, prx))
+}
+
+/// A temporary cache dir per test run keeps tests independent of ~/.cache.
+fn cache_config(dir: &Path) -> PathBuf {
+    let path = dir.join("ludus-test.toml");
+    if !path.exists() {
+        std::fs::write(&path, format!("cache_dir = {:?}\n", dir.join("cache").display().to_string())).unwrap();
+    }
+    path
+}
+
+pub fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// Writes a config file with extra TOML (limits, plugin settings).
+pub fn config(dir: &Path, extra: &str) -> PathBuf {
+    let path = dir.join("ludus.toml");
+    std::fs::write(&path, format!("cache_dir = {:?}\n{extra}\n", dir.join("cache").display().to_string())).unwrap();
+    path
+}
+
+/// `ludus serve` over stdio with the given extra arguments.
+pub async fn stdio(args: &[&str], work: &Path) -> Client {
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.arg("serve").args(args);
+    if !args.contains(&"--config") {
+        cmd.arg("--config").arg(cache_config(work));
+    }
+    cmd.env("LUDUS_LOG", "warn");
+    let (transport, _) = TokioChildProcess::builder(cmd).stderr(Stdio::inherit()).spawn().expect("spawning ludus");
+    let (handler, (list_changed, progress)) = recorder();
+    let service = handler.serve(transport).await.expect("MCP handshake over stdio");
+    Client { service, list_changed, progress }
+}
+
+/// `ludus serve --http 127.0.0.1:0`, waiting for the address it bound.
+pub async fn http_server(args: &[&str], work: &Path) -> HttpServer {
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.args(["serve", "--http", "127.0.0.1:0"]).args(args);
+    if !args.contains(&"--config") {
+        cmd.arg("--config").arg(cache_config(work));
+    }
+    cmd.env("LUDUS_LOG", "warn").stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true);
+    let mut child = cmd.spawn().expect("spawning ludus");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(url) = line.strip_prefix("LUDUS_HTTP_URL=") {
+                return url.to_string();
+            }
+            eprintln!("{line}");
+        }
+        panic!("ludus exited before serving HTTP");
+    })
+    .await
+    .expect("ludus did not start serving HTTP in time");
+    // Keep draining stderr so the server never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(l)) = lines.next_line().await { eprintln!("{l}") } });
+    HttpServer { url, child }
+}
+
+pub async fn http_client(server: &HttpServer) -> Client {
+    let (handler, (list_changed, progress)) = recorder();
+    let transport = StreamableHttpClientTransport::from_uri(server.url.clone());
+    let service = handler.serve(transport).await.expect("MCP handshake over HTTP");
+    Client { service, list_changed, progress }
+}
+
+impl Client {
+    pub async fn tools(&self) -> Vec<Tool> {
+        self.service.list_all_tools().await.expect("tools/list")
+    }
+
+    pub async fn tool_names(&self) -> Vec<String> {
+        self.tools().await.into_iter().map(|t| t.name.to_string()).collect()
+    }
+
+    /// Calls a tool; protocol errors panic, tool errors come back with is_error.
+    pub async fn call(&self, name: &str, args: Value) -> CallToolResult {
+        self.try_call(name, args).await.unwrap_or_else(|e| panic!("{name}: protocol error {e}"))
+    }
+
+    pub async fn try_call(&self, name: &str, args: Value) -> Result<CallToolResult, rmcp::ServiceError> {
+        let Value::Object(args) = args else { panic!("arguments must be an object") };
+        self.service.call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(args)).await
+    }
+
+    /// Calls a tool that must succeed, returning its structured content.
+    pub async fn ok(&self, name: &str, args: Value) -> Value {
+        let r = self.call(name, args.clone()).await;
+        assert_ne!(r.is_error, Some(true), "{name}({args}) failed: {}", text(&r));
+        r.structured_content.clone().unwrap_or_else(|| json!({"text": text(&r)}))
+    }
+
+    /// Calls a tool that must fail with a tool error, returning its text.
+    pub async fn err(&self, name: &str, args: Value) -> String {
+        let r = self.call(name, args.clone()).await;
+        assert_eq!(r.is_error, Some(true), "{name}({args}) should fail but gave: {}", text(&r));
+        assert!(r.structured_content.is_none(), "errors carry no structuredContent");
+        text(&r)
+    }
+
+    /// Waits for a list_changed notification.
+    pub async fn expect_list_changed(&mut self, within: Duration) {
+        tokio::time::timeout(within, self.list_changed.recv())
+            .await
+            .expect("no tools/list_changed notification in time")
+            .expect("client closed");
+    }
+
+    pub async fn close(self) {
+        let _ = self.service.cancel().await;
+    }
+}
+
+pub fn text(r: &CallToolResult) -> String {
+    r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
+}
+
+/// Every success with a declared outputSchema must validate against it.
+pub fn assert_matches_output_schema(tool: &Tool, result: &CallToolResult) {
+    let Some(schema) = &tool.output_schema else { return };
+    let value = result.structured_content.as_ref().expect("declared outputSchema but no structuredContent");
+    let validator = jsonschema::validator_for(&Value::Object((**schema).clone())).expect("outputSchema is valid JSON Schema");
+    let errors: Vec<String> = validator.iter_errors(value).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{} result does not match its outputSchema: {errors:?}\n{value}", tool.name);
+}
+
+pub type Shared<T> = Arc<T>;
+
+/// Puts a component into a plugins directory the way writers should: write a
+/// hidden temporary file, then rename it into place.
+pub fn install(dir: &Path, src: &Path, name: &str) {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::copy(src, &tmp).unwrap();
+    std::fs::rename(&tmp, dir.join(name)).unwrap();
+}

@@ -1,0 +1,124 @@
+//! Streamable HTTP: two agents in one game, long-poll waits with progress,
+//! 2026-07-28 clients hearing about reloads, and Origin checks.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressToken, RequestMetaObject, SubscriptionFilter};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::json;
+
+async fn hello_server(work: &std::path::Path) -> HttpServer {
+    let dir = work.join("plugins");
+    std::fs::create_dir_all(&dir).unwrap();
+    install(&dir, &component("hello"), "hello.wasm");
+    http_server(&["--plugins", dir.to_str().unwrap()], work).await
+}
+
+#[tokio::test]
+async fn solves_hanoi_over_http() {
+    let work = scratch();
+    let server = http_server(&[], work.path()).await;
+    let c = http_client(&server).await;
+    let env = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].clone();
+    let r = c.ok("hanoi_execute_moves", json!({"env_id": env, "moves": [[1, 0, 1], [2, 0, 2], [1, 1, 2]]})).await;
+    assert_eq!(r["goal_reached"], true);
+    c.close().await;
+}
+
+#[tokio::test]
+async fn a_waiting_call_returns_when_another_client_changes_the_session() {
+    let work = scratch();
+    let server = hello_server(work.path()).await;
+    let (a, b) = (http_client(&server).await, http_client(&server).await);
+    let id = a.ok("hello_start", json!({})).await["counter_id"].clone();
+
+    let waiter = {
+        let id = id.clone();
+        tokio::spawn(async move {
+            let t = Instant::now();
+            let r = a.ok("hello_wait_for", json!({"counter_id": id, "at_least": 3})).await;
+            (r, t.elapsed(), a)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for _ in 0..3 {
+        b.ok("hello_bump", json!({"counter_id": id})).await;
+    }
+    let (r, took, a) = waiter.await.unwrap();
+    assert_eq!(r["count"], 3);
+    assert!(took < Duration::from_secs(4), "woke on the change, not the deadline: {took:?}");
+
+    // Nobody bumps: the wait ends at the tool's deadline (5 s) with the plugin's final answer.
+    let t = Instant::now();
+    let e = a.err("hello_wait_for", json!({"counter_id": id, "at_least": 100})).await;
+    assert!(e.contains("timed out") && e.contains("call this tool again"), "{e}");
+    assert!(t.elapsed() >= Duration::from_millis(4900), "{:?}", t.elapsed());
+    a.close().await;
+    b.close().await;
+}
+
+#[tokio::test]
+async fn long_waits_send_progress_when_asked() {
+    let work = scratch();
+    let server = hello_server(work.path()).await;
+    let mut c = http_client(&server).await;
+    let id = c.ok("hello_start", json!({})).await["counter_id"].clone();
+    let mut params = CallToolRequestParams::new("hello_wait_for")
+        .with_arguments(json!({"counter_id": id, "at_least": 1}).as_object().unwrap().clone());
+    params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(NumberOrString::String("w1".into()))));
+    let r = c.service.call_tool(params).await.unwrap();
+    assert_eq!(r.is_error, Some(true), "no bump: the wait times out");
+    let p = c.progress.try_recv().expect("a progress notification during a 5 s wait");
+    // rmcp's client substitutes its own token per request; the server must echo whatever it got.
+    assert!(matches!(p.progress_token.0, NumberOrString::Number(_) | NumberOrString::String(_)));
+    assert!(p.total.is_some_and(|t| t >= 4.0), "the total is the wait's deadline: {p:?}");
+    assert!(p.message.unwrap_or_default().contains("waiting"));
+    c.close().await;
+}
+
+#[tokio::test]
+async fn modern_clients_hear_tool_changes_on_subscriptions_listen() {
+    let work = scratch();
+    let dir = work.path().join("plugins");
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = http_server(&["--plugins", dir.to_str().unwrap()], work.path()).await;
+    let transport = StreamableHttpClientTransport::from_uri(server.url.clone());
+    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![rmcp::model::ProtocolVersion::LATEST] };
+    let client = ().serve_with_lifecycle(transport, lifecycle).await.expect("2026-07-28 discovery");
+    let mut sub = client.peer().listen(SubscriptionFilter::builder().tools_list_changed().build()).await.unwrap();
+    install(&dir, &component("hello"), "hello.wasm");
+    let note = tokio::time::timeout(Duration::from_secs(10), sub.next()).await.expect("no notification in time").unwrap();
+    assert!(format!("{note:?}").contains("ToolListChanged"), "{note:?}");
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "hello_greet"));
+    drop(sub);
+    let _ = client.cancel().await;
+}
+
+#[tokio::test]
+async fn foreign_origins_are_refused() {
+    let work = scratch();
+    let server = http_server(&[], work.path()).await;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let post = |origin: &'static str| {
+        let url = server.url.clone();
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("origin", origin)
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    assert_eq!(post("http://evil.example").await.as_u16(), 403);
+    assert!(post("http://localhost:3000").await.is_success());
+}

@@ -1,0 +1,271 @@
+//! The two puzzle games, end to end over stdio: solving, refusing, reporting.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::*;
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn lists_host_and_game_tools_with_described_parameters() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let tools = c.tools().await;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for expected in [
+        "ludus_games",
+        "ludus_sessions",
+        "hanoi_init_simulator",
+        "hanoi_execute_move",
+        "hanoi_execute_moves",
+        "hanoi_reset_simulator",
+        "hanoi_get_state",
+        "river_crossing_init_simulator",
+        "river_crossing_execute_move",
+        "river_crossing_execute_moves",
+        "river_crossing_reset_simulator",
+        "river_crossing_get_state",
+    ] {
+        assert!(names.contains(&expected), "missing {expected} in {names:?}");
+    }
+    let game_tools = names[2..].to_vec();
+    let mut sorted = game_tools.clone();
+    sorted.sort();
+    assert_eq!(game_tools, sorted, "host tools first, then game tools sorted by name");
+    for t in tools.iter().filter(|t| !t.name.starts_with("ludus_")) {
+        assert!(t.description.as_ref().is_some_and(|d| d.len() > 10), "{} has no description", t.name);
+        let schema = Value::Object((*t.input_schema).clone());
+        assert_eq!(schema["type"], "object");
+        assert!(schema.get("oneOf").is_none() && schema.get("anyOf").is_none() && schema.get("allOf").is_none());
+        for (p, s) in schema["properties"].as_object().unwrap() {
+            assert!(s["description"].as_str().is_some_and(|d| !d.is_empty()), "{}.{p} has no description", t.name);
+        }
+        assert!(t.annotations.is_some(), "{} has no annotations", t.name);
+    }
+    c.close().await;
+}
+
+/// Golden files pin every derived schema of the bundled games. Regenerate with
+/// `LUDUS_BLESS=1 cargo test --test puzzles golden`.
+#[tokio::test]
+async fn golden_schemas_of_the_bundled_games() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let tools = c.tools().await;
+    for game in ["hanoi", "river_crossing"] {
+        let mine: Vec<Value> = tools
+            .iter()
+            .filter(|t| t.name.starts_with(&format!("{game}_")))
+            .map(|t| serde_json::to_value(t).unwrap())
+            .collect();
+        let got = serde_json::to_string_pretty(&mine).unwrap() + "\n";
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/golden/{game}.tools.json"));
+        if std::env::var_os("LUDUS_BLESS").is_some() {
+            std::fs::write(&path, &got).unwrap();
+        }
+        let want = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(want == got, "{game} schemas differ from {} (LUDUS_BLESS=1 to accept):\n{got}", path.display());
+    }
+    c.close().await;
+}
+
+async fn tool_map(c: &Client) -> HashMap<String, rmcp::model::Tool> {
+    c.tools().await.into_iter().map(|t| (t.name.to_string(), t)).collect()
+}
+
+#[tokio::test]
+async fn hanoi_three_disks_solved_optimally_with_every_result_matching_its_schema() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let tools = tool_map(&c).await;
+    let r = c.call("hanoi_init_simulator", json!({"n": 3})).await;
+    assert_matches_output_schema(&tools["hanoi_init_simulator"], &r);
+    let started = r.structured_content.clone().unwrap();
+    assert_eq!(started["state"], json!([[3, 2, 1], [], []]));
+    assert_eq!(started["optimal_moves"], 7);
+    assert!(text(&r).contains("hanoi_execute_move"), "the text names the next action");
+    let env = started["env_id"].as_str().unwrap().to_string();
+    assert!(env.len() >= 32, "ids are unguessable: {env}");
+    let plan = [[1, 0, 2], [2, 0, 1], [1, 2, 1], [3, 0, 2], [1, 1, 0], [2, 1, 2], [1, 0, 2]];
+    let mut last = Value::Null;
+    for (i, m) in plan.iter().enumerate() {
+        let r = c.call("hanoi_execute_move", json!({"env_id": env, "move": m})).await;
+        assert_ne!(r.is_error, Some(true), "{}", text(&r));
+        assert_matches_output_schema(&tools["hanoi_execute_move"], &r);
+        last = r.structured_content.unwrap();
+        assert_eq!(last["goal_reached"], i == plan.len() - 1);
+    }
+    assert_eq!(last["state"], json!([[], [], [3, 2, 1]]));
+    assert_eq!(last["moves_made"], 7);
+    let r = c.call("hanoi_get_state", json!({"env_id": env})).await;
+    assert_matches_output_schema(&tools["hanoi_get_state"], &r);
+    assert!(text(&r).contains("optimal"), "{}", text(&r));
+    c.close().await;
+}
+
+#[tokio::test]
+async fn hanoi_rejects_illegal_moves_with_reasons_and_legal_alternatives() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let env = c.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].clone();
+    let e = c.err("hanoi_execute_move", json!({"env_id": env, "move": [3, 0, 2]})).await;
+    assert!(e.contains("disk 3 is not on top of peg 0"), "{e}");
+    assert!(e.contains("Legal moves now: [1, 0, 1], [1, 0, 2]"), "{e}");
+    c.ok("hanoi_execute_move", json!({"env_id": env, "move": [1, 0, 2]})).await;
+    let e = c.err("hanoi_execute_move", json!({"env_id": env, "move": [2, 0, 2]})).await;
+    assert!(e.contains("larger disk never lies on a smaller"), "{e}");
+    let e = c.err("hanoi_execute_move", json!({"env_id": env, "move": [1, 2]})).await;
+    assert!(e.contains("three numbers"), "{e}");
+    let s = c.ok("hanoi_get_state", json!({"env_id": env})).await;
+    assert_eq!(s["moves_made"], 1, "refused moves change nothing");
+    c.close().await;
+}
+
+#[tokio::test]
+async fn whole_plans_report_the_first_failing_move() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let env = c.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].clone();
+    let r = c.ok("hanoi_execute_moves", json!({"env_id": env, "moves": [[1, 0, 2], [2, 0, 1], [2, 1, 2], [1, 2, 1]]})).await;
+    assert_eq!(r["all_moves_successful"], false);
+    assert_eq!(r["failed_move_index"], 2);
+    assert_eq!(r["moves_executed"], 2);
+    assert!(r["failure_reason"].as_str().unwrap().contains("disk 2 cannot go onto peg 2"), "{r}");
+    c.ok("hanoi_reset_simulator", json!({"env_id": env})).await;
+    let full: Vec<[u32; 3]> = vec![[1, 0, 2], [2, 0, 1], [1, 2, 1], [3, 0, 2], [1, 1, 0], [2, 1, 2], [1, 0, 2]];
+    let r = c.ok("hanoi_execute_moves", json!({"env_id": env, "moves": full})).await;
+    assert_eq!(r["all_moves_successful"], true);
+    assert_eq!(r["goal_reached"], true);
+    assert!(r.get("failed_move_index").is_none(), "none fields are left out: {r}");
+
+    // River crossing: the paper's N=2 example as one plan.
+    let env = c.ok("river_crossing_init_simulator", json!({"n": 2, "k": 2})).await["env_id"].clone();
+    let plan = json!([["A_2", "a_2"], ["A_2"], ["A_1", "A_2"], ["A_1"], ["A_1", "a_1"]]);
+    let r = c.ok("river_crossing_execute_moves", json!({"env_id": env, "moves": plan})).await;
+    assert_eq!((r["goal_reached"].clone(), r["moves_made"].clone()), (json!(true), json!(5)));
+    c.close().await;
+}
+
+#[tokio::test]
+async fn river_crossing_three_pairs_solved_and_unsolvable_instances_flagged() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let tools = tool_map(&c).await;
+    let r = c.call("river_crossing_init_simulator", json!({"n": 3, "k": 2})).await;
+    assert_matches_output_schema(&tools["river_crossing_init_simulator"], &r);
+    let s = r.structured_content.unwrap();
+    assert_eq!((s["solvable"].clone(), s["optimal_moves"].clone()), (json!(true), json!(11)));
+    let env = s["env_id"].clone();
+    let e = c.err("river_crossing_execute_move", json!({"env_id": env, "move": ["A_1", "A_2"]})).await;
+    assert!(e.contains("unsafe on the left bank") && e.contains("a_1 would be with"), "{e}");
+    let plan: [&[&str]; 11] = [
+        &["a_1", "a_2"], &["a_1"], &["a_1", "a_3"], &["a_1"], &["A_2", "A_3"], &["A_2", "a_2"],
+        &["A_1", "A_2"], &["a_3"], &["a_1", "a_2"], &["A_3"], &["a_3", "A_3"],
+    ];
+    for (i, m) in plan.iter().enumerate() {
+        let r = c.call("river_crossing_execute_move", json!({"env_id": env, "move": m})).await;
+        assert_ne!(r.is_error, Some(true), "crossing {i}: {}", text(&r));
+        assert_matches_output_schema(&tools["river_crossing_execute_move"], &r);
+    }
+    let s = c.ok("river_crossing_get_state", json!({"env_id": env})).await;
+    assert_eq!(s["goal_reached"], true);
+    assert_eq!(s["moves_made"], 11);
+    assert_eq!(s["state"]["boat"], "right");
+
+    let r = c.call("river_crossing_init_simulator", json!({"n": 6, "k": 3})).await;
+    let s = r.structured_content.clone().unwrap();
+    assert_eq!(s["solvable"], false);
+    assert!(s.get("optimal_moves").is_none());
+    assert!(text(&r).contains("Unsolvable"), "{}", text(&r));
+    let s = c.ok("river_crossing_init_simulator", json!({"n": 4})).await;
+    assert_eq!(s["simulator_params"], json!({"n": 4, "k": 3}), "default k follows the paper");
+    assert_eq!(s["optimal_moves"], 9);
+    c.close().await;
+}
+
+#[tokio::test]
+async fn bad_arguments_name_the_field_and_what_was_expected() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let e = c.err("hanoi_init_simulator", json!({"n": "three"})).await;
+    assert!(e.contains("argument `n`") && e.contains("expected an integer from 0 to 4294967295"), "{e}");
+    let e = c.err("hanoi_init_simulator", json!({})).await;
+    assert!(e.contains("argument `n`: missing required field"), "{e}");
+    let e = c.err("hanoi_init_simulator", json!({"n": -1})).await;
+    assert!(e.contains("-1 is out of range"), "{e}");
+    let e = c.err("hanoi_init_simulator", json!({"n": 3.5})).await;
+    assert!(e.contains("argument `n`"), "{e}");
+    c.ok("hanoi_init_simulator", json!({"n": 3.0})).await;
+    let e = c.err("hanoi_init_simulator", json!({"n": 3, "disks": 4})).await;
+    assert!(e.contains("argument `disks`: unknown field; allowed: n"), "{e}");
+    let e = c.err("hanoi_init_simulator", json!({"n": 99})).await;
+    assert!(e.contains("between 1 and 30"), "game-rule errors pass through: {e}");
+    let e = c.err("hanoi_execute_move", json!({"env_id": "nope", "move": [1, 0, 2]})).await;
+    assert!(e.contains("unknown `env_id` \"nope\""), "{e}");
+    let e = c.err("hanoi_execute_move", json!({"env_id": "x", "move": [1, 0, "two"]})).await;
+    assert!(e.contains("argument `move[2]`"), "{e}");
+    let e = c.err("river_crossing_reset_simulator", json!({"env_id": "x", "state": {"boat": "middle", "left": [], "right": []}})).await;
+    assert!(e.contains("argument `state.boat`: expected one of left, right"), "{e}");
+
+    // A river env id is not a hanoi env id.
+    let river = c.ok("river_crossing_init_simulator", json!({"n": 2})).await["env_id"].clone();
+    let e = c.err("hanoi_get_state", json!({"env_id": river})).await;
+    assert!(e.contains("belongs to a river_crossing game"), "{e}");
+
+    // Oversized payloads are refused before they reach a game.
+    let huge: Vec<[u32; 3]> = vec![[1, 0, 2]; 600_000];
+    let e = c.err("hanoi_execute_moves", json!({"env_id": river, "moves": huge})).await;
+    assert!(e.contains("bytes per call"), "{e}");
+
+    // Unknown tools are protocol errors.
+    let err = c.try_call("chess_move", json!({})).await.unwrap_err().to_string();
+    assert!(err.contains("unknown tool `chess_move`"), "{err}");
+    // The server is still fine.
+    c.ok("hanoi_init_simulator", json!({"n": 1})).await;
+    c.close().await;
+}
+
+#[tokio::test]
+async fn concurrent_sessions_do_not_see_each_other() {
+    let work = scratch();
+    let c = std::sync::Arc::new(stdio(&[], work.path()).await);
+    let mut tasks = Vec::new();
+    for i in 0..8u32 {
+        let c = c.clone();
+        tasks.push(tokio::spawn(async move {
+            let n = 2 + i % 3;
+            let env = c.ok("hanoi_init_simulator", json!({"n": n})).await["env_id"].clone();
+            let r = c.ok("hanoi_execute_move", json!({"env_id": env, "move": [1, 0, 1 + i % 2]})).await;
+            let s = c.ok("hanoi_get_state", json!({"env_id": env})).await;
+            assert_eq!(s["moves_made"], 1);
+            assert_eq!(s["simulator_params"]["n"], n);
+            assert_eq!(r["state"], s["state"]);
+            env
+        }));
+    }
+    let mut ids = Vec::new();
+    for t in tasks {
+        ids.push(t.await.unwrap());
+    }
+    ids.sort_by_key(|v| v.to_string());
+    ids.dedup();
+    assert_eq!(ids.len(), 8);
+    let s = c.ok("ludus_sessions", json!({"game": "hanoi"})).await;
+    assert_eq!(s["count"], 8);
+}
+
+#[tokio::test]
+async fn games_list_reports_versions_and_sources() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let g = c.ok("ludus_games", json!({})).await;
+    let games = g["games"].as_array().unwrap();
+    let hanoi = games.iter().find(|g| g["name"] == "hanoi").unwrap();
+    assert_eq!(hanoi["source"], "built-in");
+    assert_eq!(hanoi["status"], "ok");
+    assert_eq!(hanoi["version"], "0.1.0");
+    let e = c.err("ludus_sessions", json!({"game": 3})).await;
+    assert!(e.contains("invalid arguments"), "{e}");
+    c.close().await;
+}

@@ -1,0 +1,97 @@
+//! Hot reload, end to end: a directory watched by the real binary.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+/// Polls `ludus_games` until `check` holds (reloads happen in the background).
+async fn until(c: &Client, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let start = Instant::now();
+    loop {
+        let g = c.ok("ludus_games", json!({})).await;
+        if check(&g) {
+            return g;
+        }
+        assert!(start.elapsed() < Duration::from_secs(15), "timed out waiting for {what}: {g:#}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn game<'a>(g: &'a Value, name: &str) -> Option<&'a Value> {
+    g["games"].as_array().unwrap().iter().find(|x| x["name"] == name)
+}
+
+#[tokio::test]
+async fn add_change_corrupt_and_remove_a_plugin_without_restarting() {
+    let work = scratch();
+    let dir = work.path().join("plugins");
+    std::fs::create_dir(&dir).unwrap();
+    let mut c = stdio(&["--plugins", dir.to_str().unwrap()], work.path()).await;
+    assert!(!c.tool_names().await.contains(&"hello_greet".to_string()));
+
+    // Add: the tools appear and the client hears about it.
+    let added = Instant::now();
+    install(&dir, &component("hello"), "hello.wasm");
+    c.expect_list_changed(Duration::from_secs(10)).await;
+    eprintln!("reload notification after {:?}", added.elapsed());
+    assert!(c.tool_names().await.contains(&"hello_greet".to_string()));
+    assert_eq!(text(&c.call("hello_greet", json!({"name": "Ada"})).await), "Hello, Ada!");
+    let counter = c.ok("hello_start", json!({"start": 5})).await["counter_id"].clone();
+
+    // Change: new sessions get the new behaviour; the live session keeps its version.
+    install(&dir, &component("hello_v2"), "hello.wasm");
+    until(&c, "hello 0.2.0", |g| game(g, "hello").is_some_and(|h| h["version"] == "0.2.0")).await;
+    assert_eq!(text(&c.call("hello_greet", json!({"name": "Ada"})).await), "Hello again, Ada! (v2)");
+    assert_eq!(c.ok("hello_bump", json!({"counter_id": counter})).await["count"], 6);
+    let s = c.ok("ludus_sessions", json!({"game": "hello"})).await;
+    assert_eq!(s["sessions"][0]["plugin_version"], "0.1.0", "{s}");
+
+    // Corrupt: the last good version stays, the error is visible.
+    let junk = work.path().join("junk.wasm");
+    std::fs::write(&junk, b"\0asm this is not a component").unwrap();
+    install(&dir, &junk, "hello.wasm");
+    let g = until(&c, "the load error", |g| game(g, "hello").is_some_and(|h| h["last_error"].is_string())).await;
+    let hello = game(&g, "hello").unwrap();
+    assert_eq!(hello["version"], "0.2.0");
+    assert!(hello["last_error"].as_str().unwrap().contains("not a valid WebAssembly component"), "{hello}");
+    let file = g["files"].as_array().unwrap().iter().find(|f| f["file"].as_str().unwrap().ends_with("hello.wasm")).unwrap();
+    assert!(file["error"].is_string(), "{file}");
+    assert_eq!(text(&c.call("hello_greet", json!({"name": "Ada"})).await), "Hello again, Ada! (v2)");
+
+    // A good file again clears the error.
+    install(&dir, &component("hello"), "hello.wasm");
+    until(&c, "hello 0.1.0 again", |g| game(g, "hello").is_some_and(|h| h["version"] == "0.1.0" && h["status"] == "ok")).await;
+
+    // Remove: the tools go, and calls say why.
+    std::fs::remove_file(dir.join("hello.wasm")).unwrap();
+    c.expect_list_changed(Duration::from_secs(10)).await;
+    assert!(!c.tool_names().await.contains(&"hello_greet".to_string()));
+    let err = c.try_call("hello_greet", json!({"name": "Ada"})).await.unwrap_err().to_string();
+    assert!(err.contains("plugin `hello` was unloaded"), "{err}");
+    // The built-in games never noticed.
+    c.ok("hanoi_init_simulator", json!({"n": 2})).await;
+    c.close().await;
+}
+
+#[tokio::test]
+async fn a_plugin_present_at_start_is_served_and_a_refused_one_is_reported() {
+    let work = scratch();
+    let dir = work.path().join("plugins");
+    std::fs::create_dir(&dir).unwrap();
+    install(&dir, &component("hello"), "hello.wasm");
+    install(&dir, &component("bad_import"), "bad_import.wasm");
+    std::fs::write(dir.join("notes.txt"), "not a plugin").unwrap();
+    let c = stdio(&["--plugins", dir.to_str().unwrap()], work.path()).await;
+    assert_eq!(text(&c.call("hello_greet", json!({"name": "Bo"})).await), "Hello, Bo!");
+    let g = c.ok("ludus_games", json!({})).await;
+    let files = g["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2, "only *.wasm files count: {files:?}");
+    let bad = files.iter().find(|f| f["file"].as_str().unwrap().ends_with("bad_import.wasm")).unwrap();
+    let e = bad["error"].as_str().unwrap();
+    assert!(e.contains("`ludus:bad-import/secrets`, which this host does not grant"), "{e}");
+    assert!(game(&g, "bad_import").is_none());
+    c.close().await;
+}
