@@ -122,3 +122,50 @@ async fn foreign_origins_are_refused() {
     assert_eq!(post("http://evil.example").await.as_u16(), 403);
     assert!(post("http://localhost:3000").await.is_success());
 }
+
+#[tokio::test]
+async fn timers_fire_in_the_session_and_wake_waiters_and_callers_are_told_apart() {
+    let work = scratch();
+    let server = hello_server(work.path()).await;
+    let (a, b) = (http_client(&server).await, http_client(&server).await);
+    let id = a.ok("hello_start", json!({})).await["counter_id"].clone();
+    let r = a.ok("hello_bump_later", json!({"counter_id": id, "delay_ms": 300})).await;
+    assert_eq!(r["count"], 0, "the bump happens later, in a timer event");
+    let t = Instant::now();
+    let r = a.ok("hello_wait_for", json!({"counter_id": id, "at_least": 1})).await;
+    assert_eq!(r["count"], 1);
+    assert!(t.elapsed() < Duration::from_secs(3), "the timer event woke the waiter: {:?}", t.elapsed());
+
+    let who_a = text(&a.call("hello_whoami", json!({"counter_id": id})).await);
+    let who_b = text(&b.call("hello_whoami", json!({"counter_id": id})).await);
+    let caller = |s: &str| s.split_whitespace().next().unwrap().to_string();
+    assert_ne!(caller(&who_a), caller(&who_b), "two MCP sessions are two callers: {who_a} / {who_b}");
+    assert_eq!(caller(&who_a), caller(&text(&a.call("hello_whoami", json!({"counter_id": id})).await)), "stable per connection");
+    a.close().await;
+    b.close().await;
+}
+
+#[tokio::test]
+async fn the_same_seed_gives_the_same_randomness() {
+    let work = scratch();
+    let server = hello_server(work.path()).await;
+    let c = http_client(&server).await;
+    let lucky = |v: serde_json::Value| v["lucky"].as_u64().unwrap();
+    let a = lucky(c.ok("hello_start", json!({"seed": 42})).await);
+    let b = lucky(c.ok("hello_start", json!({"seed": 42})).await);
+    assert_eq!(a, b);
+    let others: Vec<u64> = futures_lite(&c, 6).await;
+    assert!(others.iter().any(|&x| x != a), "unseeded sessions differ: {a} vs {others:?}");
+    let s = c.ok("hello_start", json!({"seed": 7})).await;
+    let who = text(&c.call("hello_whoami", json!({"counter_id": s["counter_id"]})).await);
+    assert!(who.ends_with("seed=7"), "{who}");
+    c.close().await;
+}
+
+async fn futures_lite(c: &Client, n: usize) -> Vec<u64> {
+    let mut v = Vec::new();
+    for _ in 0..n {
+        v.push(c.ok("hello_start", json!({})).await["lucky"].as_u64().unwrap());
+    }
+    v
+}

@@ -20,6 +20,7 @@ const VERSION: &str = if cfg!(feature = "v2") { "0.2.0" } else { "0.1.0" };
 thread_local! {
     // One instance is one session, so plain instance-global state is the game state.
     static COUNT: Cell<u32> = const { Cell::new(0) };
+    static LUCKY: Cell<u32> = const { Cell::new(0) };
 }
 
 struct Hello;
@@ -29,6 +30,7 @@ fn counter() -> Counter {
     Counter {
         counter_id: ludus_sdk::session_id().unwrap_or_default(),
         count,
+        lucky: LUCKY.get(),
         text: ludus_sdk::reply(format!("Counter is at {count}."), "Call `hello_bump` to add to it."),
     }
 }
@@ -44,6 +46,8 @@ impl Meta for Hello {
                 ToolHint::stateless("greet").read_only(),
                 ToolHint::creates("start"),
                 ToolHint::uses("bump", "counter-id"),
+                ToolHint::uses("bump-later", "counter-id"),
+                ToolHint::uses("whoami", "counter-id").read_only(),
                 ToolHint::uses("wait-for", "counter-id").read_only().waits(5_000, 30_000),
             ],
             resources: vec![],
@@ -61,9 +65,24 @@ impl Tools for Hello {
         if cfg!(feature = "v2") { format!("Hello again, {name}! (v2)") } else { format!("Hello, {name}!") }
     }
 
-    fn start(start: Option<u32>) -> Result<Counter, String> {
+    fn start(start: Option<u32>, _seed: Option<u64>) -> Result<Counter, String> {
+        // The host seeds this instance's WASI random from `seed`, so this draw repeats with it.
+        use std::hash::BuildHasher;
+        LUCKY.set(std::collections::hash_map::RandomState::new().hash_one("hello") as u32 % 1000);
         COUNT.set(start.unwrap_or(0));
         Ok(counter())
+    }
+
+    fn bump_later(_counter_id: String, delay_ms: u32) -> Result<Counter, String> {
+        if delay_ms > 60_000 {
+            return Err(format!("`delay_ms` must be at most 60000, got {delay_ms}"));
+        }
+        ludus_sdk::host::set_timer(delay_ms);
+        Ok(counter())
+    }
+
+    fn whoami(_counter_id: String) -> Result<String, String> {
+        Ok(format!("caller={} seed={}", ludus_sdk::host::caller(), ludus_sdk::host::seed()))
     }
 
     fn bump(_counter_id: String, by: Option<u32>) -> Result<Counter, String> {
@@ -90,3 +109,13 @@ impl Tools for Hello {
 // Exports only exist in the component; native builds (unit tests) skip them.
 #[cfg(target_arch = "wasm32")]
 export!(Hello);
+
+impl exports::ludus::plugin::events::Guest for Hello {
+    fn on_timer(_id: u64) {
+        COUNT.set(COUNT.get().saturating_add(1));
+    }
+
+    fn on_message(_channel: u32, _data: String) {}
+
+    fn on_closed(_channel: u32, _reason: String) {}
+}
