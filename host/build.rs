@@ -24,6 +24,7 @@ fn main() {
     for dir in ["wit", "sdk/src", "sdk/Cargo.toml", "sdk/examples", "plugins", "tests/fixtures", "Cargo.lock"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
+    ensure_wasm_target();
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("components");
     std::fs::create_dir_all(&out).unwrap();
     let target_dir = root.join("target").join("ludus-wasm");
@@ -44,6 +45,22 @@ fn main() {
         }
     }
     println!("cargo:rustc-env=LUDUS_WASM_DIR={}", out.display());
+}
+
+/// A fresh machine has no wasm32-wasip2 standard library: add it with rustup,
+/// so the README's first command works there too.
+fn ensure_wasm_target() {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let sysroot = Command::new(rustc).args(["--print", "sysroot"]).output().expect("running rustc");
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
+    if sysroot.join("lib/rustlib/wasm32-wasip2").is_dir() {
+        return;
+    }
+    println!("cargo:warning=installing the wasm32-wasip2 target with rustup (needed to build the games)");
+    let ok = Command::new("rustup").args(["target", "add", "wasm32-wasip2"]).status().is_ok_and(|s| s.success());
+    if !ok {
+        panic!("the wasm32-wasip2 target is missing and `rustup target add wasm32-wasip2` failed; install it and build again");
+    }
 }
 
 fn cargo_build(root: &Path, target_dir: &Path, crates: &[&str], features: &str) {

@@ -169,3 +169,33 @@ async fn futures_lite(c: &Client, n: usize) -> Vec<u64> {
     }
     v
 }
+
+#[tokio::test]
+async fn cancelling_a_waiting_call_ends_the_wait_at_once() {
+    use rmcp::model::ClientRequest;
+    use rmcp::service::PeerRequestOptions;
+    let work = scratch();
+    let server = hello_server(work.path()).await;
+    let c = http_client(&server).await;
+    let id = c.ok("hello_start", json!({})).await["counter_id"].clone();
+    let waiting = || async { c.ok("ludus_sessions", json!({"game": "hello"})).await["sessions"][0]["waiting_calls"].clone() };
+    assert_eq!(waiting().await, 0);
+    let params = CallToolRequestParams::new("hello_wait_for")
+        .with_arguments(json!({"counter_id": id, "at_least": 50}).as_object().unwrap().clone());
+    let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+    let handle = c.service.send_request_with_option(request, PeerRequestOptions::no_options()).await.unwrap();
+    let t = Instant::now();
+    while waiting().await != 1 {
+        assert!(t.elapsed() < Duration::from_secs(3), "the call never started waiting");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    handle.cancel(Some("the agent gave up".into())).await.unwrap();
+    let t = Instant::now();
+    while waiting().await != 0 {
+        assert!(t.elapsed() < Duration::from_secs(2), "the wait did not end on cancellation");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The session is unharmed.
+    assert_eq!(c.ok("hello_bump", json!({"counter_id": id})).await["count"], 1);
+    c.close().await;
+}

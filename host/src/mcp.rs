@@ -58,7 +58,7 @@ fn host_tools() -> Vec<Tool> {
         .with_input_schema::<GamesArgs>()
         .with_title("Loaded games")
         .annotate(ro.clone()),
-        Tool::new("ludus_sessions", "List live game sessions: id, game, version, seed, idle time, calls.", Arc::new(JsonObject::new()))
+        Tool::new("ludus_sessions", "List live game sessions: id, game, version, seed, idle time, calls made, calls waiting, and why a session ended.", Arc::new(JsonObject::new()))
             .with_input_schema::<SessionsArgs>()
             .with_title("Live game sessions")
             .annotate(ro),

@@ -265,12 +265,10 @@ impl Registry {
 
 /// Takes a file-provided plugin out, restoring the built-in it overrode.
 fn retire(st: &mut State, name: &str) {
-    let builtin = st.plugins.get(name).and_then(|e| e.builtin.clone());
-    match builtin {
-        Some(b) if !matches!(st.plugins.get(name), Some(e) if Arc::ptr_eq(&e.active, &b)) => {
+    match st.plugins.get(name).and_then(|e| e.builtin.clone()) {
+        Some(b) => {
             st.plugins.insert(name.to_string(), Entry { active: b.clone(), builtin: Some(b), error: None });
         }
-        Some(_) => {}
         None => {
             st.plugins.remove(name);
         }

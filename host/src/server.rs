@@ -93,6 +93,9 @@ async fn serve_http(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     let app = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
     let local = listener.local_addr()?;
+    if !local.ip().is_loopback() {
+        tracing::warn!("serving on {local}, which is reachable from other machines; Ludus has no authentication");
+    }
     tracing::info!("serving MCP over Streamable HTTP at http://{local}/mcp");
     // Tests and scripts read the actual address (port 0 picks a free one) from stderr.
     eprintln!("LUDUS_HTTP_URL=http://{local}/mcp");

@@ -57,6 +57,8 @@ pub struct Session {
     pub created_at: SystemTime,
     last_used: Mutex<Instant>,
     calls: AtomicU64,
+    /// Calls currently held in a wait on this session.
+    waiting: AtomicU64,
     slot: Mutex<Slot>,
     stdout: GuestOutput,
     stderr: GuestOutput,
@@ -89,6 +91,7 @@ impl Session {
             created_at: SystemTime::now(),
             last_used: Mutex::new(Instant::now()),
             calls: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
             slot: Mutex::new(Slot::Dead("the session is still starting".into())),
             stdout: GuestOutput::new(out_cap),
             stderr: GuestOutput::new(out_cap),
@@ -281,6 +284,7 @@ impl Session {
             created_by: self.created_by.clone(),
             idle_seconds: self.idle_for().as_secs(),
             calls: self.calls.load(Ordering::Relaxed),
+            waiting_calls: self.waiting.load(Ordering::Relaxed),
             ended: self.is_dead(),
         }
     }
@@ -301,6 +305,7 @@ pub struct SessionInfo {
     pub created_by: String,
     pub idle_seconds: u64,
     pub calls: u64,
+    pub waiting_calls: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended: Option<String>,
 }
@@ -478,6 +483,8 @@ impl Sessions {
                 Some(ms) => Duration::from_millis(ms.into()).min(tool.max_wait),
             };
             let deadline = *deadline.get_or_insert(started + wait);
+            // Counted while held; the guard also runs when a cancelled request drops this future.
+            let _waiting = WaitGuard::new(&session.waiting);
             loop {
                 tokio::select! {
                     r = changes.changed() => {
@@ -560,6 +567,22 @@ impl Sessions {
             Some(Val::Result(Err(e))) => Err(text(e)),
             _ => Err("the plugin gave no resource".into()),
         }
+    }
+}
+
+/// Counts a call as waiting for as long as it lives.
+struct WaitGuard<'a>(&'a AtomicU64);
+
+impl<'a> WaitGuard<'a> {
+    fn new(counter: &'a AtomicU64) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
+        WaitGuard(counter)
+    }
+}
+
+impl Drop for WaitGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
