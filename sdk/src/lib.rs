@@ -126,3 +126,31 @@ pub fn reply(body: impl AsRef<str>, next: impl AsRef<str>) -> String {
     let next = next.as_ref();
     if next.is_empty() { body.to_string() } else { format!("{body}\n\n{next}") }
 }
+
+/// Whole-plan submission (the paper's `moves = [...]`): moves are applied in
+/// order until the first one the game refuses.
+pub mod plan {
+    /// What running a plan did.
+    pub struct Outcome {
+        /// Moves applied (all before the first refused one).
+        pub executed: u32,
+        /// Index of the first refused move and why it was refused.
+        pub failure: Option<(u32, String)>,
+        /// One sentence for the agent, e.g. "Applied the first 2 moves; move 2 … is illegal: …".
+        pub summary: String,
+    }
+
+    /// Applies `moves` with `apply` until it refuses one. `noun` names a move in
+    /// the summary ("move", "crossing").
+    pub fn run<M: std::fmt::Debug>(moves: &[M], noun: &str, mut apply: impl FnMut(&M) -> Result<(), String>) -> Outcome {
+        for (i, m) in moves.iter().enumerate() {
+            if let Err(why) = apply(m) {
+                let reason = format!("{noun} {i} {m:?} is illegal: {why}");
+                let summary = format!("Applied the first {i} {noun}s; {reason}. Later {noun}s were not tried.");
+                return Outcome { executed: i as u32, failure: Some((i as u32, reason)), summary };
+            }
+        }
+        let n = moves.len();
+        Outcome { executed: n as u32, failure: None, summary: format!("All {n} {noun}s were legal.") }
+    }
+}

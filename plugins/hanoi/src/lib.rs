@@ -103,28 +103,17 @@ impl Guest for Plugin {
 
     fn execute_moves(_env_id: String, moves: Vec<Vec<u32>>) -> Result<PlanResult, String> {
         with_game(|g| {
-            let mut failure = None;
-            for (i, mv) in moves.iter().enumerate() {
-                if let Err(why) = g.apply(mv) {
-                    failure = Some((i as u32, format!("move {i} {mv:?} is illegal: {why}")));
-                    break;
-                }
-            }
-            let executed = failure.as_ref().map_or(moves.len() as u32, |(i, _)| *i);
-            let summary = match &failure {
-                None => format!("All {executed} moves were legal."),
-                Some((_, why)) => format!("Applied the first {executed} moves; {why}. Later moves were not tried."),
-            };
+            let plan = ludus_sdk::plan::run(&moves, "move", |m| g.apply(m));
             Ok(PlanResult {
-                all_moves_successful: failure.is_none(),
-                moves_executed: executed,
-                failed_move_index: failure.as_ref().map(|f| f.0),
-                failure_reason: failure.map(|f| f.1),
+                all_moves_successful: plan.failure.is_none(),
+                moves_executed: plan.executed,
+                failed_move_index: plan.failure.as_ref().map(|f| f.0),
+                failure_reason: plan.failure.map(|f| f.1),
                 state: pegs(g),
                 goal_reached: g.goal_reached(),
                 moves_made: g.moves_made,
                 optimal_moves: g.optimal_moves(),
-                text: reply(format!("{summary}\n{}", g.render()), next_step(g)),
+                text: reply(format!("{}\n{}", plan.summary, g.render()), next_step(g)),
             })
         })
     }

@@ -134,28 +134,17 @@ impl Guest for Plugin {
 
     fn execute_moves(_env_id: String, moves: Vec<Vec<String>>) -> Result<PlanResult, String> {
         with_game(|g| {
-            let mut failure = None;
-            for (i, load) in moves.iter().enumerate() {
-                if let Err(why) = g.river.apply(load) {
-                    failure = Some((i as u32, format!("crossing {i} {load:?} is illegal: {why}")));
-                    break;
-                }
-            }
-            let executed = failure.as_ref().map_or(moves.len() as u32, |(i, _)| *i);
-            let summary = match &failure {
-                None => format!("All {executed} crossings were legal."),
-                Some((_, why)) => format!("Applied the first {executed} crossings; {why}. Later crossings were not tried."),
-            };
+            let plan = ludus_sdk::plan::run(&moves, "crossing", |m| g.river.apply(m));
             Ok(PlanResult {
-                all_moves_successful: failure.is_none(),
-                moves_executed: executed,
-                failed_move_index: failure.as_ref().map(|f| f.0),
-                failure_reason: failure.map(|f| f.1),
+                all_moves_successful: plan.failure.is_none(),
+                moves_executed: plan.executed,
+                failed_move_index: plan.failure.as_ref().map(|f| f.0),
+                failure_reason: plan.failure.map(|f| f.1),
                 state: banks(&g.river),
                 goal_reached: g.river.goal_reached(),
                 moves_made: g.river.moves_made,
                 optimal_moves: g.optimal,
-                text: reply(format!("{summary}\n{}", render(g)), next_step(g)),
+                text: reply(format!("{}\n{}", plan.summary, render(g)), next_step(g)),
             })
         })
     }

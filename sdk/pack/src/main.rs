@@ -3,13 +3,16 @@
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() < 3 || args.iter().any(|a| a == "-h" || a == "--help") {
-        eprintln!(
-            "usage: ludus-pack IN.wasm OUT.wasm WIT_DIR...\n\n\
-             Copies the component IN.wasm to OUT.wasm with a `package-docs` section holding\n\
-             the doc comments of the WIT package in the last WIT_DIR; earlier WIT_DIRs hold\n\
-             the packages it depends on (the Ludus plugin WIT first)."
-        );
+    let usage = "usage: ludus-pack IN.wasm OUT.wasm WIT_DIR...\n\n\
+                 Copies the component IN.wasm to OUT.wasm with a `package-docs` section holding\n\
+                 the doc comments of the WIT package in the last WIT_DIR; earlier WIT_DIRs hold\n\
+                 the packages it depends on (the Ludus plugin WIT first).";
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{usage}");
+        return;
+    }
+    if args.len() < 3 {
+        eprintln!("{usage}");
         std::process::exit(2);
     }
     let dirs: Vec<&std::path::Path> = args[2..].iter().map(std::path::Path::new).collect();
