@@ -10,6 +10,7 @@ use std::process::Command;
 
 /// (crate, WIT dir relative to the workspace, features, output name)
 const COMPONENTS: &[(&str, &str, &str, &str)] = &[
+    ("chess", "plugins/chess/wit", "", "chess"),
     ("hanoi", "plugins/hanoi/wit", "", "hanoi"),
     ("river_crossing", "plugins/river_crossing/wit", "", "river_crossing"),
     ("hello", "sdk/examples/hello/wit", "", "hello"),

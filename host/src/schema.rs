@@ -201,7 +201,11 @@ impl Shape {
                 let (min, max) = k.range();
                 if k.is_64() {
                     // Beyond 2^53 JSON numbers lose precision: decimal strings are accepted too.
-                    json!({"type": "integer", "minimum": min as f64, "maximum": max as f64,
+                    let (min, max) = match k {
+                        Int::U64 => (json!(0), json!(u64::MAX)),
+                        _ => (json!(i64::MIN), json!(i64::MAX)),
+                    };
+                    json!({"type": "integer", "minimum": min, "maximum": max,
                            "description": "64-bit integer; values beyond 2^53 may be given as decimal strings"})
                 } else {
                     json!({"type": "integer", "minimum": min as i64, "maximum": max as i64})
@@ -222,7 +226,7 @@ impl Shape {
                 let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
                 let case_help = cases
                     .iter()
-                    .filter_map(|c| c.doc.as_ref().map(|d| format!("`{}`: {d}", c.name)))
+                    .filter_map(|c| c.doc.as_ref().map(|d| format!("`{}`: {}", c.name, d.trim_end_matches('.'))))
                     .collect::<Vec<_>>()
                     .join("; ");
                 let schema = if cases.iter().all(|c| c.payload.is_none()) {
@@ -238,7 +242,7 @@ impl Shape {
                     })
                 };
                 let doc = match (doc, case_help.is_empty()) {
-                    (Some(d), false) => Some(format!("{d} ({case_help})")),
+                    (Some(d), false) => Some(format!("{} ({case_help})", d.trim_end_matches('.'))),
                     (None, false) => Some(case_help),
                     (d, true) => d.clone(),
                 };
@@ -248,11 +252,11 @@ impl Shape {
                 let case_help = cases
                     .iter()
                     .zip(docs)
-                    .filter_map(|(c, d)| d.as_ref().map(|d| format!("`{c}`: {d}")))
+                    .filter_map(|(c, d)| d.as_ref().map(|d| format!("`{c}`: {}", d.trim_end_matches('.'))))
                     .collect::<Vec<_>>()
                     .join("; ");
                 let doc = match (doc, case_help.is_empty()) {
-                    (Some(d), false) => Some(format!("{d} ({case_help})")),
+                    (Some(d), false) => Some(format!("{} ({case_help})", d.trim_end_matches('.'))),
                     (None, false) => Some(case_help),
                     (d, true) => d.clone(),
                 };
@@ -283,7 +287,15 @@ pub fn object_schema(fields: &[Field]) -> Value {
             Shape::Option(inner) => inner.schema(),
             other => other.schema(),
         };
-        props.insert(f.json.clone(), with_doc(schema, &f.doc));
+        // The field's (or parameter's) own doc is more specific than its type's.
+        let schema = match (&f.doc, schema) {
+            (Some(d), Value::Object(mut o)) => {
+                o.insert("description".into(), Value::String(d.clone()));
+                Value::Object(o)
+            }
+            (_, schema) => schema,
+        };
+        props.insert(f.json.clone(), schema);
         if f.required() {
             required.push(Value::String(f.json.clone()));
         }

@@ -1,0 +1,413 @@
+//! The computer opponent: iterative-deepening alpha-beta with quiescence
+//! search, a transposition table, MVV-LVA and killer move ordering, and an
+//! evaluation written for this project (material plus formula-based square
+//! terms, tapered between middlegame and endgame).
+//!
+//! Strength is set by node budgets, not time, so the same seed and the same
+//! moves give the same engine moves on any machine. Weak levels also add
+//! noise to root scores and sometimes play a random legal move.
+
+use cozy_chess::{BitBoard, Board, Color, GameStatus, Move, Piece, Square};
+
+/// One difficulty level's settings.
+#[derive(Clone, Copy, Debug)]
+pub struct Level {
+    pub max_depth: u8,
+    /// Nodes per move (search stops at the first completed depth past it).
+    pub nodes: u64,
+    /// Uniform noise (centipawns) added to each root move's score.
+    pub noise: i32,
+    /// Chance (per mille) of playing a uniformly random legal move.
+    pub random_per_mille: u32,
+}
+
+/// Levels 1 (a beginner who blunders) to 10 (full strength at ~1 s a move).
+pub fn level(n: u8) -> Level {
+    let (max_depth, nodes, noise, random_per_mille) = match n.clamp(1, 10) {
+        1 => (1, 400, 350, 300),
+        2 => (1, 1_000, 250, 200),
+        3 => (2, 3_000, 180, 120),
+        4 => (2, 8_000, 120, 70),
+        5 => (3, 25_000, 70, 35),
+        6 => (4, 60_000, 40, 15),
+        7 => (5, 150_000, 20, 5),
+        8 => (64, 350_000, 8, 0),
+        9 => (64, 800_000, 0, 0),
+        _ => (64, 2_000_000, 0, 0),
+    };
+    Level { max_depth, nodes, noise, random_per_mille }
+}
+
+const INF: i32 = 1_000_000;
+const MATE: i32 = 900_000;
+const MAX_PLY: usize = 128;
+
+#[derive(Clone, Copy, Default)]
+struct Entry {
+    key: u64,
+    mv: Option<Move>,
+    score: i32,
+    depth: i8,
+    bound: u8, // 0 exact, 1 lower, 2 upper
+}
+
+pub struct Engine {
+    tt: Vec<Entry>,
+    nodes: u64,
+    budget: u64,
+    aborted: bool,
+    killers: [[Option<Move>; 2]; MAX_PLY],
+    /// Hashes of positions earlier in the game and on the search path (repetitions are draws).
+    path: Vec<u64>,
+    rng: u64,
+    pub last_nodes: u64,
+    pub last_depth: u8,
+}
+
+impl Engine {
+    /// `tt_entries` is rounded down to a power of two (16 bytes each).
+    pub fn new(tt_entries: usize, seed: u64) -> Engine {
+        let size = tt_entries.max(1024).next_power_of_two() / 2;
+        Engine {
+            tt: vec![Entry::default(); size],
+            nodes: 0,
+            budget: 0,
+            aborted: false,
+            killers: [[None; 2]; MAX_PLY],
+            path: Vec::new(),
+            rng: seed ^ 0x2545_f491_4f6c_dd1d,
+            last_nodes: 0,
+            last_depth: 0,
+        }
+    }
+
+    fn random(&mut self) -> u64 {
+        // xorshift64*: small, deterministic, good enough for move noise.
+        let mut x = self.rng.max(1);
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Picks a move for the side to move. `history` holds the hashes of the
+    /// positions that occurred in the game before this one.
+    pub fn choose(&mut self, board: &Board, history: &[u64], lvl: Level) -> Option<Move> {
+        let mut moves = Vec::new();
+        board.generate_moves(|ms| {
+            moves.extend(ms);
+            false
+        });
+        if moves.is_empty() {
+            return None;
+        }
+        if lvl.random_per_mille > 0 && (self.random() % 1000) < u64::from(lvl.random_per_mille) {
+            let i = (self.random() % moves.len() as u64) as usize;
+            return Some(moves[i]);
+        }
+        self.path = history.to_vec();
+        self.nodes = 0;
+        self.budget = lvl.nodes;
+        self.aborted = false;
+        self.killers = [[None; 2]; MAX_PLY];
+        let mut scored: Vec<(Move, i32)> = moves.iter().map(|&m| (m, 0)).collect();
+        let mut best = scored[0].0;
+        for depth in 1..=lvl.max_depth {
+            // Full-window scores for every root move when noise is wanted; a
+            // normal alpha-beta root otherwise.
+            let mut alpha = -INF;
+            let mut round: Vec<(Move, i32)> = Vec::with_capacity(scored.len());
+            for &(mv, _) in &scored {
+                let mut child = board.clone();
+                child.play_unchecked(mv);
+                self.path.push(board.hash());
+                let window_alpha = if lvl.noise > 0 { -INF } else { alpha };
+                let score = -self.search(&child, depth as i32 - 1, 1, -INF, -window_alpha);
+                self.path.pop();
+                if self.aborted {
+                    break;
+                }
+                round.push((mv, score));
+                alpha = alpha.max(score);
+            }
+            if self.aborted && round.is_empty() {
+                break;
+            }
+            // Moves not reached in an aborted round keep their previous order behind.
+            let searched: Vec<Move> = round.iter().map(|r| r.0).collect();
+            round.extend(scored.iter().filter(|(m, _)| !searched.contains(m)).copied());
+            round.sort_by(|a, b| b.1.cmp(&a.1));
+            scored = round;
+            best = scored[0].0;
+            self.last_depth = depth;
+            if self.aborted || self.nodes >= self.budget || scored[0].1.abs() >= MATE - MAX_PLY as i32 {
+                break;
+            }
+        }
+        self.last_nodes = self.nodes;
+        if lvl.noise > 0 {
+            let noisy = scored
+                .iter()
+                .map(|&(m, s)| {
+                    let jitter = (self.random() % (2 * lvl.noise as u64 + 1)) as i32 - lvl.noise;
+                    (m, s.saturating_add(jitter))
+                })
+                .max_by_key(|&(_, s)| s);
+            return noisy.map(|(m, _)| m);
+        }
+        Some(best)
+    }
+
+    fn probe(&self, key: u64) -> Option<Entry> {
+        let e = self.tt[(key as usize) & (self.tt.len() - 1)];
+        (e.key == key).then_some(e)
+    }
+
+    fn store(&mut self, key: u64, mv: Option<Move>, score: i32, depth: i32, bound: u8) {
+        let i = (key as usize) & (self.tt.len() - 1);
+        if self.tt[i].key != key || depth as i8 >= self.tt[i].depth {
+            self.tt[i] = Entry { key, mv, score, depth: depth as i8, bound };
+        }
+    }
+
+    fn search(&mut self, board: &Board, depth: i32, ply: usize, mut alpha: i32, beta: i32) -> i32 {
+        self.nodes += 1;
+        if self.nodes > self.budget.saturating_mul(4) {
+            // A runaway iteration: give up on it, keep the last finished depth.
+            self.aborted = true;
+            return 0;
+        }
+        let key = board.hash();
+        if self.path.iter().rev().take(board.halfmove_clock() as usize + 1).any(|&h| h == key) || board.halfmove_clock() >= 100 {
+            return 0;
+        }
+        let in_check = !board.checkers().is_empty();
+        let depth = if in_check { depth + 1 } else { depth };
+        if depth <= 0 || ply >= MAX_PLY - 1 {
+            return self.quiesce(board, ply, alpha, beta);
+        }
+        let tt = self.probe(key);
+        if let Some(e) = tt {
+            if i32::from(e.depth) >= depth {
+                let s = from_tt(e.score, ply);
+                match e.bound {
+                    0 => return s,
+                    1 if s >= beta => return s,
+                    2 if s <= alpha => return s,
+                    _ => {}
+                }
+            }
+        }
+        let mut moves = Vec::with_capacity(48);
+        board.generate_moves(|ms| {
+            moves.extend(ms);
+            false
+        });
+        if moves.is_empty() {
+            return if in_check { -MATE + ply as i32 } else { 0 };
+        }
+        let tt_move = tt.and_then(|e| e.mv);
+        let killers = self.killers[ply];
+        moves.sort_by_cached_key(|&m| -order_score(board, m, tt_move, &killers));
+        let original_alpha = alpha;
+        let mut best_move = None;
+        let mut best = -INF;
+        self.path.push(key);
+        for mv in moves {
+            let mut child = board.clone();
+            child.play_unchecked(mv);
+            let score = -self.search(&child, depth - 1, ply + 1, -beta, -alpha);
+            if self.aborted {
+                self.path.pop();
+                return 0;
+            }
+            if score > best {
+                best = score;
+                best_move = Some(mv);
+            }
+            if score > alpha {
+                alpha = score;
+            }
+            if alpha >= beta {
+                if board.piece_on(mv.to).is_none() {
+                    let k = &mut self.killers[ply];
+                    if k[0] != Some(mv) {
+                        k[1] = k[0];
+                        k[0] = Some(mv);
+                    }
+                }
+                break;
+            }
+        }
+        self.path.pop();
+        let bound = if best <= original_alpha { 2 } else if best >= beta { 1 } else { 0 };
+        self.store(key, best_move, to_tt(best, ply), depth, bound);
+        best
+    }
+
+    fn quiesce(&mut self, board: &Board, ply: usize, mut alpha: i32, beta: i32) -> i32 {
+        self.nodes += 1;
+        let stand = evaluate(board);
+        if stand >= beta {
+            return stand;
+        }
+        alpha = alpha.max(stand);
+        if ply >= MAX_PLY - 1 {
+            return stand;
+        }
+        let theirs = board.colors(!board.side_to_move());
+        let mut captures = Vec::new();
+        board.generate_moves(|ms| {
+            let mut ms = ms;
+            ms.to &= theirs;
+            captures.extend(ms);
+            false
+        });
+        captures.sort_by_cached_key(|&m| -order_score(board, m, None, &[None, None]));
+        for mv in captures {
+            let mut child = board.clone();
+            child.play_unchecked(mv);
+            let score = -self.quiesce(&child, ply + 1, -beta, -alpha);
+            if score >= beta {
+                return score;
+            }
+            alpha = alpha.max(score);
+        }
+        alpha
+    }
+}
+
+// Mate scores are stored relative to the node, not the root.
+fn to_tt(score: i32, ply: usize) -> i32 {
+    if score > MATE - 1000 { score + ply as i32 } else if score < -MATE + 1000 { score - ply as i32 } else { score }
+}
+
+fn from_tt(score: i32, ply: usize) -> i32 {
+    if score > MATE - 1000 { score - ply as i32 } else if score < -MATE + 1000 { score + ply as i32 } else { score }
+}
+
+fn value(p: Piece) -> i32 {
+    match p {
+        Piece::Pawn => 100,
+        Piece::Knight => 320,
+        Piece::Bishop => 330,
+        Piece::Rook => 500,
+        Piece::Queen => 950,
+        Piece::King => 20_000,
+    }
+}
+
+/// Move ordering: the table's move, then captures by most valuable victim /
+/// least valuable attacker, promotions, killers, then the rest.
+fn order_score(board: &Board, mv: Move, tt: Option<Move>, killers: &[Option<Move>; 2]) -> i32 {
+    if Some(mv) == tt {
+        return 1_000_000;
+    }
+    let mut s = 0;
+    let own = board.colors(board.side_to_move());
+    if let Some(victim) = board.piece_on(mv.to).filter(|_| !own.has(mv.to)) {
+        let attacker = board.piece_on(mv.from).map_or(0, value);
+        s += 100_000 + value(victim) * 10 - attacker / 10;
+    }
+    if let Some(p) = mv.promotion {
+        s += 90_000 + value(p);
+    }
+    if killers[0] == Some(mv) {
+        s += 50_000;
+    } else if killers[1] == Some(mv) {
+        s += 40_000;
+    }
+    s
+}
+
+/// Distance of a square from the board's centre, 0 (centre) to 3 (edge ring).
+fn edge_distance(sq: Square) -> i32 {
+    let f = sq.file() as i32;
+    let r = sq.rank() as i32;
+    let df = (2 * f - 7).abs() / 2;
+    let dr = (2 * r - 7).abs() / 2;
+    df.max(dr)
+}
+
+/// The score for the side to move, in centipawns.
+pub fn evaluate(board: &Board) -> i32 {
+    if board.status() != GameStatus::Ongoing && board.checkers().is_empty() && board.status() == GameStatus::Drawn {
+        return 0;
+    }
+    // Game phase from the non-pawn material left: 24 at the start, 0 in a bare endgame.
+    let phase_of = |p: Piece, w: i32| board.pieces(p).len() as i32 * w;
+    let phase = (phase_of(Piece::Knight, 1) + phase_of(Piece::Bishop, 1) + phase_of(Piece::Rook, 2) + phase_of(Piece::Queen, 4)).min(24);
+    let mut score = [0i32; 2];
+    for color in [Color::White, Color::Black] {
+        let side = color as usize;
+        let mine = board.colors(color);
+        let forward = |sq: Square| if color == Color::White { sq.rank() as i32 } else { 7 - sq.rank() as i32 };
+        for piece in [Piece::Pawn, Piece::Knight, Piece::Bishop, Piece::Rook, Piece::Queen, Piece::King] {
+            for sq in board.pieces(piece) & mine {
+                let center = 3 - edge_distance(sq);
+                let (mg, eg) = match piece {
+                    Piece::Pawn => {
+                        let adv = forward(sq);
+                        let central = if (2..=5).contains(&(sq.file() as i32)) { 4 * adv.min(4) } else { 0 };
+                        (adv * 4 + central, adv * adv * 3)
+                    }
+                    Piece::Knight => (center * 12 - 10, center * 8 - 8),
+                    Piece::Bishop => (center * 6, center * 5),
+                    Piece::Rook => {
+                        let seventh = if forward(sq) == 6 { 20 } else { 0 };
+                        let file = BitBoard::from(sq.file());
+                        let open = if (board.pieces(Piece::Pawn) & mine & file).is_empty() { 15 } else { 0 };
+                        (seventh + open, seventh / 2 + open / 2)
+                    }
+                    Piece::Queen => (center * 3, center * 6),
+                    Piece::King => {
+                        let home = if forward(sq) == 0 { 20 } else { -10 * forward(sq) };
+                        (home - center * 10, center * 14)
+                    }
+                };
+                score[side] += value(piece) + (mg * phase + eg * (24 - phase)) / 24;
+            }
+        }
+        if (board.pieces(Piece::Bishop) & mine).len() >= 2 {
+            score[side] += 30;
+        }
+    }
+    let white = score[0] - score[1];
+    if board.side_to_move() == Color::White { white } else { -white }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn best(fen: &str, lvl: u8) -> String {
+        let board: Board = fen.parse().unwrap();
+        let mv = Engine::new(1 << 16, 1).choose(&board, &[], level(lvl)).unwrap();
+        cozy_chess::util::display_uci_move(&board, mv).to_string()
+    }
+
+    #[test]
+    fn finds_mate_in_one_and_wins_material() {
+        assert_eq!(best("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", 10), "a1a8");
+        // A hanging queen is taken.
+        assert_eq!(best("4k3/8/8/3q4/8/8/3R4/4K3 w - - 0 1", 8), "d2d5");
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_moves() {
+        let board = Board::default();
+        for lvl in [1, 5, 9] {
+            let a = Engine::new(1 << 16, 7).choose(&board, &[], level(lvl));
+            let b = Engine::new(1 << 16, 7).choose(&board, &[], level(lvl));
+            assert_eq!(a, b, "level {lvl}");
+        }
+    }
+
+    #[test]
+    fn evaluation_is_symmetric() {
+        let w: Board = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3".parse().unwrap();
+        let b: Board = "rnbqkb1r/pppp1ppp/5n2/4p3/4P3/2N5/PPPP1PPP/R1BQKBNR b KQkq - 2 3".parse().unwrap();
+        assert_eq!(evaluate(&w), evaluate(&b));
+    }
+}

@@ -1,0 +1,454 @@
+//! A game of chess: the position and its history, move parsing (UCI and
+//! SAN), every rule that ends a game, and PGN. Move generation is
+//! cozy-chess (MIT); everything else here is this project's.
+
+use cozy_chess::util::{display_san_move, display_uci_move, parse_san_move, parse_uci_move};
+use cozy_chess::{Board, Color, GameStatus, Move, Piece, Square};
+
+/// How a game ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// `1-0`, `0-1` or `1/2-1/2`.
+    pub result: &'static str,
+    pub reason: String,
+}
+
+/// Which notation an agent used, so answers can speak it back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notation {
+    Uci,
+    San,
+}
+
+#[derive(Clone, Debug)]
+pub struct Game {
+    pub start: Board,
+    pub board: Board,
+    /// Positions after each move (for repetition), and the moves in SAN and UCI.
+    positions: Vec<Board>,
+    pub san: Vec<String>,
+    pub uci: Vec<String>,
+    pub outcome: Option<Outcome>,
+}
+
+pub fn color_name(c: Color) -> &'static str {
+    match c {
+        Color::White => "White",
+        Color::Black => "Black",
+    }
+}
+
+fn piece_name(p: Piece) -> &'static str {
+    match p {
+        Piece::Pawn => "pawn",
+        Piece::Knight => "knight",
+        Piece::Bishop => "bishop",
+        Piece::Rook => "rook",
+        Piece::Queen => "queen",
+        Piece::King => "king",
+    }
+}
+
+impl Default for Game {
+    fn default() -> Self {
+        Game::from_board(Board::default())
+    }
+}
+
+impl Game {
+    pub fn from_board(board: Board) -> Game {
+        Game { start: board.clone(), positions: vec![board.clone()], board, san: Vec::new(), uci: Vec::new(), outcome: None }
+    }
+
+    pub fn from_fen(fen: &str) -> Result<Game, String> {
+        let board: Board = fen.parse().map_err(|e| format!("not a valid FEN ({e:?}): {fen}"))?;
+        Ok(Game::from_board(board))
+    }
+
+    /// Hashes of the positions before the current one (the engine treats a
+    /// repetition as a draw).
+    pub fn history_hashes(&self) -> Vec<u64> {
+        self.positions[..self.positions.len() - 1].iter().map(Board::hash).collect()
+    }
+
+    pub fn fen(&self) -> String {
+        format!("{}", self.board)
+    }
+
+    pub fn turn(&self) -> Color {
+        self.board.side_to_move()
+    }
+
+    pub fn legal_moves(&self) -> Vec<Move> {
+        let mut out = Vec::new();
+        self.board.generate_moves(|ms| {
+            out.extend(ms);
+            false
+        });
+        out
+    }
+
+    pub fn uci_of(&self, mv: Move) -> String {
+        display_uci_move(&self.board, mv).to_string()
+    }
+
+    pub fn san_of(&self, mv: Move) -> String {
+        display_san_move(&self.board, mv).to_string()
+    }
+
+    /// The legal moves written in one notation, sorted.
+    pub fn legal_in(&self, notation: Notation) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .legal_moves()
+            .into_iter()
+            .map(|m| match notation {
+                Notation::Uci => self.uci_of(m),
+                Notation::San => self.san_of(m),
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Reads a move in UCI (`e2e4`, `e7e8q`, `e1g1`) or SAN (`e4`, `Nf3`, `O-O`, `e8=Q`).
+    pub fn parse(&self, text: &str) -> Result<(Move, Notation), String> {
+        let text = text.trim();
+        let legal = self.legal_moves();
+        let looks_uci = text.len() >= 4
+            && text.len() <= 5
+            && text.as_bytes()[0].is_ascii_lowercase()
+            && text.as_bytes()[1].is_ascii_digit()
+            && text.as_bytes()[2].is_ascii_lowercase()
+            && text.as_bytes()[3].is_ascii_digit();
+        if looks_uci {
+            let mv = parse_uci_move(&self.board, text).map_err(|_| format!("`{text}` is not a valid UCI move"))?;
+            if legal.contains(&mv) {
+                return Ok((mv, Notation::Uci));
+            }
+            return Err(self.why_illegal(mv, text));
+        }
+        // SAN, forgiving about castling with zeros and a trailing !/?.
+        let san = text.trim_end_matches(['!', '?']).replace('0', "O");
+        match parse_san_move(&self.board, &san) {
+            Ok(mv) if legal.contains(&mv) => Ok((mv, Notation::San)),
+            Ok(_) | Err(_) => {
+                let matches: Vec<Move> = legal
+                    .iter()
+                    .copied()
+                    .filter(|m| strip_marks(&self.san_of(*m)) == strip_marks(&san))
+                    .collect();
+                match matches.as_slice() {
+                    [m] => Ok((*m, Notation::San)),
+                    _ => Err(format!(
+                        "`{text}` is not a legal move here (moves are UCI like e2e4 / e7e8q, or SAN like Nf3, exd5, O-O, e8=Q)"
+                    )),
+                }
+            }
+        }
+    }
+
+    /// A reason a well-formed UCI move is illegal, in words.
+    fn why_illegal(&self, mv: Move, text: &str) -> String {
+        let me = self.turn();
+        let Some(piece) = self.board.piece_on(mv.from) else {
+            return format!("{text} is illegal: there is no piece on {}", mv.from);
+        };
+        let owner = self.board.color_on(mv.from).expect("occupied");
+        let what = format!("the {} on {}", piece_name(piece), mv.from);
+        if owner != me {
+            return format!("{text} is illegal: {what} is {}'s, and it is {}'s turn", color_name(owner), color_name(me));
+        }
+        if let Some(promo) = mv.promotion {
+            let last_rank = if me == Color::White { cozy_chess::Rank::Eighth } else { cozy_chess::Rank::First };
+            if piece != Piece::Pawn || mv.to.rank() != last_rank {
+                return format!("{text} is illegal: only a pawn reaching the last rank promotes (to {})", piece_name(promo));
+            }
+        }
+        if piece == Piece::Pawn && mv.promotion.is_none() {
+            let last_rank = if me == Color::White { cozy_chess::Rank::Eighth } else { cozy_chess::Rank::First };
+            if mv.to.rank() == last_rank {
+                return format!("{text} is illegal: a pawn reaching the last rank must promote, e.g. {text}q");
+            }
+        }
+        let reaches = self.legal_moves().iter().any(|m| m.from == mv.from);
+        if !self.board.checkers().is_empty() {
+            return format!("{text} is illegal: {} is in check and must get out of check", color_name(me));
+        }
+        if self.board.pinned().has(mv.from) && pseudo_reaches(&self.board, mv) {
+            return format!("{text} is illegal: {what} is pinned to its king");
+        }
+        if piece == Piece::King && pseudo_reaches(&self.board, mv) {
+            return format!("{text} is illegal: the king would be in check on {}", mv.to);
+        }
+        if !reaches {
+            return format!("{text} is illegal: {what} has no legal move");
+        }
+        format!("{text} is illegal: {what} cannot move to {}", mv.to)
+    }
+
+    /// Plays a legal move and updates the outcome.
+    pub fn play(&mut self, mv: Move) {
+        self.san.push(self.san_of(mv));
+        self.uci.push(self.uci_of(mv));
+        self.board.play(mv);
+        self.positions.push(self.board.clone());
+        self.outcome = self.judge();
+    }
+
+    fn judge(&self) -> Option<Outcome> {
+        let b = &self.board;
+        match b.status() {
+            GameStatus::Won => {
+                let winner = !b.side_to_move();
+                let result = if winner == Color::White { "1-0" } else { "0-1" };
+                return Some(Outcome { result, reason: format!("{} wins by checkmate", color_name(winner)) });
+            }
+            GameStatus::Drawn if b.halfmove_clock() >= 100 => {
+                return Some(draw("fifty-move rule: 50 moves by each side without a capture or pawn move"));
+            }
+            GameStatus::Drawn => return Some(draw(&format!("stalemate: {} has no legal move and is not in check", color_name(b.side_to_move())))),
+            GameStatus::Ongoing => {}
+        }
+        let repeats = self.positions.iter().filter(|p| p.same_position(b)).count();
+        if repeats >= 3 {
+            return Some(draw("threefold repetition of the position"));
+        }
+        if insufficient_material(b) {
+            return Some(draw("insufficient material: neither side can checkmate"));
+        }
+        None
+    }
+
+    /// The game so far in PGN.
+    pub fn pgn(&self, white: &str, black: &str, date: &str) -> String {
+        let result = self.outcome.as_ref().map_or("*", |o| o.result);
+        let mut s = format!(
+            "[Event \"Ludus game\"]\n[Site \"ludus\"]\n[Date \"{date}\"]\n[Round \"-\"]\n[White \"{white}\"]\n[Black \"{black}\"]\n[Result \"{result}\"]\n"
+        );
+        let standard = Board::default();
+        if self.start != standard {
+            s.push_str(&format!("[SetUp \"1\"]\n[FEN \"{}\"]\n", self.start));
+        }
+        if let Some(o) = &self.outcome {
+            s.push_str(&format!("[Termination \"{}\"]\n", o.reason));
+        }
+        s.push('\n');
+        let mut number = self.start.fullmove_number();
+        let mut white_to_move = self.start.side_to_move() == Color::White;
+        let mut parts = Vec::new();
+        for (i, san) in self.san.iter().enumerate() {
+            if white_to_move {
+                parts.push(format!("{number}. {san}"));
+            } else if i == 0 {
+                parts.push(format!("{number}... {san}"));
+            } else {
+                parts.push(san.clone());
+            }
+            if !white_to_move {
+                number += 1;
+            }
+            white_to_move = !white_to_move;
+        }
+        parts.push(result.to_string());
+        s.push_str(&parts.join(" "));
+        s.push('\n');
+        s
+    }
+
+    /// The board as Markdown: ranks 8→1 (from White's side) or 1→8 (Black's).
+    pub fn diagram(&self, from_black: bool) -> String {
+        let mut ranks: Vec<usize> = (0..8).rev().collect();
+        let mut files: Vec<usize> = (0..8).collect();
+        if from_black {
+            ranks.reverse();
+            files.reverse();
+        }
+        let letters: String = files.iter().map(|&f| format!(" {}", (b'a' + f as u8) as char)).collect();
+        let mut s = format!("```\n {letters}\n");
+        for &r in &ranks {
+            s.push_str(&format!("{}", r + 1));
+            for &f in &files {
+                let sq = Square::index(r * 8 + f);
+                let c = match (self.board.piece_on(sq), self.board.color_on(sq)) {
+                    (Some(p), Some(col)) => {
+                        let ch = match p {
+                            Piece::Pawn => 'p',
+                            Piece::Knight => 'n',
+                            Piece::Bishop => 'b',
+                            Piece::Rook => 'r',
+                            Piece::Queen => 'q',
+                            Piece::King => 'k',
+                        };
+                        if col == Color::White { ch.to_ascii_uppercase() } else { ch }
+                    }
+                    _ => '.',
+                };
+                s.push(' ');
+                s.push(c);
+            }
+            s.push_str(&format!(" {}\n", r + 1));
+        }
+        s.push_str(&format!(" {letters}\n```\nUppercase = White, lowercase = Black."));
+        s
+    }
+}
+
+fn draw(reason: &str) -> Outcome {
+    Outcome { result: "1/2-1/2", reason: format!("draw by {reason}") }
+}
+
+fn strip_marks(s: &str) -> String {
+    s.trim_end_matches(['+', '#', '!', '?']).to_string()
+}
+
+/// Whether the piece could reach the square ignoring checks (used only to word reasons).
+fn pseudo_reaches(board: &Board, mv: Move) -> bool {
+    use cozy_chess::{get_bishop_moves, get_king_moves, get_knight_moves, get_rook_moves};
+    let occ = board.occupied();
+    let piece = board.piece_on(mv.from);
+    let own = board.colors(board.side_to_move());
+    if own.has(mv.to) {
+        return false;
+    }
+    let targets = match piece {
+        Some(Piece::Knight) => get_knight_moves(mv.from),
+        Some(Piece::Bishop) => get_bishop_moves(mv.from, occ),
+        Some(Piece::Rook) => get_rook_moves(mv.from, occ),
+        Some(Piece::Queen) => get_bishop_moves(mv.from, occ) | get_rook_moves(mv.from, occ),
+        Some(Piece::King) => get_king_moves(mv.from),
+        // Pawns: forward pushes and diagonal captures are close enough for wording.
+        Some(Piece::Pawn) => return mv.from.file() == mv.to.file() || board.occupied().has(mv.to),
+        None => return false,
+    };
+    targets.has(mv.to)
+}
+
+/// Neither side can mate: K v K, K+minor v K, K+B v K+B with bishops on one colour.
+fn insufficient_material(b: &Board) -> bool {
+    let heavy = b.pieces(Piece::Pawn) | b.pieces(Piece::Rook) | b.pieces(Piece::Queen);
+    if !heavy.is_empty() {
+        return false;
+    }
+    let knights = b.pieces(Piece::Knight).len();
+    let bishops = b.pieces(Piece::Bishop);
+    match (knights, bishops.len()) {
+        (0, 0) | (1, 0) | (0, 1) => true,
+        (0, _) => {
+            let dark = cozy_chess::BitBoard::DARK_SQUARES;
+            (bishops & dark).is_empty() || (bishops & !dark).is_empty()
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn perft(board: &Board, depth: u32) -> u64 {
+        if depth == 0 {
+            return 1;
+        }
+        let mut n = 0;
+        board.generate_moves(|ms| {
+            for mv in ms {
+                if depth == 1 {
+                    n += 1;
+                } else {
+                    let mut b = board.clone();
+                    b.play_unchecked(mv);
+                    n += perft(&b, depth - 1);
+                }
+            }
+            false
+        });
+        n
+    }
+
+    #[test]
+    fn perft_matches_published_counts() {
+        // Published perft results (chessprogramming wiki "Perft Results").
+        let start = Board::default();
+        assert_eq!(perft(&start, 5), 4_865_609);
+        let kiwipete: Board = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1".parse().unwrap();
+        assert_eq!(perft(&kiwipete, 4), 4_085_603);
+        let endgame: Board = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1".parse().unwrap();
+        assert_eq!(perft(&endgame, 5), 674_624);
+        let promotions: Board = "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1".parse().unwrap();
+        assert_eq!(perft(&promotions, 4), 422_333);
+        let pos5: Board = "rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8".parse().unwrap();
+        assert_eq!(perft(&pos5, 4), 2_103_487);
+    }
+
+    fn play_all(g: &mut Game, moves: &[&str]) {
+        for m in moves {
+            let (mv, _) = g.parse(m).unwrap_or_else(|e| panic!("{m}: {e}"));
+            g.play(mv);
+        }
+    }
+
+    #[test]
+    fn scholars_mate_in_mixed_notation() {
+        let mut g = Game::default();
+        play_all(&mut g, &["e4", "e7e5", "Bc4", "b8c6", "Qh5", "Nf6", "Qxf7#"]);
+        assert_eq!(g.outcome.as_ref().unwrap().result, "1-0");
+        assert!(g.outcome.as_ref().unwrap().reason.contains("checkmate"));
+        let pgn = g.pgn("agent", "agent", "2026.11.21");
+        assert!(pgn.contains("1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0"), "{pgn}");
+    }
+
+    #[test]
+    fn castling_en_passant_and_promotion_in_both_notations() {
+        let mut g = Game::default();
+        play_all(&mut g, &["e2e4", "g8f6", "e4e5", "d7d5", "e5d6", "e7d6", "g1f3", "f8e7", "f1e2", "O-O", "e1g1"]);
+        assert_eq!(g.san[4], "exd6", "en passant");
+        assert_eq!(g.uci[9], "e8g8");
+        assert_eq!(g.san[10], "O-O");
+        let mut p = Game::from_fen("8/P6k/8/8/8/8/8/K7 w - - 0 1").unwrap();
+        play_all(&mut p, &["a8=Q"]);
+        assert_eq!(p.uci[0], "a7a8q");
+        let mut p = Game::from_fen("8/P6k/8/8/8/8/8/K7 w - - 0 1").unwrap();
+        play_all(&mut p, &["a7a8n"]);
+        assert_eq!(p.san[0], "a8=N");
+    }
+
+    #[test]
+    fn illegal_moves_get_reasons() {
+        let g = Game::default();
+        assert!(g.parse("e2e5").unwrap_err().contains("the pawn on e2 cannot move to e5"));
+        assert!(g.parse("e3e4").unwrap_err().contains("no piece on e3"));
+        assert!(g.parse("e7e5").unwrap_err().contains("Black's, and it is White's turn"));
+        assert!(g.parse("Ke2").unwrap_err().contains("not a legal move"));
+        assert!(g.parse("hello").unwrap_err().contains("UCI like e2e4"));
+        let pinned = Game::from_fen("4k3/8/8/8/4r3/8/4N3/4K3 w - - 0 1").unwrap();
+        assert!(pinned.parse("e2c3").unwrap_err().contains("pinned"));
+        let check = Game::from_fen("4k3/8/8/8/4r3/8/8/R3K3 w - - 0 1").unwrap();
+        assert!(check.parse("a1a2").unwrap_err().contains("in check"));
+        let promo = Game::from_fen("8/P6k/8/8/8/8/8/K7 w - - 0 1").unwrap();
+        assert!(promo.parse("a7a8").unwrap_err().contains("must promote"));
+    }
+
+    #[test]
+    fn draws_stalemate_repetition_material_fifty_moves() {
+        let mut g = Game::from_fen("7k/8/6K1/8/8/8/8/5Q2 w - - 0 1").unwrap();
+        play_all(&mut g, &["Qf7"]);
+        assert!(g.outcome.as_ref().unwrap().reason.contains("stalemate"), "{:?}", g.outcome);
+
+        let mut g = Game::default();
+        play_all(&mut g, &["Nf3", "Nf6", "Ng1", "Ng8", "Nf3", "Nf6", "Ng1"]);
+        assert!(g.outcome.is_none());
+        play_all(&mut g, &["Ng8"]);
+        assert!(g.outcome.as_ref().unwrap().reason.contains("threefold"));
+
+        let mut g = Game::from_fen("4k3/8/8/8/8/8/3n4/4K3 w - - 0 1").unwrap();
+        play_all(&mut g, &["Kxd2"]);
+        assert!(g.outcome.as_ref().unwrap().reason.contains("insufficient material"));
+        assert!(!insufficient_material(&"4k3/8/8/8/8/8/2bb4/4K3 w - - 0 1".parse().unwrap()), "two bishops on both colours can mate");
+
+        let mut g = Game::from_fen("4k3/8/8/8/8/8/R7/4K3 w - - 98 80").unwrap();
+        play_all(&mut g, &["Ra3"]);
+        assert!(g.outcome.is_none());
+        play_all(&mut g, &["Kd7"]);
+        assert!(g.outcome.as_ref().unwrap().reason.contains("fifty-move"));
+    }
+}

@@ -1,0 +1,163 @@
+//! Chess end to end: against the computer, agent against agent over HTTP,
+//! claims, illegal and out-of-turn moves, and the long-poll timeout.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+/// A tiny deterministic generator for the agent's "random" moves.
+struct Lcg(u64);
+
+impl Lcg {
+    fn pick<'a>(&mut self, items: &'a [Value]) -> &'a Value {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        &items[(self.0 >> 33) as usize % items.len()]
+    }
+}
+
+#[tokio::test]
+async fn a_full_game_against_the_computer_ends_with_every_move_legal() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let tools: std::collections::HashMap<String, rmcp::model::Tool> = c.tools().await.into_iter().map(|t| (t.name.to_string(), t)).collect();
+    let r = c.call("chess_create_game", json!({"type": "computer", "color": "white", "difficulty": 6, "seed": 3})).await;
+    assert_matches_output_schema(&tools["chess_create_game"], &r);
+    let mut board = r.structured_content.unwrap();
+    assert_eq!(board["status"], "your-turn");
+    let game = board["game_id"].clone();
+    let mut rng = Lcg(11);
+    let mut plies = 0;
+    while board["status"] != "game-over" {
+        assert!(plies < 600, "the game never ended");
+        if board["status"] == "your-turn" {
+            let legal = board["legal_moves"].as_array().unwrap().clone();
+            let mv = rng.pick(&legal).as_str().unwrap().to_string();
+            let r = c.call("chess_finish_turn", json!({"game_id": game, "move": mv})).await;
+            assert_ne!(r.is_error, Some(true), "{mv}: {}", text(&r));
+            assert_matches_output_schema(&tools["chess_finish_turn"], &r);
+            board = r.structured_content.unwrap();
+        } else {
+            let r = c.call("chess_wait_for_next_turn", json!({"game_id": game})).await;
+            assert_matches_output_schema(&tools["chess_wait_for_next_turn"], &r);
+            board = r.structured_content.unwrap();
+        }
+        plies += 1;
+    }
+    let pgn = board["pgn"].as_str().unwrap();
+    assert!(pgn.contains("[Black \"Ludus engine level 6\"]"), "{pgn}");
+    assert!(["1-0", "0-1", "1/2-1/2"].contains(&board["result"].as_str().unwrap()));
+    assert!(pgn.trim_end().ends_with(board["result"].as_str().unwrap()));
+    let e = c.err("chess_finish_turn", json!({"game_id": game, "move": "e2e4"})).await;
+    assert!(e.contains("the game is over"), "{e}");
+    c.close().await;
+}
+
+#[tokio::test]
+async fn scholars_mate_claim_accepted_and_a_false_claim_rejected() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let game = c.ok("chess_create_game", json!({"type": "agent"})).await["game_id"].clone();
+    for mv in ["e4", "e5", "Bc4", "Nc6"] {
+        c.ok("chess_finish_turn", json!({"game_id": game, "move": mv})).await;
+    }
+    let e = c.err("chess_finish_turn", json!({"game_id": game, "move": "Qh5", "claim_win": true})).await;
+    assert!(e.contains("Claim rejected: Qh5 does not checkmate"), "{e}");
+    let b = c.ok("chess_finish_turn", json!({"game_id": game, "move": "d1h5"})).await;
+    assert_eq!(b["last_move"], "Qh5", "the rejected claim played nothing; the same move is fine without it");
+    c.ok("chess_finish_turn", json!({"game_id": game, "move": "Nf6"})).await;
+    let r = c.call("chess_finish_turn", json!({"game_id": game, "move": "Qxf7#", "claim_win": true})).await;
+    let b = r.structured_content.clone().unwrap();
+    assert_eq!((b["result"].clone(), b["status"].clone()), (json!("1-0"), json!("game-over")));
+    assert!(text(&r).contains("claim accepted"), "{}", text(&r));
+    assert!(b["pgn"].as_str().unwrap().contains("1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0"));
+    c.close().await;
+}
+
+#[tokio::test]
+async fn illegal_and_out_of_turn_moves_are_refused_with_reasons() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let game = c.ok("chess_create_game", json!({"type": "computer", "difficulty": 1})).await["game_id"].clone();
+    let e = c.err("chess_finish_turn", json!({"game_id": game, "move": "e2e5"})).await;
+    assert!(e.contains("the pawn on e2 cannot move to e5") && e.contains("Legal moves: a2a3, a2a4"), "{e}");
+    let e = c.err("chess_finish_turn", json!({"game_id": game, "move": "Nf5"})).await;
+    assert!(e.contains("not a legal move") && e.contains("Legal moves: Na3, Nc3, Nf3, Nh3, a3"), "SAN in, SAN out: {e}");
+    let b = c.ok("chess_finish_turn", json!({"game_id": game, "move": "e4"})).await;
+    assert_eq!(b["status"], "opponent-turn");
+    // Out of turn: the computer is to move (or has just moved, then it is our turn again).
+    let r = c.call("chess_finish_turn", json!({"game_id": game, "move": "d2d4"})).await;
+    if r.is_error == Some(true) {
+        assert!(text(&r).contains("computer's move"), "{}", text(&r));
+    }
+    let e = c.err("chess_create_game", json!({"type": "computer", "difficulty": 11})).await;
+    assert!(e.contains("between 1 and 10"), "{e}");
+    let e = c.err("chess_create_game", json!({"type": "robot"})).await;
+    assert!(e.contains("argument `type`: expected one of computer, agent"), "{e}");
+    let e = c.err("chess_join_game", json!({"game_id": game})).await;
+    assert!(e.contains("against the computer"), "{e}");
+    c.close().await;
+}
+
+#[tokio::test]
+async fn the_computer_moves_first_for_black_and_the_same_seed_repeats_its_moves() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let mut firsts = Vec::new();
+    for _ in 0..2 {
+        let b = c.ok("chess_create_game", json!({"type": "computer", "color": "black", "difficulty": 3, "seed": 99})).await;
+        assert_eq!(b["status"], "opponent-turn");
+        let b = c.ok("chess_wait_for_next_turn", json!({"game_id": b["game_id"]})).await;
+        assert_eq!(b["status"], "your-turn");
+        assert_eq!(b["your_color"], "black");
+        firsts.push(b["last_move"].clone());
+    }
+    assert_eq!(firsts[0], firsts[1]);
+    c.close().await;
+}
+
+#[tokio::test]
+async fn two_agents_over_http_wait_for_each_other() {
+    let work = scratch();
+    let cfg = config(work.path(), "[plugins.chess]\nmax_wait_ms = 3000\n");
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (a, b) = (http_client(&server).await, http_client(&server).await);
+    let game = a.ok("chess_create_game", json!({"type": "agent", "color": "white"})).await["game_id"].clone();
+    let joined = b.ok("chess_join_game", json!({"game_id": game})).await;
+    assert_eq!(joined["your_color"], "black");
+    assert_eq!(joined["status"], "opponent-turn");
+    let e = b.err("chess_finish_turn", json!({"game_id": game, "move": "e5"})).await;
+    assert!(e.contains("White's move (the other agent)"), "{e}");
+    let e = b.err("chess_join_game", json!({"game_id": game})).await;
+    assert!(e.contains("already play Black"), "{e}");
+
+    // B waits; A's move wakes it.
+    let waiter = {
+        let game = game.clone();
+        tokio::spawn(async move {
+            let t = Instant::now();
+            let r = b.ok("chess_wait_for_next_turn", json!({"game_id": game})).await;
+            (r, t.elapsed(), b)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.ok("chess_finish_turn", json!({"game_id": game, "move": "e2e4"})).await;
+    let (r, took, b) = waiter.await.unwrap();
+    assert_eq!((r["status"].clone(), r["last_move"].clone()), (json!("your-turn"), json!("e4")));
+    assert!(took < Duration::from_millis(2500), "{took:?}");
+
+    // A waits for B, who does not move: the seed's timeout message, not an error.
+    let t = Instant::now();
+    let r = a.call("chess_wait_for_next_turn", json!({"game_id": game})).await;
+    assert_ne!(r.is_error, Some(true));
+    assert!(text(&r).contains("Call this tool again"), "{}", text(&r));
+    assert!(t.elapsed() >= Duration::from_millis(2900), "{:?}", t.elapsed());
+    b.ok("chess_finish_turn", json!({"game_id": game, "move": "c7c5"})).await;
+    let r = a.ok("chess_wait_for_next_turn", json!({"game_id": game})).await;
+    assert_eq!(r["last_move"], "c5");
+    let third = http_client(&server).await;
+    let e = third.err("chess_join_game", json!({"game_id": game})).await;
+    assert!(e.contains("game is full"), "{e}");
+}
