@@ -73,6 +73,18 @@ async fn scholars_mate_claim_accepted_and_a_false_claim_rejected() {
     assert_eq!((b["result"].clone(), b["status"].clone()), (json!("1-0"), json!("game-over")));
     assert!(text(&r).contains("claim accepted"), "{}", text(&r));
     assert!(b["pgn"].as_str().unwrap().contains("1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0"));
+
+    // The PGN and FEN are also resources of the game.
+    let templates = c.service.list_all_resource_templates().await.unwrap();
+    assert!(templates.iter().any(|t| t.uri_template == "chess://game/{session}/pgn"), "{templates:?}");
+    let id = game.as_str().unwrap();
+    let (pgn, mime) = c.read_resource(&format!("chess://game/{id}/pgn")).await.unwrap();
+    assert!(pgn.contains("4. Qxf7# 1-0"), "{pgn}");
+    assert_eq!(mime, "application/x-chess-pgn");
+    let (fen, _) = c.read_resource(&format!("chess://game/{id}/fen")).await.unwrap();
+    assert_eq!(fen, "r1bqkb1r/pppp1Qpp/2n2n2/4p3/2B1P3/8/PPPP1PPP/RNB1K1NR b KQkq - 0 4");
+    let err = c.read_resource("chess://game/nope/pgn").await.unwrap_err().to_string();
+    assert!(err.contains("unknown `session` \"nope\""), "{err}");
     c.close().await;
 }
 

@@ -227,7 +227,7 @@ impl ServerHandler for Ludus {
             .plugins()
             .iter()
             .flat_map(|p| {
-                p.resources.iter().map(|r| {
+                p.resources.iter().filter(|r| !r.is_template()).map(|r| {
                     Resource::new(r.uri.clone(), r.name.clone())
                         .with_description(r.description.clone())
                         .with_mime_type(r.mime_type.clone())
@@ -237,16 +237,41 @@ impl ServerHandler for Ludus {
         Ok(ListResourcesResult::with_all_items(resources))
     }
 
-    async fn read_resource(&self, request: ReadResourceRequestParams, _: RequestContext<RoleServer>) -> Result<ReadResourceResponse, McpError> {
-        let uri = request.uri;
-        let plugin = self
+    /// Per-game resources: one per live session, e.g. `chess://game/{session}/pgn`.
+    async fn list_resource_templates(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let templates = self
             .registry
             .plugins()
-            .into_iter()
-            .find(|p| p.resources.iter().any(|r| r.uri == uri))
-            .ok_or_else(|| McpError::invalid_params(format!("no resource {uri}"), None))?;
-        let mime = plugin.resources.iter().find(|r| r.uri == uri).map(|r| r.mime_type.clone()).unwrap_or_default();
-        match self.registry.sessions.read_resource(&plugin, &uri).await {
+            .iter()
+            .flat_map(|p| {
+                p.resources.iter().filter(|r| r.is_template()).map(|r| {
+                    let mut t = ResourceTemplate::new(r.uri.clone(), r.name.clone());
+                    t.description = Some(r.description.clone());
+                    t.mime_type = Some(r.mime_type.clone());
+                    t
+                })
+            })
+            .collect();
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn read_resource(&self, request: ReadResourceRequestParams, _: RequestContext<RoleServer>) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri;
+        let found = self.registry.plugins().into_iter().find_map(|p| {
+            let hit = p.resources.iter().find_map(|r| match r.session_in(&uri) {
+                Some(id) => Some((r.mime_type.clone(), Some(id.to_string()))),
+                None => (r.uri == uri).then(|| (r.mime_type.clone(), None)),
+            });
+            hit.map(|h| (p, h))
+        });
+        let Some((plugin, (mime, session))) = found else {
+            return Err(McpError::invalid_params(format!("no resource {uri}"), None));
+        };
+        match self.registry.sessions.read_resource(&plugin, &uri, session.as_deref()).await {
             Ok(text) => Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)]).into()),
             Err(e) => Err(McpError::invalid_params(e, None)),
         }

@@ -110,6 +110,22 @@ pub struct ResourceDef {
     pub mime_type: String,
 }
 
+/// Marks a per-session resource URI template.
+const SESSION_SLOT: &str = "{session}";
+
+impl ResourceDef {
+    pub fn is_template(&self) -> bool {
+        self.uri.contains(SESSION_SLOT)
+    }
+
+    /// The session id a concrete URI names through this template, if it matches.
+    pub fn session_in<'a>(&self, uri: &'a str) -> Option<&'a str> {
+        let (prefix, suffix) = self.uri.split_once(SESSION_SLOT)?;
+        let id = uri.strip_prefix(prefix)?.strip_suffix(suffix)?;
+        (!id.is_empty() && !id.contains('/')).then_some(id)
+    }
+}
+
 /// A loaded plugin version. Sessions hold an `Arc` to the version they started
 /// on, so a reload never changes the code under a running game.
 pub struct Plugin {

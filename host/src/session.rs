@@ -552,10 +552,20 @@ impl Sessions {
         Ok(s)
     }
 
-    /// Reads a plugin resource through `meta.read-resource`.
-    pub async fn read_resource(&self, plugin: &Arc<Plugin>, uri: &str) -> Result<String, String> {
-        let session = self.shared_session(plugin)?;
-        let (export, uri) = (plugin.read_resource, uri.to_string());
+    /// Reads a plugin resource through `meta.read-resource`: in the named
+    /// session's instance for per-session resources, else in the shared one.
+    pub async fn read_resource(&self, plugin: &Arc<Plugin>, uri: &str, session: Option<&str>) -> Result<String, String> {
+        let session = match session {
+            Some(id) => {
+                let s = self.get(id, plugin, "session")?;
+                if let Some(why) = s.is_dead() {
+                    return Err(format!("game session {id} has ended: {why}"));
+                }
+                s
+            }
+            None => self.shared_session(plugin)?,
+        };
+        let (export, uri) = (session.plugin.read_resource, uri.to_string());
         let call = move || session.invoke(&export, &[Val::String(uri)], 1, CallInfo::default());
         let inv = tokio::task::spawn_blocking(call).await.map_err(|e| e.to_string())??;
         let text = |v: Option<Box<Val>>| match v.map(|b| *b) {

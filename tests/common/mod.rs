@@ -169,6 +169,15 @@ impl Client {
         text(&r)
     }
 
+    /// Reads a resource: its text and MIME type.
+    pub async fn read_resource(&self, uri: &str) -> Result<(String, String), rmcp::ServiceError> {
+        let r = self.service.read_resource(rmcp::model::ReadResourceRequestParams::new(uri)).await?;
+        match r.contents.into_iter().next() {
+            Some(rmcp::model::ResourceContents::TextResourceContents { text, mime_type, .. }) => Ok((text, mime_type.unwrap_or_default())),
+            other => panic!("{uri}: expected text contents, got {other:?}"),
+        }
+    }
+
     /// Waits for a list_changed notification.
     pub async fn expect_list_changed(&mut self, within: Duration) {
         tokio::time::timeout(within, self.list_changed.recv())

@@ -19,7 +19,7 @@ use std::cell::RefCell;
 
 use cozy_chess::Color;
 use exports::ludus::chess::tools::{Board, Color as Side, GameType, Guest, TurnStatus};
-use ludus_sdk::{PluginInfo, ToolHint, reply};
+use ludus_sdk::{PluginInfo, ResourceInfo, ToolHint, reply};
 use rules::{Game, Notation, color_name};
 
 /// Who sits on one side.
@@ -192,13 +192,35 @@ impl exports::ludus::plugin::meta::Guest for Plugin {
                 ToolHint::uses("finish-turn", "game-id").title("Play your move"),
                 ToolHint::uses("join-game", "game-id").title("Join a game"),
             ],
-            resources: vec![],
+            resources: vec![
+                ResourceInfo {
+                    uri: "chess://game/{session}/pgn".into(),
+                    name: "pgn".into(),
+                    description: "The game so far in PGN (game id in place of {session}).".into(),
+                    mime_type: "application/x-chess-pgn".into(),
+                },
+                ResourceInfo {
+                    uri: "chess://game/{session}/fen".into(),
+                    name: "fen".into(),
+                    description: "The current position in FEN (game id in place of {session}).".into(),
+                    mime_type: "text/plain".into(),
+                },
+            ],
             idle_timeout_ms: Some(60 * 60 * 1000),
         }
     }
 
+    /// Per-game resources, read in the game's own instance.
     fn read_resource(uri: String) -> Result<String, String> {
-        Err(format!("chess has no resource {uri}"))
+        with_match(|m| {
+            if uri.ends_with("/pgn") {
+                Ok(m.game.pgn(&m.player_name(Color::White), &m.player_name(Color::Black), &today()))
+            } else if uri.ends_with("/fen") {
+                Ok(m.game.fen())
+            } else {
+                Err(format!("chess has no resource {uri}"))
+            }
+        })
     }
 }
 
