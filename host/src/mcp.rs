@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use wasmtime::component::Val;
 
-use crate::plugin::{is_text_field, ok_shape};
+use crate::plugin::{is_embedded_field, is_text_field, ok_shape};
 use crate::registry::Registry;
 use crate::schema::Shape;
 use crate::session::{Progress, Reply};
@@ -167,9 +167,16 @@ fn render(reply: Reply) -> CallToolResult {
     };
     let mut json = shape.to_json(&value);
     let mut text = None;
+    let mut embedded = None;
     if let (Shape::Record { fields, .. }, Value::Object(obj)) = (shape, &mut json) {
         if fields.iter().any(is_text_field) {
             text = obj.remove("text").and_then(|t| t.as_str().map(str::to_string));
+        }
+        if fields.iter().any(is_embedded_field) {
+            embedded = obj.remove("embedded").filter(|e| e.is_object()).map(|e| {
+                let field = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+                ContentBlock::resource(ResourceContents::text(field("text"), field("uri")).with_mime_type(field("mime_type")))
+            });
         }
     }
     let size = text.as_ref().map_or(0, String::len) + json.to_string().len();
@@ -182,7 +189,7 @@ fn render(reply: Reply) -> CallToolResult {
     match (shape, json) {
         (Shape::Record { .. }, obj) => {
             let text = text.unwrap_or_else(|| obj.to_string());
-            let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+            let mut r = CallToolResult::success(std::iter::once(ContentBlock::text(text)).chain(embedded).collect());
             r.structured_content = Some(obj);
             r
         }

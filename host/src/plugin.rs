@@ -367,14 +367,26 @@ pub fn ok_shape(result: Option<&Shape>) -> Option<&Shape> {
     }
 }
 
-/// The record fields that become `structuredContent`: all but a `text: string`
-/// field, which is the text an agent reads (the text convention, DESIGN §4).
+/// The record fields that become `structuredContent`: all but the content
+/// fields of the text convention (DESIGN §4, docs/design-notes.md).
 pub fn structured_fields(record: &[Field]) -> Vec<Field> {
-    record.iter().filter(|f| !is_text_field(f)).cloned().collect()
+    record.iter().filter(|f| !is_text_field(f) && !is_embedded_field(f)).cloned().collect()
 }
 
+/// `text: string`: the text an agent reads.
 pub fn is_text_field(f: &Field) -> bool {
     f.json == "text" && f.shape == Shape::String
+}
+
+/// `embedded: option<embedded-resource>`: a resource shown in the result.
+pub fn is_embedded_field(f: &Field) -> bool {
+    let inner = match &f.shape {
+        Shape::Option(inner) => inner.as_ref(),
+        other => other,
+    };
+    let Shape::Record { fields, .. } = inner else { return false };
+    let names: Vec<&str> = fields.iter().map(|f| f.json.as_str()).collect();
+    f.json == "embedded" && names == ["uri", "mime_type", "text"]
 }
 
 fn mcp_tool(

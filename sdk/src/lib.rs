@@ -20,6 +20,8 @@ pub mod bindings {
     wit_bindgen::generate!({
         world: "ludus:plugin/sdk@0.1.0",
         path: "../wit/plugin",
+        // Types no host function mentions (e.g. embedded-resource) are still shared.
+        generate_unused_types: true,
     });
 }
 

@@ -19,6 +19,7 @@ use std::cell::RefCell;
 
 use cozy_chess::Color;
 use exports::ludus::chess::tools::{Board, Color as Side, GameType, Guest, TurnStatus};
+use ludus_sdk::types::EmbeddedResource;
 use ludus_sdk::{PluginInfo, ResourceInfo, ToolHint, reply};
 use rules::{Game, Notation, color_name};
 
@@ -35,6 +36,28 @@ struct Match {
     seats: [Seat; 2],
     difficulty: Option<u8>,
     engine: engine::Engine,
+    /// Embed the board in every answer (for hosts without MCP Apps).
+    show_ui: bool,
+}
+
+/// The MCP Apps board (self-contained: the default MCP Apps CSP allows nothing external).
+const BOARD_URI: &str = "ui://chess/board";
+const BOARD_HTML: &str = include_str!("board.html");
+
+/// A JSON string literal.
+fn json_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '<' => out.push_str("\\u003c"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 thread_local! {
@@ -144,14 +167,39 @@ impl Match {
         } else if !g.board.checkers().is_empty() {
             body.push_str(&format!("\n{} is in check.", color_name(g.turn())));
         }
+        let game_id = ludus_sdk::session_id().unwrap_or_default();
+        let legal_moves = if outcome.is_some() { Vec::new() } else { g.legal_in(Notation::Uci) };
+        let embedded = self.show_ui.then(|| {
+            // Hosts of the MCP-UI era render this HTML as is: the state rides along.
+            let state = format!(
+                "{{\"game_id\":{},\"fen\":{},\"your_color\":{},\"status\":{},\"last_move_uci\":{},\"legal_moves\":[{}]}}",
+                json_str(&game_id),
+                json_str(&g.fen()),
+                yours.map_or("null".into(), |c| json_str(&color_name(c).to_lowercase())),
+                json_str(match status {
+                    TurnStatus::YourTurn => "your-turn",
+                    TurnStatus::OpponentTurn => "opponent-turn",
+                    TurnStatus::GameOver => "game-over",
+                }),
+                g.uci.last().map_or("null".into(), |m| json_str(m)),
+                legal_moves.iter().map(|m| json_str(m)).collect::<Vec<_>>().join(",")
+            );
+            EmbeddedResource {
+                uri: format!("ui://chess/{game_id}"),
+                mime_type: "text/html".into(),
+                text: BOARD_HTML.replacen("<script>", &format!("<script>window.__LUDUS_STATE__ = {state};</script>\n<script>"), 1),
+            }
+        });
         Board {
-            game_id: ludus_sdk::session_id().unwrap_or_default(),
+            game_id,
             fen: g.fen(),
             turn: side(g.turn()),
             your_color: yours.map(side),
             status,
             last_move: g.san.last().cloned(),
-            legal_moves: if outcome.is_some() { Vec::new() } else { g.legal_in(Notation::Uci) },
+            last_move_uci: g.uci.last().cloned(),
+            embedded,
+            legal_moves,
             difficulty: self.difficulty,
             result: outcome.map(|o| o.result.to_string()),
             reason: outcome.map(|o| o.reason.clone()),
@@ -187,12 +235,18 @@ impl exports::ludus::plugin::meta::Guest for Plugin {
             version: env!("CARGO_PKG_VERSION").into(),
             description: "Chess against a built-in engine (levels 1–10) or another agent, with full rules, UCI and SAN.".into(),
             tools: vec![
-                ToolHint::creates("create-game").title("Start a chess game"),
-                ToolHint::uses("wait-for-next-turn", "game-id").title("Wait for your turn").read_only().waits(30_000, 30_000),
-                ToolHint::uses("finish-turn", "game-id").title("Play your move"),
-                ToolHint::uses("join-game", "game-id").title("Join a game"),
+                ToolHint::creates("create-game").title("Start a chess game").ui(BOARD_URI),
+                ToolHint::uses("wait-for-next-turn", "game-id").title("Wait for your turn").read_only().waits(30_000, 30_000).ui(BOARD_URI),
+                ToolHint::uses("finish-turn", "game-id").title("Play your move").ui(BOARD_URI),
+                ToolHint::uses("join-game", "game-id").title("Join a game").ui(BOARD_URI),
             ],
             resources: vec![
+                ResourceInfo {
+                    uri: BOARD_URI.into(),
+                    name: "board".into(),
+                    description: "Interactive chess board (MCP Apps): shows the position of a chess tool result and plays moves through chess_finish_turn.".into(),
+                    mime_type: "text/html;profile=mcp-app".into(),
+                },
                 ResourceInfo {
                     uri: "chess://game/{session}/pgn".into(),
                     name: "pgn".into(),
@@ -212,6 +266,9 @@ impl exports::ludus::plugin::meta::Guest for Plugin {
 
     /// Per-game resources, read in the game's own instance.
     fn read_resource(uri: String) -> Result<String, String> {
+        if uri == BOARD_URI {
+            return Ok(BOARD_HTML.to_string());
+        }
         with_match(|m| {
             if uri.ends_with("/pgn") {
                 Ok(m.game.pgn(&m.player_name(Color::White), &m.player_name(Color::Black), &today()))
@@ -225,7 +282,7 @@ impl exports::ludus::plugin::meta::Guest for Plugin {
 }
 
 impl Guest for Plugin {
-    fn create_game(kind: GameType, color: Option<Side>, difficulty: Option<u8>, _seed: Option<u64>) -> Result<Board, String> {
+    fn create_game(kind: GameType, color: Option<Side>, show_ui: Option<bool>, difficulty: Option<u8>, _seed: Option<u64>) -> Result<Board, String> {
         let me = ludus_sdk::host::caller();
         let mine = match color.unwrap_or(Side::White) {
             Side::White => Color::White,
@@ -249,7 +306,13 @@ impl Guest for Plugin {
         let mut seats = [Seat::Open, Seat::Open];
         seats[idx(mine)] = Seat::Agent(me.clone());
         seats[idx(!mine)] = other;
-        let m = Match { game: Game::default(), seats, difficulty, engine: engine::Engine::new(1 << 17, ludus_sdk::host::seed()) };
+        let m = Match {
+            game: Game::default(),
+            seats,
+            difficulty,
+            engine: engine::Engine::new(1 << 17, ludus_sdk::host::seed()),
+            show_ui: show_ui.unwrap_or(false),
+        };
         m.wake_computer();
         let headline = match kind {
             GameType::Computer => format!("New game against the computer (level {}). You play {}.", difficulty.unwrap_or(5), color_name(mine)),
