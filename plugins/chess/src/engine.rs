@@ -57,6 +57,8 @@ pub struct Engine {
     budget: u64,
     aborted: bool,
     killers: [[Option<Move>; 2]; MAX_PLY],
+    /// Quiet moves that caused cut-offs, by from and to square.
+    history: Box<[[i32; 64]; 64]>,
     /// Hashes of positions earlier in the game and on the search path (repetitions are draws).
     path: Vec<u64>,
     rng: u64,
@@ -74,6 +76,7 @@ impl Engine {
             budget: 0,
             aborted: false,
             killers: [[None; 2]; MAX_PLY],
+            history: Box::new([[0; 64]; 64]),
             path: Vec::new(),
             rng: seed ^ 0x2545_f491_4f6c_dd1d,
             last_nodes: 0,
@@ -111,6 +114,7 @@ impl Engine {
         self.budget = lvl.nodes;
         self.aborted = false;
         self.killers = [[None; 2]; MAX_PLY];
+        self.history = Box::new([[0; 64]; 64]);
         let mut scored: Vec<(Move, i32)> = moves.iter().map(|&m| (m, 0)).collect();
         let mut best = scored[0].0;
         for depth in 1..=lvl.max_depth {
@@ -123,7 +127,7 @@ impl Engine {
                 child.play_unchecked(mv);
                 self.path.push(board.hash());
                 let window_alpha = if lvl.noise > 0 { -INF } else { alpha };
-                let score = -self.search(&child, depth as i32 - 1, 1, -INF, -window_alpha);
+                let score = -self.search(&child, depth as i32 - 1, 1, -INF, -window_alpha, true);
                 self.path.pop();
                 if self.aborted {
                     break;
@@ -171,7 +175,7 @@ impl Engine {
         }
     }
 
-    fn search(&mut self, board: &Board, depth: i32, ply: usize, mut alpha: i32, beta: i32) -> i32 {
+    fn search(&mut self, board: &Board, depth: i32, ply: usize, mut alpha: i32, beta: i32, allow_null: bool) -> i32 {
         self.nodes += 1;
         if self.nodes > self.budget.saturating_mul(4) {
             // A runaway iteration: give up on it, keep the last finished depth.
@@ -199,6 +203,22 @@ impl Engine {
                 }
             }
         }
+        let pv_node = beta - alpha > 1;
+        // Null move: if passing still beats beta, this position is too good to search fully.
+        if allow_null && !pv_node && !in_check && depth >= 3 && has_pieces(board) && evaluate(board) >= beta {
+            if let Some(passed) = board.null_move() {
+                self.path.push(key);
+                let reduction = if depth >= 6 { 3 } else { 2 };
+                let score = -self.search(&passed, depth - 1 - reduction, ply + 1, -beta, -beta + 1, false);
+                self.path.pop();
+                if self.aborted {
+                    return 0;
+                }
+                if score >= beta {
+                    return beta;
+                }
+            }
+        }
         let mut moves = Vec::with_capacity(48);
         board.generate_moves(|ms| {
             moves.extend(ms);
@@ -209,15 +229,35 @@ impl Engine {
         }
         let tt_move = tt.and_then(|e| e.mv);
         let killers = self.killers[ply];
-        moves.sort_by_cached_key(|&m| -order_score(board, m, tt_move, &killers));
+        let history = &self.history;
+        moves.sort_by_cached_key(|&m| -(order_score(board, m, tt_move, &killers) + history[m.from as usize][m.to as usize].min(30_000)));
         let original_alpha = alpha;
         let mut best_move = None;
         let mut best = -INF;
+        let theirs = board.colors(!board.side_to_move());
         self.path.push(key);
-        for mv in moves {
+        for (i, mv) in moves.into_iter().enumerate() {
             let mut child = board.clone();
             child.play_unchecked(mv);
-            let score = -self.search(&child, depth - 1, ply + 1, -beta, -alpha);
+            let quiet = !theirs.has(mv.to) && mv.promotion.is_none();
+            let score = if i == 0 {
+                -self.search(&child, depth - 1, ply + 1, -beta, -alpha, true)
+            } else {
+                // Late quiet moves are searched shallower first; anything promising is re-searched.
+                let reduction = if depth >= 3 && i >= 3 && quiet && !in_check && child.checkers().is_empty() {
+                    if i >= 8 { 2 } else { 1 }
+                } else {
+                    0
+                };
+                let mut s = -self.search(&child, depth - 1 - reduction, ply + 1, -alpha - 1, -alpha, true);
+                if s > alpha && reduction > 0 {
+                    s = -self.search(&child, depth - 1, ply + 1, -alpha - 1, -alpha, true);
+                }
+                if s > alpha && s < beta {
+                    s = -self.search(&child, depth - 1, ply + 1, -beta, -alpha, true);
+                }
+                s
+            };
             if self.aborted {
                 self.path.pop();
                 return 0;
@@ -230,12 +270,13 @@ impl Engine {
                 alpha = score;
             }
             if alpha >= beta {
-                if board.piece_on(mv.to).is_none() {
+                if quiet {
                     let k = &mut self.killers[ply];
                     if k[0] != Some(mv) {
                         k[1] = k[0];
                         k[0] = Some(mv);
                     }
+                    self.history[mv.from as usize][mv.to as usize] += depth * depth;
                 }
                 break;
             }
@@ -276,6 +317,12 @@ impl Engine {
         }
         alpha
     }
+}
+
+/// The side to move has more than king and pawns (null moves are unsafe in zugzwang-prone endings).
+fn has_pieces(board: &Board) -> bool {
+    let mine = board.colors(board.side_to_move());
+    !((board.pieces(Piece::Knight) | board.pieces(Piece::Bishop) | board.pieces(Piece::Rook) | board.pieces(Piece::Queen)) & mine).is_empty()
 }
 
 // Mate scores are stored relative to the node, not the root.
@@ -372,9 +419,76 @@ pub fn evaluate(board: &Board) -> i32 {
         if (board.pieces(Piece::Bishop) & mine).len() >= 2 {
             score[side] += 30;
         }
+        score[side] += structure_and_activity(board, color, phase);
     }
     let white = score[0] - score[1];
     if board.side_to_move() == Color::White { white } else { -white }
+}
+
+/// Mobility, pawn structure (passed, doubled, isolated) and king shelter for one side.
+fn structure_and_activity(board: &Board, color: Color, phase: i32) -> i32 {
+    use cozy_chess::{File, Rank, get_bishop_moves, get_knight_moves, get_rook_moves};
+    let mine = board.colors(color);
+    let occ = board.occupied();
+    let (mut mg, mut eg) = (0, 0);
+    for sq in board.pieces(Piece::Knight) & mine {
+        let n = (get_knight_moves(sq) & !mine).len() as i32;
+        mg += 4 * n - 16;
+        eg += 4 * n - 16;
+    }
+    for sq in board.pieces(Piece::Bishop) & mine {
+        let n = (get_bishop_moves(sq, occ) & !mine).len() as i32;
+        mg += 5 * n - 25;
+        eg += 5 * n - 25;
+    }
+    for sq in board.pieces(Piece::Rook) & mine {
+        let n = (get_rook_moves(sq, occ) & !mine).len() as i32;
+        mg += 2 * n - 12;
+        eg += 4 * n - 24;
+    }
+    for sq in board.pieces(Piece::Queen) & mine {
+        let n = ((get_rook_moves(sq, occ) | get_bishop_moves(sq, occ)) & !mine).len() as i32;
+        mg += n - 13;
+        eg += 2 * n - 26;
+    }
+    let my_pawns = board.pieces(Piece::Pawn) & mine;
+    let their_pawns = board.pieces(Piece::Pawn) & board.colors(!color);
+    for sq in my_pawns {
+        let file = sq.file();
+        let f = file as usize;
+        let adjacent = [f.checked_sub(1), Some(f), (f < 7).then_some(f + 1)];
+        let ahead = |s: Square| if color == Color::White { s.rank() > sq.rank() } else { s.rank() < sq.rank() };
+        let blocked = their_pawns.into_iter().any(|s| adjacent.contains(&Some(s.file() as usize)) && ahead(s));
+        if !blocked {
+            let adv = if color == Color::White { sq.rank() as i32 - 1 } else { 6 - sq.rank() as i32 };
+            mg += 5 * adv;
+            eg += 10 * adv + 3 * adv * adv;
+        }
+        if (my_pawns & BitBoard::from(file)).len() > 1 {
+            mg -= 6;
+            eg -= 10;
+        }
+        let neighbours = [f.checked_sub(1), (f < 7).then_some(f + 1)]
+            .into_iter()
+            .flatten()
+            .any(|nf| !(my_pawns & BitBoard::from(File::index(nf))).is_empty());
+        if !neighbours {
+            mg -= 10;
+            eg -= 8;
+        }
+    }
+    // Pawns in front of the king shelter it in the middlegame.
+    let king = board.king(color);
+    let home = if color == Color::White { Rank::First } else { Rank::Eighth };
+    if king.rank() == home {
+        let kf = king.file() as usize;
+        for nf in [kf.checked_sub(1), Some(kf), (kf < 7).then_some(kf + 1)].into_iter().flatten() {
+            let shelter = my_pawns & BitBoard::from(File::index(nf));
+            let near = shelter.into_iter().any(|s| (s.rank() as i32 - king.rank() as i32).abs() <= 2);
+            mg += if near { 12 } else { -10 };
+        }
+    }
+    (mg * phase + eg * (24 - phase)) / 24
 }
 
 #[cfg(test)]

@@ -293,6 +293,27 @@ impl Game {
     }
 }
 
+/// Leaf positions `depth` plies below `board` (move-generator check and benchmark).
+pub fn perft(board: &Board, depth: u32) -> u64 {
+    if depth == 0 {
+        return 1;
+    }
+    let mut n = 0;
+    board.generate_moves(|ms| {
+        for mv in ms {
+            if depth == 1 {
+                n += 1;
+            } else {
+                let mut b = board.clone();
+                b.play_unchecked(mv);
+                n += perft(&b, depth - 1);
+            }
+        }
+        false
+    });
+    n
+}
+
 fn draw(reason: &str) -> Outcome {
     Outcome { result: "1/2-1/2", reason: format!("draw by {reason}") }
 }
@@ -344,26 +365,6 @@ fn insufficient_material(b: &Board) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn perft(board: &Board, depth: u32) -> u64 {
-        if depth == 0 {
-            return 1;
-        }
-        let mut n = 0;
-        board.generate_moves(|ms| {
-            for mv in ms {
-                if depth == 1 {
-                    n += 1;
-                } else {
-                    let mut b = board.clone();
-                    b.play_unchecked(mv);
-                    n += perft(&b, depth - 1);
-                }
-            }
-            false
-        });
-        n
-    }
 
     #[test]
     fn perft_matches_published_counts() {

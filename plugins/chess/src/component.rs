@@ -1,0 +1,422 @@
+//! The chess plugin: one instance is one game (its `game_id` is the session
+//! id). The computer thinks in a timer event after the agent's move, never
+//! inside `finish_turn`; players are told apart by their MCP connection.
+
+wit_bindgen::generate!({
+    world: "ludus:chess/chess",
+    path: ["../../wit/plugin", "wit"],
+    default_bindings_module: "crate::component",
+    with: {
+        "ludus:plugin/types@0.1.0": ludus_sdk::types,
+        "ludus:plugin/host@0.1.0": ludus_sdk::host,
+    },
+});
+
+use std::cell::RefCell;
+
+use cozy_chess::Color;
+use exports::ludus::chess::tools::{Board, Color as Side, GameType, Guest, TurnStatus};
+use ludus_sdk::types::EmbeddedResource;
+use ludus_sdk::{PluginInfo, ResourceInfo, ToolHint, reply};
+use crate::engine;
+use crate::rules::{Game, Notation, color_name};
+
+/// Who sits on one side.
+#[derive(Clone, Debug, PartialEq)]
+enum Seat {
+    Open,
+    Computer,
+    Agent(String),
+}
+
+struct Match {
+    game: Game,
+    seats: [Seat; 2],
+    difficulty: Option<u8>,
+    engine: engine::Engine,
+    /// Embed the board in every answer (for hosts without MCP Apps).
+    show_ui: bool,
+}
+
+/// The MCP Apps board (self-contained: the default MCP Apps CSP allows nothing external).
+const BOARD_URI: &str = "ui://chess/board";
+const BOARD_HTML: &str = include_str!("board.html");
+
+/// A JSON string literal.
+fn json_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '<' => out.push_str("\\u003c"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+thread_local! {
+    static MATCH: RefCell<Option<Match>> = const { RefCell::new(None) };
+}
+
+/// Delay before the computer moves, so the agent's answer goes out first.
+const THINK_DELAY_MS: u32 = 20;
+
+fn side(c: Color) -> Side {
+    match c {
+        Color::White => Side::White,
+        Color::Black => Side::Black,
+    }
+}
+
+fn idx(c: Color) -> usize {
+    c as usize
+}
+
+fn with_match<T>(f: impl FnOnce(&mut Match) -> Result<T, String>) -> Result<T, String> {
+    MATCH.with_borrow_mut(|m| f(m.as_mut().ok_or("this game was not started")?))
+}
+
+impl Match {
+    /// The side this caller moves now, if it may: its own seat, or the open
+    /// seat opposite its own (one client playing both sides before anyone joins).
+    fn may_move(&self, caller: &str) -> Result<Color, String> {
+        let turn = self.game.turn();
+        let mine = |s: &Seat| *s == Seat::Agent(caller.to_string());
+        let seated = self.seats.iter().any(mine);
+        match &self.seats[idx(turn)] {
+            s if mine(s) => Ok(turn),
+            Seat::Open if seated => Ok(turn),
+            _ if !seated => Err("you do not play in this game; call `chess_join_game` to take a free side".into()),
+            Seat::Computer => Err("it is the computer's move; call `chess_wait_for_next_turn`".into()),
+            _ => Err(format!("it is {}'s move (the other agent); call `chess_wait_for_next_turn`", color_name(turn))),
+        }
+    }
+
+    fn your_color(&self, caller: &str) -> Option<Color> {
+        let turn = self.game.turn();
+        let me = Seat::Agent(caller.to_string());
+        if self.seats[idx(turn)] == me {
+            return Some(turn);
+        }
+        if self.seats[idx(!turn)] == me {
+            return Some(!turn);
+        }
+        None
+    }
+
+    fn player_name(&self, c: Color) -> String {
+        match &self.seats[idx(c)] {
+            Seat::Computer => format!("Ludus engine level {}", self.difficulty.unwrap_or(5)),
+            Seat::Agent(_) => "agent".into(),
+            Seat::Open => "?".into(),
+        }
+    }
+
+    /// Schedules the computer's move if it is its turn.
+    fn wake_computer(&self) {
+        if self.game.outcome.is_none() && self.seats[idx(self.game.turn())] == Seat::Computer {
+            ludus_sdk::host::set_timer(THINK_DELAY_MS);
+        }
+    }
+
+    /// The board for `caller`, with `headline` and the next action.
+    fn view(&self, caller: &str, headline: &str) -> Board {
+        let g = &self.game;
+        let yours = self.your_color(caller);
+        let status = if g.outcome.is_some() {
+            TurnStatus::GameOver
+        } else if self.may_move(caller).is_ok() {
+            TurnStatus::YourTurn
+        } else {
+            TurnStatus::OpponentTurn
+        };
+        let next = match status {
+            TurnStatus::GameOver => "The game is over.".to_string(),
+            TurnStatus::YourTurn => format!(
+                "Your turn ({} to move): call `chess_finish_turn` with your move (UCI like e2e4 or SAN like Nf3).",
+                color_name(g.turn())
+            ),
+            TurnStatus::OpponentTurn => match self.seats[idx(g.turn())] {
+                Seat::Computer => "The computer is thinking: call `chess_wait_for_next_turn`.".into(),
+                _ => "Waiting for the other agent: call `chess_wait_for_next_turn`.".into(),
+            },
+        };
+        let outcome = g.outcome.as_ref();
+        let pgn = outcome.map(|_| g.pgn(&self.player_name(Color::White), &self.player_name(Color::Black), &today()));
+        let mut body = String::new();
+        if !headline.is_empty() {
+            body.push_str(headline);
+            body.push_str("\n\n");
+        }
+        body.push_str(&g.diagram(yours == Some(Color::Black)));
+        body.push_str(&format!(
+            "\n{} to move. Last move: {}. You play: {}.\nFEN: {}",
+            color_name(g.turn()),
+            g.san.last().map_or("none", String::as_str),
+            yours.map_or("no side", color_name),
+            g.fen()
+        ));
+        if let Some(o) = outcome {
+            body.push_str(&format!("\n\nGame over: {} ({}).\n\n{}", o.result, o.reason, pgn.as_deref().unwrap_or("")));
+        } else if !g.board.checkers().is_empty() {
+            body.push_str(&format!("\n{} is in check.", color_name(g.turn())));
+        }
+        let game_id = ludus_sdk::session_id().unwrap_or_default();
+        let legal_moves = if outcome.is_some() { Vec::new() } else { g.legal_in(Notation::Uci) };
+        let embedded = self.show_ui.then(|| {
+            // Hosts of the MCP-UI era render this HTML as is: the state rides along.
+            let state = format!(
+                "{{\"game_id\":{},\"fen\":{},\"your_color\":{},\"status\":{},\"last_move_uci\":{},\"legal_moves\":[{}]}}",
+                json_str(&game_id),
+                json_str(&g.fen()),
+                yours.map_or("null".into(), |c| json_str(&color_name(c).to_lowercase())),
+                json_str(match status {
+                    TurnStatus::YourTurn => "your-turn",
+                    TurnStatus::OpponentTurn => "opponent-turn",
+                    TurnStatus::GameOver => "game-over",
+                }),
+                g.uci.last().map_or("null".into(), |m| json_str(m)),
+                legal_moves.iter().map(|m| json_str(m)).collect::<Vec<_>>().join(",")
+            );
+            EmbeddedResource {
+                uri: format!("ui://chess/{game_id}"),
+                mime_type: "text/html".into(),
+                text: BOARD_HTML.replacen("<script>", &format!("<script>window.__LUDUS_STATE__ = {state};</script>\n<script>"), 1),
+            }
+        });
+        Board {
+            game_id,
+            fen: g.fen(),
+            turn: side(g.turn()),
+            your_color: yours.map(side),
+            status,
+            last_move: g.san.last().cloned(),
+            last_move_uci: g.uci.last().cloned(),
+            embedded,
+            legal_moves,
+            difficulty: self.difficulty,
+            result: outcome.map(|o| o.result.to_string()),
+            reason: outcome.map(|o| o.reason.clone()),
+            pgn,
+            text: reply(body, next),
+        }
+    }
+}
+
+/// Today's date for PGN headers (YYYY.MM.DD), from the WASI wall clock.
+fn today() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    // Days since 1970-01-01 to a civil date (proleptic Gregorian).
+    let z = secs.div_euclid(86_400) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}.{month:02}.{day:02}")
+}
+
+struct Plugin;
+
+impl exports::ludus::plugin::meta::Guest for Plugin {
+    fn describe() -> PluginInfo {
+        PluginInfo {
+            name: "chess".into(),
+            title: "Chess".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            description: "Chess against a built-in engine (levels 1–10) or another agent, with full rules, UCI and SAN.".into(),
+            tools: vec![
+                ToolHint::creates("create-game").title("Start a chess game").ui(BOARD_URI),
+                ToolHint::uses("wait-for-next-turn", "game-id").title("Wait for your turn").read_only().waits(30_000, 30_000).ui(BOARD_URI),
+                ToolHint::uses("finish-turn", "game-id").title("Play your move").ui(BOARD_URI),
+                ToolHint::uses("join-game", "game-id").title("Join a game").ui(BOARD_URI),
+            ],
+            resources: vec![
+                ResourceInfo {
+                    uri: BOARD_URI.into(),
+                    name: "board".into(),
+                    description: "Interactive chess board (MCP Apps): shows the position of a chess tool result and plays moves through chess_finish_turn.".into(),
+                    mime_type: "text/html;profile=mcp-app".into(),
+                },
+                ResourceInfo {
+                    uri: "chess://game/{session}/pgn".into(),
+                    name: "pgn".into(),
+                    description: "The game so far in PGN (game id in place of {session}).".into(),
+                    mime_type: "application/x-chess-pgn".into(),
+                },
+                ResourceInfo {
+                    uri: "chess://game/{session}/fen".into(),
+                    name: "fen".into(),
+                    description: "The current position in FEN (game id in place of {session}).".into(),
+                    mime_type: "text/plain".into(),
+                },
+            ],
+            idle_timeout_ms: Some(60 * 60 * 1000),
+        }
+    }
+
+    /// Per-game resources, read in the game's own instance.
+    fn read_resource(uri: String) -> Result<String, String> {
+        if uri == BOARD_URI {
+            return Ok(BOARD_HTML.to_string());
+        }
+        with_match(|m| {
+            if uri.ends_with("/pgn") {
+                Ok(m.game.pgn(&m.player_name(Color::White), &m.player_name(Color::Black), &today()))
+            } else if uri.ends_with("/fen") {
+                Ok(m.game.fen())
+            } else {
+                Err(format!("chess has no resource {uri}"))
+            }
+        })
+    }
+}
+
+impl Guest for Plugin {
+    fn create_game(kind: GameType, color: Option<Side>, show_ui: Option<bool>, difficulty: Option<u8>, _seed: Option<u64>) -> Result<Board, String> {
+        let me = ludus_sdk::host::caller();
+        let mine = match color.unwrap_or(Side::White) {
+            Side::White => Color::White,
+            Side::Black => Color::Black,
+        };
+        let (other, difficulty) = match kind {
+            GameType::Computer => {
+                let d = difficulty.unwrap_or(5);
+                if !(1..=10).contains(&d) {
+                    return Err(format!("difficulty must be between 1 and 10, got {d}"));
+                }
+                (Seat::Computer, Some(d))
+            }
+            GameType::Agent => {
+                if difficulty.is_some() {
+                    return Err("difficulty applies only to games against the computer".into());
+                }
+                (Seat::Open, None)
+            }
+        };
+        let mut seats = [Seat::Open, Seat::Open];
+        seats[idx(mine)] = Seat::Agent(me.clone());
+        seats[idx(!mine)] = other;
+        let m = Match {
+            game: Game::default(),
+            seats,
+            difficulty,
+            engine: engine::Engine::new(1 << 17, ludus_sdk::host::seed()),
+            show_ui: show_ui.unwrap_or(false),
+        };
+        m.wake_computer();
+        let headline = match kind {
+            GameType::Computer => format!("New game against the computer (level {}). You play {}.", difficulty.unwrap_or(5), color_name(mine)),
+            GameType::Agent => format!(
+                "New game between agents. You play {}. Give the other agent this game id; it calls `chess_join_game`. \
+                 Until it joins you may move for both sides.",
+                color_name(mine)
+            ),
+        };
+        let view = m.view(&me, &headline);
+        MATCH.set(Some(m));
+        Ok(view)
+    }
+
+    fn wait_for_next_turn(_game_id: String) -> Result<Board, String> {
+        let me = ludus_sdk::host::caller();
+        with_match(|m| {
+            if m.your_color(&me).is_none() {
+                return Err("you do not play in this game; call `chess_join_game` to take a free side".into());
+            }
+            if m.game.outcome.is_some() || m.may_move(&me).is_ok() {
+                return Ok(m.view(&me, ""));
+            }
+            if ludus_sdk::wait_timed_out() {
+                return Ok(m.view(&me, "Timeout: the opponent has not moved yet. Call this tool again immediately to keep waiting."));
+            }
+            ludus_sdk::wait(0);
+            Ok(m.view(&me, ""))
+        })
+    }
+
+    fn finish_turn(_game_id: String, text: String, claim_win: Option<bool>) -> Result<Board, String> {
+        let me = ludus_sdk::host::caller();
+        with_match(|m| {
+            if let Some(o) = &m.game.outcome {
+                return Err(format!("the game is over: {} ({})", o.result, o.reason));
+            }
+            let mover = m.may_move(&me)?;
+            let (mv, notation) = match m.game.parse(&text) {
+                Ok(x) => x,
+                Err(why) => {
+                    let notation = if text.trim().len() >= 4 && text.as_bytes()[1].is_ascii_digit() { Notation::Uci } else { Notation::San };
+                    let legal = m.game.legal_in(notation).join(", ");
+                    return Err(reply(format!("Illegal move: {why}.\n\n{}", m.game.diagram(mover == Color::Black)), format!("Legal moves: {legal}")));
+                }
+            };
+            let san = m.game.san_of(mv);
+            let mut after = m.game.clone();
+            after.play(mv);
+            let mates = after.outcome.as_ref().is_some_and(|o| o.reason.contains("checkmate"));
+            if claim_win == Some(true) && !mates {
+                return Err(format!(
+                    "Claim rejected: {san} does not checkmate, so the move was not played. Play it without claim_win, or find the mate."
+                ));
+            }
+            m.game = after;
+            m.wake_computer();
+            let shown = if notation == Notation::Uci { m.game.uci.last().cloned().unwrap_or_default() } else { san.clone() };
+            let headline = if mates && claim_win == Some(true) {
+                format!("{} played {shown}: checkmate, claim accepted.", color_name(mover))
+            } else {
+                format!("{} played {shown}.", color_name(mover))
+            };
+            Ok(m.view(&me, &headline))
+        })
+    }
+
+    fn join_game(_game_id: String) -> Result<Board, String> {
+        let me = ludus_sdk::host::caller();
+        with_match(|m| {
+            if m.seats.contains(&Seat::Computer) {
+                return Err("this is a game against the computer; it cannot be joined".into());
+            }
+            if let Some(c) = m.your_color(&me) {
+                return Err(format!("you already play {} in this game", color_name(c)));
+            }
+            let Some(free) = [Color::White, Color::Black].into_iter().find(|c| m.seats[idx(*c)] == Seat::Open) else {
+                return Err("this game is full: both sides are taken".into());
+            };
+            m.seats[idx(free)] = Seat::Agent(me.clone());
+            Ok(m.view(&me, &format!("You joined and play {}.", color_name(free))))
+        })
+    }
+}
+
+impl exports::ludus::plugin::events::Guest for Plugin {
+    /// The computer's move: searched here, in a timer event, not in a tool call.
+    fn on_timer(_id: u64) {
+        MATCH.with_borrow_mut(|m| {
+            let Some(m) = m.as_mut() else { return };
+            if m.game.outcome.is_some() || m.seats[idx(m.game.turn())] != Seat::Computer {
+                return;
+            }
+            let history = m.game.history_hashes();
+            let lvl = engine::level(m.difficulty.unwrap_or(5));
+            if let Some(mv) = m.engine.choose(&m.game.board, &history, lvl) {
+                m.game.play(mv);
+            }
+        });
+    }
+
+    fn on_message(_channel: u32, _data: String) {}
+
+    fn on_closed(_channel: u32, _reason: String) {}
+}
+
+// Exports only exist in the component; native builds (unit tests) skip them.
+#[cfg(target_arch = "wasm32")]
+export!(Plugin);
