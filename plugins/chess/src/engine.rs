@@ -13,7 +13,7 @@ use cozy_chess::{BitBoard, Board, Color, GameStatus, Move, Piece, Square};
 #[derive(Clone, Copy, Debug)]
 pub struct Level {
     pub max_depth: u8,
-    /// Nodes per move (search stops at the first completed depth past it).
+    /// Nodes per move: a hard limit once depth 1 is searched.
     pub nodes: u64,
     /// Uniform noise (centipawns) added to each root move's score.
     pub noise: i32,
@@ -31,8 +31,9 @@ pub fn level(n: u8) -> Level {
         5 => (3, 25_000, 70, 35),
         6 => (4, 60_000, 40, 15),
         7 => (5, 150_000, 20, 5),
-        8 => (64, 350_000, 8, 0),
-        9 => (64, 800_000, 0, 0),
+        8 => (64, 400_000, 8, 0),
+        9 => (64, 1_000_000, 0, 0),
+        // About one second a move inside the component (~2 M nodes/s).
         _ => (64, 2_000_000, 0, 0),
     };
     Level { max_depth, nodes, noise, random_per_mille }
@@ -115,6 +116,7 @@ impl Engine {
         self.aborted = false;
         self.killers = [[None; 2]; MAX_PLY];
         self.history = Box::new([[0; 64]; 64]);
+        self.last_depth = 0;
         let mut scored: Vec<(Move, i32)> = moves.iter().map(|&m| (m, 0)).collect();
         let mut best = scored[0].0;
         for depth in 1..=lvl.max_depth {
@@ -135,17 +137,19 @@ impl Engine {
                 round.push((mv, score));
                 alpha = alpha.max(score);
             }
-            if self.aborted && round.is_empty() {
+            if self.aborted {
+                // The budget ran out mid-iteration: root moves searched to the end
+                // at this depth are still sound (the previous best comes first).
+                if let Some(&(m, _)) = round.iter().max_by_key(|r| r.1) {
+                    best = m;
+                }
                 break;
             }
-            // Moves not reached in an aborted round keep their previous order behind.
-            let searched: Vec<Move> = round.iter().map(|r| r.0).collect();
-            round.extend(scored.iter().filter(|(m, _)| !searched.contains(m)).copied());
             round.sort_by(|a, b| b.1.cmp(&a.1));
             scored = round;
             best = scored[0].0;
             self.last_depth = depth;
-            if self.aborted || self.nodes >= self.budget || scored[0].1.abs() >= MATE - MAX_PLY as i32 {
+            if self.nodes >= self.budget || scored[0].1.abs() >= MATE - MAX_PLY as i32 {
                 break;
             }
         }
@@ -177,8 +181,8 @@ impl Engine {
 
     fn search(&mut self, board: &Board, depth: i32, ply: usize, mut alpha: i32, beta: i32, allow_null: bool) -> i32 {
         self.nodes += 1;
-        if self.nodes > self.budget.saturating_mul(4) {
-            // A runaway iteration: give up on it, keep the last finished depth.
+        // The node budget is a hard limit once depth 1 has finished (so there is a move).
+        if self.nodes > self.budget && self.last_depth >= 1 {
             self.aborted = true;
             return 0;
         }
