@@ -418,43 +418,55 @@ impl Sessions {
         cancel: CancellationToken,
         progress: Option<Progress>,
     ) -> Reply {
+        match self.prepare(&plugin, tool_index, args, &caller).await {
+            Ok(call) => self.run(call, caller, cancel, progress).await,
+            Err(e) => Reply::Failed(e),
+        }
+    }
+
+    /// Checks the arguments, finds or starts the session, and picks the tool
+    /// of the version that session runs (it keeps the one it started on).
+    async fn prepare(
+        self: &Arc<Self>,
+        plugin: &Arc<Plugin>,
+        tool_index: usize,
+        args: &serde_json::Map<String, serde_json::Value>,
+        caller: &str,
+    ) -> Result<Prepared, String> {
         let current = &plugin.tools[tool_index];
-        let params = match current.convert_args(args) {
-            Ok(p) => p,
-            Err(e) => return Reply::Failed(e),
-        };
+        let params = current.convert_args(args)?;
         let seed = current.seed_argument(&params);
-        let session = match self.session_for(&plugin, current, &params, &caller, seed).await {
-            Ok(s) => s,
-            Err(e) => return Reply::Failed(e),
-        };
-        // A session keeps the plugin version it started on: call that version's tool.
+        let session = self.session_for(plugin, current, &params, caller, seed).await?;
         let version = session.plugin.clone();
-        let (tool, params) = if Arc::ptr_eq(&version, &plugin) {
-            (current, params)
-        } else {
-            let Some(tool) = version.tool(&current.name) else {
-                return Reply::Failed(format!(
-                    "this game runs version {} of {}, which has no tool `{}`; start a new game",
-                    version.version, version.name, current.name
-                ));
-            };
-            match tool.convert_args(args) {
-                Ok(p) => (tool, p),
-                Err(e) => return Reply::Failed(format!("this game runs version {} of {}: {e}", version.version, version.name)),
-            }
+        if Arc::ptr_eq(&version, plugin) {
+            return Ok(Prepared { session, version, tool: tool_index, params });
+        }
+        let Some(tool) = version.tools.iter().position(|t| t.name == current.name) else {
+            return Err(format!(
+                "this game runs version {} of {}, which has no tool `{}`; start a new game",
+                version.version, version.name, current.name
+            ));
         };
+        let params = version.tools[tool]
+            .convert_args(args)
+            .map_err(|e| format!("this game runs version {} of {}: {e}", version.version, version.name))?;
+        Ok(Prepared { session, version, tool, params })
+    }
+
+    /// Calls the guest until it answers finally; a provisional answer is held
+    /// until the session changes, the deadline passes, or the client cancels.
+    async fn run(self: &Arc<Self>, call: Prepared, caller: String, cancel: CancellationToken, progress: Option<Progress>) -> Reply {
+        let Prepared { session, version, tool: index, params } = call;
+        let tool = &version.tools[index];
         let creates = tool.role == Role::Creates;
         let results = usize::from(tool.result.is_some());
         let mut changes = session.changed.subscribe();
-        let mut deadline: Option<tokio::time::Instant> = None;
-        let started = tokio::time::Instant::now();
+        let mut wait = Wait { started: tokio::time::Instant::now(), deadline: None, next_progress: None };
         let (mut timed_out, mut rerun) = (false, false);
-        let mut next_progress = started + Duration::from_secs(3);
         loop {
             changes.borrow_and_update();
-            let (s, export, p, call) = (session.clone(), tool.export, params.clone(), CallInfo { caller: caller.clone(), timed_out });
-            let inv = match tokio::task::spawn_blocking(move || s.invoke(&export, &p, results, call)).await {
+            let (s, export, p, info) = (session.clone(), tool.export, params.clone(), CallInfo { caller: caller.clone(), timed_out });
+            let inv = match tokio::task::spawn_blocking(move || s.invoke(&export, &p, results, info)).await {
                 Ok(Ok(inv)) => inv,
                 Ok(Err(e)) => {
                     if creates {
@@ -467,7 +479,7 @@ impl Sessions {
             if creates && !rerun {
                 self.insert(session.clone());
             }
-            if inv.wait.is_none() || timed_out {
+            let Some(asked) = inv.wait.filter(|_| !timed_out) else {
                 if creates && matches!(inv.value, Some(Val::Result(Err(_)))) {
                     self.remove(&session.id(), "the game failed to start");
                 }
@@ -475,31 +487,13 @@ impl Sessions {
                 if !rerun && !tool.read_only {
                     session.bump();
                 }
-                let index = version.tools.iter().position(|t| t.name == tool.name).expect("tool of its own version");
                 return Reply::Value { value: inv.value, plugin: version.clone(), tool: index };
-            }
-            let wait = match inv.wait {
-                Some(0) | None => tool.default_wait,
-                Some(ms) => Duration::from_millis(ms.into()).min(tool.max_wait),
             };
-            let deadline = *deadline.get_or_insert(started + wait);
-            // Counted while held; the guard also runs when a cancelled request drops this future.
-            let _waiting = WaitGuard::new(&session.waiting);
-            loop {
-                tokio::select! {
-                    r = changes.changed() => {
-                        if r.is_err() { return Reply::Failed("the session was dropped while waiting".into()); }
-                        break;
-                    }
-                    () = tokio::time::sleep_until(deadline) => { timed_out = true; break; }
-                    () = cancel.cancelled() => return Reply::Failed("the call was cancelled".into()),
-                    () = tokio::time::sleep_until(next_progress) => {
-                        if let Some(p) = &progress {
-                            p(started.elapsed().as_secs(), (deadline - started).as_secs());
-                        }
-                        next_progress += Duration::from_secs(3);
-                    }
-                }
+            let limit = if asked == 0 { tool.default_wait } else { Duration::from_millis(asked.into()).min(tool.max_wait) };
+            match wait.hold(&session, &mut changes, limit, &cancel, progress.as_ref()).await {
+                Held::Changed => {}
+                Held::Deadline => timed_out = true,
+                Held::Cancelled => return Reply::Failed("the call was cancelled".into()),
             }
             rerun = true;
         }
@@ -576,6 +570,59 @@ impl Sessions {
             Some(Val::Result(Ok(v))) => Ok(text(v)),
             Some(Val::Result(Err(e))) => Err(text(e)),
             _ => Err("the plugin gave no resource".into()),
+        }
+    }
+}
+
+/// A call on its way: the session, the version it runs, and that version's tool.
+struct Prepared {
+    session: Arc<Session>,
+    version: Arc<Plugin>,
+    tool: usize,
+    params: Vec<Val>,
+}
+
+/// Why a held call goes on.
+enum Held {
+    Changed,
+    Deadline,
+    Cancelled,
+}
+
+/// The clock of one waiting call: its deadline is fixed at the first
+/// provisional answer; progress goes out every 3 s.
+struct Wait {
+    started: tokio::time::Instant,
+    deadline: Option<tokio::time::Instant>,
+    next_progress: Option<tokio::time::Instant>,
+}
+
+impl Wait {
+    async fn hold(
+        &mut self,
+        session: &Session,
+        changes: &mut watch::Receiver<u64>,
+        limit: Duration,
+        cancel: &CancellationToken,
+        progress: Option<&Progress>,
+    ) -> Held {
+        const EVERY: Duration = Duration::from_secs(3);
+        let deadline = *self.deadline.get_or_insert(self.started + limit);
+        let next = self.next_progress.get_or_insert(self.started + EVERY);
+        // Counted while held; the guard also runs when a cancelled request drops this future.
+        let _waiting = WaitGuard::new(&session.waiting);
+        loop {
+            tokio::select! {
+                r = changes.changed() => return if r.is_ok() { Held::Changed } else { Held::Cancelled },
+                () = tokio::time::sleep_until(deadline) => return Held::Deadline,
+                () = cancel.cancelled() => return Held::Cancelled,
+                () = tokio::time::sleep_until(*next) => {
+                    if let Some(p) = progress {
+                        p(self.started.elapsed().as_secs(), (deadline - self.started).as_secs());
+                    }
+                    *next += EVERY;
+                }
+            }
         }
     }
 }
