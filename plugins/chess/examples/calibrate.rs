@@ -4,11 +4,14 @@
 //! ```sh
 //! apt-get install stockfish        # Debian's Stockfish 15.1: /usr/games/stockfish
 //! cargo run --release -p chess --example calibrate -- --games 20 --levels 1,5,10 --anchors 1350,1700,2000
+//! # below Stockfish's floor (UCI_Elo 1350), chain from a level already rated:
+//! cargo run --release -p chess --example calibrate -- --games 20 --levels 1,2,3,4 --anchors L5@1261
 //! ```
 //!
-//! Each level plays `--games` games against each anchor (Stockfish with
-//! `UCI_LimitStrength` and that `UCI_Elo`, `--movetime` ms a move, 1 thread),
-//! colours alternating over a fixed opening book. The engine runs the same
+//! Each level plays `--games` games against each anchor: a number is
+//! Stockfish with `UCI_LimitStrength` and that `UCI_Elo` (`--movetime` ms a
+//! move, 1 thread); `L<level>@<elo>` is this engine at another level, taken to
+//! be rated `<elo>`. Colours alternate over a fixed opening book. The engine runs the same
 //! code as the chess component, natively, with the level's node budget.
 //! Output: per level the score, and a maximum-likelihood performance rating
 //! with a 95 % interval (from the binomial error of the score).
@@ -86,10 +89,46 @@ impl Drop for Stockfish {
     }
 }
 
+/// An opponent of known rating.
+#[derive(Clone, Copy, Debug)]
+enum Anchor {
+    Stockfish(u32),
+    Level(u8, u32),
+}
+
+impl Anchor {
+    fn parse(s: &str) -> Anchor {
+        match s.strip_prefix('L').and_then(|r| r.split_once('@')) {
+            Some((l, e)) => Anchor::Level(l.parse().expect("level"), e.parse().expect("elo")),
+            None => Anchor::Stockfish(s.parse().expect("an Elo, or L<level>@<elo>")),
+        }
+    }
+
+    fn elo(self) -> u32 {
+        match self {
+            Anchor::Stockfish(e) | Anchor::Level(_, e) => e,
+        }
+    }
+
+    fn label(self) -> String {
+        match self {
+            Anchor::Stockfish(e) => format!("SF {e}"),
+            Anchor::Level(l, e) => format!("level {l} ({e})"),
+        }
+    }
+}
+
 /// Plays one game; returns the engine's score (1, 0.5, 0) and its mean nodes per move.
-fn play(level_n: u8, elo: u32, opening: &str, engine_white: bool, movetime: u64, sf_path: &str, seed: u64) -> (f64, u64) {
-    let mut sf = Stockfish::start(sf_path, elo);
-    sf.send("ucinewgame");
+fn play(level_n: u8, anchor: Anchor, opening: &str, engine_white: bool, movetime: u64, sf_path: &str, seed: u64) -> (f64, u64) {
+    let mut sf = match anchor {
+        Anchor::Stockfish(elo) => {
+            let mut sf = Stockfish::start(sf_path, elo);
+            sf.send("ucinewgame");
+            Some(sf)
+        }
+        Anchor::Level(..) => None,
+    };
+    let mut rival = Engine::new(1 << 17, seed ^ 0x5eed);
     let mut game = Game::default();
     for mv in opening.split_whitespace() {
         let (m, _) = game.parse(mv).unwrap();
@@ -106,8 +145,14 @@ fn play(level_n: u8, elo: u32, opening: &str, engine_white: bool, movetime: u64,
             searches += 1;
             m
         } else {
-            let uci = sf.best_move(&game.uci, movetime);
-            game.parse(&uci).unwrap_or_else(|e| panic!("stockfish played {uci}: {e}")).0
+            match (sf.as_mut(), anchor) {
+                (Some(sf), _) => {
+                    let uci = sf.best_move(&game.uci, movetime);
+                    game.parse(&uci).unwrap_or_else(|e| panic!("stockfish played {uci}: {e}")).0
+                }
+                (None, Anchor::Level(l, _)) => rival.choose(&game.board, &game.history_hashes(), level(l)).expect("a legal move"),
+                (None, Anchor::Stockfish(_)) => unreachable!("Stockfish anchors start Stockfish"),
+            }
         };
         game.play(mv);
     }
@@ -148,7 +193,7 @@ fn main() {
     let games: usize = arg(&args, "--games", "16").parse().unwrap();
     let movetime: u64 = arg(&args, "--movetime", "1000").parse().unwrap();
     let levels: Vec<u8> = list(&arg(&args, "--levels", "1,2,3,4,5,6,7,8,9,10"));
-    let anchors: Vec<u32> = list(&arg(&args, "--anchors", "1350,1700,2000"));
+    let anchors: Vec<Anchor> = arg(&args, "--anchors", "1350,1700,2000").split(',').map(|a| Anchor::parse(a.trim())).collect();
     let threads: usize = arg(&args, "--threads", "2").parse().unwrap();
     let sf_path = arg(&args, "--stockfish", "/usr/games/stockfish");
 
@@ -171,8 +216,8 @@ fn main() {
                 let Some((l, a, opening, white, seed)) = jobs.lock().unwrap().next() else { return };
                 let (score, nodes) = play(l, a, opening, white, movetime, &sf, seed);
                 let mut r = results.lock().unwrap();
-                r.push((l, a, score, nodes));
-                eprintln!("[{}/{total}] level {l} vs SF {a}: {score} ({:.0} s)", r.len(), started.elapsed().as_secs_f64());
+                r.push((l, a.elo(), score, nodes));
+                eprintln!("[{}/{total}] level {l} vs {}: {score} ({:.0} s)", r.len(), a.label(), started.elapsed().as_secs_f64());
             })
         })
         .collect();
@@ -180,7 +225,8 @@ fn main() {
         w.join().unwrap();
     }
     let results = results.lock().unwrap();
-    println!("Stockfish 15.1, UCI_LimitStrength, {movetime} ms a move, 1 thread; {games} games per level and anchor; anchors {anchors:?}.\n");
+    let names: Vec<String> = anchors.iter().map(|a| a.label()).collect();
+    println!("Stockfish 15.1, UCI_LimitStrength, {movetime} ms a move, 1 thread; {games} games per level and anchor; anchors: {}.\n", names.join(", "));
     println!("| level | games | won-drawn-lost | score | Elo (95 % interval) | nodes/move |");
     println!("|---|---|---|---|---|---|");
     for &l in &levels {
@@ -195,9 +241,17 @@ fn main() {
         let elo = performance(&opp, clamp(score));
         let lo = performance(&opp, clamp((p - 1.96 * se) * n));
         let hi = performance(&opp, clamp((p + 1.96 * se) * n));
+        // A clean sweep bounds the rating on one side only.
+        let rating = if w == 0 && d == 0 {
+            format!("below {hi:.0}")
+        } else if w == mine.len() {
+            format!("above {lo:.0}")
+        } else {
+            format!("{elo:.0} ({lo:.0} to {hi:.0})")
+        };
         let nodes = mine.iter().map(|r| r.3).sum::<u64>() / mine.len().max(1) as u64;
         println!(
-            "| {l} | {} | {w}-{d}-{} | {:.1}% | {elo:.0} ({lo:.0} to {hi:.0}) | {nodes} |",
+            "| {l} | {} | {w}-{d}-{} | {:.1}% | {rating} | {nodes} |",
             mine.len(),
             mine.len() - w - d,
             p * 100.0
