@@ -129,6 +129,35 @@ pub fn reply(body: impl AsRef<str>, next: impl AsRef<str>) -> String {
     if next.is_empty() { body.to_string() } else { format!("{body}\n\n{next}") }
 }
 
+/// The step-by-step puzzle surface of the *Illusion of Thinking* simulators
+/// (`init-simulator`, `execute-move`, `execute-moves`, `reset-simulator`,
+/// `get-state`, keyed by `env-id`), shared by the puzzle games.
+pub mod puzzle {
+    use crate::{PluginInfo, ToolHint};
+
+    /// Puzzles untouched this long are removed (as in the seed server).
+    pub const IDLE_TIMEOUT_MS: u32 = 120_000;
+
+    /// `describe()` for a puzzle: `start` and `one_move` title the first two tools.
+    pub fn info(name: &str, version: &str, title: &str, description: &str, start: &str, one_move: &str) -> PluginInfo {
+        PluginInfo {
+            name: name.into(),
+            title: title.into(),
+            version: version.into(),
+            description: description.into(),
+            tools: vec![
+                ToolHint::creates("init-simulator").title(start),
+                ToolHint::uses("execute-move", "env-id").title(one_move),
+                ToolHint::uses("execute-moves", "env-id").title("Submit a whole plan"),
+                ToolHint::uses("reset-simulator", "env-id").title("Reset the puzzle").destructive(),
+                ToolHint::uses("get-state", "env-id").title("Show the puzzle").read_only(),
+            ],
+            resources: vec![],
+            idle_timeout_ms: Some(IDLE_TIMEOUT_MS),
+        }
+    }
+}
+
 /// Whole-plan submission (the paper's `moves = [...]`): moves are applied in
 /// order until the first one the game refuses.
 pub mod plan {

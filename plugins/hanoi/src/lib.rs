@@ -15,7 +15,7 @@ pub mod rules;
 use std::cell::RefCell;
 
 use exports::ludus::hanoi::tools::{Guest, Moved, Params, PlanResult, Reset, Snapshot, Started};
-use ludus_sdk::{PluginInfo, ToolHint, reply};
+use ludus_sdk::{PluginInfo, reply};
 use rules::Hanoi;
 
 thread_local! {
@@ -43,21 +43,14 @@ struct Plugin;
 
 impl exports::ludus::plugin::meta::Guest for Plugin {
     fn describe() -> PluginInfo {
-        PluginInfo {
-            name: "hanoi".into(),
-            title: "Tower of Hanoi".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            description: "Tower of Hanoi as in Apple's \"The Illusion of Thinking\": step by step or as a whole plan, with the optimal move count.".into(),
-            tools: vec![
-                ToolHint::creates("init-simulator").title("Start a Tower of Hanoi puzzle"),
-                ToolHint::uses("execute-move", "env-id").title("Move one disk"),
-                ToolHint::uses("execute-moves", "env-id").title("Submit a whole plan"),
-                ToolHint::uses("reset-simulator", "env-id").title("Reset the puzzle").destructive(),
-                ToolHint::uses("get-state", "env-id").title("Show the puzzle").read_only(),
-            ],
-            resources: vec![],
-            idle_timeout_ms: Some(120_000),
-        }
+        ludus_sdk::puzzle::info(
+            "hanoi",
+            env!("CARGO_PKG_VERSION"),
+            "Tower of Hanoi",
+            "Tower of Hanoi as in Apple's \"The Illusion of Thinking\": step by step or as a whole plan, with the optimal move count.",
+            "Start a Tower of Hanoi puzzle",
+            "Move one disk",
+        )
     }
 
     fn read_resource(uri: String) -> Result<String, String> {

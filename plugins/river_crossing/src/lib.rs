@@ -15,7 +15,7 @@ pub mod rules;
 use std::cell::RefCell;
 
 use exports::ludus::river_crossing::tools::{Banks, Guest, Moved, Params, PlanResult, Reset, Side, Snapshot, Started};
-use ludus_sdk::{PluginInfo, ToolHint, reply};
+use ludus_sdk::{PluginInfo, reply};
 use rules::River;
 
 struct Game {
@@ -69,21 +69,14 @@ struct Plugin;
 
 impl exports::ludus::plugin::meta::Guest for Plugin {
     fn describe() -> PluginInfo {
-        PluginInfo {
-            name: "river_crossing".into(),
-            title: "River Crossing".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            description: "River Crossing (actors and agents) as in Apple's \"The Illusion of Thinking\", with exact solvability and optimal length.".into(),
-            tools: vec![
-                ToolHint::creates("init-simulator").title("Start a River Crossing puzzle"),
-                ToolHint::uses("execute-move", "env-id").title("Cross the river once"),
-                ToolHint::uses("execute-moves", "env-id").title("Submit a whole plan"),
-                ToolHint::uses("reset-simulator", "env-id").title("Reset the puzzle").destructive(),
-                ToolHint::uses("get-state", "env-id").title("Show the puzzle").read_only(),
-            ],
-            resources: vec![],
-            idle_timeout_ms: Some(120_000),
-        }
+        ludus_sdk::puzzle::info(
+            "river_crossing",
+            env!("CARGO_PKG_VERSION"),
+            "River Crossing",
+            "River Crossing (actors and agents) as in Apple's \"The Illusion of Thinking\", with exact solvability and optimal length.",
+            "Start a River Crossing puzzle",
+            "Cross the river once",
+        )
     }
 
     fn read_resource(uri: String) -> Result<String, String> {
