@@ -7,7 +7,7 @@
 //! moves give the same engine moves on any machine. Weak levels also add
 //! noise to root scores and sometimes play a random legal move.
 
-use cozy_chess::{BitBoard, Board, Color, GameStatus, Move, Piece, Square};
+use cozy_chess::{BitBoard, Board, Color, Move, Piece, Square};
 
 /// One difficulty level's settings.
 #[derive(Clone, Copy, Debug)]
@@ -382,10 +382,9 @@ fn edge_distance(sq: Square) -> i32 {
 }
 
 /// The score for the side to move, in centipawns.
+/// (Mate and stalemate are found by the search, which knows there are no moves;
+/// checking here would generate every move at every node.)
 pub fn evaluate(board: &Board) -> i32 {
-    if board.status() != GameStatus::Ongoing && board.checkers().is_empty() && board.status() == GameStatus::Drawn {
-        return 0;
-    }
     // Game phase from the non-pawn material left: 24 at the start, 0 in a bare endgame.
     let phase_of = |p: Piece, w: i32| board.pieces(p).len() as i32 * w;
     let phase = (phase_of(Piece::Knight, 1) + phase_of(Piece::Bishop, 1) + phase_of(Piece::Rook, 2) + phase_of(Piece::Queen, 4)).min(24);
