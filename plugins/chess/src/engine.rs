@@ -139,9 +139,15 @@ impl Engine {
             }
             if self.aborted {
                 // The budget ran out mid-iteration: root moves searched to the end
-                // at this depth are still sound (the previous best comes first).
-                if let Some(&(m, _)) = round.iter().max_by_key(|r| r.1) {
-                    best = m;
+                // at this depth are still sound. The previous best comes first and
+                // only a strictly better score replaces it: a move that failed low
+                // can return exactly alpha, and must not win a tie.
+                let mut top = i32::MIN;
+                for &(m, score) in &round {
+                    if score > top {
+                        top = score;
+                        best = m;
+                    }
                 }
                 break;
             }
@@ -509,6 +515,17 @@ mod tests {
         assert_eq!(best("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", 10), "a1a8");
         // A hanging queen is taken.
         assert_eq!(best("4k3/8/8/3q4/8/8/3R4/4K3 w - - 0 1", 8), "d2d5");
+    }
+
+    #[test]
+    fn a_budget_cut_mid_iteration_keeps_the_best_move() {
+        // The hanging queen must be taken at every budget, however the last iteration is cut.
+        let board: Board = "4k3/8/8/3q4/8/8/3R4/4K3 w - - 0 1".parse().unwrap();
+        for nodes in [2_000, 5_000, 20_000, 60_000, 150_000] {
+            let lvl = Level { max_depth: 64, nodes, noise: 0, random_per_mille: 0 };
+            let mv = Engine::new(1 << 16, 1).choose(&board, &[], lvl).unwrap();
+            assert_eq!(cozy_chess::util::display_uci_move(&board, mv).to_string(), "d2d5", "budget {nodes}");
+        }
     }
 
     #[test]
