@@ -191,6 +191,19 @@ fn with_doc(mut schema: Value, doc: &Option<String>) -> Value {
     schema
 }
 
+/// A type's description with its documented cases appended: "Doc (`a`: …; `b`: …)".
+fn with_case_docs<'a>(doc: &Option<String>, cases: impl Iterator<Item = (&'a str, Option<&'a String>)>) -> Option<String> {
+    let help = cases
+        .filter_map(|(name, d)| d.map(|d| format!("`{name}`: {}", d.trim_end_matches('.'))))
+        .collect::<Vec<_>>()
+        .join("; ");
+    match (doc, help.is_empty()) {
+        (Some(d), false) => Some(format!("{} ({help})", d.trim_end_matches('.'))),
+        (None, false) => Some(help),
+        (d, true) => d.clone(),
+    }
+}
+
 impl Shape {
     /// The JSON Schema of values of this shape. Never uses oneOf/anyOf/allOf
     /// at the top of an object (clients reject it).
@@ -224,11 +237,6 @@ impl Shape {
             }),
             Shape::Variant { cases, doc } => {
                 let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
-                let case_help = cases
-                    .iter()
-                    .filter_map(|c| c.doc.as_ref().map(|d| format!("`{}`: {}", c.name, d.trim_end_matches('.'))))
-                    .collect::<Vec<_>>()
-                    .join("; ");
                 let schema = if cases.iter().all(|c| c.payload.is_none()) {
                     json!({"type": "string", "enum": names})
                 } else {
@@ -241,25 +249,11 @@ impl Shape {
                         "additionalProperties": false,
                     })
                 };
-                let doc = match (doc, case_help.is_empty()) {
-                    (Some(d), false) => Some(format!("{} ({case_help})", d.trim_end_matches('.'))),
-                    (None, false) => Some(case_help),
-                    (d, true) => d.clone(),
-                };
+                let doc = with_case_docs(doc, cases.iter().map(|c| (c.name.as_str(), c.doc.as_ref())));
                 with_doc(schema, &doc)
             }
             Shape::Enum { cases, docs, doc } => {
-                let case_help = cases
-                    .iter()
-                    .zip(docs)
-                    .filter_map(|(c, d)| d.as_ref().map(|d| format!("`{c}`: {}", d.trim_end_matches('.'))))
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                let doc = match (doc, case_help.is_empty()) {
-                    (Some(d), false) => Some(format!("{} ({case_help})", d.trim_end_matches('.'))),
-                    (None, false) => Some(case_help),
-                    (d, true) => d.clone(),
-                };
+                let doc = with_case_docs(doc, cases.iter().map(String::as_str).zip(docs.iter().map(Option::as_ref)));
                 with_doc(json!({"type": "string", "enum": cases}), &doc)
             }
             // Where absence is impossible (list items, tuple slots) none is null.
