@@ -363,6 +363,15 @@ impl Sessions {
         }
     }
 
+    /// A session that can still take calls, or why not.
+    fn live(&self, id: &str, plugin: &Plugin, param: &str) -> Result<Arc<Session>, String> {
+        let session = self.get(id, plugin, param)?;
+        match session.is_dead() {
+            Some(why) => Err(format!("this game session has ended: {why}. Start a new game.")),
+            None => Ok(session),
+        }
+    }
+
     fn rename(&self, old: &str, new: &str) -> Result<(), String> {
         let mut map = lock(&self.map);
         if map.contains_key(new) {
@@ -461,7 +470,7 @@ impl Sessions {
         let creates = tool.role == Role::Creates;
         let results = usize::from(tool.result.is_some());
         let mut changes = session.changed.subscribe();
-        let mut wait = Wait { started: tokio::time::Instant::now(), deadline: None, next_progress: None };
+        let mut wait = Wait::new();
         let (mut timed_out, mut rerun) = (false, false);
         loop {
             changes.borrow_and_update();
@@ -510,11 +519,7 @@ impl Sessions {
         match tool.role {
             Role::Uses(i) => {
                 let Val::String(id) = &params[i] else { return Err("session id must be a string".into()) };
-                let session = self.get(id, plugin, &tool.params[i].json)?;
-                if let Some(why) = session.is_dead() {
-                    return Err(format!("this game session has ended: {why}. Start a new game."));
-                }
-                Ok(session)
+                self.live(id, plugin, &tool.params[i].json)
             }
             Role::Creates => {
                 if self.len() >= self.max_total {
@@ -550,13 +555,7 @@ impl Sessions {
     /// session's instance for per-session resources, else in the shared one.
     pub async fn read_resource(&self, plugin: &Arc<Plugin>, uri: &str, session: Option<&str>) -> Result<String, String> {
         let session = match session {
-            Some(id) => {
-                let s = self.get(id, plugin, "session")?;
-                if let Some(why) = s.is_dead() {
-                    return Err(format!("game session {id} has ended: {why}"));
-                }
-                s
-            }
+            Some(id) => self.live(id, plugin, "session")?,
             None => self.shared_session(plugin)?,
         };
         let (export, uri) = (session.plugin.read_resource, uri.to_string());
@@ -594,10 +593,17 @@ enum Held {
 struct Wait {
     started: tokio::time::Instant,
     deadline: Option<tokio::time::Instant>,
-    next_progress: Option<tokio::time::Instant>,
+    next_progress: tokio::time::Instant,
 }
 
+const PROGRESS_EVERY: Duration = Duration::from_secs(3);
+
 impl Wait {
+    fn new() -> Wait {
+        let started = tokio::time::Instant::now();
+        Wait { started, deadline: None, next_progress: started + PROGRESS_EVERY }
+    }
+
     async fn hold(
         &mut self,
         session: &Session,
@@ -606,9 +612,7 @@ impl Wait {
         cancel: &CancellationToken,
         progress: Option<&Progress>,
     ) -> Held {
-        const EVERY: Duration = Duration::from_secs(3);
         let deadline = *self.deadline.get_or_insert(self.started + limit);
-        let next = self.next_progress.get_or_insert(self.started + EVERY);
         // Counted while held; the guard also runs when a cancelled request drops this future.
         let _waiting = WaitGuard::new(&session.waiting);
         loop {
@@ -616,11 +620,11 @@ impl Wait {
                 r = changes.changed() => return if r.is_ok() { Held::Changed } else { Held::Cancelled },
                 () = tokio::time::sleep_until(deadline) => return Held::Deadline,
                 () = cancel.cancelled() => return Held::Cancelled,
-                () = tokio::time::sleep_until(*next) => {
+                () = tokio::time::sleep_until(self.next_progress) => {
                     if let Some(p) = progress {
                         p(self.started.elapsed().as_secs(), (deadline - self.started).as_secs());
                     }
-                    *next += EVERY;
+                    self.next_progress += PROGRESS_EVERY;
                 }
             }
         }
