@@ -352,8 +352,7 @@ impl Guest for Plugin {
             let (mv, notation) = match m.game.parse(&text) {
                 Ok(x) => x,
                 Err(why) => {
-                    let notation = if text.trim().len() >= 4 && text.as_bytes()[1].is_ascii_digit() { Notation::Uci } else { Notation::San };
-                    let legal = m.game.legal_in(notation).join(", ");
+                    let legal = m.game.legal_in(Notation::of(&text)).join(", ");
                     return Err(reply(format!("Illegal move: {why}.\n\n{}", m.game.diagram(mover == Color::Black)), format!("Legal moves: {legal}")));
                 }
             };

@@ -49,6 +49,19 @@ fn piece_name(p: Piece) -> &'static str {
     }
 }
 
+impl Notation {
+    /// The notation a move is written in: UCI looks like `e2e4` or `e7e8q`.
+    pub fn of(text: &str) -> Notation {
+        let b = text.trim().as_bytes();
+        let uci = (4..=5).contains(&b.len())
+            && b[0].is_ascii_lowercase()
+            && b[1].is_ascii_digit()
+            && b[2].is_ascii_lowercase()
+            && b[3].is_ascii_digit();
+        if uci { Notation::Uci } else { Notation::San }
+    }
+}
+
 impl Default for Game {
     fn default() -> Self {
         Game::from_board(Board::default())
@@ -114,13 +127,7 @@ impl Game {
     pub fn parse(&self, text: &str) -> Result<(Move, Notation), String> {
         let text = text.trim();
         let legal = self.legal_moves();
-        let looks_uci = text.len() >= 4
-            && text.len() <= 5
-            && text.as_bytes()[0].is_ascii_lowercase()
-            && text.as_bytes()[1].is_ascii_digit()
-            && text.as_bytes()[2].is_ascii_lowercase()
-            && text.as_bytes()[3].is_ascii_digit();
-        if looks_uci {
+        if Notation::of(text) == Notation::Uci {
             let mv = parse_uci_move(&self.board, text).map_err(|_| format!("`{text}` is not a valid UCI move"))?;
             if legal.contains(&mv) {
                 return Ok((mv, Notation::Uci));
