@@ -20,6 +20,7 @@ const COMPONENTS: &[(&str, &str, &str, &str)] = &[
     ("hello", "sdk/examples/hello/wit", "", "hello"),
     ("hostile", "tests/fixtures/hostile/wit", "", "hostile"),
     ("bad_import", "tests/fixtures/bad_import/wit", "", "bad_import"),
+    ("relay", "tests/fixtures/relay/wit", "", "relay"),
     ("hello", "sdk/examples/hello/wit", "hello/v2", "hello_v2"),
     ("chess_bench", "tests/fixtures/chess_bench/wit", "-", "chess_bench"),
 ];

@@ -11,7 +11,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
 use crate::runtime::HostState;
-use crate::runtime::bindings::ludus::plugin::{host, types};
+use crate::runtime::bindings::ludus::plugin::{channels, host, types};
 use crate::session::Session;
 
 /// Who is calling, and why: set by the session before each call into the guest.
@@ -100,6 +100,32 @@ impl host::Host for HostState {
 
     fn seed(&mut self) -> u64 {
         self.cx.seed
+    }
+}
+
+/// Channels belong to a session; the channel module does the work.
+impl channels::Host for HostState {
+    fn open(&mut self, name: String) -> Result<u32, String> {
+        let Some(session) = self.cx.session() else {
+            return Err("channels can only be opened inside a game session".into());
+        };
+        if session.plugin.on_message.is_none() {
+            return Err("this plugin exports no events.on-message, so it could not receive channel input".into());
+        }
+        session.channels.open(&session, &name)
+    }
+
+    fn send(&mut self, channel: u32, data: String) -> Result<(), String> {
+        match self.cx.session() {
+            Some(s) => s.channels.send(&s.plugin.channel_limits, channel, data),
+            None => Err(format!("channel {channel} is not open")),
+        }
+    }
+
+    fn close(&mut self, channel: u32) {
+        if let Some(s) = self.cx.session() {
+            s.channels.close(channel);
+        }
     }
 }
 

@@ -9,6 +9,9 @@
 //! [plugins.hanoi]
 //! idle_timeout_ms = 120000
 //! prefix = "toh"
+//!
+//! [plugins.showdown.channels.sim]
+//! process = { command = "node", args = ["pokemon-showdown", "simulate-battle", "--skip-build"], cwd = "/opt/ps" }
 //! ```
 
 use std::collections::BTreeMap;
@@ -39,6 +42,10 @@ pub struct Limits {
     pub max_result_bytes: usize,
     /// Guest stdout/stderr kept per call (the rest is dropped and counted).
     pub max_guest_output_bytes: usize,
+    /// Channels one session may have open at once.
+    pub max_channels_per_session: usize,
+    /// Largest message (line, frame, response) sent or received on a channel.
+    pub max_channel_message_bytes: usize,
 }
 
 impl Default for Limits {
@@ -53,6 +60,8 @@ impl Default for Limits {
             max_argument_bytes: 4 << 20,
             max_result_bytes: 8 << 20,
             max_guest_output_bytes: 64 << 10,
+            max_channels_per_session: 4,
+            max_channel_message_bytes: 1 << 20,
         }
     }
 }
@@ -70,6 +79,8 @@ pub struct PluginConfig {
     pub max_sessions: Option<usize>,
     pub idle_timeout_ms: Option<u64>,
     pub max_wait_ms: Option<u64>,
+    /// Endpoints this plugin may open by name (`[plugins.NAME.channels.ENDPOINT]`).
+    pub channels: BTreeMap<String, crate::channel::Endpoint>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -87,6 +98,13 @@ impl Config {
     pub fn load(path: &Path) -> anyhow::Result<Config> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
         toml::from_str(&text).with_context(|| format!("in config {}", path.display()))
+    }
+
+    pub fn channel_limits(&self) -> crate::channel::ChannelLimits {
+        crate::channel::ChannelLimits {
+            max_per_session: self.limits.max_channels_per_session,
+            max_message_bytes: self.limits.max_channel_message_bytes,
+        }
     }
 
     /// The limits that apply to plugin `name`, given what the plugin itself asks for.
@@ -133,6 +151,27 @@ mod tests {
         assert_eq!(l.call_timeout, Duration::from_millis(100));
         assert_eq!(l.idle_timeout, Duration::from_millis(5));
         assert_eq!(c.limits_for("other", Some(7)).idle_timeout, Duration::from_millis(7));
+    }
+
+    #[test]
+    fn channel_endpoints_of_every_kind_parse() {
+        let c: Config = toml::from_str(
+            r#"
+            [plugins.showdown.channels.sim]
+            process = { command = "node", args = ["ps", "simulate-battle"], cwd = "/tmp" }
+            [plugins.showdown.channels.server]
+            websocket = "ws://127.0.0.1:8000/showdown/websocket"
+            [plugins.showdown.channels.raw]
+            tcp = "127.0.0.1:9"
+            [plugins.showdown.channels.api]
+            http = "http://127.0.0.1:8080"
+            "#,
+        )
+        .unwrap();
+        let ch = &c.plugins["showdown"].channels;
+        assert_eq!(ch.len(), 4);
+        assert!(matches!(&ch["sim"], crate::channel::Endpoint::Process { args, .. } if args.len() == 2));
+        assert!(toml::from_str::<Config>("[plugins.x.channels.a]\nftp = \"x\"\n").is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod bundled;
 pub mod capability;
+pub mod channel;
 pub mod config;
 pub mod docs;
 pub mod inspect;

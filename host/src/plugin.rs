@@ -14,14 +14,14 @@ use wasmtime::component::{Component, ComponentExportIndex, InstancePre};
 use crate::capability::{CallInfo, Ctx, GuestOutput};
 use crate::config::{Config, PluginLimits};
 use crate::docs::Docs;
-use crate::runtime::bindings::GamePre;
+use crate::runtime::bindings::LinkedPre;
 use crate::runtime::bindings::ludus::plugin::types::{PluginInfo, SessionRole};
 use crate::runtime::{HostState, Runtime};
 use crate::schema::{Field, Shape, object_schema};
 use crate::session::Session;
 
-const META: &str = "ludus:plugin/meta@0.1.0";
-const EVENTS: &str = "ludus:plugin/events@0.1.0";
+const META: &str = "ludus:plugin/meta@0.1.1";
+const EVENTS: &str = "ludus:plugin/events@0.1.1";
 
 /// Where a plugin version came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,6 +139,11 @@ pub struct Plugin {
     pub tools: Vec<ToolDef>,
     pub resources: Vec<ResourceDef>,
     pub on_timer: Option<ComponentExportIndex>,
+    pub on_message: Option<ComponentExportIndex>,
+    pub on_closed: Option<ComponentExportIndex>,
+    /// Endpoints the operator granted, by name.
+    pub channels: std::collections::BTreeMap<String, crate::channel::Endpoint>,
+    pub channel_limits: crate::channel::ChannelLimits,
     pub read_resource: ComponentExportIndex,
     pub limits: PluginLimits,
     pub imports: Vec<String>,
@@ -160,7 +165,7 @@ impl Plugin {
                 imports.iter().map(String::as_str).filter(|i| !i.starts_with("wasi:") && !i.starts_with("ludus:plugin/")).collect();
             format!(
                 "it imports {}, which this host does not grant (granted: WASI p2 without files or network, \
-                 and ludus:plugin/host). Details: {e:#}",
+                 ludus:plugin/host and ludus:plugin/channels). Details: {e:#}",
                 if ungranted.is_empty() { "an interface".to_string() } else { format!("`{}`", ungranted.join("`, `")) }
             )
         })?;
@@ -181,7 +186,8 @@ impl Plugin {
             .get_export_index(None, META)
             .and_then(|m| component.get_export_index(Some(&m), "read-resource"))
             .ok_or_else(|| format!("it does not export {META} read-resource"))?;
-        let on_timer = component.get_export_index(None, EVENTS).and_then(|e| component.get_export_index(Some(&e), "on-timer"));
+        let channels = config.plugins.get(&info.name).map(|p| p.channels.clone()).unwrap_or_default();
+        let event = |name: &str| component.get_export_index(None, EVENTS).and_then(|e| component.get_export_index(Some(&e), name));
         Ok(Plugin {
             title: info.title.clone(),
             version: info.version.clone(),
@@ -201,7 +207,11 @@ impl Plugin {
             sha256: crate::runtime::sha256_hex(bytes),
             pre,
             tools,
-            on_timer,
+            on_timer: event("on-timer"),
+            on_message: event("on-message"),
+            on_closed: event("on-closed"),
+            channels,
+            channel_limits: config.channel_limits(),
             read_resource,
             limits,
             imports,
@@ -222,7 +232,7 @@ fn imports_of(runtime: &Runtime, component: &Component) -> Vec<String> {
 
 /// Runs `meta.describe` in a throwaway instance.
 fn describe(runtime: &Runtime, pre: &InstancePre<HostState>) -> Result<PluginInfo, String> {
-    let game_pre = GamePre::new(pre.clone())
+    let game_pre = LinkedPre::new(pre.clone())
         .map_err(|e| format!("it is not a Ludus game: it must export {META} (include ludus:plugin/game in its world): {e:#}"))?;
     let limits = Config::default().limits_for("", None);
     let cx = Ctx { plugin: "(loading)".into(), session: None, seed: 0, call: CallInfo::default(), wait: None };

@@ -17,10 +17,18 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use crate::capability::{Ctx, GuestOutput};
 use crate::config::PluginLimits;
 
-/// Host-side bindings of the plugin world (`wit/plugin`).
+/// Host-side bindings of the plugin contract (`wit/plugin`): every import
+/// a plugin may have. Exports beyond `meta` are optional and looked up by
+/// name (`plugin.rs`).
 pub mod bindings {
     wasmtime::component::bindgen!({
-        world: "ludus:plugin/game",
+        inline: "
+            package ludus:host;
+            world linked {
+                include ludus:plugin/game@0.1.1;
+                import ludus:plugin/channels@0.1.1;
+            }
+        ",
         path: "../wit/plugin",
     });
 }
@@ -80,12 +88,14 @@ impl Runtime {
 
         // The grants: WASI p2 as a Rust std guest needs it (no preopened
         // directories, every socket address denied, no inherited stdio or
-        // environment) plus the Ludus host interface. Anything else a
+        // environment) plus the Ludus host and channels interfaces (what a
+        // channel reaches is the operator's config). Anything else a
         // component imports fails to link, naming the import.
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         bindings::ludus::plugin::host::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
         bindings::ludus::plugin::types::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
+        bindings::ludus::plugin::channels::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
         Ok(Arc::new(Runtime { engine, linker, cache_dir }))
     }
 

@@ -19,6 +19,7 @@ use wasmtime::component::{ComponentExportIndex, Instance, Val};
 use wasmtime::{Store, Trap};
 
 use crate::capability::{CallInfo, Ctx, GuestOutput};
+use crate::channel::{Channels, Input};
 use crate::plugin::{Plugin, Role, ToolDef};
 use crate::runtime::{HostState, ticks};
 
@@ -67,6 +68,7 @@ pub struct Session {
     changed: watch::Sender<u64>,
     timers: Mutex<HashMap<u64, tokio::task::AbortHandle>>,
     next_timer: AtomicU64,
+    pub channels: Channels,
     table: Weak<Sessions>,
     rt: tokio::runtime::Handle,
 }
@@ -99,6 +101,7 @@ impl Session {
             changed: watch::channel(0).0,
             timers: Mutex::new(HashMap::new()),
             next_timer: AtomicU64::new(0),
+            channels: Channels::default(),
             table: table.map(Arc::downgrade).unwrap_or_default(),
             rt,
         });
@@ -189,7 +192,7 @@ impl Session {
                 tracing::warn!(plugin = self.plugin.name, session = self.id(), "session ended: {why}");
                 *slot = Slot::Dead(why.clone());
                 drop(slot);
-                self.cancel_all_timers();
+                self.stop_io();
                 self.bump();
                 Err(format!("the game session crashed and has ended: {why}"))
             }
@@ -255,9 +258,42 @@ impl Session {
         }
     }
 
-    fn cancel_all_timers(&self) {
+    /// The session ended: no more timers, and every channel closed (its
+    /// processes killed).
+    pub fn stop_io(&self) {
         for (_, t) in lock(&self.timers).drain() {
             t.abort();
+        }
+        self.channels.close_all();
+    }
+
+    pub fn runtime_handle(&self) -> &tokio::runtime::Handle {
+        &self.rt
+    }
+
+    /// Delivers channel input into the guest (`events.on-message` /
+    /// `on-closed`) and wakes waiting calls. False when the guest could not
+    /// take it (the session ended or the plugin has no such event).
+    pub async fn deliver(self: &Arc<Self>, channel: u32, input: Input) -> bool {
+        let (export, params) = match input {
+            Input::Message(data) => (self.plugin.on_message, vec![Val::U32(channel), Val::String(data)]),
+            Input::Closed(reason) => (self.plugin.on_closed, vec![Val::U32(channel), Val::String(reason)]),
+        };
+        let Some(export) = export else { return false };
+        let s = self.clone();
+        match tokio::task::spawn_blocking(move || s.invoke(&export, &params, 0, CallInfo::default())).await {
+            Ok(Ok(_)) => {
+                self.bump();
+                true
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(plugin = self.plugin.name, channel, "channel event failed: {e}");
+                false
+            }
+            Err(e) => {
+                tracing::error!("channel event task failed: {e}");
+                false
+            }
         }
     }
 
@@ -285,6 +321,7 @@ impl Session {
             idle_seconds: self.idle_for().as_secs(),
             calls: self.calls.load(Ordering::Relaxed),
             waiting_calls: self.waiting.load(Ordering::Relaxed),
+            channels: self.channels.list(),
             ended: self.is_dead(),
         }
     }
@@ -292,7 +329,7 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        self.cancel_all_timers();
+        self.stop_io();
     }
 }
 
@@ -306,6 +343,8 @@ pub struct SessionInfo {
     pub idle_seconds: u64,
     pub calls: u64,
     pub waiting_calls: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub channels: Vec<crate::channel::ChannelInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended: Option<String>,
 }
@@ -388,7 +427,9 @@ impl Sessions {
     }
 
     pub fn remove(&self, id: &str, why: &str) {
-        if lock(&self.map).remove(id).is_some() {
+        let removed = lock(&self.map).remove(id);
+        if let Some(session) = removed {
+            session.stop_io();
             let mut gone = lock(&self.gone);
             gone.0.insert(id.to_string(), why.to_string());
             gone.1.push_back(id.to_string());

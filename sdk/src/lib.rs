@@ -9,8 +9,8 @@
 //!     world: "ludus:hello/hello",
 //!     path: ["../../wit/plugin", "wit"],
 //!     with: {
-//!         "ludus:plugin/types@0.1.0": ludus_sdk::types,
-//!         "ludus:plugin/host@0.1.0": ludus_sdk::host,
+//!         "ludus:plugin/types@0.1.1": ludus_sdk::types,
+//!         "ludus:plugin/host@0.1.1": ludus_sdk::host,
 //!     },
 //! });
 //! ```
@@ -18,14 +18,14 @@
 #[allow(missing_docs)]
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "ludus:plugin/sdk@0.1.0",
+        world: "ludus:plugin/sdk@0.1.1",
         path: "../wit/plugin",
         // Types no host function mentions (e.g. embedded-resource) are still shared.
         generate_unused_types: true,
     });
 }
 
-pub use bindings::ludus::plugin::{host, types};
+pub use bindings::ludus::plugin::{channels, host, types};
 pub use types::{LogLevel, PluginInfo, ResourceInfo, SessionRole, ToolHint};
 
 impl ToolHint {

@@ -7,8 +7,8 @@ wit_bindgen::generate!({
     path: ["../../wit/plugin", "wit"],
     default_bindings_module: "crate::component",
     with: {
-        "ludus:plugin/types@0.1.0": ludus_sdk::types,
-        "ludus:plugin/host@0.1.0": ludus_sdk::host,
+        "ludus:plugin/types@0.1.1": ludus_sdk::types,
+        "ludus:plugin/host@0.1.1": ludus_sdk::host,
     },
 });
 

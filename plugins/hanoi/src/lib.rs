@@ -5,8 +5,8 @@ wit_bindgen::generate!({
     world: "ludus:hanoi/hanoi",
     path: ["../../wit/plugin", "wit"],
     with: {
-        "ludus:plugin/types@0.1.0": ludus_sdk::types,
-        "ludus:plugin/host@0.1.0": ludus_sdk::host,
+        "ludus:plugin/types@0.1.1": ludus_sdk::types,
+        "ludus:plugin/host@0.1.1": ludus_sdk::host,
     },
 });
 

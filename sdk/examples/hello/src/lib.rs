@@ -4,8 +4,8 @@ wit_bindgen::generate!({
     world: "ludus:hello/hello",
     path: ["../../../wit/plugin", "wit"],
     with: {
-        "ludus:plugin/types@0.1.0": ludus_sdk::types,
-        "ludus:plugin/host@0.1.0": ludus_sdk::host,
+        "ludus:plugin/types@0.1.1": ludus_sdk::types,
+        "ludus:plugin/host@0.1.1": ludus_sdk::host,
     },
 });
 

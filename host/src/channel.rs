@@ -1,0 +1,414 @@
+//! The channels capability (DESIGN §5): a plugin opens an endpoint by *name*;
+//! the operator's config maps that name to a WebSocket URL, a TCP address, an
+//! HTTP base URL or a child process. The host owns every socket and process:
+//! one task per channel moves data, delivers input into the session as
+//! `events.on-message` / `events.on-closed`, and everything dies with the
+//! session (processes are killed).
+//!
+//! Opening never blocks the guest: a process is spawned at once (so a bad
+//! command fails the `open`), sockets connect in the channel's task and a
+//! failure arrives as `on-closed`. Sends made before the connection is up
+//! are queued.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use futures_util::{SinkExt, StreamExt};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use crate::session::Session;
+
+/// What one endpoint name reaches, as the operator declared it.
+///
+/// ```toml
+/// [plugins.showdown.channels.sim]
+/// process = { command = "node", args = ["pokemon-showdown", "simulate-battle", "--skip-build"], cwd = "/opt/ps" }
+///
+/// [plugins.showdown.channels.server]
+/// websocket = "ws://127.0.0.1:8000/showdown/websocket"
+/// ```
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum Endpoint {
+    /// A child process; each line on its stdout is a message, each send a line on its stdin.
+    Process {
+        command: String,
+        #[serde(default)]
+        args: Vec<String>,
+        cwd: Option<std::path::PathBuf>,
+    },
+    /// A WebSocket URL (`ws://` or `wss://`); text frames both ways.
+    Websocket(String),
+    /// A TCP `host:port`; lines both ways.
+    Tcp(String),
+    /// An HTTP base URL; each send is one request, each response one message.
+    Http(String),
+}
+
+impl Endpoint {
+    fn kind(&self) -> &'static str {
+        match self {
+            Endpoint::Process { .. } => "process",
+            Endpoint::Websocket(_) => "websocket",
+            Endpoint::Tcp(_) => "tcp",
+            Endpoint::Http(_) => "http",
+        }
+    }
+}
+
+/// Channel limits of one plugin.
+#[derive(Debug, Clone)]
+pub struct ChannelLimits {
+    pub max_per_session: usize,
+    pub max_message_bytes: usize,
+}
+
+/// One open channel, as `ludus_sessions` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChannelInfo {
+    pub channel: u32,
+    pub endpoint: String,
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+}
+
+struct Open {
+    info: ChannelInfo,
+    outgoing: mpsc::UnboundedSender<String>,
+    task: tokio::task::AbortHandle,
+}
+
+/// The channels of one session.
+#[derive(Default)]
+pub struct Channels {
+    open: Mutex<HashMap<u32, Open>>,
+    next: AtomicU32,
+}
+
+/// What a channel's task reports to its session.
+pub enum Input {
+    Message(String),
+    Closed(String),
+}
+
+impl Channels {
+    pub fn list(&self) -> Vec<ChannelInfo> {
+        let mut v: Vec<ChannelInfo> = lock(&self.open).values().map(|o| o.info.clone()).collect();
+        v.sort_by_key(|c| c.channel);
+        v
+    }
+
+    /// Opens endpoint `name` for `session` (host import `channels.open`).
+    pub fn open(&self, session: &Arc<Session>, name: &str) -> Result<u32, String> {
+        let plugin = &session.plugin;
+        let Some(endpoint) = plugin.channels.get(name) else {
+            return Err(format!(
+                "channel endpoint `{name}` is not granted to plugin {p}; the operator grants it in the config as \
+                 [plugins.{p}.channels.{name}] (a websocket URL, tcp address, http base URL or process)",
+                p = plugin.name
+            ));
+        };
+        let limits = &plugin.channel_limits;
+        let mut open = lock(&self.open);
+        if open.len() >= limits.max_per_session {
+            return Err(format!(
+                "this session already has {} channels open (the limit, [limits] max_channels_per_session)",
+                open.len()
+            ));
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let link = Link { session: Arc::downgrade(session), channel: id, max: limits.max_message_bytes };
+        let rt = session.runtime_handle();
+        let mut pid = None;
+        let task = match endpoint {
+            Endpoint::Process { command, args, cwd } => {
+                let _in_runtime = rt.enter();
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+                if let Some(cwd) = cwd {
+                    cmd.current_dir(cwd);
+                }
+                let child = cmd.spawn().map_err(|e| {
+                    format!("channel `{name}`: cannot start `{command}` (config [plugins.{}.channels.{name}]): {e}", plugin.name)
+                })?;
+                pid = child.id();
+                rt.spawn(run_process(child, rx, link))
+            }
+            Endpoint::Websocket(url) => rt.spawn(run_websocket(url.clone(), rx, link)),
+            Endpoint::Tcp(addr) => rt.spawn(run_tcp(addr.clone(), rx, link)),
+            Endpoint::Http(base) => rt.spawn(run_http(base.clone(), rx, link)),
+        };
+        let info = ChannelInfo { channel: id, endpoint: name.to_string(), kind: endpoint.kind(), pid };
+        tracing::debug!(plugin = plugin.name, channel = id, endpoint = name, "channel opened");
+        open.insert(id, Open { info, outgoing: tx, task: task.abort_handle() });
+        Ok(id)
+    }
+
+    /// Queues one message (host import `channels.send`).
+    pub fn send(&self, limits: &ChannelLimits, channel: u32, data: String) -> Result<(), String> {
+        if data.len() > limits.max_message_bytes {
+            return Err(format!(
+                "message of {} bytes is over the limit of {} ([limits] max_channel_message_bytes)",
+                data.len(),
+                limits.max_message_bytes
+            ));
+        }
+        let open = lock(&self.open);
+        let ch = open.get(&channel).ok_or_else(|| format!("channel {channel} is not open"))?;
+        if ch.info.kind != "websocket" && ch.info.kind != "http" && data.contains(['\n', '\r']) {
+            return Err("a message to a line-based channel must not contain a line break".into());
+        }
+        ch.outgoing.send(data).map_err(|_| format!("channel {channel} has closed"))
+    }
+
+    /// Closes one channel (host import `channels.close`); no `on-closed` follows.
+    pub fn close(&self, channel: u32) {
+        if let Some(ch) = lock(&self.open).remove(&channel) {
+            ch.task.abort();
+        }
+    }
+
+    /// Forgets a channel whose task ended by itself.
+    fn ended(&self, channel: u32) -> bool {
+        lock(&self.open).remove(&channel).is_some()
+    }
+
+    /// Closes everything: the session ended. Aborting a task drops its child
+    /// process, which kills it (`kill_on_drop`).
+    pub fn close_all(&self) {
+        for (_, ch) in lock(&self.open).drain() {
+            ch.task.abort();
+        }
+    }
+}
+
+impl Drop for Channels {
+    fn drop(&mut self) {
+        self.close_all();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A channel task's way back into its session.
+struct Link {
+    session: Weak<Session>,
+    channel: u32,
+    max: usize,
+}
+
+impl Link {
+    /// Delivers one message and waits until the guest has handled it, so
+    /// input is handled in order and a slow guest slows its reader down.
+    /// False when the session is gone or the channel was closed.
+    async fn message(&self, data: String) -> bool {
+        match self.session.upgrade() {
+            Some(s) if s.channels.is_open(self.channel) => s.deliver(self.channel, Input::Message(data)).await,
+            _ => false,
+        }
+    }
+
+    /// The channel ended without the plugin closing it.
+    async fn closed(&self, reason: String) {
+        if let Some(s) = self.session.upgrade() {
+            if s.channels.ended(self.channel) {
+                s.deliver(self.channel, Input::Closed(reason)).await;
+            }
+        }
+    }
+}
+
+impl Channels {
+    fn is_open(&self, channel: u32) -> bool {
+        lock(&self.open).contains_key(&channel)
+    }
+}
+
+async fn run_process(mut child: tokio::process::Child, rx: mpsc::UnboundedReceiver<String>, link: Link) {
+    let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+        return link.closed("the process has no pipes".into()).await;
+    };
+    let pid = child.id().unwrap_or(0);
+    tokio::spawn(log_stderr(stderr, pid));
+    let why = pump_lines(BufReader::new(stdout), stdin, rx, &link).await;
+    let why = match why {
+        Ended::Eof => match child.wait().await {
+            Ok(status) => format!("the process exited ({status})"),
+            Err(e) => format!("the process ended: {e}"),
+        },
+        Ended::Error(e) => {
+            let _ = child.start_kill();
+            e
+        }
+        Ended::Dropped => return,
+    };
+    link.closed(why).await;
+}
+
+/// A sidecar's stderr goes to the log, a line at a time.
+async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::info!(target: "ludus::sidecar", pid, "{line}");
+    }
+}
+
+async fn run_tcp(addr: String, rx: mpsc::UnboundedReceiver<String>, link: Link) {
+    match tokio::net::TcpStream::connect(&addr).await {
+        Ok(stream) => {
+            let (read, write) = stream.into_split();
+            let why = match pump_lines(BufReader::new(read), write, rx, &link).await {
+                Ended::Eof => "the peer closed the connection".to_string(),
+                Ended::Error(e) => e,
+                Ended::Dropped => return,
+            };
+            link.closed(why).await;
+        }
+        Err(e) => link.closed(format!("cannot connect to {addr}: {e}")).await,
+    }
+}
+
+enum Ended {
+    Eof,
+    Error(String),
+    /// The session or the channel is gone: nobody to tell.
+    Dropped,
+}
+
+/// Moves lines both ways until one side ends.
+async fn pump_lines(
+    mut read: impl AsyncBufRead + Unpin,
+    mut write: impl AsyncWrite + Unpin,
+    mut rx: mpsc::UnboundedReceiver<String>,
+    link: &Link,
+) -> Ended {
+    let mut buf = Vec::new();
+    loop {
+        tokio::select! {
+            line = read_line(&mut read, &mut buf, link.max) => match line {
+                Ok(Some(line)) => if !link.message(line).await { return Ended::Dropped },
+                Ok(None) => return Ended::Eof,
+                Err(e) => return Ended::Error(e),
+            },
+            out = rx.recv() => match out {
+                Some(mut data) => {
+                    data.push('\n');
+                    if let Err(e) = write.write_all(data.as_bytes()).await {
+                        return Ended::Error(format!("writing failed: {e}"));
+                    }
+                    let _ = write.flush().await;
+                }
+                None => return Ended::Dropped,
+            },
+        }
+    }
+}
+
+/// One line without its break; none at end of input. A line over `max`
+/// bytes is an error rather than unbounded memory. Cancel-safe: a partial
+/// line stays in `buf` for the next call.
+async fn read_line(read: &mut (impl AsyncBufRead + Unpin), buf: &mut Vec<u8>, max: usize) -> Result<Option<String>, String> {
+    loop {
+        let chunk = read.fill_buf().await.map_err(|e| format!("reading failed: {e}"))?;
+        if chunk.is_empty() {
+            if buf.is_empty() {
+                return Ok(None);
+            }
+            break;
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        buf.extend_from_slice(&chunk[..take]);
+        read.consume(take);
+        if buf.len() > max + 2 {
+            return Err(format!("the peer sent a line longer than {max} bytes ([limits] max_channel_message_bytes)"));
+        }
+        if done {
+            break;
+        }
+    }
+    let mut line = String::from_utf8_lossy(buf).into_owned();
+    buf.clear();
+    while line.ends_with(['\n', '\r']) {
+        line.pop();
+    }
+    Ok(Some(line))
+}
+
+async fn run_websocket(url: String, mut rx: mpsc::UnboundedReceiver<String>, link: Link) {
+    use tokio_tungstenite::tungstenite::Message;
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(link.max))
+        .max_frame_size(Some(link.max));
+    let ws = match tokio_tungstenite::connect_async_with_config(&url, Some(config), false).await {
+        Ok((ws, _)) => ws,
+        Err(e) => return link.closed(format!("cannot connect to {url}: {e}")).await,
+    };
+    let (mut sink, mut stream) = ws.split();
+    let why = loop {
+        tokio::select! {
+            frame = stream.next() => match frame {
+                Some(Ok(Message::Text(text))) => if !link.message(text.to_string()).await { return },
+                Some(Ok(Message::Binary(bytes))) => if !link.message(String::from_utf8_lossy(&bytes).into_owned()).await { return },
+                Some(Ok(Message::Close(frame))) => break match frame {
+                    Some(f) => format!("the server closed the connection ({}: {})", f.code, f.reason),
+                    None => "the server closed the connection".to_string(),
+                },
+                Some(Ok(_)) => {}
+                Some(Err(e)) => break format!("the connection failed: {e}"),
+                None => break "the connection ended".to_string(),
+            },
+            out = rx.recv() => match out {
+                Some(data) => if let Err(e) = sink.send(Message::text(data)).await {
+                    break format!("sending failed: {e}");
+                },
+                None => return,
+            },
+        }
+    };
+    link.closed(why).await;
+}
+
+/// Each message is one request, `METHOD /path` then a line break and the
+/// body; each response is one message, the status code, a line break and
+/// the body (status 0 and the error when no response came).
+async fn run_http(base: String, mut rx: mpsc::UnboundedReceiver<String>, link: Link) {
+    let client = reqwest::Client::new();
+    while let Some(data) = rx.recv().await {
+        let reply = http_request(&client, &base, &data, link.max).await.unwrap_or_else(|e| format!("0\n{e}"));
+        if !link.message(reply).await {
+            return;
+        }
+    }
+}
+
+async fn http_request(client: &reqwest::Client, base: &str, data: &str, max: usize) -> Result<String, String> {
+    let (head, body) = data.split_once('\n').unwrap_or((data, ""));
+    let (method, path) = head.trim().split_once(' ').ok_or("an HTTP message starts with `METHOD /path`")?;
+    let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| format!("unknown HTTP method {method:?}"))?;
+    if !path.starts_with('/') || path.contains("://") {
+        return Err(format!("the path {path:?} must start with / (it is relative to the granted base URL)"));
+    }
+    let url = format!("{}{path}", base.trim_end_matches('/'));
+    let mut request = client.request(method, &url);
+    if !body.is_empty() {
+        request = request.body(body.to_string());
+    }
+    let response = request.send().await.map_err(|e| format!("request to {url} failed: {e}"))?;
+    let status = response.status().as_u16();
+    let bytes = response.bytes().await.map_err(|e| format!("reading the response from {url} failed: {e}"))?;
+    if bytes.len() > max {
+        return Err(format!("the response from {url} is over {max} bytes ([limits] max_channel_message_bytes)"));
+    }
+    Ok(format!("{status}\n{}", String::from_utf8_lossy(&bytes)))
+}
