@@ -17,6 +17,7 @@ const COMPONENTS: &[(&str, &str, &str, &str)] = &[
     ("chess", "plugins/chess/wit", "", "chess"),
     ("hanoi", "plugins/hanoi/wit", "", "hanoi"),
     ("river_crossing", "plugins/river_crossing/wit", "", "river_crossing"),
+    ("showdown", "plugins/showdown/wit", "", "showdown"),
     ("hello", "sdk/examples/hello/wit", "", "hello"),
     ("hostile", "tests/fixtures/hostile/wit", "", "hostile"),
     ("bad_import", "tests/fixtures/bad_import/wit", "", "bad_import"),

@@ -5,4 +5,5 @@ pub const BUNDLED: &[(&str, &[u8])] = &[
     ("chess", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/chess.wasm"))),
     ("hanoi", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/hanoi.wasm"))),
     ("river_crossing", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/river_crossing.wasm"))),
+    ("showdown", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/showdown.wasm"))),
 ];

@@ -1,0 +1,119 @@
+//! Generation 9 battle data (moves, species, type chart), extracted from the
+//! `pokemon-showdown` npm package (MIT) by `data/extract.js` into
+//! `data/gen9.json` and embedded. Parsed once per instance on first use.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Raw {
+    moves: HashMap<String, (String, String, String, u32, u32, i32)>,
+    species: HashMap<String, (String, Vec<String>, [u32; 6], f64)>,
+    types: HashMap<String, HashMap<String, f64>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Category {
+    Physical,
+    Special,
+    Status,
+}
+
+#[derive(Debug, Clone)]
+pub struct Move {
+    pub name: String,
+    pub kind: String,
+    pub category: Category,
+    pub base_power: u32,
+    /// Percent; 100 for moves that never miss.
+    pub accuracy: u32,
+    pub priority: i32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Species {
+    pub name: String,
+    pub types: Vec<String>,
+    /// hp, atk, def, spa, spd, spe.
+    pub base: [u32; 6],
+    pub weight_kg: f64,
+}
+
+pub struct Data {
+    moves: HashMap<String, Move>,
+    species: HashMap<String, Species>,
+    types: HashMap<String, HashMap<String, f64>>,
+}
+
+/// Showdown's ids: lower-case letters and digits only ("Iron Valiant" → "ironvaliant").
+pub fn to_id(s: &str) -> String {
+    s.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
+}
+
+pub fn data() -> &'static Data {
+    static DATA: OnceLock<Data> = OnceLock::new();
+    DATA.get_or_init(|| {
+        let raw: Raw = serde_json::from_str(include_str!("../data/gen9.json")).expect("embedded gen9.json is valid");
+        let category = |c: &str| match c {
+            "P" => Category::Physical,
+            "S" => Category::Special,
+            _ => Category::Status,
+        };
+        Data {
+            moves: raw
+                .moves
+                .into_iter()
+                .map(|(id, (name, kind, cat, bp, acc, priority))| {
+                    let accuracy = if acc == 0 { 100 } else { acc };
+                    (id, Move { name, kind, category: category(&cat), base_power: bp, accuracy, priority })
+                })
+                .collect(),
+            species: raw
+                .species
+                .into_iter()
+                .map(|(id, (name, types, base, weight_kg))| (id, Species { name, types, base, weight_kg }))
+                .collect(),
+            types: raw.types,
+        }
+    })
+}
+
+impl Data {
+    pub fn move_(&self, name: &str) -> Option<&Move> {
+        self.moves.get(&to_id(name))
+    }
+
+    /// A species by name; cosmetic formes fall back to the base species.
+    pub fn species(&self, name: &str) -> Option<&Species> {
+        let id = to_id(name);
+        self.species.get(&id).or_else(|| {
+            let base = name.split('-').next().map(to_id)?;
+            self.species.get(&base)
+        })
+    }
+
+    /// Damage multiplier of an attack of type `attacking` on `defending` types.
+    pub fn effectiveness(&self, attacking: &str, defending: &[String]) -> f64 {
+        defending.iter().map(|d| self.types.get(d).and_then(|row| row.get(attacking)).copied().unwrap_or(1.0)).product()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn moves_species_and_types_are_there() {
+        let d = data();
+        let tb = d.move_("Thunderbolt").unwrap();
+        assert_eq!((tb.kind.as_str(), tb.category, tb.base_power, tb.accuracy), ("Electric", Category::Special, 90, 100));
+        assert_eq!(d.move_("swordsdance").unwrap().category, Category::Status);
+        assert_eq!(d.species("Gyarados").unwrap().types, ["Water", "Flying"]);
+        assert_eq!(d.effectiveness("Electric", &d.species("Gyarados").unwrap().types), 4.0);
+        assert_eq!(d.effectiveness("Ground", &d.species("Gyarados").unwrap().types), 0.0);
+        assert_eq!(d.effectiveness("Fire", &["Water".into(), "Dragon".into()]), 0.25);
+        assert!(d.species("Iron Valiant").is_some());
+    }
+}

@@ -1,0 +1,284 @@
+//! Pokémon Showdown battles through the real server binary and the real
+//! `pokemon-showdown@0.11.11` from npm: offline battles against the bots
+//! through a `simulate-battle` sidecar, and battles between two MCP sessions
+//! on a local Showdown server (challenge and ladder).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+const PS_VERSION: &str = "0.11.11";
+
+/// The npm package, installed once into `target/pokemon-showdown` and reused.
+fn showdown_package() -> PathBuf {
+    static INSTALL: Mutex<()> = Mutex::new(());
+    let _once = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pokemon-showdown");
+    let package = root.join("node_modules/pokemon-showdown");
+    let installed = std::fs::read_to_string(package.join("package.json")).is_ok_and(|p| p.contains(&format!("\"version\": \"{PS_VERSION}\"")));
+    if !installed {
+        std::fs::create_dir_all(&root).unwrap();
+        eprintln!("installing pokemon-showdown@{PS_VERSION} from npm into {}", root.display());
+        let status = Command::new("npm")
+            .args(["install", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund", "--no-save"])
+            .arg(format!("pokemon-showdown@{PS_VERSION}"))
+            .current_dir(&root)
+            .status()
+            .expect("running npm (Node.js and npm are needed for the Showdown tests)");
+        assert!(status.success(), "npm install pokemon-showdown failed");
+    }
+    package.canonicalize().unwrap()
+}
+
+/// The `sim` endpoint: the simulator as a sidecar process.
+fn sim_endpoint(package: &Path) -> String {
+    format!(
+        "[plugins.showdown.channels.sim]\nprocess = {{ command = \"node\", args = [{:?}, \"simulate-battle\", \"--skip-build\"] }}\n",
+        package.join("pokemon-showdown").display().to_string()
+    )
+}
+
+async fn offline(c: &Client, bot: &str, seed: u64) -> String {
+    let v = c.ok("showdown_start_offline_battle", json!({"bot": bot, "seed": seed})).await;
+    assert_eq!(v["status"], "active", "{v}");
+    assert_eq!(v["seed"], seed);
+    v["battle_id"].as_str().unwrap().to_string()
+}
+
+/// Plays a battle to its end with a fixed policy (the k-th legal action on
+/// turn k); returns the winner and the actions taken.
+async fn play_out(c: &Client, id: &str) -> (String, Vec<String>) {
+    let mut taken = Vec::new();
+    for step in 0..600 {
+        let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
+        if s["status"] == "finished" {
+            return (s["winner"].as_str().unwrap_or("tie").to_string(), taken);
+        }
+        assert_eq!(s["status"], "active", "{s}");
+        let actions = s["available_actions"].as_array().unwrap().clone();
+        if actions.is_empty() {
+            continue;
+        }
+        let action = actions[step % actions.len()].as_str().unwrap().to_string();
+        let r = c.call("showdown_make_move", json!({"battle_id": id, "action": action, "reasoning": "test policy"})).await;
+        if r.is_error == Some(true) {
+            let log = log_of(c, id).await;
+            let tail: Vec<&str> = log.lines().rev().take(25).collect();
+            panic!("{action}: {}\nstate: {s}\nlog tail (newest first): {tail:#?}", text(&r));
+        }
+        let r = r.structured_content.unwrap();
+        assert_eq!(r["action"], action);
+        taken.push(action);
+    }
+    panic!("battle {id} did not end in 600 decisions");
+}
+
+async fn log_of(c: &Client, id: &str) -> String {
+    c.read_resource(&format!("showdown://battle/{id}/log")).await.unwrap().0
+}
+
+#[tokio::test]
+async fn offline_battles_against_both_bots_end_and_replay_identically() {
+    let package = showdown_package();
+    let work = scratch();
+    let cfg = config(work.path(), &sim_endpoint(&package));
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+
+    for bot in ["random", "heuristic"] {
+        let first = offline(&c, bot, 20261121).await;
+        assert!(first.starts_with("battle-gen9randombattle-offline-"), "{first}");
+        let (winner, actions) = play_out(&c, &first).await;
+        let log = log_of(&c, &first).await;
+        assert!(log.contains("|win|") && log.contains("|turn|"), "{bot}: {log}");
+
+        // Same seed, same choices: the same battle, line for line.
+        let again = offline(&c, bot, 20261121).await;
+        let (winner2, actions2) = play_out(&c, &again).await;
+        assert_eq!((winner.as_str(), &actions), (winner2.as_str(), &actions2), "{bot}");
+        assert_eq!(log, log_of(&c, &again).await, "{bot}: the replay differs");
+        eprintln!("{bot} bot: {} decisions, winner {winner}", actions.len());
+    }
+
+    // A different seed gives a different battle.
+    let other = offline(&c, "random", 7).await;
+    let s = c.ok("showdown_get_battle_state", json!({"battle_id": other})).await;
+    assert_eq!(s["your_team"].as_array().unwrap().len(), 6, "{s}");
+    c.close().await;
+}
+
+#[tokio::test]
+async fn bad_actions_forfeit_and_a_killed_simulator() {
+    let package = showdown_package();
+    let work = scratch();
+    let cfg = config(work.path(), &sim_endpoint(&package));
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+
+    let id = offline(&c, "heuristic", 5).await;
+    let avail = c.ok("showdown_get_available_actions", json!({"battle_id": id})).await;
+    let actions: Vec<String> = avail["actions"].as_array().unwrap().iter().map(|a| a["action"].as_str().unwrap().to_string()).collect();
+    assert!(!actions.is_empty() && actions.iter().any(|a| a.starts_with("switch ")), "{avail}");
+
+    // Anything that is not a legal action is refused with the legal list; nothing reaches the simulator.
+    for bad in ["hyperbeam9000", "move 1\n>eval process.exit(1)", ">forcewin p1", ""] {
+        let e = c.err("showdown_make_move", json!({"battle_id": id, "action": bad})).await;
+        assert!(e.contains("not a legal action") && e.contains(&actions[0]), "{bad:?}: {e}");
+    }
+    let e = c.err("showdown_make_move", json!({"battle_id": id})).await;
+    assert!(e.contains("action"), "{e}");
+    let e = c.err("showdown_make_move", json!({"battle_id": "battle-nope", "action": "x"})).await;
+    assert!(e.contains("unknown"), "{e}");
+    let e = c.err("showdown_start_offline_battle", json!({"format": "gen9ou"})).await;
+    assert!(e.contains("random formats"), "{e}");
+    let e = c.err("showdown_start_offline_battle", json!({"format": "x\"}\n>eval 1"})).await;
+    assert!(e.contains("not a Showdown format id"), "{e}");
+    let e = c.err("showdown_get_pokemon_details", json!({"battle_id": id, "pokemon_name": "Missingno"})).await;
+    assert!(e.contains("no Pokémon"), "{e}");
+
+    // Details of our active Pokémon and of the opponent's.
+    let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
+    let mine = s["your_team"].as_array().unwrap().iter().find(|p| p["active"] == true).unwrap()["name"].clone();
+    let d = c.ok("showdown_get_pokemon_details", json!({"battle_id": id, "pokemon_name": mine})).await;
+    assert_eq!(d["stats"].as_array().unwrap().len(), 5, "{d}");
+    let theirs = s["opponent_team"][0]["species"].clone();
+    let d = c.ok("showdown_get_pokemon_details", json!({"battle_id": id, "pokemon_name": theirs, "opponent": true})).await;
+    assert!(d["stats"].as_array().unwrap().is_empty() && !d["types"].as_array().unwrap().is_empty(), "{d}");
+
+    // Forfeit ends the battle; the bot wins.
+    let f = c.ok("showdown_forfeit_battle", json!({"battle_id": id})).await;
+    assert_eq!(f["status"], "finished", "{f}");
+    assert_eq!(f["winner"], "Heuristic Bot", "{f}");
+
+    // The simulator killed mid-battle: a clear error for this battle, nothing else harmed.
+    let id = offline(&c, "random", 6).await;
+    let sessions = c.ok("ludus_sessions", json!({"game": "showdown"})).await;
+    let me = sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == id.as_str()).unwrap();
+    let pid = me["channels"][0]["pid"].as_u64().expect("the sidecar's pid");
+    assert!(Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap().success());
+    let start = Instant::now();
+    let e = loop {
+        let r = c.call("showdown_get_battle_state", json!({"battle_id": id})).await;
+        let t = text(&r);
+        if r.is_error == Some(true) || t.contains("failed") {
+            break t;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "no error after the kill: {t}");
+    };
+    assert!(e.contains("the battle simulator stopped before the battle ended"), "{e}");
+    let e = c.err("showdown_make_move", json!({"battle_id": id, "action": "x"})).await;
+    assert!(e.contains("simulator stopped"), "{e}");
+    c.ok("hanoi_init_simulator", json!({"n": 3})).await;
+    offline(&c, "random", 8).await;
+    c.close().await;
+}
+
+/// A local `pokemon-showdown start --no-security` on 127.0.0.1; killed on drop.
+struct LocalServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for LocalServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn local_server(package: &Path) -> LocalServer {
+    // The traps from the research notes: bind to loopback, no REPL, no subprocesses, the log dirs present.
+    let example = std::fs::read_to_string(package.join("config/config-example.js")).unwrap();
+    let config = format!("{example}\nexports.bindaddress = '127.0.0.1';\nexports.subprocesses = 0;\nexports.repl = false;\n");
+    std::fs::write(package.join("config/config.js"), config).unwrap();
+    for d in ["logs/repl", "logs/chat", "logs/modlog", "config/chat-plugins", "config/ladders"] {
+        std::fs::create_dir_all(package.join(d)).unwrap();
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new("node")
+        .args(["pokemon-showdown", "start", "--no-security", "--skip-build", &port.to_string()])
+        .current_dir(package)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("starting the Showdown server");
+    let server = LocalServer { child, port };
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(30), "the Showdown server did not start listening");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    server
+}
+
+/// One agent's loop: wait for our turn, take the first legal action, until the end.
+async fn play_agent(c: &Client, id: &str) -> Value {
+    for _ in 0..800 {
+        let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
+        if s["status"] == "finished" {
+            return s;
+        }
+        assert_eq!(s["status"], "active", "{s}");
+        let Some(action) = s["available_actions"].as_array().unwrap().first().cloned() else { continue };
+        c.ok("showdown_make_move", json!({"battle_id": id, "action": action})).await;
+    }
+    panic!("battle {id} did not end");
+}
+
+#[tokio::test]
+async fn two_sessions_battle_on_a_local_server_by_challenge_and_on_the_ladder() {
+    let package = showdown_package();
+    let server = local_server(&package);
+    let work = scratch();
+    let extra = format!(
+        "[plugins.showdown.channels.server]\nwebsocket = \"ws://127.0.0.1:{}/showdown/websocket\"\n",
+        server.port
+    );
+    let cfg = config(work.path(), &extra);
+    let ludus = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (a, b) = (http_client(&ludus).await, http_client(&ludus).await);
+    let tag = std::process::id() % 100_000;
+    let (alice, bob) = (format!("Alice{tag}"), format!("Bob{tag}"));
+
+    // A challenge each way: one accepts the other's, and both are in one battle.
+    let (ra, rb) = tokio::join!(
+        a.ok("showdown_challenge_user", json!({"opponent": bob, "username": alice})),
+        b.ok("showdown_challenge_user", json!({"opponent": alice, "username": bob}))
+    );
+    assert_eq!((ra["status"].as_str(), rb["status"].as_str()), (Some("active"), Some("active")), "{ra}\n{rb}");
+    let (ia, ib) = (ra["battle_id"].as_str().unwrap().to_string(), rb["battle_id"].as_str().unwrap().to_string());
+    assert!(ia.starts_with("battle-gen9randombattle-"), "the real battle tag: {ia}");
+    assert_eq!(ia.split(':').next(), ib.split(':').next(), "one battle, one tag: {ia} vs {ib}");
+
+    // Out of turn and illegal actions, on the real server.
+    let sa = a.ok("showdown_get_battle_state", json!({"battle_id": ia})).await;
+    let first = sa["available_actions"][0].as_str().unwrap().to_string();
+    let e = a.err("showdown_make_move", json!({"battle_id": ia, "action": "splash-of-doom"})).await;
+    assert!(e.contains("not a legal action"), "{e}");
+
+    let (fa, fb) = tokio::join!(play_agent(&a, &ia), play_agent(&b, &ib));
+    assert!(fa["winner"].is_string() || fa["text"].as_str().unwrap().contains("tie"), "{fa}");
+    assert_eq!(fa["winner"], fb["winner"]);
+    eprintln!("challenge battle {ia}: {} turns, winner {}", fa["turn"], fa["winner"]);
+    let e = a.ok("showdown_make_move", json!({"battle_id": ia, "action": first})).await;
+    assert_eq!(e["status"], "finished");
+
+    // The ladder matches two searching sessions.
+    let (la, lb) = tokio::join!(
+        a.ok("showdown_initiate_battle", json!({"username": format!("Carol{tag}")})),
+        b.ok("showdown_initiate_battle", json!({"username": format!("Dave{tag}")}))
+    );
+    assert_eq!((la["status"].as_str(), lb["status"].as_str()), (Some("active"), Some("active")), "{la}\n{lb}");
+    assert_eq!(la["opponent"], format!("Dave{tag}"), "{la}");
+    let (ia, ib) = (la["battle_id"].as_str().unwrap().to_string(), lb["battle_id"].as_str().unwrap().to_string());
+    // One side forfeits; both see the end.
+    let f = a.ok("showdown_forfeit_battle", json!({"battle_id": ia})).await;
+    assert_eq!(f["status"], "finished", "{f}");
+    let sb = b.ok("showdown_get_battle_state", json!({"battle_id": ib})).await;
+    assert_eq!(sb["winner"], format!("Dave{tag}"), "{sb}");
+    drop(server);
+}
