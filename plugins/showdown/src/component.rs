@@ -567,8 +567,11 @@ fn offline_event(g: &mut Game, event: Event) {
             Err(e) => ludus_sdk::log(LogLevel::Warn, &e),
         },
         Event::Error { side, text, .. } if side == "p2" => {
-            ludus_sdk::log(LogLevel::Warn, &format!("the bot's choice was refused: {text}"));
-            send(g.channel, ">p2 default");
+            // An unavailable choice is followed by an updated request, which the bot answers.
+            if !text.starts_with("[Unavailable choice]") {
+                ludus_sdk::log(LogLevel::Warn, &format!("the bot's choice was refused: {text}"));
+                send(g.channel, ">p2 default");
+            }
         }
         Event::Error { text, .. } => reject(g, text),
         Event::End { .. } => g.status = Status::Finished,
@@ -841,4 +844,6 @@ fn move_result(g: &Game, action: &str) -> MoveResult {
     }
 }
 
+// Exported only in the component: the native cdylib's linker rejects these symbol names.
+#[cfg(target_arch = "wasm32")]
 export!(Showdown);

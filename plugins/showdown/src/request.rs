@@ -76,6 +76,8 @@ pub struct TeamMember {
     pub ability: String,
     pub tera_type: Option<String>,
     pub terastallized: Option<String>,
+    /// Revival Blessing: this forced "switch" picks a fainted Pokémon to revive.
+    pub reviving: bool,
 }
 
 impl TeamMember {
@@ -167,9 +169,10 @@ impl Request {
             }
         }
         let trapped = slot.is_some_and(|s| s.trapped);
+        let reviving = self.must_switch() && self.side.pokemon.iter().any(|p| p.reviving);
         if !trapped {
             for (i, p) in self.side.pokemon.iter().enumerate() {
-                if !p.active && !p.fainted() {
+                if !p.active && p.fainted() == reviving {
                     out.push(Action {
                         name: format!("switch {}", to_id(p.species())),
                         kind: Kind::Switch,
@@ -178,6 +181,10 @@ impl Request {
                     });
                 }
             }
+        }
+        if out.is_empty() {
+            // A request we cannot read into choices: let the simulator pick.
+            out.push(Action { name: "default".into(), kind: Kind::Move, choice: "default".into(), index: 0 });
         }
         out
     }
@@ -249,6 +256,12 @@ mod tests {
             "side":{"pokemon":[{"ident":"p1: A","details":"Mew","condition":"1/1","active":true},{"ident":"p1: B","details":"Ditto","condition":"1/1"}]}}"#;
         assert_eq!(Request::parse(trapped).unwrap().actions().len(), 1);
         assert!(Request::parse(r#"{"wait":true,"side":{}}"#).unwrap().actions().is_empty());
+        let reviving = r#"{"forceSwitch":[true],"side":{"id":"p1","pokemon":[
+            {"ident":"p1: A","details":"Pawmot","condition":"50/100","active":true,"reviving":true},
+            {"ident":"p1: B","details":"Ditto","condition":"0 fnt"},
+            {"ident":"p1: C","details":"Mew","condition":"5/100"}]}}"#;
+        let names: Vec<String> = Request::parse(reviving).unwrap().actions().into_iter().map(|a| a.name).collect();
+        assert_eq!(names, ["switch ditto"], "Revival Blessing picks a fainted Pokémon");
         assert!(Request::parse("{not json").is_err());
     }
 }
