@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use crate::session::Session;
+use crate::session::{Session, lock};
 
 /// What one endpoint name reaches, as the operator declared it.
 ///
@@ -174,6 +174,10 @@ impl Channels {
         }
     }
 
+    fn is_open(&self, channel: u32) -> bool {
+        lock(&self.open).contains_key(&channel)
+    }
+
     /// Forgets a channel whose task ended by itself.
     fn ended(&self, channel: u32) -> bool {
         lock(&self.open).remove(&channel).is_some()
@@ -192,10 +196,6 @@ impl Drop for Channels {
     fn drop(&mut self) {
         self.close_all();
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A channel task's way back into its session.
@@ -223,12 +223,6 @@ impl Link {
                 s.deliver(self.channel, Input::Closed(reason)).await;
             }
         }
-    }
-}
-
-impl Channels {
-    fn is_open(&self, channel: u32) -> bool {
-        lock(&self.open).contains_key(&channel)
     }
 }
 

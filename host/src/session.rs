@@ -28,7 +28,7 @@ const MAX_TIMERS: usize = 64;
 /// Recently ended session ids remembered to explain "expired" vs "unknown".
 const GONE_MEMORY: usize = 10_000;
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 

@@ -186,18 +186,19 @@ fn start_online(goal: Goal, format: Option<String>, username: Option<String>) ->
         Goal::Ladder => Status::Searching,
         Goal::Challenge(_) => Status::Challenging,
     };
-    let game = Game {
-        mode: Mode::Online { goal, logged_in: false, room: None, rqid: None },
-        format,
-        username,
-        channel,
-        battle: Battle::default(),
-        status,
-        submitted: None,
-        rejected: None,
-        announced: false,
-        in_flight: None,
-    };
+    let mode = Mode::Online { goal, logged_in: false, room: None, rqid: None };
+    begin(Game::new(mode, format, username, channel, Battle::default(), status))
+}
+
+impl Game {
+    /// A battle being set up: nothing submitted, refused or announced yet.
+    fn new(mode: Mode, format: String, username: String, channel: u32, battle: Battle, status: Status) -> Game {
+        Game { mode, format, username, channel, battle, status, submitted: None, rejected: None, announced: false, in_flight: None }
+    }
+}
+
+/// Makes `game` this session's battle and answers the starting tool.
+fn begin(game: Game) -> Result<BattleStarted, String> {
     GAME.set(Some(game));
     started()
 }
@@ -286,20 +287,10 @@ impl Guest for Showdown {
         if let Err(e) = host::rename_session(&tag) {
             ludus_sdk::log(LogLevel::Warn, &format!("keeping the session id: {e}"));
         }
-        let game = Game {
-            mode: Mode::Offline { bot, rng, seed, reader: SimReader::default(), bot_view: Battle { me: "p2".into(), ..Battle::default() } },
-            format,
-            username: "You".into(),
-            channel,
-            battle: Battle { me: "p1".into(), ..Battle::default() },
-            status: Status::Active,
-            submitted: None,
-            rejected: None,
-            announced: false,
-            in_flight: None,
-        };
-        GAME.set(Some(game));
-        started()
+        let bot_view = Battle { me: "p2".into(), ..Battle::default() };
+        let mode = Mode::Offline { bot, rng, seed, reader: SimReader::default(), bot_view };
+        let battle = Battle { me: "p1".into(), ..Battle::default() };
+        begin(Game::new(mode, format, "You".into(), channel, battle, Status::Active))
     }
 
     fn get_battle_state(_battle_id: String) -> Result<BattleState, String> {
