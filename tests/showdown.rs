@@ -51,14 +51,27 @@ async fn offline(c: &Client, bot: &str, seed: u64) -> String {
     v["battle_id"].as_str().unwrap().to_string()
 }
 
+/// A battle played out: the winner, the actions taken, and the engine's
+/// evaluation of each (without its timing).
+struct Played {
+    winner: String,
+    actions: Vec<String>,
+    evaluations: Vec<Value>,
+    /// The slowest evaluation, in milliseconds (printed, never asserted).
+    slowest_ms: f64,
+}
+
 /// Plays a battle to its end with a fixed policy (the k-th legal action on
-/// turn k); returns the winner and the actions taken.
-async fn play_out(c: &Client, id: &str) -> (String, Vec<String>) {
+/// turn k), checking each move's evaluation against the legal actions.
+async fn play_out(c: &Client, id: &str) -> Played {
     let mut taken = Vec::new();
+    let mut evaluations = Vec::new();
+    let mut slowest_ms: f64 = 0.0;
     for step in 0..600 {
         let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
         if s["status"] == "finished" {
-            return (s["winner"].as_str().unwrap_or("tie").to_string(), taken);
+            let winner = s["winner"].as_str().unwrap_or("tie").to_string();
+            return Played { winner, actions: taken, evaluations, slowest_ms };
         }
         assert_eq!(s["status"], "active", "{s}");
         let actions = s["available_actions"].as_array().unwrap().clone();
@@ -72,11 +85,32 @@ async fn play_out(c: &Client, id: &str) -> (String, Vec<String>) {
             let tail: Vec<&str> = log.lines().rev().take(25).collect();
             panic!("{action}: {}\nstate: {s}\nlog tail (newest first): {tail:#?}", text(&r));
         }
-        let r = r.structured_content.unwrap();
+        let mut r = r.structured_content.unwrap();
         assert_eq!(r["action"], action);
+        if let Some(e) = r["evaluation"].as_object_mut() {
+            check_evaluation(e, &action, &actions);
+            slowest_ms = slowest_ms.max(e.remove("millis").and_then(|m| m.as_f64()).unwrap_or(0.0));
+        }
+        evaluations.push(r["evaluation"].clone());
         taken.push(action);
     }
     panic!("battle {id} did not end in 600 decisions");
+}
+
+/// An evaluation scores exactly the legal actions and rates the chosen one consistently.
+fn check_evaluation(e: &serde_json::Map<String, Value>, action: &str, legal: &[Value]) {
+    let scored: Vec<&str> = e["scores"].as_array().unwrap().iter().map(|s| s["action"].as_str().unwrap()).collect();
+    let legal: Vec<&str> = legal.iter().map(|a| a.as_str().unwrap()).collect();
+    assert_eq!(scored, legal, "{e:?}");
+    let optimality = e["optimality"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&optimality), "{e:?}");
+    assert!(e["regret"].as_f64().unwrap() >= 0.0, "{e:?}");
+    assert!(legal.contains(&e["best_action"].as_str().unwrap()), "{e:?}");
+    if e["best_action"] == action {
+        assert_eq!((optimality, e["regret"].as_f64().unwrap()), (1.0, 0.0), "{e:?}");
+    }
+    let rank = e["rank"].as_u64().unwrap() as usize;
+    assert!((1..=legal.len()).contains(&rank), "{e:?}");
 }
 
 async fn log_of(c: &Client, id: &str) -> String {
@@ -90,19 +124,30 @@ async fn offline_battles_against_both_bots_end_and_replay_identically() {
     let cfg = config(work.path(), &sim_endpoint(&package));
     let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
 
-    for bot in ["random", "heuristic"] {
+    for bot in ["random", "heuristic", "search"] {
         let first = offline(&c, bot, 20261121).await;
         assert!(first.starts_with("battle-gen9randombattle-offline-"), "{first}");
-        let (winner, actions) = play_out(&c, &first).await;
+        let one = play_out(&c, &first).await;
         let log = log_of(&c, &first).await;
         assert!(log.contains("|win|") && log.contains("|turn|"), "{bot}: {log}");
+        let scored = one.evaluations.iter().filter(|e| !e.is_null()).count();
+        assert!(scored * 10 >= one.actions.len() * 9, "{bot}: only {scored} of {} moves scored", one.actions.len());
 
-        // Same seed, same choices: the same battle, line for line.
+        // Same seed, same choices: the same battle, line for line, and the same scores.
         let again = offline(&c, bot, 20261121).await;
-        let (winner2, actions2) = play_out(&c, &again).await;
-        assert_eq!((winner.as_str(), &actions), (winner2.as_str(), &actions2), "{bot}");
+        let two = play_out(&c, &again).await;
+        assert_eq!((&one.winner, &one.actions), (&two.winner, &two.actions), "{bot}");
         assert_eq!(log, log_of(&c, &again).await, "{bot}: the replay differs");
-        eprintln!("{bot} bot: {} decisions, winner {winner}", actions.len());
+        assert_eq!(one.evaluations, two.evaluations, "{bot}: the evaluations differ");
+        eprintln!(
+            "{bot} bot: {} decisions ({scored} scored, slowest {} ms), winner {}",
+            one.actions.len(),
+            one.slowest_ms,
+            one.winner
+        );
+        if bot == "search" {
+            eprintln!("an evaluation: {}", one.evaluations.iter().find(|e| !e.is_null()).unwrap());
+        }
     }
 
     // A different seed gives a different battle.

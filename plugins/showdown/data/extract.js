@@ -32,7 +32,16 @@ for (const t of dex.types.all()) {
   types[t.name] = row;
 }
 
+// sets[species] = [level, [[move ids], [ability ids], [tera types]], …]: the
+// random-battle generator's own pool, used to guess what the opponent has not
+// revealed yet.
+const randbats = require(require('path').resolve(process.argv[2] || 'node_modules/pokemon-showdown', 'data/random-battles/gen9/sets.json'));
+const sets = {};
+for (const [id, entry] of Object.entries(randbats)) {
+  sets[id] = [entry.level, entry.sets.map(s => [s.movepool.map(m => dex.moves.get(m).id), s.abilities.map(a => dex.abilities.get(a).id), s.teraTypes || []])];
+}
+
 process.stdout.write(JSON.stringify({
   source: `pokemon-showdown ${require(require('path').resolve(process.argv[2] || 'node_modules/pokemon-showdown', 'package.json')).version} (MIT), generation 9`,
-  moves, species, types,
+  moves, species, types, sets,
 }));

@@ -15,7 +15,8 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use showdown::battle::Battle;
-use showdown::bot::{self, Bot, Rng};
+use showdown::bot::{self, Bot};
+use showdown::rng::Rng;
 use showdown::protocol::{Event, SimReader};
 use showdown::request::Request;
 
@@ -32,7 +33,8 @@ fn bot(name: &str) -> Bot {
     match name {
         "random" => Bot::Random,
         "heuristic" => Bot::Heuristic,
-        other => panic!("unknown bot {other:?} (random, heuristic)"),
+        "search" => Bot::Search,
+        other => panic!("unknown bot {other:?} (random, heuristic, search)"),
     }
 }
 

@@ -3,7 +3,9 @@
 
 use crate::battle::Battle;
 use crate::data::{Category, data};
+use crate::engine::{self, Settings};
 use crate::request::{Action, Kind, Request, TeamMember};
+use crate::rng::Rng;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bot {
@@ -13,28 +15,10 @@ pub enum Bot {
     /// attack against estimated defence); switches out of hopeless match-ups
     /// and sends in the best attacker after a faint.
     Heuristic,
-}
-
-/// A small seeded generator (SplitMix64): the same seed, the same choices.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
+    /// poke-engine's expectiminimax two turns ahead, the opponent's hidden
+    /// sets guessed from the random-battle pool (`engine`); the heuristic
+    /// where the engine cannot score (team preview, Revival Blessing).
+    Search,
 }
 
 pub fn choose(bot: Bot, request: &Request, battle: &Battle, rng: &mut Rng) -> Option<Action> {
@@ -45,6 +29,10 @@ pub fn choose(bot: Bot, request: &Request, battle: &Battle, rng: &mut Rng) -> Op
     match bot {
         Bot::Random => Some(actions[rng.below(actions.len())].clone()),
         Bot::Heuristic => Some(heuristic(&actions, request, battle)),
+        Bot::Search => Some(match engine::evaluate_actions(battle, request, Settings::default()) {
+            Ok(e) => actions[e.best].clone(),
+            Err(_) => heuristic(&actions, request, battle),
+        }),
     }
 }
 

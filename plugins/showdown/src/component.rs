@@ -18,13 +18,16 @@ wit_bindgen::generate!({
 use std::cell::RefCell;
 
 use exports::ludus::showdown::tools::{
-    ActionInfo, AvailableActions, BattleStarted, BattleState, Bot as BotChoice, Guest, MoveResult, Pokemon, PokemonDetails,
+    ActionInfo, ActionScore, AvailableActions, BattleStarted, BattleState, Bot as BotChoice, Guest, MoveEvaluation, MoveResult,
+    Pokemon, PokemonDetails,
 };
 use ludus_sdk::{LogLevel, PluginInfo, ResourceInfo, ToolHint, channels, host};
 
 use crate::battle::{Battle, Mon, status_name};
-use crate::bot::{self, Bot, Rng};
+use crate::bot::{self, Bot};
+use crate::rng::Rng;
 use crate::data::{data, to_id};
+use crate::engine::{self, Evaluation, Settings};
 use crate::protocol::{Event, SimReader, fields, server_frame};
 use crate::request::{Kind, Request};
 
@@ -80,6 +83,16 @@ struct Game {
     announced: bool,
     /// A `make_move` call that submitted and waits: (decision sequence, its action).
     in_flight: Option<(u64, String)>,
+    /// The engine's verdict on the last submitted action.
+    scorecard: Option<Scorecard>,
+}
+
+/// An action scored at the moment it was chosen.
+struct Scorecard {
+    seq: u64,
+    action: String,
+    evaluation: Result<Evaluation, String>,
+    millis: f64,
 }
 
 thread_local! {
@@ -193,7 +206,19 @@ fn start_online(goal: Goal, format: Option<String>, username: Option<String>) ->
 impl Game {
     /// A battle being set up: nothing submitted, refused or announced yet.
     fn new(mode: Mode, format: String, username: String, channel: u32, battle: Battle, status: Status) -> Game {
-        Game { mode, format, username, channel, battle, status, submitted: None, rejected: None, announced: false, in_flight: None }
+        Game {
+            mode,
+            format,
+            username,
+            channel,
+            battle,
+            status,
+            submitted: None,
+            rejected: None,
+            announced: false,
+            in_flight: None,
+            scorecard: None,
+        }
     }
 }
 
@@ -269,6 +294,7 @@ impl Guest for Showdown {
         let bot = match bot.unwrap_or(BotChoice::Heuristic) {
             BotChoice::Random => Bot::Random,
             BotChoice::Heuristic => Bot::Heuristic,
+            BotChoice::Search => Bot::Search,
         };
         // The host seeds this instance from the `seed` argument and reports it.
         let seed = host::seed();
@@ -277,6 +303,7 @@ impl Guest for Showdown {
         let bot_name = match bot {
             Bot::Random => "Random Bot",
             Bot::Heuristic => "Heuristic Bot",
+            Bot::Search => "Search Bot",
         };
         // Our own strings only: ids checked above, names fixed here.
         send(channel, &format!(r#">start {{"formatid":"{format}","seed":"{}"}}"#, sim_seed(&mut rng)));
@@ -348,7 +375,7 @@ impl Guest for Showdown {
             }
             g.in_flight = None;
             if g.battle.over() {
-                return Ok(move_result(g, &action));
+                return Ok(move_result(g, &action, None));
             }
             let seq = g.battle.decision_seq;
             match g.submitted.clone() {
@@ -367,6 +394,7 @@ impl Guest for Showdown {
                     if let Some(why) = reasoning.as_deref().filter(|r| !r.is_empty()) {
                         ludus_sdk::log(LogLevel::Info, &format!("turn {}: {} because {why}", g.battle.turn, chosen.name));
                     }
+                    g.scorecard = Some(score(&g.battle, req, seq, &chosen.name));
                     choose(g, &chosen.choice);
                     g.submitted = Some((seq, chosen.name.clone()));
                     g.rejected = None;
@@ -445,7 +473,7 @@ impl Guest for Showdown {
                     host::wait(0);
                 }
             }
-            Ok(move_result(g, "forfeit"))
+            Ok(move_result(g, "forfeit", None))
         })
     }
 }
@@ -467,7 +495,34 @@ fn finish_move(g: &mut Game, at: u64, submitted: &str, action: &str) -> Result<M
     if let Status::Error(e) = &g.status {
         return Err(e.clone());
     }
-    Ok(move_result(g, action))
+    Ok(move_result(g, action, Some(at)))
+}
+
+/// Scores `action` against the other legal actions of `req`, before it is sent.
+fn score(battle: &Battle, req: &Request, seq: u64, action: &str) -> Scorecard {
+    let started = std::time::Instant::now();
+    let evaluation = engine::evaluate_actions(battle, req, Settings::default());
+    Scorecard { seq, action: action.to_string(), evaluation, millis: started.elapsed().as_secs_f64() * 1e3 }
+}
+
+/// The scorecard of the decision `at`, for the answer; the reason when there is none.
+fn evaluation(g: &Game, at: Option<u64>) -> Result<MoveEvaluation, String> {
+    let card = g.scorecard.as_ref().filter(|c| Some(c.seq) == at).ok_or("no action of yours was scored")?;
+    let e = card.evaluation.as_ref()?;
+    let verdict = e.verdict(&card.action).ok_or("the action was not among the scored ones")?;
+    let round = |x: f32| (f64::from(x) * 1000.0).round() / 1000.0;
+    Ok(MoveEvaluation {
+        optimality: round(verdict.optimality),
+        best_action: e.best().action.clone(),
+        regret: round(verdict.regret),
+        rank: verdict.rank as u32,
+        scores: e.actions.iter().map(|s| ActionScore { action: s.action.clone(), score: round(s.score) }).collect(),
+        method: format!(
+            "poke-engine expectiminimax, depth {}, worst case over the opponent's replies, mean of {} seeded guesses of its hidden sets",
+            e.settings.depth, e.settings.samples
+        ),
+        millis: (card.millis * 10.0).round() / 10.0,
+    })
 }
 
 fn same_action(a: &str, b: &str) -> bool {
@@ -822,7 +877,19 @@ fn state(g: &Game) -> BattleState {
     }
 }
 
-fn move_result(g: &Game, action: &str) -> MoveResult {
+fn move_result(g: &Game, action: &str, at: Option<u64>) -> MoveResult {
+    let evaluation = evaluation(g, at);
+    let verdict = match (&evaluation, at) {
+        (Ok(e), _) => format!(
+            "\nEvaluation: optimality {:.2} (rank {} of {}); the search prefers `{}`.",
+            e.optimality,
+            e.rank,
+            e.scores.len(),
+            e.best_action
+        ),
+        (Err(why), Some(_)) => format!("\nNot scored: {why}."),
+        (Err(_), None) => String::new(),
+    };
     MoveResult {
         battle_id: battle_id(),
         action: action.to_string(),
@@ -831,7 +898,8 @@ fn move_result(g: &Game, action: &str) -> MoveResult {
         turn: g.battle.turn,
         recent_events: g.battle.previous_turn.iter().chain(&g.battle.recent).cloned().collect(),
         winner: g.battle.winner.clone(),
-        text: summary(g),
+        evaluation: evaluation.ok(),
+        text: format!("{}{verdict}", summary(g)),
     }
 }
 

@@ -1,4 +1,4 @@
-//! Generation 9 battle data (moves, species, type chart), extracted from the
+//! Generation 9 battle data (moves, species, type chart, random-battle sets), extracted from the
 //! `pokemon-showdown` npm package (MIT) by `data/extract.js` into
 //! `data/gen9.json` and embedded. Parsed once per instance on first use.
 
@@ -12,6 +12,7 @@ struct Raw {
     moves: HashMap<String, (String, String, String, u32, u32, i32)>,
     species: HashMap<String, (String, Vec<String>, [u32; 6], f64)>,
     types: HashMap<String, HashMap<String, f64>>,
+    sets: HashMap<String, (u32, Vec<(Vec<String>, Vec<String>, Vec<String>)>)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,10 +42,29 @@ pub struct Species {
     pub weight_kg: f64,
 }
 
+/// One role of a species in the random-battle generator's pool
+/// (`data/random-battles/gen9/sets.json`): the generator picks four moves,
+/// an ability and a Tera type from these.
+#[derive(Debug, Clone)]
+pub struct RandomSet {
+    pub movepool: Vec<String>,
+    pub abilities: Vec<String>,
+    pub tera_types: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RandomSpecies {
+    pub level: u32,
+    pub sets: Vec<RandomSet>,
+}
+
 pub struct Data {
     moves: HashMap<String, Move>,
     species: HashMap<String, Species>,
     types: HashMap<String, HashMap<String, f64>>,
+    sets: HashMap<String, RandomSpecies>,
+    /// Species ids of `sets`, sorted: a stable order for seeded draws.
+    set_ids: Vec<String>,
 }
 
 /// Showdown's ids: lower-case letters and digits only ("Iron Valiant" → "ironvaliant").
@@ -76,6 +96,22 @@ pub fn data() -> &'static Data {
                 .map(|(id, (name, types, base, weight_kg))| (id, Species { name, types, base, weight_kg }))
                 .collect(),
             types: raw.types,
+            set_ids: {
+                let mut ids: Vec<String> = raw.sets.keys().cloned().collect();
+                ids.sort();
+                ids
+            },
+            sets: raw
+                .sets
+                .into_iter()
+                .map(|(id, (level, sets))| {
+                    let sets = sets
+                        .into_iter()
+                        .map(|(movepool, abilities, tera_types)| RandomSet { movepool, abilities, tera_types })
+                        .collect();
+                    (id, RandomSpecies { level, sets })
+                })
+                .collect(),
         }
     })
 }
@@ -92,6 +128,17 @@ impl Data {
             let base = name.split('-').next().map(to_id)?;
             self.species.get(&base)
         })
+    }
+
+    /// The random-battle pool of a species (formes fall back as in `species`).
+    pub fn random_sets(&self, name: &str) -> Option<&RandomSpecies> {
+        let id = to_id(name);
+        self.sets.get(&id).or_else(|| self.sets.get(&name.split('-').next().map(to_id)?))
+    }
+
+    /// Every species of the random-battle pool, in a stable order.
+    pub fn random_species_ids(&self) -> &[String] {
+        &self.set_ids
     }
 
     /// Damage multiplier of an attack of type `attacking` on `defending` types.
@@ -115,5 +162,9 @@ mod tests {
         assert_eq!(d.effectiveness("Ground", &d.species("Gyarados").unwrap().types), 0.0);
         assert_eq!(d.effectiveness("Fire", &["Water".into(), "Dragon".into()]), 0.25);
         assert!(d.species("Iron Valiant").is_some());
+        let pool = d.random_sets("Venusaur").unwrap();
+        assert_eq!(pool.level, 84);
+        assert!(pool.sets.iter().any(|s| s.movepool.contains(&"sleeppowder".to_string())));
+        assert!(d.random_species_ids().len() > 400);
     }
 }

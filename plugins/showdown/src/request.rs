@@ -41,7 +41,8 @@ pub struct MoveSlot {
 }
 
 impl MoveSlot {
-    fn usable(&self) -> bool {
+    /// Neither disabled nor out of PP.
+    pub fn usable(&self) -> bool {
         let disabled = match &self.disabled {
             serde_json::Value::Bool(b) => *b,
             serde_json::Value::String(s) => !s.is_empty(),

@@ -1,0 +1,490 @@
+//! Scoring our legal actions with poke-engine (MIT). The battle as we see it
+//! becomes a `poke_engine` state: our side exactly from the request, the
+//! opponent's from what was revealed, with the rest drawn from the
+//! random-battle generator's own pool. A fixed-depth expectiminimax search
+//! scores each action by its worst case over the opponent's replies, averaged
+//! over several seeded draws. Deterministic: the same battle, the same scores.
+//!
+//! The state is built field by field, never parsed from a string
+//! (`State::deserialize` panics on bad input and a panic traps the
+//! component); anything the engine cannot represent is refused with an error.
+
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+
+use poke_engine::choices::{Choices, MOVES};
+use poke_engine::engine::abilities::Abilities;
+use poke_engine::engine::evaluate::evaluate;
+use poke_engine::engine::items::Items;
+use poke_engine::engine::state::{MoveChoice, Terrain, Weather};
+use poke_engine::pokemon::PokemonName;
+use poke_engine::search::expectiminimax_search;
+use poke_engine::state::{
+    Move, Pokemon, PokemonIndex, PokemonMoveIndex, PokemonMoves, PokemonStatus, PokemonType, Side, SideConditions, State,
+    StateTerrain, StateTrickRoom, StateWeather,
+};
+
+use crate::battle::{Battle, Mon, SideView, parse_condition};
+use crate::data::{RandomSet, data, to_id};
+use crate::request::{Action, Kind, Request, TeamMember};
+use crate::rng::Rng;
+
+/// How hard to look.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Plies of expectiminimax (whole turns). Values swing with depth
+    /// parity, so scores are only comparable at one fixed depth.
+    pub depth: i8,
+    /// Draws of the opponent's hidden information.
+    pub samples: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings { depth: 2, samples: 4 }
+    }
+}
+
+/// One legal action and what the search thinks of it.
+#[derive(Debug, Clone)]
+pub struct Scored {
+    pub action: String,
+    /// Mean over samples of the worst case over the opponent's replies, in
+    /// poke-engine's evaluation units (positive is good for us).
+    pub value: f32,
+    /// `value` relative to the current position on a 0–1 scale (poke-engine's
+    /// own sigmoid: about ±200 points saturate); 0.5 is "no change".
+    pub score: f32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    /// Every legal action, in the order of `Request::actions`.
+    pub actions: Vec<Scored>,
+    pub best: usize,
+    pub settings: Settings,
+}
+
+/// How one action compares with the best.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// The action's score as a share of the best action's score (0–1).
+    pub optimality: f32,
+    /// Best score minus this action's score (0–1 scale).
+    pub regret: f32,
+    /// 1 for the best action.
+    pub rank: usize,
+}
+
+impl Evaluation {
+    pub fn best(&self) -> &Scored {
+        &self.actions[self.best]
+    }
+
+    pub fn verdict(&self, action: &str) -> Option<Verdict> {
+        let chosen = self.actions.iter().find(|s| s.action == action)?;
+        let best = self.best().score;
+        let rank = 1 + self.actions.iter().filter(|s| s.value > chosen.value).count();
+        let optimality = if best > 0.0 { (chosen.score / best).clamp(0.0, 1.0) } else { 1.0 };
+        Some(Verdict { optimality, regret: (best - chosen.score).max(0.0), rank })
+    }
+}
+
+/// Scores every legal action of `request` (our side) in `battle`.
+pub fn evaluate_actions(battle: &Battle, request: &Request, settings: Settings) -> Result<Evaluation, String> {
+    if battle.over() {
+        return Err("the battle is over".into());
+    }
+    if request.team_preview {
+        return Err("team preview is not scored".into());
+    }
+    if request.side.pokemon.iter().any(|p| p.reviving) {
+        return Err("Revival Blessing is not modelled by the engine".into());
+    }
+    let actions = request.actions();
+    let ours: Vec<MoveChoice> = actions.iter().map(|a| root_choice(a, request)).collect::<Result<_, _>>()?;
+    let samples = settings.samples.max(1);
+    let depth = settings.depth.clamp(1, 4);
+    let mut values = vec![0.0f32; actions.len()];
+    let mut root = 0.0f32;
+    for k in 0..samples {
+        let mut rng = Rng::new(sample_seed(battle, k));
+        let mut state = build_state(battle, request, &mut rng)?;
+        let (_, mut theirs) = state.get_all_options();
+        if theirs.is_empty() {
+            theirs.push(MoveChoice::None);
+        }
+        root += evaluate(&state) / samples as f32;
+        let matrix = expectiminimax_search(&mut state, depth, ours.clone(), theirs.clone(), false, &Arc::new(Mutex::new(true)));
+        for (row, value) in values.iter_mut().enumerate() {
+            let cells = &matrix[row * theirs.len()..(row + 1) * theirs.len()];
+            let worst = cells.iter().copied().filter(|v| !v.is_nan()).fold(f32::INFINITY, f32::min);
+            *value += if worst.is_finite() { worst } else { 0.0 } / samples as f32;
+        }
+    }
+    let actions: Vec<Scored> = actions
+        .iter()
+        .zip(values)
+        .map(|(a, value)| Scored { action: a.name.clone(), value, score: sigmoid(value - root) })
+        .collect();
+    let best = (0..actions.len()).fold(0, |b, i| if actions[i].value > actions[b].value { i } else { b });
+    Ok(Evaluation { actions, best, settings: Settings { depth, samples } })
+}
+
+/// poke-engine's MCTS squashes evaluation differences with this curve.
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-0.0125 * x).exp())
+}
+
+/// The draws depend on the decision, not on when or how often we ask.
+fn sample_seed(battle: &Battle, k: u32) -> u64 {
+    battle.decision_seq.wrapping_mul(0x1000_0000_01b3) ^ (u64::from(battle.turn) << 32) ^ u64::from(k)
+}
+
+fn root_choice(action: &Action, request: &Request) -> Result<MoveChoice, String> {
+    let moves = request.active.first().map_or(0, |s| s.moves.len());
+    match action.kind {
+        Kind::Move if action.name == "default" => Err("this request has no choices the engine can score".into()),
+        Kind::Move if action.index < moves.min(4) => {
+            let i = move_index(action.index);
+            Ok(if action.name.ends_with("-tera") { MoveChoice::MoveTera(i) } else { MoveChoice::Move(i) })
+        }
+        Kind::Switch if action.index < 6 => Ok(MoveChoice::Switch(pokemon_index(action.index))),
+        _ => Err(format!("`{}` cannot be scored by the engine", action.name)),
+    }
+}
+
+fn move_index(i: usize) -> PokemonMoveIndex {
+    [PokemonMoveIndex::M0, PokemonMoveIndex::M1, PokemonMoveIndex::M2, PokemonMoveIndex::M3][i.min(3)]
+}
+
+fn pokemon_index(i: usize) -> PokemonIndex {
+    [PokemonIndex::P0, PokemonIndex::P1, PokemonIndex::P2, PokemonIndex::P3, PokemonIndex::P4, PokemonIndex::P5][i.min(5)]
+}
+
+/// One sample of the battle as a poke-engine state: we are side one.
+pub fn build_state(battle: &Battle, request: &Request, rng: &mut Rng) -> Result<State, String> {
+    let mut state = State::default();
+    state.side_one = our_side(battle, request)?;
+    state.side_two = their_side(battle, rng)?;
+    // How many turns weather, terrain and Trick Room have left is not in the
+    // protocol: assume five.
+    if let Some(w) = battle.weather.as_deref().and_then(weather) {
+        state.weather = StateWeather { weather_type: w, turns_remaining: 5 };
+    }
+    for f in &battle.fields {
+        if let Some(t) = terrain(f) {
+            state.terrain = StateTerrain { terrain_type: t, turns_remaining: 5 };
+        } else if f == "Trick Room" {
+            state.trick_room = StateTrickRoom { active: true, turns_remaining: 5 };
+        }
+    }
+    state.set_conditional_mechanics();
+    Ok(state)
+}
+
+fn our_side(battle: &Battle, request: &Request) -> Result<Side, String> {
+    let members = &request.side.pokemon;
+    if members.is_empty() || members.len() > 6 {
+        return Err(format!("a team of {} Pokémon cannot be scored", members.len()));
+    }
+    let mut side = Side::default();
+    for (i, member) in members.iter().enumerate() {
+        let slot = request.active.first().filter(|_| member.active);
+        side.pokemon.pkmn[i] = own_pokemon(member, slot.map(|s| s.moves.as_slice()));
+    }
+    for slot in members.len()..6 {
+        side.pokemon.pkmn[slot] = empty_slot();
+    }
+    let active = members.iter().position(|m| m.active).ok_or("no active Pokémon in the request")?;
+    side.active_index = pokemon_index(active);
+    if let Some(view) = battle.my_side() {
+        apply_view(&mut side, view);
+    }
+    Ok(side)
+}
+
+fn their_side(battle: &Battle, rng: &mut Rng) -> Result<Side, String> {
+    let view = battle.their_side().ok_or("the opponent has not been seen yet")?;
+    let seen: Vec<&Mon> = view.mons.iter().take(6).collect();
+    let active = seen.iter().position(|m| m.active).ok_or("the opponent has no active Pokémon")?;
+    let mut side = Side::default();
+    for (i, mon) in seen.iter().enumerate() {
+        side.pokemon.pkmn[i] = guessed_pokemon(mon, rng);
+    }
+    // Random battles field six: the unseen rest are drawn from the pool.
+    let taken: Vec<String> = seen.iter().map(|m| to_id(&m.species)).collect();
+    let pool: Vec<&String> = data().random_species_ids().iter().filter(|id| !taken.contains(id)).collect();
+    for slot in seen.len()..6 {
+        side.pokemon.pkmn[slot] = match rng.pick(&pool) {
+            Some(species) => guessed_pokemon(&Mon { species: (*species).clone(), hp_percent: 100, ..Mon::default() }, rng),
+            None => empty_slot(),
+        };
+    }
+    side.active_index = pokemon_index(active);
+    apply_view(&mut side, view);
+    Ok(side)
+}
+
+/// The public facts of a side: boosts of the active Pokémon and hazards/screens.
+fn apply_view(side: &mut Side, view: &SideView) {
+    if let Some(active) = view.active() {
+        let boost = |k: &str| active.boosts.get(k).copied().unwrap_or(0).clamp(-6, 6) as i8;
+        side.attack_boost = boost("atk");
+        side.defense_boost = boost("def");
+        side.special_attack_boost = boost("spa");
+        side.special_defense_boost = boost("spd");
+        side.speed_boost = boost("spe");
+        side.accuracy_boost = boost("accuracy");
+        side.evasion_boost = boost("evasion");
+    }
+    side.side_conditions = side_conditions(&view.conditions);
+}
+
+fn side_conditions(names: &[String]) -> SideConditions {
+    let count = |name: &str| names.iter().filter(|c| c.as_str() == name).count().min(3) as i8;
+    // Screens and the like last five turns; how many are left is not in the
+    // protocol, so assume a fresh one.
+    let turns = |name: &str| if count(name) > 0 { 5 } else { 0 };
+    SideConditions {
+        stealth_rock: count("Stealth Rock").min(1),
+        spikes: count("Spikes"),
+        toxic_spikes: count("Toxic Spikes").min(2),
+        sticky_web: count("Sticky Web").min(1),
+        reflect: turns("Reflect"),
+        light_screen: turns("Light Screen"),
+        aurora_veil: turns("Aurora Veil"),
+        safeguard: turns("Safeguard"),
+        tailwind: if count("Tailwind") > 0 { 4 } else { 0 },
+        ..SideConditions::default()
+    }
+}
+
+fn weather(name: &str) -> Option<Weather> {
+    Some(match name {
+        "SunnyDay" => Weather::SUN,
+        "RainDance" => Weather::RAIN,
+        "Sandstorm" => Weather::SAND,
+        "Snow" | "Snowscape" => Weather::SNOW,
+        "Hail" => Weather::HAIL,
+        "DesolateLand" => Weather::HARSHSUN,
+        "PrimordialSea" => Weather::HEAVYRAIN,
+        _ => return None,
+    })
+}
+
+fn terrain(name: &str) -> Option<Terrain> {
+    Some(match name {
+        "Electric Terrain" => Terrain::ELECTRICTERRAIN,
+        "Psychic Terrain" => Terrain::PSYCHICTERRAIN,
+        "Misty Terrain" => Terrain::MISTYTERRAIN,
+        "Grassy Terrain" => Terrain::GRASSYTERRAIN,
+        _ => return None,
+    })
+}
+
+fn status(s: Option<&str>) -> PokemonStatus {
+    match s {
+        Some("brn") => PokemonStatus::BURN,
+        Some("par") => PokemonStatus::PARALYZE,
+        Some("slp") => PokemonStatus::SLEEP,
+        Some("frz") => PokemonStatus::FREEZE,
+        Some("psn") => PokemonStatus::POISON,
+        Some("tox") => PokemonStatus::TOXIC,
+        _ => PokemonStatus::NONE,
+    }
+}
+
+fn poke_type(name: &str) -> PokemonType {
+    PokemonType::from_str(name).unwrap_or(PokemonType::TYPELESS)
+}
+
+fn engine_move(id: &str, pp: u32, disabled: bool) -> Move {
+    let id = Choices::from_str(&to_id(id)).unwrap_or(Choices::NONE);
+    let known = id != Choices::NONE;
+    Move {
+        id,
+        disabled: disabled || !known,
+        pp: if known { pp.min(64) as i8 } else { 0 },
+        choice: MOVES.get(&id).cloned().unwrap_or_default(),
+    }
+}
+
+fn moves(list: &[Move]) -> PokemonMoves {
+    let m = |i: usize| list.get(i).cloned().unwrap_or_else(|| engine_move("", 0, true));
+    PokemonMoves { m0: m(0), m1: m(1), m2: m(2), m3: m(3) }
+}
+
+/// A slot with nobody in it: fainted, so never switched in.
+fn empty_slot() -> Pokemon {
+    Pokemon { hp: 0, moves: moves(&[]), ..Pokemon::default() }
+}
+
+/// Species facts both sides share: id, types, weight.
+fn species_pokemon(species: &str, level: u32) -> Pokemon {
+    let dex = data().species(species);
+    let types = dex.map(|s| s.types.clone()).unwrap_or_default();
+    let t = |i: usize| types.get(i).map_or(PokemonType::TYPELESS, |t| poke_type(t));
+    let pair = (t(0), t(1));
+    Pokemon {
+        id: PokemonName::from_str(&to_id(species)).unwrap_or(PokemonName::NONE),
+        level: level.clamp(1, 100) as i8,
+        types: pair,
+        base_types: pair,
+        weight_kg: dex.map_or(50.0, |s| s.weight_kg as f32),
+        ..Pokemon::default()
+    }
+}
+
+/// Our own Pokémon, exactly as the request has it.
+fn own_pokemon(member: &TeamMember, active_moves: Option<&[crate::request::MoveSlot]>) -> Pokemon {
+    let level = member.details.split(", ").find_map(|p| p.strip_prefix('L')).and_then(|l| l.parse().ok()).unwrap_or(100);
+    let mut p = species_pokemon(member.species(), level);
+    let (hp, maxhp, status_code) = exact_hp(&member.condition);
+    (p.hp, p.maxhp, p.status) = (hp, maxhp, status(status_code.as_deref()));
+    let stat = |k: &str| member.stats.get(k).copied().unwrap_or(100).min(2000) as i16;
+    (p.attack, p.defense, p.special_attack, p.special_defense, p.speed) =
+        (stat("atk"), stat("def"), stat("spa"), stat("spd"), stat("spe"));
+    p.ability = Abilities::from_str(&to_id(&member.ability)).unwrap_or(Abilities::NONE);
+    p.base_ability = Abilities::from_str(&to_id(&member.base_ability)).unwrap_or(p.ability);
+    p.item = if member.item.is_empty() { Items::NONE } else { Items::from_str(&to_id(&member.item)).unwrap_or(Items::NONE) };
+    if let Some(t) = member.tera_type.as_deref() {
+        p.tera_type = poke_type(t);
+    }
+    p.terastallized = member.terastallized.as_deref().is_some_and(|t| !t.is_empty());
+    let list: Vec<Move> = match active_moves {
+        // The active slot's moves carry PP and disabled flags (and what Transform copied).
+        Some(slots) => slots.iter().map(|m| engine_move(&m.id, m.pp.unwrap_or(16), !m.usable())).collect(),
+        None => member.moves.iter().map(|id| engine_move(id, 16, false)).collect(),
+    };
+    p.moves = moves(&list);
+    p
+}
+
+/// `cur/max status` → exact numbers; `0 fnt` → fainted.
+fn exact_hp(condition: &str) -> (i16, i16, Option<String>) {
+    let (_, status, fainted) = parse_condition(condition);
+    let hp = condition.split_whitespace().next().unwrap_or("");
+    let (cur, max) = hp.split_once('/').unwrap_or((hp, "100"));
+    let max: i16 = max.parse().unwrap_or(100).max(1);
+    let cur: i16 = if fainted { 0 } else { cur.parse().unwrap_or(max).clamp(0, max) };
+    (cur, max, status)
+}
+
+/// The opponent's Pokémon: what was revealed, the rest guessed from one of
+/// the species' random-battle sets consistent with the revealed moves.
+fn guessed_pokemon(mon: &Mon, rng: &mut Rng) -> Pokemon {
+    let pool = data().random_sets(&mon.species);
+    let level = if mon.level > 0 { mon.level } else { pool.map_or(80, |p| p.level) };
+    let mut p = species_pokemon(&mon.species, level);
+    let base = data().species(&mon.species).map_or([80; 6], |s| s.base);
+    // Random battles: 31 IVs, 84 EVs, neutral natures.
+    let stat = |b: u32| ((2 * b + 31 + 21) * level / 100 + 5) as i16;
+    p.maxhp = ((2 * base[0] + 31 + 21) * level / 100 + level + 10) as i16;
+    p.hp = if mon.fainted { 0 } else { ((u32::from(p.maxhp.unsigned_abs()) * mon.hp_percent).div_ceil(100) as i16).max(1) };
+    (p.attack, p.defense, p.special_attack, p.special_defense, p.speed) =
+        (stat(base[1]), stat(base[2]), stat(base[3]), stat(base[4]), stat(base[5]));
+    p.status = status(mon.status.as_deref());
+    let revealed: Vec<String> = mon.moves.iter().map(|m| to_id(m)).collect();
+    let set = pool.and_then(|pool| {
+        let fitting: Vec<&RandomSet> = pool.sets.iter().filter(|s| revealed.iter().all(|m| s.movepool.contains(m))).collect();
+        if fitting.is_empty() { rng.pick(&pool.sets) } else { rng.pick(&fitting).copied() }
+    });
+    let mut move_ids: Vec<String> = revealed.iter().take(4).cloned().collect();
+    if let Some(set) = set {
+        let mut rest: Vec<&String> = set.movepool.iter().filter(|m| !move_ids.contains(m)).collect();
+        while move_ids.len() < 4 && !rest.is_empty() {
+            move_ids.push(rest.remove(rng.below(rest.len())).clone());
+        }
+    }
+    p.moves = moves(&move_ids.iter().map(|id| engine_move(id, 16, false)).collect::<Vec<_>>());
+    let ability = mon.ability.as_deref().map(to_id).or_else(|| set.and_then(|s| rng.pick(&s.abilities)).cloned());
+    p.ability = ability.map_or(Abilities::NONE, |a| Abilities::from_str(&a).unwrap_or(Abilities::NONE));
+    p.base_ability = p.ability;
+    // Unknown items stay unknown: guessing one would bias every sample the same way.
+    p.item = match mon.item.as_deref() {
+        Some(item) if !item.is_empty() => Items::from_str(&to_id(item)).unwrap_or(Items::NONE),
+        _ => Items::NONE,
+    };
+    match &mon.tera {
+        Some(t) => (p.tera_type, p.terastallized) = (poke_type(t), true),
+        None => {
+            if let Some(t) = set.and_then(|s| rng.pick(&s.tera_types)) {
+                p.tera_type = poke_type(t);
+            }
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Our Pikachu against a revealed Gyarados, everything else unknown.
+    fn position() -> (Battle, Request) {
+        let mut b = Battle { me: "p1".into(), ..Battle::default() };
+        for l in ["|switch|p1a: Pikachu|Pikachu, L92|211/211", "|switch|p2a: Gyarados|Gyarados, L80|100/100", "|turn|1"] {
+            b.on_log(l);
+        }
+        let req = Request::parse(
+            r#"{"active":[{"moves":[
+                {"move":"Thunderbolt","id":"thunderbolt","pp":24,"maxpp":24,"disabled":false},
+                {"move":"Grass Knot","id":"grassknot","pp":32,"maxpp":32,"disabled":false},
+                {"move":"Nuzzle","id":"nuzzle","pp":32,"maxpp":32,"disabled":false}],
+                "canTerastallize":"Electric"}],
+              "side":{"name":"A","id":"p1","pokemon":[
+                {"ident":"p1: Pikachu","details":"Pikachu, L92","condition":"211/211","active":true,
+                 "stats":{"atk":180,"def":140,"spa":170,"spd":160,"spe":250},"moves":["thunderbolt","grassknot","nuzzle"],
+                 "baseAbility":"static","item":"lightball","ability":"static","teraType":"Electric","terastallized":""},
+                {"ident":"p1: Snorlax","details":"Snorlax, L84","condition":"400/400","active":false,
+                 "stats":{"atk":250,"def":160,"spa":150,"spd":250,"spe":80},"moves":["bodyslam","rest","curse","earthquake"],
+                 "baseAbility":"thickfat","item":"leftovers","ability":"thickfat","teraType":"Normal"}]},"rqid":3}"#,
+        )
+        .unwrap();
+        b.on_request(req.clone());
+        (b, req)
+    }
+
+    #[test]
+    fn electric_moves_beat_grass_knot_on_gyarados() {
+        let (b, req) = position();
+        let e = evaluate_actions(&b, &req, Settings::default()).unwrap();
+        let names: Vec<&str> = e.actions.iter().map(|s| s.action.as_str()).collect();
+        assert_eq!(names.len(), req.actions().len(), "every legal action is scored: {names:?}");
+        assert!(e.best().action.starts_with("thunderbolt"), "{e:#?}");
+        let best = e.verdict(&e.best().action).unwrap();
+        assert_eq!((best.optimality, best.regret, best.rank), (1.0, 0.0, 1));
+        let weak = e.verdict("grassknot").unwrap();
+        assert!(weak.optimality < 1.0 && weak.regret > 0.0 && weak.rank > 1, "{weak:?}");
+    }
+
+    #[test]
+    fn the_same_position_scores_the_same() {
+        let (b, req) = position();
+        let a = evaluate_actions(&b, &req, Settings::default()).unwrap();
+        let c = evaluate_actions(&b, &req, Settings::default()).unwrap();
+        let values = |e: &Evaluation| e.actions.iter().map(|s| s.value.to_bits()).collect::<Vec<_>>();
+        assert_eq!(values(&a), values(&c));
+    }
+
+    #[test]
+    fn unusual_input_is_refused_or_scored_never_a_panic() {
+        let (b, req) = position();
+        let mut preview = req.clone();
+        preview.team_preview = true;
+        assert!(evaluate_actions(&b, &preview, Settings::default()).is_err());
+        let unseen = Battle { me: "p1".into(), ..Battle::default() };
+        assert!(evaluate_actions(&unseen, &req, Settings::default()).is_err());
+        // Unknown species, moves, items and absurd numbers still make a state.
+        let mut odd = b.clone();
+        odd.on_log("|switch|p2a: Zzz|Missingno, L255|100/100");
+        odd.on_log("|move|p2a: Zzz|Not A Move|p1a: Pikachu");
+        let mut r = req.clone();
+        r.side.pokemon[0].stats.insert("atk".into(), 99_999);
+        r.side.pokemon[0].condition = "999999/-5 xyz".into();
+        r.side.pokemon[0].item = "Mystery Thing".into();
+        r.active[0].moves[0].id = "nonsense".into();
+        assert!(evaluate_actions(&odd, &r, Settings::default()).is_ok());
+    }
+}
