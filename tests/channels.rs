@@ -186,13 +186,25 @@ async fn tcp_websocket_and_http_endpoints() {
         }
     });
 
+    // Not a TLS server: `wss://` and `https://` to it fail in the TLS handshake (TLS is compiled in).
+    let plain = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let plain_addr = plain.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = plain.accept().await.unwrap();
+            let _ = stream.write_all(b"HTTP/1.1 400 Not TLS\r\n\r\n").await;
+        }
+    });
+
     let closed_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let work = scratch();
     let extra = format!(
         "[plugins.relay.channels.tcp]\ntcp = \"{tcp_addr}\"\n\
          [plugins.relay.channels.ws]\nwebsocket = \"ws://{ws_addr}/showdown/websocket\"\n\
          [plugins.relay.channels.api]\nhttp = \"http://{http_addr}/base\"\n\
-         [plugins.relay.channels.nobody]\nwebsocket = \"ws://{closed_port}/\"\n"
+         [plugins.relay.channels.nobody]\nwebsocket = \"ws://{closed_port}/\"\n\
+         [plugins.relay.channels.wss]\nwebsocket = \"wss://{plain_addr}/\"\n\
+         [plugins.relay.channels.https]\nhttp = \"https://{plain_addr}\"\n"
     );
     let c = relay_server(work.path(), &extra).await;
 
@@ -210,6 +222,15 @@ async fn tcp_websocket_and_http_endpoints() {
     assert_eq!(strings(&receive(&c, &id, 1).await["messages"]), [format!("{ch}:201\nyou asked POST /base/login HTTP/1.1")]);
     let e = c.err("relay_send", json!({"id": id, "channel": ch, "data": "x".repeat(2 << 20)})).await;
     assert!(e.contains("over the limit"), "{e}");
+
+    let (id, _) = start(&c, "wss").await;
+    let reason = strings(&receive(&c, &id, 1).await["closed"])[0].clone();
+    assert!(reason.contains("cannot connect") && !reason.to_lowercase().contains("not compiled"), "{reason}");
+    let (id, ch) = start(&c, "https").await;
+    c.ok("relay_send", json!({"id": id, "channel": ch, "data": "GET /"})).await;
+    let reply = strings(&receive(&c, &id, 1).await["messages"])[0].clone();
+    assert!(reply.starts_with(&format!("{ch}:0\n")) && !reply.contains("scheme"), "{reply}");
+    eprintln!("TLS against a plain server: {reason} / {reply}");
 
     // A refused connection arrives as a close with the reason.
     let (id, _) = start(&c, "nobody").await;

@@ -339,7 +339,20 @@ async fn read_line(read: &mut (impl AsyncBufRead + Unpin), buf: &mut Vec<u8>, ma
     Ok(Some(line))
 }
 
+/// rustls needs a process-wide crypto provider before the first `wss://` or
+/// `https://` connection — and reqwest before any client is built, TLS or
+/// not; ring is the one compiled in. Call it early in any process that links
+/// this crate and builds HTTP clients (the binary, tests, benchmarks).
+pub fn install_tls_provider() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // Fails only when a provider is already installed, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 async fn run_websocket(url: String, mut rx: mpsc::UnboundedReceiver<String>, link: Link) {
+    install_tls_provider();
     use tokio_tungstenite::tungstenite::Message;
     let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
         .max_message_size(Some(link.max))
@@ -377,7 +390,11 @@ async fn run_websocket(url: String, mut rx: mpsc::UnboundedReceiver<String>, lin
 /// body; each response is one message, the status code, a line break and
 /// the body (status 0 and the error when no response came).
 async fn run_http(base: String, mut rx: mpsc::UnboundedReceiver<String>, link: Link) {
-    let client = reqwest::Client::new();
+    install_tls_provider();
+    let client = match reqwest::Client::builder().build() {
+        Ok(c) => c,
+        Err(e) => return link.closed(format!("cannot make an HTTP client: {e}")).await,
+    };
     while let Some(data) = rx.recv().await {
         let reply = http_request(&client, &base, &data, link.max).await.unwrap_or_else(|e| format!("0\n{e}"));
         if !link.message(reply).await {
@@ -386,8 +403,25 @@ async fn run_http(base: String, mut rx: mpsc::UnboundedReceiver<String>, link: L
     }
 }
 
+/// `METHOD /path`, then optionally header lines and an empty line (as in
+/// HTTP itself), then the body. Without that empty line everything after the
+/// first line is the body, as in the first version of this format.
+fn split_http_message(data: &str) -> (&str, Vec<(&str, &str)>, &str) {
+    let (head, rest) = data.split_once('\n').unwrap_or((data, ""));
+    if let Some((block, body)) = rest.split_once("\n\n") {
+        let headers: Option<Vec<(&str, &str)>> = block
+            .lines()
+            .map(|l| l.split_once(": ").filter(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')))
+            .collect();
+        if let Some(headers) = headers.filter(|h| !h.is_empty()) {
+            return (head, headers, body);
+        }
+    }
+    (head, Vec::new(), rest)
+}
+
 async fn http_request(client: &reqwest::Client, base: &str, data: &str, max: usize) -> Result<String, String> {
-    let (head, body) = data.split_once('\n').unwrap_or((data, ""));
+    let (head, headers, body) = split_http_message(data);
     let (method, path) = head.trim().split_once(' ').ok_or("an HTTP message starts with `METHOD /path`")?;
     let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| format!("unknown HTTP method {method:?}"))?;
     if !path.starts_with('/') || path.contains("://") {
@@ -395,6 +429,9 @@ async fn http_request(client: &reqwest::Client, base: &str, data: &str, max: usi
     }
     let url = format!("{}{path}", base.trim_end_matches('/'));
     let mut request = client.request(method, &url);
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
     if !body.is_empty() {
         request = request.body(body.to_string());
     }
@@ -405,4 +442,22 @@ async fn http_request(client: &reqwest::Client, base: &str, data: &str, max: usi
         return Err(format!("the response from {url} is over {max} bytes ([limits] max_channel_message_bytes)"));
     }
     Ok(format!("{status}\n{}", String::from_utf8_lossy(&bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_http_message;
+
+    #[test]
+    fn http_messages_carry_optional_headers() {
+        let form = "POST /api/login\nContent-Type: application/x-www-form-urlencoded\n\nname=ada&pass=x";
+        assert_eq!(
+            split_http_message(form),
+            ("POST /api/login", vec![("Content-Type", "application/x-www-form-urlencoded")], "name=ada&pass=x")
+        );
+        // The first format: everything after the request line is the body, blank lines included.
+        assert_eq!(split_http_message("POST /x\n{\"a\": 1}\n\nmore"), ("POST /x", vec![], "{\"a\": 1}\n\nmore"));
+        assert_eq!(split_http_message("GET /"), ("GET /", vec![], ""));
+        assert_eq!(split_http_message("GET /\n\nbody"), ("GET /", vec![], "\nbody"));
+    }
 }

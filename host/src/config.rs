@@ -81,6 +81,11 @@ pub struct PluginConfig {
     pub max_wait_ms: Option<u64>,
     /// Endpoints this plugin may open by name (`[plugins.NAME.channels.ENDPOINT]`).
     pub channels: BTreeMap<String, crate::channel::Endpoint>,
+    /// Environment variables the plugin sees, with their values.
+    pub env: BTreeMap<String, String>,
+    /// Names of the server's own environment variables to pass on to the
+    /// plugin, for secrets that should not sit in a config file.
+    pub pass_env: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -121,6 +126,7 @@ impl Config {
             max_wait: Duration::from_millis(p.max_wait_ms.unwrap_or(l.max_wait_ms)),
             max_result_bytes: l.max_result_bytes,
             max_output_bytes: l.max_guest_output_bytes,
+            env: plugin_env(&p),
         }
     }
 }
@@ -135,6 +141,15 @@ pub struct PluginLimits {
     pub max_wait: Duration,
     pub max_result_bytes: usize,
     pub max_output_bytes: usize,
+    /// The environment the operator grants (`env`, then `pass_env` that are set).
+    pub env: Vec<(String, String)>,
+}
+
+/// A plugin's environment: the literal `env`, then the `pass_env` variables
+/// the server itself has (unset ones are left out; the plugin reports what it misses).
+fn plugin_env(p: &PluginConfig) -> Vec<(String, String)> {
+    let passed = p.pass_env.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v)));
+    p.env.iter().map(|(k, v)| (k.clone(), v.clone())).chain(passed).collect()
 }
 
 #[cfg(test)]
@@ -148,9 +163,21 @@ mod tests {
         )
         .unwrap();
         let l = c.limits_for("hanoi", Some(120_000));
+        assert!(l.env.is_empty());
         assert_eq!(l.call_timeout, Duration::from_millis(100));
         assert_eq!(l.idle_timeout, Duration::from_millis(5));
         assert_eq!(c.limits_for("other", Some(7)).idle_timeout, Duration::from_millis(7));
+    }
+
+    #[test]
+    fn plugin_environment_is_literal_values_then_passed_on_server_variables() {
+        let c: Config =
+            toml::from_str("[plugins.showdown]\nenv = { A = \"1\" }\npass_env = [\"PATH\", \"LUDUS_SURELY_UNSET_VAR\"]\n").unwrap();
+        let env = c.limits_for("showdown", None).env;
+        assert_eq!(env[0], ("A".to_string(), "1".to_string()));
+        assert_eq!(env[1], ("PATH".to_string(), std::env::var("PATH").unwrap()));
+        assert_eq!(env.len(), 2, "an unset variable is left out: {env:?}");
+        assert!(c.limits_for("hanoi", None).env.is_empty(), "only the plugin named gets it");
     }
 
     #[test]

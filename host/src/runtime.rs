@@ -134,12 +134,14 @@ impl Runtime {
     }
 
     /// A fresh store for one instance: its own WASI context (seeded random,
-    /// captured stdout/stderr), memory cap, and epoch deadline behaviour.
+    /// captured stdout/stderr, the environment the operator granted), memory
+    /// cap, and epoch deadline behaviour.
     pub fn new_store(&self, limits: &PluginLimits, cx: Ctx, stdout: GuestOutput, stderr: GuestOutput) -> Store<HostState> {
         let seed = cx.seed;
         let wasi = WasiCtxBuilder::new()
             .stdout(stdout)
             .stderr(stderr)
+            .envs(&limits.env)
             .secure_random(rand::rngs::StdRng::seed_from_u64(seed))
             .insecure_random(rand::rngs::StdRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15))
             .insecure_random_seed(u128::from(seed))
