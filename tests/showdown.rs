@@ -235,10 +235,14 @@ impl Drop for LocalServer {
     }
 }
 
-fn local_server(package: &Path) -> LocalServer {
+/// A Showdown server on loopback; `extra` is appended to its `config/config.js`.
+fn local_server(package: &Path, extra: &str) -> LocalServer {
+    // Tests share the package's config file: one server at a time writes it and reads it at start.
+    static CONFIG: Mutex<()> = Mutex::new(());
+    let _writing = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
     // The traps from the research notes: bind to loopback, no REPL, no subprocesses, the log dirs present.
     let example = std::fs::read_to_string(package.join("config/config-example.js")).unwrap();
-    let config = format!("{example}\nexports.bindaddress = '127.0.0.1';\nexports.subprocesses = 0;\nexports.repl = false;\n");
+    let config = format!("{example}\nexports.bindaddress = '127.0.0.1';\nexports.subprocesses = 0;\nexports.repl = false;\n{extra}\n");
     std::fs::write(package.join("config/config.js"), config).unwrap();
     for d in ["logs/repl", "logs/chat", "logs/modlog", "config/chat-plugins", "config/ladders"] {
         std::fs::create_dir_all(package.join(d)).unwrap();
@@ -277,7 +281,7 @@ async fn play_agent(c: &Client, id: &str) -> Value {
 #[tokio::test]
 async fn two_sessions_battle_on_a_local_server_by_challenge_and_on_the_ladder() {
     let package = showdown_package();
-    let server = local_server(&package);
+    let server = local_server(&package, "");
     let work = scratch();
     let extra = format!(
         "[plugins.showdown.channels.server]\nwebsocket = \"ws://127.0.0.1:{}/showdown/websocket\"\n",
@@ -325,5 +329,94 @@ async fn two_sessions_battle_on_a_local_server_by_challenge_and_on_the_ladder() 
     assert_eq!(f["status"], "finished", "{f}");
     let sb = b.ok("showdown_get_battle_state", json!({"battle_id": ib})).await;
     assert_eq!(sb["winner"], format!("Dave{tag}"), "{sb}");
+    drop(server);
+}
+
+/// The stand-in login server (`tests/fixtures/login-server.js`): its public
+/// key, its port, and the requests it received.
+struct LoginServer {
+    child: std::process::Child,
+    key_base64: String,
+    port: u16,
+    requests: std::sync::Arc<Mutex<Vec<Value>>>,
+}
+
+impl Drop for LoginServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn login_server(accounts: Value) -> LoginServer {
+    use std::io::BufRead;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/login-server.js");
+    let mut child = Command::new("node")
+        .arg(script)
+        .arg(accounts.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("starting node");
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().expect("the login server stopped").unwrap();
+    let key_base64 = next().strip_prefix("key ").expect("key line").to_string();
+    let port = next().strip_prefix("port ").expect("port line").parse().unwrap();
+    let requests = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let seen = requests.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            seen.lock().unwrap().push(serde_json::from_str(&line).unwrap());
+        }
+    });
+    LoginServer { child, key_base64, port, requests }
+}
+
+#[tokio::test]
+async fn accounts_log_in_through_the_login_server_and_the_server_checks_the_signature() {
+    let package = showdown_package();
+    let login = login_server(json!({"ludustester": "hunter2", "takenname": "secret"}));
+    // The real server verifies assertions against the stand-in's key.
+    let server = local_server(&package, &format!("exports.loginserverpublickey = Buffer.from('{}', 'base64').toString();", login.key_base64));
+    let work = scratch();
+    let extra = format!(
+        "[plugins.showdown]\nenv = {{ SHOWDOWN_USERNAME = \"Ludus Tester\", SHOWDOWN_PASSWORD = \"hunter2\" }}\n\
+         [plugins.showdown.channels.server]\nwebsocket = \"ws://127.0.0.1:{}/showdown/websocket\"\n\
+         [plugins.showdown.channels.login]\nhttp = \"http://127.0.0.1:{}\"\n",
+        server.port, login.port
+    );
+    let cfg = config(work.path(), &extra);
+    let ludus = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (a, b, c) = (http_client(&ludus).await, http_client(&ludus).await, http_client(&ludus).await);
+    let guest = format!("Rookie{}", std::process::id() % 100_000);
+
+    // The operator's account signs in with its password; another name gets a guest assertion.
+    let (la, lb) = tokio::join!(
+        a.ok("showdown_initiate_battle", json!({})),
+        b.ok("showdown_initiate_battle", json!({"username": guest}))
+    );
+    let seen = login.requests.lock().unwrap().clone();
+    assert_eq!((la["status"].as_str(), lb["status"].as_str()), (Some("active"), Some("active")), "{la}\n{lb}\n{seen:?}");
+    assert_eq!((la["username"].as_str(), la["opponent"].as_str()), (Some("Ludus Tester"), Some(guest.as_str())), "{la}");
+    assert_eq!(lb["opponent"], "Ludus Tester", "{lb}");
+
+    let requests = login.requests.lock().unwrap().clone();
+    let by_path = |p: &str| requests.iter().find(|r| r["path"] == p).cloned().unwrap_or_else(|| panic!("no {p} in {requests:?}"));
+    let signed_in = by_path("/api/login");
+    assert_eq!(signed_in["contentType"], "application/x-www-form-urlencoded");
+    assert_eq!((signed_in["form"]["name"].as_str(), signed_in["form"]["pass"].as_str()), (Some("Ludus Tester"), Some("hunter2")));
+    assert!(signed_in["form"]["challstr"].as_str().unwrap().contains('|'), "{signed_in}");
+    let guest_login = by_path("/action.php");
+    assert_eq!(guest_login["form"]["userid"], guest.to_lowercase());
+    assert!(guest_login["form"].get("pass").is_none(), "no password leaves for another name: {guest_login}");
+
+    // A registered name without its password is refused with the login server's reason.
+    let e = c.err("showdown_initiate_battle", json!({"username": "Taken Name"})).await;
+    assert!(e.contains("logging in as Taken Name failed") && e.contains("registered"), "{e}");
+    let e = c.err("showdown_initiate_battle", json!({"username": "Guest 7"})).await;
+    assert!(e.contains("reserved"), "{e}");
+
+    let f = a.ok("showdown_forfeit_battle", json!({"battle_id": la["battle_id"]})).await;
+    assert_eq!(f["status"], "finished", "{f}");
     drop(server);
 }

@@ -28,6 +28,7 @@ use crate::bot::{self, Bot};
 use crate::rng::Rng;
 use crate::data::{data, to_id};
 use crate::engine::{self, Evaluation, Settings};
+use crate::login::{self, Account};
 use crate::protocol::{Event, SimReader, fields, server_frame};
 use crate::request::{Kind, Request};
 
@@ -59,7 +60,16 @@ impl Status {
 
 enum Mode {
     Offline { bot: Bot, rng: Rng, seed: u64, reader: SimReader, bot_view: Battle },
-    Online { goal: Goal, logged_in: bool, room: Option<String>, rqid: Option<u64> },
+    Online {
+        goal: Goal,
+        logged_in: bool,
+        room: Option<String>,
+        rqid: Option<u64>,
+        /// The operator's password for this name (signs in through the `login` endpoint).
+        password: Option<String>,
+        /// The open `login` channel while the login server is asked.
+        login: Option<u32>,
+    },
 }
 
 #[derive(Clone)]
@@ -168,6 +178,10 @@ fn valid_username(name: Option<String>) -> Result<String, String> {
     if !ok {
         return Err(format!("username {name:?} must be 1-18 letters, digits or spaces"));
     }
+    // Showdown keeps `Guest…` names for its own unnamed users and silently refuses them.
+    if to_id(&name).starts_with("guest") {
+        return Err(format!("username {name:?} is reserved by Showdown for guests; choose another"));
+    }
     Ok(name)
 }
 
@@ -188,7 +202,10 @@ fn sim_seed(rng: &mut Rng) -> String {
 
 fn start_online(goal: Goal, format: Option<String>, username: Option<String>) -> Result<BattleStarted, String> {
     let format = valid_format(format)?;
-    let username = valid_username(username)?;
+    let env = |key: &str| std::env::var(key).ok();
+    let account = login::account(username.as_deref(), env("SHOWDOWN_USERNAME").as_deref(), env("SHOWDOWN_PASSWORD").as_deref());
+    let password = account.as_ref().and_then(|a| a.password.clone());
+    let username = valid_username(account.map(|a| a.username))?;
     if let Goal::Challenge(opp) = &goal {
         if to_id(opp).is_empty() || opp.len() > 18 {
             return Err(format!("opponent {opp:?} is not a Showdown user name"));
@@ -199,7 +216,7 @@ fn start_online(goal: Goal, format: Option<String>, username: Option<String>) ->
         Goal::Ladder => Status::Searching,
         Goal::Challenge(_) => Status::Challenging,
     };
-    let mode = Mode::Online { goal, logged_in: false, room: None, rqid: None };
+    let mode = Mode::Online { goal, logged_in: false, room: None, rqid: None, password, login: None };
     begin(Game::new(mode, format, username, channel, Battle::default(), status))
 }
 
@@ -558,6 +575,11 @@ impl exports::ludus::plugin::events::Guest for Showdown {
 
     fn on_message(channel: u32, data: String) {
         let _ = with_game(|g| {
+            if let Mode::Online { login: Some(login), .. } = g.mode {
+                if channel == login {
+                    signed(g, login, &data);
+                }
+            }
             if channel != g.channel {
                 return Ok(());
             }
@@ -632,14 +654,39 @@ fn reject(g: &mut Game, text: String) {
     }
 }
 
+/// The login server's answer: the signed name goes to the server.
+fn signed(g: &mut Game, login_channel: u32, reply: &str) {
+    channels::close(login_channel);
+    if let Mode::Online { login, .. } = &mut g.mode {
+        *login = None;
+    }
+    match login::assertion(reply) {
+        Ok(assertion) => send(g.channel, &format!("|/trn {},0,{assertion}", g.username)),
+        Err(e) => g.status = Status::Error(format!("logging in as {} failed: {e}", g.username)),
+    }
+}
+
 fn online_event(g: &mut Game, event: Event) {
-    let Mode::Online { goal, logged_in, room, rqid } = &mut g.mode else { return };
+    let Mode::Online { goal, logged_in, room, rqid, password, login: login_channel } = &mut g.mode else { return };
     match event {
         Event::Global { line } => {
             let f = fields(&line);
             match f.first().copied().unwrap_or("") {
-                // A `--no-security` server takes the name as it is; real accounts need the login server.
-                "challstr" => send(g.channel, &format!("|/trn {}", g.username)),
+                // With a `login` endpoint the login server signs the challenge; without one
+                // only a `--no-security` server takes the name as it is.
+                "challstr" => {
+                    let account = Account { username: g.username.clone(), password: password.clone() };
+                    match channels::open("login") {
+                        Ok(ch) => {
+                            *login_channel = Some(ch);
+                            send(ch, &login::request(&account, &f[1..].join("|")));
+                        }
+                        Err(e) if account.password.is_some() => {
+                            g.status = Status::Error(format!("signing in as {} needs the `login` endpoint: {e}", g.username));
+                        }
+                        Err(_) => send(g.channel, &format!("|/trn {}", g.username)),
+                    }
+                }
                 "updateuser" => {
                     let named = f.get(2) == Some(&"1");
                     if named && to_id(f.get(1).unwrap_or(&"")) == to_id(&g.username) && !*logged_in {
