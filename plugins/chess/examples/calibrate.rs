@@ -25,7 +25,10 @@ use chess::engine::{Engine, level};
 use chess::rules::Game;
 
 /// Two-ply openings, each played once with each colour.
-const BOOK: &[&str] = &["e2e4 e7e5", "d2d4 d7d5", "e2e4 c7c5", "c2c4 e7e5", "g1f3 d7d5", "e2e4 e7e6", "d2d4 g8f6", "e2e4 c7c6"];
+const BOOK: &[&str] = &[
+    "e2e4 e7e5", "d2d4 d7d5", "e2e4 c7c5", "c2c4 e7e5", "g1f3 d7d5", "e2e4 e7e6", "d2d4 g8f6", "e2e4 c7c6",
+    "e2e4 d7d6", "e2e4 g8f6", "d2d4 e7e6", "c2c4 g8f6", "g1f3 g8f6", "e2e4 d7d5", "d2d4 f7f5", "c2c4 c7c5",
+];
 const MAX_PLIES: usize = 300;
 
 struct Stockfish {

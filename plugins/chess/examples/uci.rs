@@ -41,6 +41,7 @@ fn main() {
                     after.play(m);
                     after.uci.last().cloned().unwrap_or_default()
                 });
+                writeln!(out, "info depth {} nodes {}", engine.last_depth, engine.last_nodes).unwrap();
                 writeln!(out, "bestmove {}", best.unwrap_or_else(|| "0000".into())).unwrap();
             }
             Some("quit") => break,

@@ -31,15 +31,27 @@ pub fn level(n: u8) -> Level {
         5 => (3, 25_000, 70, 35),
         6 => (4, 60_000, 40, 15),
         7 => (5, 150_000, 20, 5),
-        8 => (64, 400_000, 8, 0),
-        9 => (64, 1_000_000, 0, 0),
-        // About one second a move inside the component (~2 M nodes/s).
-        _ => (64, 2_000_000, 0, 0),
+        8 => (64, 260_000, 8, 0),
+        9 => (64, 650_000, 0, 0),
+        // About one second a move inside the component (~1.4 M nodes/s: the
+        // pruning evaluates every interior node).
+        _ => (64, 1_300_000, 0, 0),
     };
     Level { max_depth, nodes, noise, random_per_mille }
 }
 
 const INF: i32 = 1_000_000;
+
+/// Late-move reductions by depth and move number: about ln(depth)·ln(n)/2.
+static LMR: std::sync::LazyLock<[[i32; 64]; 64]> = std::sync::LazyLock::new(|| {
+    let mut t = [[0; 64]; 64];
+    for (d, row) in t.iter_mut().enumerate().skip(1) {
+        for (n, r) in row.iter_mut().enumerate().skip(1) {
+            *r = (0.75 + (d as f64).ln() * (n as f64).ln() / 2.1) as i32;
+        }
+    }
+    t
+});
 const MATE: i32 = 900_000;
 const MAX_PLY: usize = 128;
 
@@ -124,12 +136,18 @@ impl Engine {
             // normal alpha-beta root otherwise.
             let mut alpha = -INF;
             let mut round: Vec<(Move, i32)> = Vec::with_capacity(scored.len());
-            for &(mv, _) in &scored {
+            for (i, &(mv, _)) in scored.iter().enumerate() {
                 let mut child = board.clone();
                 child.play_unchecked(mv);
                 self.path.push(board.hash());
-                let window_alpha = if lvl.noise > 0 { -INF } else { alpha };
-                let score = -self.search(&child, depth as i32 - 1, 1, -INF, -window_alpha, true);
+                let d = depth as i32 - 1;
+                let score = if lvl.noise > 0 || i == 0 {
+                    -self.search(&child, d, 1, -INF, if lvl.noise > 0 { INF } else { -alpha }, true)
+                } else {
+                    // Principal variation search: prove the move no better first.
+                    let s = -self.search(&child, d, 1, -alpha - 1, -alpha, true);
+                    if s > alpha && !self.aborted { -self.search(&child, d, 1, -INF, -alpha, true) } else { s }
+                };
                 self.path.pop();
                 if self.aborted {
                     break;
@@ -214,8 +232,14 @@ impl Engine {
             }
         }
         let pv_node = beta - alpha > 1;
+        let static_eval = if in_check { -INF } else { evaluate(board) };
+        let decided = beta.abs() >= MATE - 1000;
+        // Reverse futility: far enough above beta near the leaves, the opponent will not catch up.
+        if !pv_node && !in_check && !decided && depth <= 5 && static_eval - 90 * depth >= beta {
+            return static_eval - 90 * depth;
+        }
         // Null move: if passing still beats beta, this position is too good to search fully.
-        if allow_null && !pv_node && !in_check && depth >= 3 && has_pieces(board) && evaluate(board) >= beta {
+        if allow_null && !pv_node && !in_check && depth >= 3 && has_pieces(board) && static_eval >= beta {
             if let Some(passed) = board.null_move() {
                 self.path.push(key);
                 let reduction = if depth >= 6 { 3 } else { 2 };
@@ -245,20 +269,28 @@ impl Engine {
         let mut best_move = None;
         let mut best = -INF;
         let theirs = board.colors(!board.side_to_move());
+        // Near the leaves, quiet moves cannot lift a hopeless position to alpha.
+        let futile = !pv_node && !in_check && depth <= 2 && static_eval + 150 * depth <= alpha;
+        let late_limit = if !pv_node && !in_check && depth <= 4 { 4 + (depth * depth) as usize } else { usize::MAX };
         self.path.push(key);
         for (i, mv) in moves.into_iter().enumerate() {
+            let quiet = !theirs.has(mv.to) && mv.promotion.is_none();
             let mut child = board.clone();
             child.play_unchecked(mv);
-            let quiet = !theirs.has(mv.to) && mv.promotion.is_none();
+            let gives_check = !child.checkers().is_empty();
+            if i > 0 && quiet && !gives_check && (futile || i >= late_limit) && best > -MATE + 1000 {
+                continue;
+            }
             let score = if i == 0 {
                 -self.search(&child, depth - 1, ply + 1, -beta, -alpha, true)
             } else {
                 // Late quiet moves are searched shallower first; anything promising is re-searched.
-                let reduction = if depth >= 3 && i >= 3 && quiet && !in_check && child.checkers().is_empty() {
-                    if i >= 8 { 2 } else { 1 }
+                let reduction = if depth >= 3 && i >= 3 && quiet && !in_check && !gives_check && !killers.contains(&Some(mv)) {
+                    LMR[(depth as usize).min(63)][i.min(63)].min(depth - 2) - i32::from(pv_node)
                 } else {
                     0
-                };
+                }
+                .max(0);
                 let mut s = -self.search(&child, depth - 1 - reduction, ply + 1, -alpha - 1, -alpha, true);
                 if s > alpha && reduction > 0 {
                     s = -self.search(&child, depth - 1, ply + 1, -alpha - 1, -alpha, true);
@@ -317,6 +349,11 @@ impl Engine {
         });
         captures.sort_by_cached_key(|&m| -order_score(board, m, None, &[None, None]));
         for mv in captures {
+            // Delta pruning: even winning this piece cleanly would not reach alpha.
+            let gain = board.piece_on(mv.to).map_or(0, value) + mv.promotion.map_or(0, |p| value(p) - 100);
+            if stand + gain + 200 < alpha {
+                continue;
+            }
             let mut child = board.clone();
             child.play_unchecked(mv);
             let score = -self.quiesce(&child, ply + 1, -beta, -alpha);
