@@ -1,13 +1,16 @@
-//! The computer opponent: iterative-deepening alpha-beta with quiescence
-//! search, a transposition table, MVV-LVA and killer move ordering, and an
-//! evaluation written for this project (material plus formula-based square
-//! terms, tapered between middlegame and endgame).
+//! The computer opponent: iterative-deepening principal-variation search
+//! with quiescence search (delta pruning), a transposition table, null-move,
+//! reverse-futility, futility and late-move pruning, logarithmic late-move
+//! reductions, MVV-LVA, killer and history move ordering, and an evaluation
+//! written for this project (material plus formula-based square terms,
+//! mobility, pawn structure and king shelter, tapered between middlegame and
+//! endgame).
 //!
 //! Strength is set by node budgets, not time, so the same seed and the same
 //! moves give the same engine moves on any machine. Weak levels also add
 //! noise to root scores and sometimes play a random legal move.
 
-use cozy_chess::{BitBoard, Board, Color, Move, Piece, Square};
+use cozy_chess::{BitBoard, Board, Color, Move, Piece, Square, get_pawn_attacks};
 
 /// One difficulty level's settings.
 #[derive(Clone, Copy, Debug)]
@@ -340,6 +343,7 @@ impl Engine {
             return stand;
         }
         let theirs = board.colors(!board.side_to_move());
+        let their_pawns = theirs & board.pieces(Piece::Pawn);
         let mut captures = Vec::new();
         board.generate_moves(|ms| {
             let mut ms = ms;
@@ -350,8 +354,14 @@ impl Engine {
         captures.sort_by_cached_key(|&m| -order_score(board, m, None, &[None, None]));
         for mv in captures {
             // Delta pruning: even winning this piece cleanly would not reach alpha.
-            let gain = board.piece_on(mv.to).map_or(0, value) + mv.promotion.map_or(0, |p| value(p) - 100);
+            let victim = board.piece_on(mv.to).map_or(0, value);
+            let gain = victim + mv.promotion.map_or(0, |p| value(p) - 100);
             if stand + gain + 200 < alpha {
+                continue;
+            }
+            // A bigger piece taking a smaller one that a pawn defends loses material.
+            let attacker = board.piece_on(mv.from).map_or(0, value);
+            if attacker > victim + 50 && !(get_pawn_attacks(mv.to, board.side_to_move()) & their_pawns).is_empty() {
                 continue;
             }
             let mut child = board.clone();
@@ -471,6 +481,27 @@ pub fn evaluate(board: &Board) -> i32 {
     if board.side_to_move() == Color::White { white } else { -white }
 }
 
+/// The squares that must hold no enemy pawn for a pawn of `color` on `sq` to
+/// be passed: its own and the adjacent files, ahead of it.
+fn passed_mask(color: Color, sq: Square) -> BitBoard {
+    static MASKS: std::sync::LazyLock<[[BitBoard; 64]; 2]> = std::sync::LazyLock::new(|| {
+        let mut masks = [[BitBoard::EMPTY; 64]; 2];
+        for i in 0..64usize {
+            let (f, r) = (i % 8, i / 8);
+            let files = [f.checked_sub(1), Some(f), (f < 7).then_some(f + 1)]
+                .into_iter()
+                .flatten()
+                .fold(0u64, |m, f| m | (0x0101_0101_0101_0101 << f));
+            let above = if r < 7 { !0u64 << (8 * (r + 1)) } else { 0 };
+            let below = (1u64 << (8 * r)) - 1;
+            masks[0][i] = BitBoard(files & above);
+            masks[1][i] = BitBoard(files & below);
+        }
+        masks
+    });
+    MASKS[color as usize][sq as usize]
+}
+
 /// Mobility, pawn structure (passed, doubled, isolated) and king shelter for one side.
 fn structure_and_activity(board: &Board, color: Color, phase: i32) -> i32 {
     use cozy_chess::{File, Rank, get_bishop_moves, get_knight_moves, get_rook_moves};
@@ -502,10 +533,7 @@ fn structure_and_activity(board: &Board, color: Color, phase: i32) -> i32 {
     for sq in my_pawns {
         let file = sq.file();
         let f = file as usize;
-        let adjacent = [f.checked_sub(1), Some(f), (f < 7).then_some(f + 1)];
-        let ahead = |s: Square| if color == Color::White { s.rank() > sq.rank() } else { s.rank() < sq.rank() };
-        let blocked = their_pawns.into_iter().any(|s| adjacent.contains(&Some(s.file() as usize)) && ahead(s));
-        if !blocked {
+        if (their_pawns & passed_mask(color, sq)).is_empty() {
             let adv = if color == Color::White { sq.rank() as i32 - 1 } else { 6 - sq.rank() as i32 };
             mg += 5 * adv;
             eg += 10 * adv + 3 * adv * adv;
