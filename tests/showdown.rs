@@ -264,16 +264,25 @@ fn local_server(package: &Path, extra: &str) -> LocalServer {
     server
 }
 
-/// One agent's loop: wait for our turn, take the first legal action, until the end.
+/// One agent's loop: wait for our turn, take the first legal action, until
+/// the end; each move on the server is scored like an offline one.
 async fn play_agent(c: &Client, id: &str) -> Value {
+    let (mut moves, mut scored) = (0, 0);
     for _ in 0..800 {
         let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
         if s["status"] == "finished" {
+            assert!(scored * 10 >= moves * 9, "only {scored} of {moves} moves on the server were scored");
             return s;
         }
         assert_eq!(s["status"], "active", "{s}");
-        let Some(action) = s["available_actions"].as_array().unwrap().first().cloned() else { continue };
-        c.ok("showdown_make_move", json!({"battle_id": id, "action": action})).await;
+        let legal = s["available_actions"].as_array().unwrap().clone();
+        let Some(action) = legal.first().and_then(Value::as_str) else { continue };
+        let r = c.ok("showdown_make_move", json!({"battle_id": id, "action": action})).await;
+        moves += 1;
+        if let Some(e) = r["evaluation"].as_object() {
+            check_evaluation(e, action, &legal);
+            scored += 1;
+        }
     }
     panic!("battle {id} did not end");
 }
