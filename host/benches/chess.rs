@@ -81,7 +81,7 @@ async fn main() {
     let (mut nodes, mut secs) = (0u64, 0f64);
     for fen in POSITIONS {
         let board: cozy_chess::Board = fen.parse().unwrap();
-        let mut engine = chess::engine::Engine::new(1 << 17, 1);
+        let mut engine = chess::engine::Engine::new(chess::engine::TT_ENTRIES, 1);
         let t = Instant::now();
         engine.choose(&board, &[], chess::engine::level(10));
         secs += t.elapsed().as_secs_f64();

@@ -21,7 +21,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use chess::engine::{Engine, level};
+use chess::engine::{Engine, TT_ENTRIES, level};
 use chess::rules::Game;
 
 /// Two-ply openings, each played once with each colour.
@@ -131,13 +131,13 @@ fn play(level_n: u8, anchor: Anchor, opening: &str, engine_white: bool, movetime
         }
         Anchor::Level(..) => None,
     };
-    let mut rival = Engine::new(1 << 17, seed ^ 0x5eed);
+    let mut rival = Engine::new(TT_ENTRIES, seed ^ 0x5eed);
     let mut game = Game::default();
     for mv in opening.split_whitespace() {
         let (m, _) = game.parse(mv).unwrap();
         game.play(m);
     }
-    let mut engine = Engine::new(1 << 17, seed);
+    let mut engine = Engine::new(TT_ENTRIES, seed);
     let lvl = level(level_n);
     let (mut nodes, mut searches) = (0u64, 0u64);
     while game.outcome.is_none() && game.uci.len() < MAX_PLIES {

@@ -11,12 +11,12 @@
 
 use std::io::{BufRead, Write};
 
-use chess::engine::{Engine, level};
+use chess::engine::{Engine, TT_ENTRIES, level};
 use chess::rules::Game;
 
 fn main() {
     let level_n: u8 = std::env::var("LUDUS_UCI_LEVEL").ok().and_then(|l| l.parse().ok()).unwrap_or(10);
-    let mut engine = Engine::new(1 << 17, 1);
+    let mut engine = Engine::new(TT_ENTRIES, 1);
     let mut game = Game::default();
     let mut out = std::io::stdout().lock();
     for line in std::io::stdin().lock().lines() {
@@ -25,7 +25,7 @@ fn main() {
         match words.next() {
             Some("uci") => writeln!(out, "id name ludus-chess level {level_n}\nuciok").unwrap(),
             Some("isready") => writeln!(out, "readyok").unwrap(),
-            Some("ucinewgame") => engine = Engine::new(1 << 17, 1),
+            Some("ucinewgame") => engine = Engine::new(TT_ENTRIES, 1),
             Some("position") => {
                 game = Game::default();
                 for mv in words.skip_while(|w| *w != "moves").skip(1) {

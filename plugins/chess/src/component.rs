@@ -308,7 +308,7 @@ impl Guest for Plugin {
             game: Game::default(),
             seats,
             difficulty,
-            engine: engine::Engine::new(1 << 17, ludus_sdk::host::seed()),
+            engine: engine::Engine::new(engine::TT_ENTRIES, ludus_sdk::host::seed()),
             show_ui: show_ui.unwrap_or(false),
         };
         m.wake_computer();

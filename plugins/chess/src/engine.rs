@@ -43,6 +43,11 @@ pub fn level(n: u8) -> Level {
     Level { max_depth, nodes, noise, random_per_mille }
 }
 
+/// Transposition-table entries of one game's engine (24 bytes each: 6 MiB,
+/// well inside a session's default 64 MiB). Level 10 searches 1.3 M nodes a
+/// move and the table is kept between moves.
+pub const TT_ENTRIES: usize = 1 << 18;
+
 const INF: i32 = 1_000_000;
 
 /// Late-move reductions by depth and move number: about ln(depth)·ln(n)/2.
@@ -85,7 +90,9 @@ pub struct Engine {
 impl Engine {
     /// `tt_entries` is rounded down to a power of two (16 bytes each).
     pub fn new(tt_entries: usize, seed: u64) -> Engine {
-        let size = tt_entries.max(1024).next_power_of_two() / 2;
+        // The largest power of two not above the request (the index is a mask).
+        let n = tt_entries.max(1024);
+        let size = if n.is_power_of_two() { n } else { n.next_power_of_two() / 2 };
         Engine {
             tt: vec![Entry::default(); size],
             nodes: 0,
@@ -601,6 +608,13 @@ mod tests {
             let b = Engine::new(1 << 16, 7).choose(&board, &[], level(lvl));
             assert_eq!(a, b, "level {lvl}");
         }
+    }
+
+    #[test]
+    fn the_table_fits_its_memory_estimate() {
+        assert!(std::mem::size_of::<Entry>() <= 24);
+        assert_eq!(Engine::new(TT_ENTRIES, 1).tt.len(), TT_ENTRIES);
+        assert_eq!(Engine::new(3000, 1).tt.len(), 2048);
     }
 
     #[test]
