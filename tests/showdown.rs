@@ -222,17 +222,20 @@ async fn bad_actions_forfeit_and_a_killed_simulator() {
     c.close().await;
 }
 
-/// A local `pokemon-showdown start --no-security` on 127.0.0.1; killed on drop.
-struct LocalServer {
-    child: std::process::Child,
-    port: u16,
+/// A helper process of a test, killed (and reaped) when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
-impl Drop for LocalServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A local `pokemon-showdown start --no-security` on 127.0.0.1; killed on drop.
+struct LocalServer {
+    _child: Killed,
+    port: u16,
 }
 
 /// A Showdown server on loopback; `extra` is appended to its `config/config.js`.
@@ -255,7 +258,7 @@ fn local_server(package: &Path, extra: &str) -> LocalServer {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("starting the Showdown server");
-    let server = LocalServer { child, port };
+    let server = LocalServer { _child: Killed(child), port };
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(start.elapsed() < Duration::from_secs(30), "the Showdown server did not start listening");
@@ -344,17 +347,10 @@ async fn two_sessions_battle_on_a_local_server_by_challenge_and_on_the_ladder() 
 /// The stand-in login server (`tests/fixtures/login-server.js`): its public
 /// key, its port, and the requests it received.
 struct LoginServer {
-    child: std::process::Child,
+    _child: Killed,
     key_base64: String,
     port: u16,
     requests: std::sync::Arc<Mutex<Vec<Value>>>,
-}
-
-impl Drop for LoginServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn login_server(accounts: Value) -> LoginServer {
@@ -378,7 +374,7 @@ fn login_server(accounts: Value) -> LoginServer {
             seen.lock().unwrap().push(serde_json::from_str(&line).unwrap());
         }
     });
-    LoginServer { child, key_base64, port, requests }
+    LoginServer { _child: Killed(child), key_base64, port, requests }
 }
 
 #[tokio::test]

@@ -12,6 +12,8 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+mod support;
+
 const POSITIONS: &[&str] = &[
     "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
     "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
@@ -20,32 +22,8 @@ const POSITIONS: &[&str] = &[
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    let work = tempfile::tempdir().unwrap();
-    let dir = work.path().join("plugins");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(std::path::Path::new(env!("LUDUS_WASM_DIR")).join("chess_bench.wasm"), dir.join("chess_bench.wasm")).unwrap();
-    let config: ludus::config::Config = toml::from_str(&format!(
-        "cache_dir = {:?}\n[plugins.chess_bench]\ncall_timeout_ms = 120000\n",
-        work.path().join("cache").display().to_string()
-    ))
-    .unwrap();
-    let opts = ludus::server::ServeOptions { plugins: Some(dir), http: None, config, builtins: false };
-    let registry = ludus::server::start(&opts).await.unwrap();
-    let call = |tool: &'static str, args: Value| {
-        let registry = registry.clone();
-        async move {
-            let (plugin, i) = registry.find_tool(tool).unwrap();
-            let args = args.as_object().unwrap().clone();
-            match registry.sessions.call(plugin, i, &args, "bench".into(), Default::default(), None).await {
-                ludus::session::Reply::Value { value: Some(wasmtime::component::Val::Result(Ok(Some(v)))), plugin, tool: t } => {
-                    let ok = ludus::plugin::ok_shape(plugin.tools[t].result.as_ref()).unwrap();
-                    ok.to_json(&v)
-                }
-                ludus::session::Reply::Failed(e) => panic!("{tool}: {e}"),
-                _ => panic!("{tool}: unexpected answer"),
-            }
-        }
-    };
+    let bench = support::start("chess_bench.wasm", "[plugins.chess_bench]\ncall_timeout_ms = 120000\n").await;
+    let call = |tool: &'static str, args: Value| bench.call(tool, args);
 
     println!("| measurement | result |\n|---|---|");
     // perft(6): the same move generator in the component and natively.

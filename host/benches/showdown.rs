@@ -14,6 +14,8 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+mod support;
+
 const BATTLES: u64 = 10;
 
 fn package() -> PathBuf {
@@ -37,33 +39,12 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let package = package();
-    let work = tempfile::tempdir().unwrap();
-    let dir = work.path().join("plugins");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(std::path::Path::new(env!("LUDUS_WASM_DIR")).join("showdown.wasm"), dir.join("showdown.wasm")).unwrap();
-    let config: ludus::config::Config = toml::from_str(&format!(
-        "cache_dir = {:?}\n[plugins.showdown]\nmax_wait_ms = 60000\n[plugins.showdown.channels.sim]\nprocess = {{ command = \"node\", args = [{:?}, \"simulate-battle\", \"--skip-build\"] }}\n",
-        work.path().join("cache").display().to_string(),
+    let sim = format!(
+        "[plugins.showdown]\nmax_wait_ms = 60000\n[plugins.showdown.channels.sim]\nprocess = {{ command = \"node\", args = [{:?}, \"simulate-battle\", \"--skip-build\"] }}\n",
         package.join("pokemon-showdown").display().to_string()
-    ))
-    .unwrap();
-    let opts = ludus::server::ServeOptions { plugins: Some(dir), http: None, config, builtins: false };
-    let registry = ludus::server::start(&opts).await.unwrap();
-    let call = |tool: &'static str, args: Value| {
-        let registry = registry.clone();
-        async move {
-            let (plugin, i) = registry.find_tool(tool).unwrap();
-            let args = args.as_object().unwrap().clone();
-            match registry.sessions.call(plugin, i, &args, "bench".into(), Default::default(), None).await {
-                ludus::session::Reply::Value { value: Some(wasmtime::component::Val::Result(Ok(Some(v)))), plugin, tool: t } => {
-                    let ok = ludus::plugin::ok_shape(plugin.tools[t].result.as_ref()).unwrap();
-                    ok.to_json(&v)
-                }
-                ludus::session::Reply::Failed(e) => panic!("{tool}: {e}"),
-                _ => panic!("{tool}: unexpected answer"),
-            }
-        }
-    };
+    );
+    let bench = support::start("showdown.wasm", &sim).await;
+    let call = |tool: &'static str, args: Value| bench.call(tool, args);
 
     let (mut evaluation_ms, mut round_trip_ms, mut legal) = (Vec::new(), Vec::new(), Vec::new());
     for seed in 1..=BATTLES {

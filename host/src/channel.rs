@@ -386,9 +386,9 @@ async fn run_websocket(url: String, mut rx: mpsc::UnboundedReceiver<String>, lin
     link.closed(why).await;
 }
 
-/// Each message is one request, `METHOD /path` then a line break and the
-/// body; each response is one message, the status code, a line break and
-/// the body (status 0 and the error when no response came).
+/// Each message is one request (`split_http_message`: request line, optional
+/// headers, body); each response is one message, the status code, a line
+/// break and the body (status 0 and the error when no response came).
 async fn run_http(base: String, mut rx: mpsc::UnboundedReceiver<String>, link: Link) {
     install_tls_provider();
     let client = match reqwest::Client::builder().build() {

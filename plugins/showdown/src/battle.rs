@@ -294,7 +294,8 @@ pub fn ident(s: &str) -> (String, String) {
     (pos.chars().take(2).collect(), name.trim().to_string())
 }
 
-fn level_of(details: &str) -> Option<u32> {
+/// `Species, L84, F` → 84.
+pub fn level_of(details: &str) -> Option<u32> {
     details.split(", ").find_map(|p| p.strip_prefix('L')).and_then(|l| l.parse().ok())
 }
 

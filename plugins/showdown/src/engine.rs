@@ -24,7 +24,7 @@ use poke_engine::state::{
     StateTerrain, StateTrickRoom, StateWeather,
 };
 
-use crate::battle::{Battle, Mon, SideView, parse_condition};
+use crate::battle::{Battle, Mon, SideView, level_of, parse_condition};
 use crate::data::{RandomSet, data, to_id};
 use crate::request::{Action, Kind, Request, TeamMember};
 use crate::rng::Rng;
@@ -338,8 +338,7 @@ fn species_pokemon(species: &str, level: u32) -> Pokemon {
 
 /// Our own Pokémon, exactly as the request has it.
 fn own_pokemon(member: &TeamMember, active_moves: Option<&[crate::request::MoveSlot]>) -> Pokemon {
-    let level = member.details.split(", ").find_map(|p| p.strip_prefix('L')).and_then(|l| l.parse().ok()).unwrap_or(100);
-    let mut p = species_pokemon(member.species(), level);
+    let mut p = species_pokemon(member.species(), level_of(&member.details).unwrap_or(100));
     let (hp, maxhp, status_code) = exact_hp(&member.condition);
     (p.hp, p.maxhp, p.status) = (hp, maxhp, status(status_code.as_deref()));
     let stat = |k: &str| member.stats.get(k).copied().unwrap_or(100).min(2000) as i16;
