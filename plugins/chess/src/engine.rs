@@ -1,10 +1,12 @@
 //! The computer opponent: iterative-deepening principal-variation search
 //! with quiescence search (delta pruning), a transposition table, null-move,
 //! reverse-futility, futility and late-move pruning, logarithmic late-move
-//! reductions, MVV-LVA, killer and history move ordering, and an evaluation
-//! written for this project (material plus formula-based square terms,
-//! mobility, pawn structure and king shelter, tapered between middlegame and
-//! endgame).
+//! reductions, MVV-LVA ordering with losing captures (by static exchange
+//! evaluation) moved among the quiet moves and skipped in quiescence, killer
+//! and history move ordering, and an evaluation written for this project
+//! (material plus formula-based square terms, mobility, pawn structure, king
+//! shelter and pressure on the squares around the enemy king, tapered between
+//! middlegame and endgame).
 //!
 //! Strength is set by node budgets, not time, so the same seed and the same
 //! moves give the same engine moves on any machine. Weak levels also add
@@ -350,7 +352,6 @@ impl Engine {
             return stand;
         }
         let theirs = board.colors(!board.side_to_move());
-        let their_pawns = theirs & board.pieces(Piece::Pawn);
         let mut captures = Vec::new();
         board.generate_moves(|ms| {
             let mut ms = ms;
@@ -366,9 +367,8 @@ impl Engine {
             if stand + gain + 200 < alpha {
                 continue;
             }
-            // A bigger piece taking a smaller one that a pawn defends loses material.
-            let attacker = board.piece_on(mv.from).map_or(0, value);
-            if attacker > victim + 50 && !(get_pawn_attacks(mv.to, board.side_to_move()) & their_pawns).is_empty() {
+            // Captures that lose material in the exchange cannot help.
+            if losing_capture(board, mv) {
                 continue;
             }
             let mut child = board.clone();
@@ -419,7 +419,9 @@ fn order_score(board: &Board, mv: Move, tt: Option<Move>, killers: &[Option<Move
     let own = board.colors(board.side_to_move());
     if let Some(victim) = board.piece_on(mv.to).filter(|_| !own.has(mv.to)) {
         let attacker = board.piece_on(mv.from).map_or(0, value);
-        s += 100_000 + value(victim) * 10 - attacker / 10;
+        // Captures that lose material go among the quiet moves.
+        let winning = if losing_capture(board, mv) { 0 } else { 100_000 };
+        s += winning + value(victim) * 10 - attacker / 10;
     }
     if let Some(p) = mv.promotion {
         s += 90_000 + value(p);
@@ -430,6 +432,66 @@ fn order_score(board: &Board, mv: Move, tt: Option<Move>, killers: &[Option<Move
         s += 40_000;
     }
     s
+}
+
+/// A capture by a bigger piece that the exchange on its square proves a loss.
+fn losing_capture(board: &Board, mv: Move) -> bool {
+    let attacker = board.piece_on(mv.from).map_or(0, value);
+    let victim = board.piece_on(mv.to).map_or(0, value);
+    attacker > victim + 50 && see(board, mv) < 0
+}
+
+/// Static exchange evaluation: the material the side to move nets by playing
+/// capture `mv` and then both sides recapturing on its square with their
+/// least valuable attacker, each free to stop when recapturing loses.
+/// Sliders behind a capturer join in (x-rays) as the occupancy thins.
+fn see(board: &Board, mv: Move) -> i32 {
+    use cozy_chess::{get_bishop_moves, get_king_moves, get_knight_moves, get_rook_moves};
+    let to = mv.to;
+    let mut occ = board.occupied() ^ mv.from.bitboard();
+    let diagonal = board.pieces(Piece::Bishop) | board.pieces(Piece::Queen);
+    let straight = board.pieces(Piece::Rook) | board.pieces(Piece::Queen);
+    let attackers_of = |occ: BitBoard| {
+        (get_pawn_attacks(to, Color::White) & board.colored_pieces(Color::Black, Piece::Pawn))
+            | (get_pawn_attacks(to, Color::Black) & board.colored_pieces(Color::White, Piece::Pawn))
+            | (get_knight_moves(to) & board.pieces(Piece::Knight))
+            | (get_king_moves(to) & board.pieces(Piece::King))
+            | (get_bishop_moves(to, occ) & diagonal)
+            | (get_rook_moves(to, occ) & straight)
+    };
+    let mut gains = [0i32; 32];
+    gains[0] = board.piece_on(to).map_or(0, value);
+    // The piece now standing on the square, which the next capture wins.
+    let mut on_square = mv.promotion.or(board.piece_on(mv.from)).map_or(0, value);
+    let mut side = !board.side_to_move();
+    let mut n = 1;
+    loop {
+        let attackers = attackers_of(occ) & occ & board.colors(side);
+        let Some((piece, from)) = [Piece::Pawn, Piece::Knight, Piece::Bishop, Piece::Rook, Piece::Queen, Piece::King]
+            .into_iter()
+            .find_map(|p| (attackers & board.pieces(p)).next_square().map(|sq| (p, sq)))
+        else {
+            break;
+        };
+        // A king may only take last: it cannot capture into a defended square.
+        if piece == Piece::King && !(attackers_of(occ ^ from.bitboard()) & occ & board.colors(!side)).is_empty() {
+            break;
+        }
+        gains[n] = on_square - gains[n - 1];
+        on_square = value(piece);
+        occ ^= from.bitboard();
+        side = !side;
+        n += 1;
+        if n == gains.len() {
+            break;
+        }
+    }
+    // Fold back: each side takes only if taking is better than standing pat.
+    while n > 1 {
+        n -= 1;
+        gains[n - 1] = -(-gains[n - 1]).max(gains[n]);
+    }
+    gains[0]
 }
 
 /// Distance of a square from the board's centre, 0 (centre) to 3 (edge ring).
@@ -511,30 +573,52 @@ fn passed_mask(color: Color, sq: Square) -> BitBoard {
 
 /// Mobility, pawn structure (passed, doubled, isolated) and king shelter for one side.
 fn structure_and_activity(board: &Board, color: Color, phase: i32) -> i32 {
-    use cozy_chess::{File, Rank, get_bishop_moves, get_knight_moves, get_rook_moves};
+    use cozy_chess::{File, Rank, get_bishop_moves, get_king_moves, get_knight_moves, get_rook_moves};
     let mine = board.colors(color);
     let occ = board.occupied();
     let (mut mg, mut eg) = (0, 0);
+    // Pressure on the enemy king: the squares around it that each piece hits.
+    let zone = get_king_moves(board.king(!color)) | board.king(!color).bitboard();
+    let (mut attackers, mut pressure) = (0usize, 0);
+    let mut attack = |hits: BitBoard, weight: i32| {
+        let n = (hits & zone).len() as i32;
+        if n > 0 {
+            attackers += 1;
+            pressure += n * weight;
+        }
+    };
     for sq in board.pieces(Piece::Knight) & mine {
-        let n = (get_knight_moves(sq) & !mine).len() as i32;
+        let hits = get_knight_moves(sq);
+        attack(hits, 15);
+        let n = (hits & !mine).len() as i32;
         mg += 4 * n - 16;
         eg += 4 * n - 16;
     }
     for sq in board.pieces(Piece::Bishop) & mine {
-        let n = (get_bishop_moves(sq, occ) & !mine).len() as i32;
+        let hits = get_bishop_moves(sq, occ);
+        attack(hits, 15);
+        let n = (hits & !mine).len() as i32;
         mg += 5 * n - 25;
         eg += 5 * n - 25;
     }
     for sq in board.pieces(Piece::Rook) & mine {
-        let n = (get_rook_moves(sq, occ) & !mine).len() as i32;
+        let hits = get_rook_moves(sq, occ);
+        attack(hits, 25);
+        let n = (hits & !mine).len() as i32;
         mg += 2 * n - 12;
         eg += 4 * n - 24;
     }
     for sq in board.pieces(Piece::Queen) & mine {
-        let n = ((get_rook_moves(sq, occ) | get_bishop_moves(sq, occ)) & !mine).len() as i32;
+        let hits = get_rook_moves(sq, occ) | get_bishop_moves(sq, occ);
+        attack(hits, 50);
+        let n = (hits & !mine).len() as i32;
         mg += n - 13;
         eg += 2 * n - 26;
     }
+    // One attacker alone is rarely dangerous; each further one makes the
+    // pressure count for more (percent by number of attackers).
+    const SHARE: [i32; 8] = [0, 0, 50, 75, 88, 94, 97, 99];
+    mg += pressure * SHARE[attackers.min(7)] / 100;
     let my_pawns = board.pieces(Piece::Pawn) & mine;
     let their_pawns = board.pieces(Piece::Pawn) & board.colors(!color);
     for sq in my_pawns {
@@ -615,6 +699,23 @@ mod tests {
         assert!(std::mem::size_of::<Entry>() <= 24);
         assert_eq!(Engine::new(TT_ENTRIES, 1).tt.len(), TT_ENTRIES);
         assert_eq!(Engine::new(3000, 1).tt.len(), 2048);
+    }
+
+    #[test]
+    fn exchanges_count_recaptures_and_x_rays() {
+        let see_of = |fen: &str, uci: &str| {
+            let board: Board = fen.parse().unwrap();
+            see(&board, cozy_chess::util::parse_uci_move(&board, uci).unwrap())
+        };
+        // An undefended pawn is won; a pawn-defended one costs the rook.
+        assert_eq!(see_of("4k3/8/8/3p4/8/8/8/3RK3 w - - 0 1", "d1d5"), 100);
+        assert_eq!(see_of("4k3/8/2p5/3p4/8/8/8/3RK3 w - - 0 1", "d1d5"), -400);
+        // The rook behind the capturer wins the exchange after Rxd5 Rxd5 Rxd5.
+        assert_eq!(see_of("3rk3/8/8/3p4/8/8/3R4/3RK3 w - - 0 1", "d2d5"), 100);
+        // Without it the rook is lost for a pawn.
+        assert_eq!(see_of("3rk3/8/8/3p4/8/8/3R4/4K3 w - - 0 1", "d2d5"), -400);
+        // A king cannot recapture on a defended square.
+        assert_eq!(see_of("8/8/4k3/3p4/8/8/3R4/3RK3 w - - 0 1", "d2d5"), 100);
     }
 
     #[test]
