@@ -1,5 +1,6 @@
 //! The computer opponent: iterative-deepening principal-variation search
-//! with quiescence search (delta pruning), a transposition table, null-move,
+//! with quiescence search (delta pruning), a transposition table, null-move
+//! (reduction growing with depth), internal iterative reduction,
 //! reverse-futility, futility and late-move pruning, logarithmic late-move
 //! reductions, MVV-LVA ordering with losing captures (by static exchange
 //! evaluation) moved among the quiet moves and skipped in quiescence, killer
@@ -254,7 +255,7 @@ impl Engine {
         if allow_null && !pv_node && !in_check && depth >= 3 && has_pieces(board) && static_eval >= beta {
             if let Some(passed) = board.null_move() {
                 self.path.push(key);
-                let reduction = if depth >= 6 { 3 } else { 2 };
+                let reduction = 3 + depth / 4;
                 let score = -self.search(&passed, depth - 1 - reduction, ply + 1, -beta, -beta + 1, false);
                 self.path.pop();
                 if self.aborted {
@@ -265,6 +266,9 @@ impl Engine {
                 }
             }
         }
+        // Without a remembered best move this node is new to the search: a
+        // shallower look is cheaper and as good for ordering next time.
+        let depth = if depth >= 4 && tt.is_none_or(|e| e.mv.is_none()) { depth - 1 } else { depth };
         let mut moves = Vec::with_capacity(48);
         board.generate_moves(|ms| {
             moves.extend(ms);
