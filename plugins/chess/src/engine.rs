@@ -39,7 +39,7 @@ pub fn level(n: u8) -> Level {
         7 => (5, 150_000, 20, 5),
         8 => (64, 260_000, 8, 0),
         9 => (64, 650_000, 0, 0),
-        // About one second a move inside the component (~1.4 M nodes/s: the
+        // About one second a move inside the component (~1.3 M nodes/s: the
         // pruning evaluates every interior node).
         _ => (64, 1_300_000, 0, 0),
     };
