@@ -91,7 +91,7 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// `tt_entries` is rounded down to a power of two (16 bytes each).
+    /// `tt_entries` is rounded down to a power of two (24 bytes each).
     pub fn new(tt_entries: usize, seed: u64) -> Engine {
         // The largest power of two not above the request (the index is a mask).
         let n = tt_entries.max(1024);
@@ -363,16 +363,15 @@ impl Engine {
             captures.extend(ms);
             false
         });
-        captures.sort_by_cached_key(|&m| -order_score(board, m, None, &[None, None]));
+        // Captures that lose material in the exchange cannot help. Dropping them
+        // first leaves only winning captures, so victim and attacker alone order them.
+        captures.retain(|&m| !losing_capture(board, m));
+        captures.sort_by_cached_key(|&m| -capture_order(board, m));
         for mv in captures {
             // Delta pruning: even winning this piece cleanly would not reach alpha.
             let victim = board.piece_on(mv.to).map_or(0, value);
             let gain = victim + mv.promotion.map_or(0, |p| value(p) - 100);
             if stand + gain + 200 < alpha {
-                continue;
-            }
-            // Captures that lose material in the exchange cannot help.
-            if losing_capture(board, mv) {
                 continue;
             }
             let mut child = board.clone();
@@ -413,27 +412,34 @@ fn value(p: Piece) -> i32 {
     }
 }
 
-/// Move ordering: the table's move, then captures by most valuable victim /
-/// least valuable attacker, promotions, killers, then the rest.
+/// Move ordering: the table's move, then captures that do not lose material,
+/// promotions, killers, then the rest (losing captures among them).
 fn order_score(board: &Board, mv: Move, tt: Option<Move>, killers: &[Option<Move>; 2]) -> i32 {
     if Some(mv) == tt {
         return 1_000_000;
     }
-    let mut s = 0;
-    let own = board.colors(board.side_to_move());
-    if let Some(victim) = board.piece_on(mv.to).filter(|_| !own.has(mv.to)) {
-        let attacker = board.piece_on(mv.from).map_or(0, value);
-        // Captures that lose material go among the quiet moves.
-        let winning = if losing_capture(board, mv) { 0 } else { 100_000 };
-        s += winning + value(victim) * 10 - attacker / 10;
-    }
-    if let Some(p) = mv.promotion {
-        s += 90_000 + value(p);
+    let mut s = capture_order(board, mv);
+    if board.colors(!board.side_to_move()).has(mv.to) && !losing_capture(board, mv) {
+        s += 100_000;
     }
     if killers[0] == Some(mv) {
         s += 50_000;
     } else if killers[1] == Some(mv) {
         s += 40_000;
+    }
+    s
+}
+
+/// Captures by most valuable victim, then least valuable attacker; promotions
+/// by the piece promoted to.
+fn capture_order(board: &Board, mv: Move) -> i32 {
+    let mut s = 0;
+    if let Some(victim) = board.piece_on(mv.to).filter(|_| board.colors(!board.side_to_move()).has(mv.to)) {
+        let attacker = board.piece_on(mv.from).map_or(0, value);
+        s += value(victim) * 10 - attacker / 10;
+    }
+    if let Some(p) = mv.promotion {
+        s += 90_000 + value(p);
     }
     s
 }
@@ -554,6 +560,11 @@ pub fn evaluate(board: &Board) -> i32 {
     if board.side_to_move() == Color::White { white } else { -white }
 }
 
+/// File `f` (0–7) and the files beside it on the board.
+fn file_and_neighbours(f: usize) -> impl Iterator<Item = usize> {
+    [f.checked_sub(1), Some(f), (f < 7).then_some(f + 1)].into_iter().flatten()
+}
+
 /// The squares that must hold no enemy pawn for a pawn of `color` on `sq` to
 /// be passed: its own and the adjacent files, ahead of it.
 fn passed_mask(color: Color, sq: Square) -> BitBoard {
@@ -561,10 +572,7 @@ fn passed_mask(color: Color, sq: Square) -> BitBoard {
         let mut masks = [[BitBoard::EMPTY; 64]; 2];
         for i in 0..64usize {
             let (f, r) = (i % 8, i / 8);
-            let files = [f.checked_sub(1), Some(f), (f < 7).then_some(f + 1)]
-                .into_iter()
-                .flatten()
-                .fold(0u64, |m, f| m | (0x0101_0101_0101_0101 << f));
+            let files = file_and_neighbours(f).fold(0u64, |m, f| m | (0x0101_0101_0101_0101 << f));
             let above = if r < 7 { !0u64 << (8 * (r + 1)) } else { 0 };
             let below = (1u64 << (8 * r)) - 1;
             masks[0][i] = BitBoard(files & above);
@@ -651,7 +659,7 @@ fn structure_and_activity(board: &Board, color: Color, phase: i32) -> i32 {
     let home = if color == Color::White { Rank::First } else { Rank::Eighth };
     if king.rank() == home {
         let kf = king.file() as usize;
-        for nf in [kf.checked_sub(1), Some(kf), (kf < 7).then_some(kf + 1)].into_iter().flatten() {
+        for nf in file_and_neighbours(kf) {
             let shelter = my_pawns & BitBoard::from(File::index(nf));
             let near = shelter.into_iter().any(|s| (s.rank() as i32 - king.rank() as i32).abs() <= 2);
             mg += if near { 12 } else { -10 };
