@@ -16,13 +16,15 @@
 //! Output: per level the score, and a maximum-likelihood performance rating
 //! with a 95 % interval (from the binomial error of the score).
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use chess::engine::{Engine, TT_ENTRIES, level};
 use chess::rules::Game;
+
+#[path = "common/stockfish.rs"]
+mod stockfish;
+use stockfish::Stockfish;
 
 /// Two-ply openings, each played once with each colour.
 const BOOK: &[&str] = &[
@@ -30,67 +32,6 @@ const BOOK: &[&str] = &[
     "e2e4 d7d6", "e2e4 g8f6", "d2d4 e7e6", "c2c4 g8f6", "g1f3 g8f6", "e2e4 d7d5", "d2d4 f7f5", "c2c4 c7c5",
 ];
 const MAX_PLIES: usize = 300;
-
-struct Stockfish {
-    child: Child,
-    input: ChildStdin,
-    output: BufReader<ChildStdout>,
-}
-
-impl Stockfish {
-    fn start(path: &str, elo: u32) -> Stockfish {
-        let mut child = Command::new(path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {path} ({e}); apt-get install stockfish"));
-        let input = child.stdin.take().unwrap();
-        let output = BufReader::new(child.stdout.take().unwrap());
-        let mut sf = Stockfish { child, input, output };
-        sf.send("uci");
-        sf.wait_for("uciok");
-        for opt in ["Threads value 1", "Hash value 16", "UCI_LimitStrength value true"] {
-            sf.send(&format!("setoption name {opt}"));
-        }
-        sf.send(&format!("setoption name UCI_Elo value {elo}"));
-        sf.send("isready");
-        sf.wait_for("readyok");
-        sf
-    }
-
-    fn send(&mut self, line: &str) {
-        writeln!(self.input, "{line}").unwrap();
-        self.input.flush().unwrap();
-    }
-
-    fn wait_for(&mut self, prefix: &str) -> String {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if self.output.read_line(&mut line).unwrap() == 0 {
-                panic!("stockfish exited");
-            }
-            if line.starts_with(prefix) {
-                return line.trim().to_string();
-            }
-        }
-    }
-
-    fn best_move(&mut self, moves: &[String], movetime: u64) -> String {
-        self.send(&format!("position startpos moves {}", moves.join(" ")));
-        self.send(&format!("go movetime {movetime}"));
-        let line = self.wait_for("bestmove");
-        line.split_whitespace().nth(1).unwrap_or("").to_string()
-    }
-}
-
-impl Drop for Stockfish {
-    fn drop(&mut self) {
-        self.send("quit");
-        let _ = self.child.wait();
-    }
-}
 
 /// An opponent of known rating.
 #[derive(Clone, Copy, Debug)]
@@ -125,7 +66,7 @@ impl Anchor {
 fn play(level_n: u8, anchor: Anchor, opening: &str, engine_white: bool, movetime: u64, sf_path: &str, seed: u64) -> (f64, u64) {
     let mut sf = match anchor {
         Anchor::Stockfish(elo) => {
-            let mut sf = Stockfish::start(sf_path, elo);
+            let mut sf = Stockfish::start(sf_path, &["UCI_LimitStrength value true".into(), format!("UCI_Elo value {elo}")]);
             sf.send("ucinewgame");
             Some(sf)
         }
@@ -150,7 +91,7 @@ fn play(level_n: u8, anchor: Anchor, opening: &str, engine_white: bool, movetime
         } else {
             match (sf.as_mut(), anchor) {
                 (Some(sf), _) => {
-                    let uci = sf.best_move(&game.uci, movetime);
+                    let uci = sf.search(&game.uci, &format!("movetime {movetime}")).best;
                     game.parse(&uci).unwrap_or_else(|e| panic!("stockfish played {uci}: {e}")).0
                 }
                 (None, Anchor::Level(l, _)) => rival.choose(&game.board, &game.history_hashes(), level(l)).expect("a legal move"),

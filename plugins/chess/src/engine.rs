@@ -4,16 +4,15 @@
 //! reverse-futility, futility and late-move pruning, logarithmic late-move
 //! reductions, MVV-LVA ordering with losing captures (by static exchange
 //! evaluation) moved among the quiet moves and skipped in quiescence, killer
-//! and history move ordering, and an evaluation written for this project
-//! (material plus formula-based square terms, mobility, pawn structure, king
-//! shelter and pressure on the squares around the enemy king, tapered between
-//! middlegame and endgame).
+//! and history move ordering. The evaluation is in `eval`.
 //!
 //! Strength is set by node budgets, not time, so the same seed and the same
 //! moves give the same engine moves on any machine. Weak levels also add
 //! noise to root scores and sometimes play a random legal move.
 
-use cozy_chess::{BitBoard, Board, Color, Move, Piece, Square, get_pawn_attacks};
+use cozy_chess::{BitBoard, Board, Color, Move, Piece, get_pawn_attacks};
+
+use crate::eval::evaluate;
 
 /// One difficulty level's settings.
 #[derive(Clone, Copy, Debug)]
@@ -504,170 +503,6 @@ fn see(board: &Board, mv: Move) -> i32 {
     gains[0]
 }
 
-/// Distance of a square from the board's centre, 0 (centre) to 3 (edge ring).
-fn edge_distance(sq: Square) -> i32 {
-    let f = sq.file() as i32;
-    let r = sq.rank() as i32;
-    let df = (2 * f - 7).abs() / 2;
-    let dr = (2 * r - 7).abs() / 2;
-    df.max(dr)
-}
-
-/// The score for the side to move, in centipawns.
-/// (Mate and stalemate are found by the search, which knows there are no moves;
-/// checking here would generate every move at every node.)
-pub fn evaluate(board: &Board) -> i32 {
-    // Game phase from the non-pawn material left: 24 at the start, 0 in a bare endgame.
-    let phase_of = |p: Piece, w: i32| board.pieces(p).len() as i32 * w;
-    let phase = (phase_of(Piece::Knight, 1) + phase_of(Piece::Bishop, 1) + phase_of(Piece::Rook, 2) + phase_of(Piece::Queen, 4)).min(24);
-    let mut score = [0i32; 2];
-    for color in [Color::White, Color::Black] {
-        let side = color as usize;
-        let mine = board.colors(color);
-        let forward = |sq: Square| if color == Color::White { sq.rank() as i32 } else { 7 - sq.rank() as i32 };
-        for piece in [Piece::Pawn, Piece::Knight, Piece::Bishop, Piece::Rook, Piece::Queen, Piece::King] {
-            for sq in board.pieces(piece) & mine {
-                let center = 3 - edge_distance(sq);
-                let (mg, eg) = match piece {
-                    Piece::Pawn => {
-                        let adv = forward(sq);
-                        let central = if (2..=5).contains(&(sq.file() as i32)) { 4 * adv.min(4) } else { 0 };
-                        (adv * 4 + central, adv * adv * 3)
-                    }
-                    Piece::Knight => (center * 12 - 10, center * 8 - 8),
-                    Piece::Bishop => (center * 6, center * 5),
-                    Piece::Rook => {
-                        let seventh = if forward(sq) == 6 { 20 } else { 0 };
-                        let file = BitBoard::from(sq.file());
-                        let open = if (board.pieces(Piece::Pawn) & mine & file).is_empty() { 15 } else { 0 };
-                        (seventh + open, seventh / 2 + open / 2)
-                    }
-                    Piece::Queen => (center * 3, center * 6),
-                    Piece::King => {
-                        let home = if forward(sq) == 0 { 20 } else { -10 * forward(sq) };
-                        (home - center * 10, center * 14)
-                    }
-                };
-                score[side] += value(piece) + (mg * phase + eg * (24 - phase)) / 24;
-            }
-        }
-        if (board.pieces(Piece::Bishop) & mine).len() >= 2 {
-            score[side] += 30;
-        }
-        score[side] += structure_and_activity(board, color, phase);
-    }
-    let white = score[0] - score[1];
-    if board.side_to_move() == Color::White { white } else { -white }
-}
-
-/// File `f` (0–7) and the files beside it on the board.
-fn file_and_neighbours(f: usize) -> impl Iterator<Item = usize> {
-    [f.checked_sub(1), Some(f), (f < 7).then_some(f + 1)].into_iter().flatten()
-}
-
-/// The squares that must hold no enemy pawn for a pawn of `color` on `sq` to
-/// be passed: its own and the adjacent files, ahead of it.
-fn passed_mask(color: Color, sq: Square) -> BitBoard {
-    static MASKS: std::sync::LazyLock<[[BitBoard; 64]; 2]> = std::sync::LazyLock::new(|| {
-        let mut masks = [[BitBoard::EMPTY; 64]; 2];
-        for i in 0..64usize {
-            let (f, r) = (i % 8, i / 8);
-            let files = file_and_neighbours(f).fold(0u64, |m, f| m | (0x0101_0101_0101_0101 << f));
-            let above = if r < 7 { !0u64 << (8 * (r + 1)) } else { 0 };
-            let below = (1u64 << (8 * r)) - 1;
-            masks[0][i] = BitBoard(files & above);
-            masks[1][i] = BitBoard(files & below);
-        }
-        masks
-    });
-    MASKS[color as usize][sq as usize]
-}
-
-/// Mobility, pawn structure (passed, doubled, isolated) and king shelter for one side.
-fn structure_and_activity(board: &Board, color: Color, phase: i32) -> i32 {
-    use cozy_chess::{File, Rank, get_bishop_moves, get_king_moves, get_knight_moves, get_rook_moves};
-    let mine = board.colors(color);
-    let occ = board.occupied();
-    let (mut mg, mut eg) = (0, 0);
-    // Pressure on the enemy king: the squares around it that each piece hits.
-    let zone = get_king_moves(board.king(!color)) | board.king(!color).bitboard();
-    let (mut attackers, mut pressure) = (0usize, 0);
-    let mut attack = |hits: BitBoard, weight: i32| {
-        let n = (hits & zone).len() as i32;
-        if n > 0 {
-            attackers += 1;
-            pressure += n * weight;
-        }
-    };
-    for sq in board.pieces(Piece::Knight) & mine {
-        let hits = get_knight_moves(sq);
-        attack(hits, 15);
-        let n = (hits & !mine).len() as i32;
-        mg += 4 * n - 16;
-        eg += 4 * n - 16;
-    }
-    for sq in board.pieces(Piece::Bishop) & mine {
-        let hits = get_bishop_moves(sq, occ);
-        attack(hits, 15);
-        let n = (hits & !mine).len() as i32;
-        mg += 5 * n - 25;
-        eg += 5 * n - 25;
-    }
-    for sq in board.pieces(Piece::Rook) & mine {
-        let hits = get_rook_moves(sq, occ);
-        attack(hits, 25);
-        let n = (hits & !mine).len() as i32;
-        mg += 2 * n - 12;
-        eg += 4 * n - 24;
-    }
-    for sq in board.pieces(Piece::Queen) & mine {
-        let hits = get_rook_moves(sq, occ) | get_bishop_moves(sq, occ);
-        attack(hits, 50);
-        let n = (hits & !mine).len() as i32;
-        mg += n - 13;
-        eg += 2 * n - 26;
-    }
-    // One attacker alone is rarely dangerous; each further one makes the
-    // pressure count for more (percent by number of attackers).
-    const SHARE: [i32; 8] = [0, 0, 50, 75, 88, 94, 97, 99];
-    mg += pressure * SHARE[attackers.min(7)] / 100;
-    let my_pawns = board.pieces(Piece::Pawn) & mine;
-    let their_pawns = board.pieces(Piece::Pawn) & board.colors(!color);
-    for sq in my_pawns {
-        let file = sq.file();
-        let f = file as usize;
-        if (their_pawns & passed_mask(color, sq)).is_empty() {
-            let adv = if color == Color::White { sq.rank() as i32 - 1 } else { 6 - sq.rank() as i32 };
-            mg += 5 * adv;
-            eg += 10 * adv + 3 * adv * adv;
-        }
-        if (my_pawns & BitBoard::from(file)).len() > 1 {
-            mg -= 6;
-            eg -= 10;
-        }
-        let neighbours = [f.checked_sub(1), (f < 7).then_some(f + 1)]
-            .into_iter()
-            .flatten()
-            .any(|nf| !(my_pawns & BitBoard::from(File::index(nf))).is_empty());
-        if !neighbours {
-            mg -= 10;
-            eg -= 8;
-        }
-    }
-    // Pawns in front of the king shelter it in the middlegame.
-    let king = board.king(color);
-    let home = if color == Color::White { Rank::First } else { Rank::Eighth };
-    if king.rank() == home {
-        let kf = king.file() as usize;
-        for nf in file_and_neighbours(kf) {
-            let shelter = my_pawns & BitBoard::from(File::index(nf));
-            let near = shelter.into_iter().any(|s| (s.rank() as i32 - king.rank() as i32).abs() <= 2);
-            mg += if near { 12 } else { -10 };
-        }
-    }
-    (mg * phase + eg * (24 - phase)) / 24
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -728,12 +563,5 @@ mod tests {
         assert_eq!(see_of("3rk3/8/8/3p4/8/8/3R4/4K3 w - - 0 1", "d2d5"), -400);
         // A king cannot recapture on a defended square.
         assert_eq!(see_of("8/8/4k3/3p4/8/8/3R4/3RK3 w - - 0 1", "d2d5"), 100);
-    }
-
-    #[test]
-    fn evaluation_is_symmetric() {
-        let w: Board = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3".parse().unwrap();
-        let b: Board = "rnbqkb1r/pppp1ppp/5n2/4p3/4P3/2N5/PPPP1PPP/R1BQKBNR b KQkq - 2 3".parse().unwrap();
-        assert_eq!(evaluate(&w), evaluate(&b));
     }
 }

@@ -3,6 +3,7 @@
 //! calibration program and the benchmarks); `component` is the plugin.
 
 pub mod engine;
+pub mod eval;
 pub mod rules;
 
 #[cfg(feature = "component")]
