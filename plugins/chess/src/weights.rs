@@ -1,5 +1,5 @@
 // The evaluation's weights, (middlegame, endgame) centipawns; layout and names: `BLOCKS` in eval.rs.
-// Written by `examples/tune.rs fit` from 318183 positions (/tmp/positions-d7.txt).
+// Written by `examples/tune.rs fit` from 318183 positions scored by Stockfish (`tune gen`).
 pub const WEIGHTS: [Weight; TERMS] = [
     // material: pawn, knight, bishop, rook, queen
     (77, 80), (370, 318), (387, 327), (499, 556), (1076, 1037),
