@@ -20,7 +20,7 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use chess::eval::{BLOCKS, TERMS, Trace, WEIGHTS, phase, trace};
+use chess::eval::{BLOCKS, Counts, TERMS, WEIGHTS, phase, trace};
 use chess::rules::Game;
 use cozy_chess::{Board, Color, Move, Piece};
 
@@ -140,15 +140,6 @@ struct Sample {
     target: f64,
 }
 
-struct Counts(Vec<(u16, f32)>);
-
-impl Trace for Counts {
-    fn add(&mut self, color: Color, term: usize, n: i32) {
-        let n = if color == Color::White { n } else { -n };
-        self.0.push((term as u16, n as f32));
-    }
-}
-
 /// Chance to win for a score in centipawns (the usual logistic, 400 cp = 10:1).
 fn win_chance(cp: f64) -> f64 {
     1.0 / (1.0 + 10f64.powf(-cp / 400.0))
@@ -166,7 +157,8 @@ fn load(path: &str) -> Vec<Sample> {
             let white_cp = if board.side_to_move() == Color::White { cp } else { -cp };
             let mut counts = Counts(Vec::new());
             trace(&board, &mut counts);
-            Sample { terms: counts.0, phase: phase(&board) as f32, target: win_chance(white_cp) }
+            let terms = counts.0.into_iter().map(|(t, n)| (t as u16, n as f32)).collect();
+            Sample { terms, phase: phase(&board) as f32, target: win_chance(white_cp) }
         })
         .collect()
 }

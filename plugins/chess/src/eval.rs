@@ -64,6 +64,16 @@ pub trait Trace {
     fn add(&mut self, color: Color, term: usize, n: i32);
 }
 
+/// Records each term's count, White's positive and Black's negative: what
+/// the tuner fits.
+pub struct Counts(pub Vec<(usize, i32)>);
+
+impl Trace for Counts {
+    fn add(&mut self, color: Color, term: usize, n: i32) {
+        self.0.push((term, if color == Color::White { n } else { -n }));
+    }
+}
+
 /// Game phase from the non-pawn material left: 24 at the start, 0 in a bare endgame.
 pub fn phase(board: &Board) -> i32 {
     let count = |p: Piece, w: i32| board.pieces(p).len() as i32 * w;
@@ -241,12 +251,6 @@ mod tests {
     #[test]
     fn the_traced_terms_add_up_to_the_evaluation() {
         // The tuner fits the traced counts; they must be exactly what the engine scores.
-        struct Counts(Vec<(usize, i32)>);
-        impl Trace for Counts {
-            fn add(&mut self, color: Color, term: usize, n: i32) {
-                self.0.push((term, if color == Color::White { n } else { -n }));
-            }
-        }
         for fen in [
             "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
             "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R b KQkq - 0 1",

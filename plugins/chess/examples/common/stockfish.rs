@@ -71,14 +71,13 @@ impl Stockfish {
         let mut line = String::new();
         loop {
             self.read_line(&mut line);
-            let mut words = line.split_whitespace();
-            match words.next() {
-                Some("bestmove") => {
-                    found.best = words.next().unwrap_or("").to_string();
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.first() {
+                Some(&"bestmove") => {
+                    found.best = words.get(1).unwrap_or(&"").to_string();
                     return found;
                 }
-                Some("info") => {
-                    let words: Vec<&str> = line.split_whitespace().collect();
+                Some(&"info") => {
                     if let Some(i) = words.iter().position(|w| *w == "score") {
                         let n = words.get(i + 2).and_then(|n| n.parse().ok());
                         match words.get(i + 1) {
