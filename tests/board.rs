@@ -159,7 +159,7 @@ async fn chromium(url: &str, profile: &std::path::Path) -> (tokio::process::Chil
     .await
     .expect("chromium did not start");
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    ludus::channel::install_tls_provider();
+    ludus::capability::channels::install_tls_provider();
     let targets: Value = reqwest::get(format!("http://127.0.0.1:{port}/json/list")).await.unwrap().json().await.unwrap();
     let page = targets.as_array().unwrap().iter().find(|t| t["type"] == "page").expect("a page target");
     let (ws, _) = tokio_tungstenite::connect_async(page["webSocketDebuggerUrl"].as_str().unwrap()).await.unwrap();

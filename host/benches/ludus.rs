@@ -127,7 +127,7 @@ async fn latency(c: &Client, n: usize) -> (Duration, Duration) {
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    ludus::channel::install_tls_provider();
+    ludus::capability::channels::install_tls_provider();
     // `cargo bench` passes --bench; nothing else is accepted.
     let work = tempfile::tempdir().unwrap();
     let cache = work.path().join("cache");

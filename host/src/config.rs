@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -80,7 +80,7 @@ pub struct PluginConfig {
     pub idle_timeout_ms: Option<u64>,
     pub max_wait_ms: Option<u64>,
     /// Endpoints this plugin may open by name (`[plugins.NAME.channels.ENDPOINT]`).
-    pub channels: BTreeMap<String, crate::channel::Endpoint>,
+    pub channels: BTreeMap<String, Endpoint>,
     /// Environment variables the plugin sees, with their values.
     pub env: BTreeMap<String, String>,
     /// Names of the server's own environment variables to pass on to the
@@ -105,8 +105,8 @@ impl Config {
         toml::from_str(&text).with_context(|| format!("in config {}", path.display()))
     }
 
-    pub fn channel_limits(&self) -> crate::channel::ChannelLimits {
-        crate::channel::ChannelLimits {
+    pub fn channel_limits(&self) -> ChannelLimits {
+        ChannelLimits {
             max_per_session: self.limits.max_channels_per_session,
             max_message_bytes: self.limits.max_channel_message_bytes,
         }
@@ -129,6 +129,51 @@ impl Config {
             env: plugin_env(&p),
         }
     }
+}
+
+/// What one endpoint name reaches, as the operator declared it.
+///
+/// ```toml
+/// [plugins.showdown.channels.sim]
+/// process = { command = "node", args = ["pokemon-showdown", "simulate-battle", "--skip-build"], cwd = "/opt/ps" }
+///
+/// [plugins.showdown.channels.server]
+/// websocket = "ws://127.0.0.1:8000/showdown/websocket"
+/// ```
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum Endpoint {
+    /// A child process; each line on its stdout is a message, each send a line on its stdin.
+    Process {
+        command: String,
+        #[serde(default)]
+        args: Vec<String>,
+        cwd: Option<std::path::PathBuf>,
+    },
+    /// A WebSocket URL (`ws://` or `wss://`); text frames both ways.
+    Websocket(String),
+    /// A TCP `host:port`; lines both ways.
+    Tcp(String),
+    /// An HTTP base URL; each send is one request, each response one message.
+    Http(String),
+}
+
+impl Endpoint {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Endpoint::Process { .. } => "process",
+            Endpoint::Websocket(_) => "websocket",
+            Endpoint::Tcp(_) => "tcp",
+            Endpoint::Http(_) => "http",
+        }
+    }
+}
+
+/// Channel limits of one plugin.
+#[derive(Debug, Clone)]
+pub struct ChannelLimits {
+    pub max_per_session: usize,
+    pub max_message_bytes: usize,
 }
 
 /// Effective limits of one plugin version.
@@ -197,7 +242,7 @@ mod tests {
         .unwrap();
         let ch = &c.plugins["showdown"].channels;
         assert_eq!(ch.len(), 4);
-        assert!(matches!(&ch["sim"], crate::channel::Endpoint::Process { args, .. } if args.len() == 2));
+        assert!(matches!(&ch["sim"], Endpoint::Process { args, .. } if args.len() == 2));
         assert!(toml::from_str::<Config>("[plugins.x.channels.a]\nftp = \"x\"\n").is_err());
     }
 

@@ -9,7 +9,6 @@
 
 pub mod bundled;
 pub mod capability;
-pub mod channel;
 pub mod config;
 pub mod docs;
 pub mod inspect;
@@ -20,4 +19,5 @@ pub mod runtime;
 pub mod schema;
 pub mod server;
 pub mod session;
+pub mod sync;
 pub mod watch;

@@ -50,7 +50,7 @@ fn load_config(path: Option<&PathBuf>) -> anyhow::Result<Config> {
 }
 
 fn main() {
-    ludus::channel::install_tls_provider();
+    ludus::capability::channels::install_tls_provider();
     // Logs go to stderr: in stdio mode stdout carries only MCP messages.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -3,7 +3,7 @@
 //! its exports. All of this happens off the request path; a plugin that fails
 //! any step is refused with a message that says which step and why.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
@@ -11,14 +11,14 @@ use serde_json::{Value, json};
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, ComponentExportIndex, InstancePre};
 
-use crate::capability::{CallInfo, Ctx, GuestOutput};
+use crate::capability::channels::ChannelGrant;
+use crate::capability::{self, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
 use crate::config::{Config, PluginLimits};
 use crate::docs::Docs;
+use crate::runtime::Runtime;
 use crate::runtime::bindings::LinkedPre;
 use crate::runtime::bindings::ludus::plugin::types::{PluginInfo, SessionRole};
-use crate::runtime::{HostState, Runtime};
 use crate::schema::{Field, Shape, object_schema};
-use crate::session::Session;
 
 const META: &str = "ludus:plugin/meta@0.1.1";
 const EVENTS: &str = "ludus:plugin/events@0.1.1";
@@ -141,15 +141,12 @@ pub struct Plugin {
     pub on_timer: Option<ComponentExportIndex>,
     pub on_message: Option<ComponentExportIndex>,
     pub on_closed: Option<ComponentExportIndex>,
-    /// Endpoints the operator granted, by name.
-    pub channels: std::collections::BTreeMap<String, crate::channel::Endpoint>,
-    pub channel_limits: crate::channel::ChannelLimits,
+    /// The channel endpoints the operator granted, with their limits.
+    pub channels: Arc<ChannelGrant>,
     pub read_resource: ComponentExportIndex,
     pub limits: PluginLimits,
     pub imports: Vec<String>,
     pub loaded_at: SystemTime,
-    /// The instance that serves tools with role `none`, made on first use.
-    pub shared: Mutex<Option<Arc<Session>>>,
     pub runtime: Arc<Runtime>,
 }
 
@@ -160,7 +157,8 @@ impl Plugin {
             .compile(bytes)
             .map_err(|e| format!("not a valid WebAssembly component (build it for wasm32-wasip2): {e:#}"))?;
         let imports = imports_of(runtime, &component);
-        let pre = runtime.linker.instantiate_pre(&component).map_err(|e| {
+        let linker = capability::linker(runtime).map_err(|e| format!("the host could not link its grants: {e:#}"))?;
+        let pre = linker.instantiate_pre(&component).map_err(|e| {
             let ungranted: Vec<&str> =
                 imports.iter().map(String::as_str).filter(|i| !i.starts_with("wasi:") && !i.starts_with("ludus:plugin/")).collect();
             format!(
@@ -186,8 +184,13 @@ impl Plugin {
             .get_export_index(None, META)
             .and_then(|m| component.get_export_index(Some(&m), "read-resource"))
             .ok_or_else(|| format!("it does not export {META} read-resource"))?;
-        let channels = config.plugins.get(&info.name).map(|p| p.channels.clone()).unwrap_or_default();
         let event = |name: &str| component.get_export_index(None, EVENTS).and_then(|e| component.get_export_index(Some(&e), name));
+        let channels = Arc::new(ChannelGrant {
+            plugin: info.name.clone(),
+            endpoints: config.plugins.get(&info.name).map(|p| p.channels.clone()).unwrap_or_default(),
+            limits: config.channel_limits(),
+            receives: event("on-message").is_some(),
+        });
         Ok(Plugin {
             title: info.title.clone(),
             version: info.version.clone(),
@@ -211,12 +214,10 @@ impl Plugin {
             on_message: event("on-message"),
             on_closed: event("on-closed"),
             channels,
-            channel_limits: config.channel_limits(),
             read_resource,
             limits,
             imports,
             loaded_at: SystemTime::now(),
-            shared: Mutex::new(None),
             runtime: runtime.clone(),
         })
     }
@@ -235,9 +236,10 @@ fn describe(runtime: &Runtime, pre: &InstancePre<HostState>) -> Result<PluginInf
     let game_pre = LinkedPre::new(pre.clone())
         .map_err(|e| format!("it is not a Ludus game: it must export {META} (include ludus:plugin/game in its world): {e:#}"))?;
     let limits = Config::default().limits_for("", None);
-    let cx = Ctx { plugin: "(loading)".into(), session: None, seed: 0, call: CallInfo::default(), wait: None };
     let out = GuestOutput::new(limits.max_output_bytes);
-    let mut store = runtime.new_store(&limits, cx, out.clone(), out.clone());
+    let host = HostCtx::new("(loading)", 0, None);
+    let output = Output { stdout: out.clone(), stderr: out.clone() };
+    let mut store = capability::new_store(runtime, &limits, host, ChannelsCtx::default(), output);
     let game = game_pre.instantiate(&mut store).map_err(|e| format!("it failed to start: {e:#}"))?;
     let info = game.ludus_plugin_meta().call_describe(&mut store).map_err(|e| {
         let (text, _) = out.take();

@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
@@ -18,19 +18,17 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::{ComponentExportIndex, Instance, Val};
 use wasmtime::{Store, Trap};
 
-use crate::capability::{CallInfo, Ctx, GuestOutput};
-use crate::channel::{Channels, Input};
+use crate::capability::channels::{ChannelInfo, Channels, Inbox, Input};
+use crate::capability::host::SessionControl;
+use crate::capability::{self, CallInfo, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
 use crate::plugin::{Plugin, Role, ToolDef};
-use crate::runtime::{HostState, ticks};
+use crate::runtime::ticks;
+use crate::sync::lock;
 
 /// Pending timers one session may have at once.
 const MAX_TIMERS: usize = 64;
 /// Recently ended session ids remembered to explain "expired" vs "unknown".
 const GONE_MEMORY: usize = 10_000;
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 enum Slot {
     Live(Box<Live>),
@@ -68,7 +66,7 @@ pub struct Session {
     changed: watch::Sender<u64>,
     timers: Mutex<HashMap<u64, tokio::task::AbortHandle>>,
     next_timer: AtomicU64,
-    pub channels: Channels,
+    pub channels: Arc<Channels>,
     table: Weak<Sessions>,
     rt: tokio::runtime::Handle,
 }
@@ -101,18 +99,21 @@ impl Session {
             changed: watch::channel(0).0,
             timers: Mutex::new(HashMap::new()),
             next_timer: AtomicU64::new(0),
-            channels: Channels::default(),
+            channels: Arc::new(Channels::new(plugin.channels.clone(), rt.clone())),
             table: table.map(Arc::downgrade).unwrap_or_default(),
             rt,
         });
-        let cx = Ctx {
-            plugin: plugin.name.as_str().into(),
-            session: table.map(|_| Arc::downgrade(&session)),
-            seed,
-            call: CallInfo::default(),
-            wait: None,
+        // A plugin's shared instance belongs to no session: it has no timers and no channels.
+        let (host, channels) = match table {
+            Some(_) => {
+                let control: Weak<dyn SessionControl> = Arc::downgrade(&session) as _;
+                let inbox: Weak<dyn Inbox> = Arc::downgrade(&session) as _;
+                (HostCtx::new(&plugin.name, seed, Some(control)), ChannelsCtx::new(session.channels.clone(), inbox))
+            }
+            None => (HostCtx::new(&plugin.name, seed, None), ChannelsCtx::default()),
         };
-        let mut store = plugin.runtime.new_store(&plugin.limits, cx, session.stdout.clone(), session.stderr.clone());
+        let output = Output { stdout: session.stdout.clone(), stderr: session.stderr.clone() };
+        let mut store = capability::new_store(&plugin.runtime, &plugin.limits, host, channels, output);
         let instance = plugin.pre.instantiate(&mut store);
         session.flush_output();
         let instance = instance.map_err(|e| format!("the plugin failed to start: {e:#}"))?;
@@ -144,28 +145,6 @@ impl Session {
         }
     }
 
-    /// Renames the session once (host import `rename-session`).
-    pub fn rename(&self, name: &str) -> Result<(), String> {
-        let ok = !name.is_empty()
-            && name.len() <= 128
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
-        if !ok {
-            return Err("a session name is 1-128 characters of A-Z a-z 0-9 - _ . :".into());
-        }
-        if self.renamed.swap(true, Ordering::SeqCst) {
-            return Err("the session was already renamed".into());
-        }
-        let old = self.id();
-        if let Some(table) = self.table.upgrade() {
-            if let Err(e) = table.rename(&old, name) {
-                self.renamed.store(false, Ordering::SeqCst);
-                return Err(e);
-            }
-        }
-        *lock(&self.id) = name.to_string();
-        Ok(())
-    }
-
     /// Calls an exported function (blocking: run on a blocking thread).
     pub fn invoke(&self, export: &ComponentExportIndex, params: &[Val], results: usize, call: CallInfo) -> Result<Invocation, String> {
         self.touch();
@@ -176,8 +155,8 @@ impl Session {
             Slot::Dead(why) => return Err(format!("this game session has ended: {why}")),
         };
         let Live { store, instance } = &mut **live;
-        store.data_mut().cx.call = call;
-        store.data_mut().cx.wait = None;
+        store.data_mut().host.call = call;
+        store.data_mut().host.wait = None;
         store.set_epoch_deadline(ticks(self.plugin.limits.call_timeout));
         let Some(func) = instance.get_func(&mut *store, export) else {
             return Err("the plugin does not export this function".into());
@@ -186,7 +165,7 @@ impl Session {
         let outcome = func.call(&mut *store, params, &mut out);
         self.flush_output();
         match outcome {
-            Ok(()) => Ok(Invocation { value: out.pop(), wait: store.data_mut().cx.wait.take() }),
+            Ok(()) => Ok(Invocation { value: out.pop(), wait: store.data_mut().host.wait.take() }),
             Err(e) => {
                 let why = self.trap_reason(&e, store.data().limiter.hit);
                 tracing::warn!(plugin = self.plugin.name, session = self.id(), "session ended: {why}");
@@ -233,31 +212,6 @@ impl Session {
         }
     }
 
-    pub fn set_timer(self: &Arc<Self>, delay_ms: u32) -> u64 {
-        let mut timers = lock(&self.timers);
-        if timers.len() >= MAX_TIMERS {
-            tracing::warn!(plugin = self.plugin.name, "more than {MAX_TIMERS} pending timers; set-timer ignored");
-            return 0;
-        }
-        let id = self.next_timer.fetch_add(1, Ordering::Relaxed) + 1;
-        let weak = Arc::downgrade(self);
-        let task = self.rt.spawn(async move {
-            tokio::time::sleep(Duration::from_millis(delay_ms.into())).await;
-            if let Some(s) = weak.upgrade() {
-                lock(&s.timers).remove(&id);
-                s.fire_timer(id).await;
-            }
-        });
-        timers.insert(id, task.abort_handle());
-        id
-    }
-
-    pub fn cancel_timer(&self, id: u64) {
-        if let Some(t) = lock(&self.timers).remove(&id) {
-            t.abort();
-        }
-    }
-
     /// The session ended: no more timers, and every channel closed (its
     /// processes killed).
     pub fn stop_io(&self) {
@@ -265,36 +219,6 @@ impl Session {
             t.abort();
         }
         self.channels.close_all();
-    }
-
-    pub fn runtime_handle(&self) -> &tokio::runtime::Handle {
-        &self.rt
-    }
-
-    /// Delivers channel input into the guest (`events.on-message` /
-    /// `on-closed`) and wakes waiting calls. False when the guest could not
-    /// take it (the session ended or the plugin has no such event).
-    pub async fn deliver(self: &Arc<Self>, channel: u32, input: Input) -> bool {
-        let (export, params) = match input {
-            Input::Message(data) => (self.plugin.on_message, vec![Val::U32(channel), Val::String(data)]),
-            Input::Closed(reason) => (self.plugin.on_closed, vec![Val::U32(channel), Val::String(reason)]),
-        };
-        let Some(export) = export else { return false };
-        let s = self.clone();
-        match tokio::task::spawn_blocking(move || s.invoke(&export, &params, 0, CallInfo::default())).await {
-            Ok(Ok(_)) => {
-                self.bump();
-                true
-            }
-            Ok(Err(e)) => {
-                tracing::warn!(plugin = self.plugin.name, channel, "channel event failed: {e}");
-                false
-            }
-            Err(e) => {
-                tracing::error!("channel event task failed: {e}");
-                false
-            }
-        }
     }
 
     async fn fire_timer(self: Arc<Self>, id: u64) {
@@ -327,6 +251,91 @@ impl Session {
     }
 }
 
+
+/// What the host interface may do to the session (`capability::host`).
+impl SessionControl for Session {
+    fn id(&self) -> String {
+        Session::id(self)
+    }
+
+    /// Renames the session once (host import `rename-session`).
+    fn rename(&self, name: &str) -> Result<(), String> {
+        let ok = !name.is_empty()
+            && name.len() <= 128
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
+        if !ok {
+            return Err("a session name is 1-128 characters of A-Z a-z 0-9 - _ . :".into());
+        }
+        if self.renamed.swap(true, Ordering::SeqCst) {
+            return Err("the session was already renamed".into());
+        }
+        let old = self.id();
+        if let Some(table) = self.table.upgrade() {
+            if let Err(e) = table.rename(&old, name) {
+                self.renamed.store(false, Ordering::SeqCst);
+                return Err(e);
+            }
+        }
+        *lock(&self.id) = name.to_string();
+        Ok(())
+    }
+
+    fn set_timer(self: Arc<Self>, delay_ms: u32) -> u64 {
+        let mut timers = lock(&self.timers);
+        if timers.len() >= MAX_TIMERS {
+            tracing::warn!(plugin = self.plugin.name, "more than {MAX_TIMERS} pending timers; set-timer ignored");
+            return 0;
+        }
+        let id = self.next_timer.fetch_add(1, Ordering::Relaxed) + 1;
+        let weak = Arc::downgrade(&self);
+        let task = self.rt.spawn(async move {
+            tokio::time::sleep(Duration::from_millis(delay_ms.into())).await;
+            if let Some(s) = weak.upgrade() {
+                lock(&s.timers).remove(&id);
+                s.fire_timer(id).await;
+            }
+        });
+        timers.insert(id, task.abort_handle());
+        id
+    }
+
+    fn cancel_timer(&self, id: u64) {
+        if let Some(t) = lock(&self.timers).remove(&id) {
+            t.abort();
+        }
+    }
+}
+
+/// Channel input comes back in here (`capability::channels`).
+#[async_trait::async_trait]
+impl Inbox for Session {
+    /// Delivers channel input into the guest (`events.on-message` /
+    /// `on-closed`) and wakes waiting calls. False when the guest could not
+    /// take it (the session ended or the plugin has no such event).
+    async fn deliver(self: Arc<Self>, channel: u32, input: Input) -> bool {
+        let (export, params) = match input {
+            Input::Message(data) => (self.plugin.on_message, vec![Val::U32(channel), Val::String(data)]),
+            Input::Closed(reason) => (self.plugin.on_closed, vec![Val::U32(channel), Val::String(reason)]),
+        };
+        let Some(export) = export else { return false };
+        let s = self.clone();
+        match tokio::task::spawn_blocking(move || s.invoke(&export, &params, 0, CallInfo::default())).await {
+            Ok(Ok(_)) => {
+                self.bump();
+                true
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(plugin = self.plugin.name, channel, "channel event failed: {e}");
+                false
+            }
+            Err(e) => {
+                tracing::error!("channel event task failed: {e}");
+                false
+            }
+        }
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         self.stop_io();
@@ -344,7 +353,7 @@ pub struct SessionInfo {
     pub calls: u64,
     pub waiting_calls: u64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub channels: Vec<crate::channel::ChannelInfo>,
+    pub channels: Vec<ChannelInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended: Option<String>,
 }
@@ -352,6 +361,9 @@ pub struct SessionInfo {
 /// The table of live sessions.
 pub struct Sessions {
     map: Mutex<HashMap<String, Arc<Session>>>,
+    /// Each plugin's instance for tools with role `none`, by plugin name;
+    /// remade after a trap or when the plugin's version changed.
+    shared: Mutex<HashMap<String, Arc<Session>>>,
     gone: Mutex<(HashMap<String, String>, VecDeque<String>)>,
     max_total: usize,
     rt: tokio::runtime::Handle,
@@ -371,7 +383,7 @@ pub type Progress = Box<dyn Fn(u64, u64) + Send + Sync>;
 
 impl Sessions {
     pub fn new(max_total: usize, rt: tokio::runtime::Handle) -> Arc<Sessions> {
-        Arc::new(Sessions { map: Mutex::new(HashMap::new()), gone: Mutex::default(), max_total, rt })
+        Arc::new(Sessions { map: Mutex::default(), shared: Mutex::default(), gone: Mutex::default(), max_total, rt })
     }
 
     pub fn len(&self) -> usize {
@@ -583,12 +595,12 @@ impl Sessions {
 
     /// The plugin's instance for session-less calls; remade after a trap.
     fn shared_session(&self, plugin: &Arc<Plugin>) -> Result<Arc<Session>, String> {
-        let mut shared = lock(&plugin.shared);
-        if let Some(s) = shared.as_ref().filter(|s| s.is_dead().is_none()) {
+        let mut shared = lock(&self.shared);
+        if let Some(s) = shared.get(&plugin.name).filter(|s| Arc::ptr_eq(&s.plugin, plugin) && s.is_dead().is_none()) {
             return Ok(s.clone());
         }
         let s = Session::start(plugin.clone(), format!("{}-shared", plugin.name), rand_seed(), "", None, self.rt.clone())?;
-        *shared = Some(s.clone());
+        shared.insert(plugin.name.clone(), s.clone());
         Ok(s)
     }
 

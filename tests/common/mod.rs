@@ -105,7 +105,7 @@ pub async fn stdio(args: &[&str], work: &Path) -> Client {
 /// `ludus serve --http 127.0.0.1:0`, waiting for the address it bound.
 pub async fn http_server(args: &[&str], work: &Path) -> HttpServer {
     // HTTP clients in this process (rmcp's, reqwest's) need the TLS provider installed.
-    ludus::channel::install_tls_provider();
+    ludus::capability::channels::install_tls_provider();
     let mut cmd = tokio::process::Command::new(BIN);
     cmd.args(["serve", "--http", "127.0.0.1:0"]).args(args);
     if !args.contains(&"--config") {

@@ -1,208 +1,39 @@
-//! The channels capability (DESIGN §5): a plugin opens an endpoint by *name*;
-//! the operator's config maps that name to a WebSocket URL, a TCP address, an
-//! HTTP base URL or a child process. The host owns every socket and process:
-//! one task per channel moves data, delivers input into the session as
-//! `events.on-message` / `events.on-closed`, and everything dies with the
-//! session (processes are killed).
-//!
-//! Opening never blocks the guest: a process is spawned at once (so a bad
-//! command fails the `open`), sockets connect in the channel's task and a
-//! failure arrives as `on-closed`. Sends made before the connection is up
-//! are queued.
+//! How bytes move for each kind of endpoint: a child process and TCP carry
+//! lines, a WebSocket text frames, HTTP one request per message. Each channel
+//! is one task that owns its socket or process and hands every input to its
+//! session through a `Link`, one at a time.
 
-use std::collections::HashMap;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use futures_util::{SinkExt, StreamExt};
-use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use crate::session::{Session, lock};
+use crate::config::Endpoint;
 
-/// What one endpoint name reaches, as the operator declared it.
-///
-/// ```toml
-/// [plugins.showdown.channels.sim]
-/// process = { command = "node", args = ["pokemon-showdown", "simulate-battle", "--skip-build"], cwd = "/opt/ps" }
-///
-/// [plugins.showdown.channels.server]
-/// websocket = "ws://127.0.0.1:8000/showdown/websocket"
-/// ```
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(rename_all = "lowercase", deny_unknown_fields)]
-pub enum Endpoint {
-    /// A child process; each line on its stdout is a message, each send a line on its stdin.
-    Process {
-        command: String,
-        #[serde(default)]
-        args: Vec<String>,
-        cwd: Option<std::path::PathBuf>,
-    },
-    /// A WebSocket URL (`ws://` or `wss://`); text frames both ways.
-    Websocket(String),
-    /// A TCP `host:port`; lines both ways.
-    Tcp(String),
-    /// An HTTP base URL; each send is one request, each response one message.
-    Http(String),
-}
+use super::table::Table;
 
-impl Endpoint {
-    fn kind(&self) -> &'static str {
-        match self {
-            Endpoint::Process { .. } => "process",
-            Endpoint::Websocket(_) => "websocket",
-            Endpoint::Tcp(_) => "tcp",
-            Endpoint::Http(_) => "http",
-        }
-    }
-}
-
-/// Channel limits of one plugin.
-#[derive(Debug, Clone)]
-pub struct ChannelLimits {
-    pub max_per_session: usize,
-    pub max_message_bytes: usize,
-}
-
-/// One open channel, as `ludus_sessions` shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ChannelInfo {
-    pub channel: u32,
-    pub endpoint: String,
-    pub kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-}
-
-struct Open {
-    info: ChannelInfo,
-    outgoing: mpsc::UnboundedSender<String>,
-    task: tokio::task::AbortHandle,
-}
-
-/// The channels of one session.
-#[derive(Default)]
-pub struct Channels {
-    open: Mutex<HashMap<u32, Open>>,
-    next: AtomicU32,
-}
-
-/// What a channel's task reports to its session.
+/// What a channel's task hands its session.
 pub enum Input {
     Message(String),
     Closed(String),
 }
 
-impl Channels {
-    pub fn list(&self) -> Vec<ChannelInfo> {
-        let mut v: Vec<ChannelInfo> = lock(&self.open).values().map(|o| o.info.clone()).collect();
-        v.sort_by_key(|c| c.channel);
-        v
-    }
-
-    /// Opens endpoint `name` for `session` (host import `channels.open`).
-    pub fn open(&self, session: &Arc<Session>, name: &str) -> Result<u32, String> {
-        let plugin = &session.plugin;
-        let Some(endpoint) = plugin.channels.get(name) else {
-            return Err(format!(
-                "channel endpoint `{name}` is not granted to plugin {p}; the operator grants it in the config as \
-                 [plugins.{p}.channels.{name}] (a websocket URL, tcp address, http base URL or process)",
-                p = plugin.name
-            ));
-        };
-        let limits = &plugin.channel_limits;
-        let mut open = lock(&self.open);
-        if open.len() >= limits.max_per_session {
-            return Err(format!(
-                "this session already has {} channels open (the limit, [limits] max_channels_per_session)",
-                open.len()
-            ));
-        }
-        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let (tx, rx) = mpsc::unbounded_channel();
-        let link = Link { session: Arc::downgrade(session), channel: id, max: limits.max_message_bytes };
-        let rt = session.runtime_handle();
-        let mut pid = None;
-        let task = match endpoint {
-            Endpoint::Process { command, args, cwd } => {
-                let _in_runtime = rt.enter();
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-                if let Some(cwd) = cwd {
-                    cmd.current_dir(cwd);
-                }
-                let child = cmd.spawn().map_err(|e| {
-                    format!("channel `{name}`: cannot start `{command}` (config [plugins.{}.channels.{name}]): {e}", plugin.name)
-                })?;
-                pid = child.id();
-                rt.spawn(run_process(child, rx, link))
-            }
-            Endpoint::Websocket(url) => rt.spawn(run_websocket(url.clone(), rx, link)),
-            Endpoint::Tcp(addr) => rt.spawn(run_tcp(addr.clone(), rx, link)),
-            Endpoint::Http(base) => rt.spawn(run_http(base.clone(), rx, link)),
-        };
-        let info = ChannelInfo { channel: id, endpoint: name.to_string(), kind: endpoint.kind(), pid };
-        tracing::debug!(plugin = plugin.name, channel = id, endpoint = name, "channel opened");
-        open.insert(id, Open { info, outgoing: tx, task: task.abort_handle() });
-        Ok(id)
-    }
-
-    /// Queues one message (host import `channels.send`).
-    pub fn send(&self, limits: &ChannelLimits, channel: u32, data: String) -> Result<(), String> {
-        if data.len() > limits.max_message_bytes {
-            return Err(format!(
-                "message of {} bytes is over the limit of {} ([limits] max_channel_message_bytes)",
-                data.len(),
-                limits.max_message_bytes
-            ));
-        }
-        let open = lock(&self.open);
-        let ch = open.get(&channel).ok_or_else(|| format!("channel {channel} is not open"))?;
-        if ch.info.kind != "websocket" && ch.info.kind != "http" && data.contains(['\n', '\r']) {
-            return Err("a message to a line-based channel must not contain a line break".into());
-        }
-        ch.outgoing.send(data).map_err(|_| format!("channel {channel} has closed"))
-    }
-
-    /// Closes one channel (host import `channels.close`); no `on-closed` follows.
-    pub fn close(&self, channel: u32) {
-        if let Some(ch) = lock(&self.open).remove(&channel) {
-            ch.task.abort();
-        }
-    }
-
-    fn is_open(&self, channel: u32) -> bool {
-        lock(&self.open).contains_key(&channel)
-    }
-
-    /// Forgets a channel whose task ended by itself.
-    fn ended(&self, channel: u32) -> bool {
-        lock(&self.open).remove(&channel).is_some()
-    }
-
-    /// Closes everything: the session ended. Aborting a task drops its child
-    /// process, which kills it (`kill_on_drop`).
-    pub fn close_all(&self) {
-        for (_, ch) in lock(&self.open).drain() {
-            ch.task.abort();
-        }
-    }
-}
-
-impl Drop for Channels {
-    fn drop(&mut self) {
-        self.close_all();
-    }
+/// The way channel input goes back into a session: the session implements it.
+#[async_trait::async_trait]
+pub trait Inbox: Send + Sync {
+    /// Delivers one input into the guest (`events.on-message` / `on-closed`)
+    /// and returns once it was handled; false when the guest could not take it.
+    async fn deliver(self: Arc<Self>, channel: u32, input: Input) -> bool;
 }
 
 /// A channel task's way back into its session.
-struct Link {
-    session: Weak<Session>,
-    channel: u32,
-    max: usize,
+pub struct Link {
+    pub inbox: Weak<dyn Inbox>,
+    pub table: Weak<Table>,
+    pub channel: u32,
+    pub max: usize,
 }
 
 impl Link {
@@ -210,20 +41,49 @@ impl Link {
     /// input is handled in order and a slow guest slows its reader down.
     /// False when the session is gone or the channel was closed.
     async fn message(&self, data: String) -> bool {
-        match self.session.upgrade() {
-            Some(s) if s.channels.is_open(self.channel) => s.deliver(self.channel, Input::Message(data)).await,
+        let open = self.table.upgrade().is_some_and(|t| t.is_open(self.channel));
+        match self.inbox.upgrade() {
+            Some(inbox) if open => inbox.deliver(self.channel, Input::Message(data)).await,
             _ => false,
         }
     }
 
     /// The channel ended without the plugin closing it.
     async fn closed(&self, reason: String) {
-        if let Some(s) = self.session.upgrade() {
-            if s.channels.ended(self.channel) {
-                s.deliver(self.channel, Input::Closed(reason)).await;
-            }
+        let ended = self.table.upgrade().is_some_and(|t| t.ended(self.channel));
+        if let Some(inbox) = self.inbox.upgrade().filter(|_| ended) {
+            inbox.deliver(self.channel, Input::Closed(reason)).await;
         }
     }
+}
+
+/// Starts the task that serves one channel. A process is spawned here, so a
+/// command that cannot start fails the `open`; sockets connect inside the
+/// task, and a failure arrives as `on-closed`. Returns the task and the
+/// process id, if any.
+pub fn start(
+    endpoint: &Endpoint,
+    rx: mpsc::UnboundedReceiver<String>,
+    link: Link,
+    rt: &tokio::runtime::Handle,
+) -> std::io::Result<(tokio::task::AbortHandle, Option<u32>)> {
+    let task = match endpoint {
+        Endpoint::Process { command, args, cwd } => {
+            let _in_runtime = rt.enter();
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+            if let Some(cwd) = cwd {
+                cmd.current_dir(cwd);
+            }
+            let child = cmd.spawn()?;
+            let pid = child.id();
+            return Ok((rt.spawn(run_process(child, rx, link)).abort_handle(), pid));
+        }
+        Endpoint::Websocket(url) => rt.spawn(run_websocket(url.clone(), rx, link)),
+        Endpoint::Tcp(addr) => rt.spawn(run_tcp(addr.clone(), rx, link)),
+        Endpoint::Http(base) => rt.spawn(run_http(base.clone(), rx, link)),
+    };
+    Ok((task.abort_handle(), None))
 }
 
 async fn run_process(mut child: tokio::process::Child, rx: mpsc::UnboundedReceiver<String>, link: Link) {

@@ -1,6 +1,8 @@
 //! The wasmtime side: one engine for every plugin, the epoch ticker that makes
-//! CPU limits real, the linker that decides what a plugin may import, the
-//! on-disk cache of compiled components, and new stores with their limits.
+//! CPU limits real, the on-disk cache of compiled components, and stores with
+//! their memory cap and CPU budget. It knows nothing of what a plugin may
+//! import (`capability`) or of sessions; a store's state is whatever its
+//! caller hands it.
 
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
@@ -8,47 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use rand::SeedableRng;
 use sha2::{Digest, Sha256};
-use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::component::Component;
 use wasmtime::{Engine, Store};
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use crate::capability::{Ctx, GuestOutput};
-use crate::config::PluginLimits;
-
-/// Host-side bindings of the plugin contract (`wit/plugin`): every import
-/// a plugin may have. Exports beyond `meta` are optional and looked up by
-/// name (`plugin.rs`).
-pub mod bindings {
-    wasmtime::component::bindgen!({
-        inline: "
-            package ludus:host;
-            world linked {
-                include ludus:plugin/game@0.1.1;
-                import ludus:plugin/channels@0.1.1;
-            }
-        ",
-        path: "../wit/plugin",
-    });
-}
+pub mod bindings;
 
 /// The epoch advances this often; CPU limits are counted in these ticks.
 pub const TICK: Duration = Duration::from_millis(10);
-
-/// What every store carries: WASI state, limits, and the Ludus call context.
-pub struct HostState {
-    wasi: WasiCtx,
-    table: ResourceTable,
-    pub limiter: MemoryLimiter,
-    pub cx: Ctx,
-}
-
-impl WasiView for HostState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
-    }
-}
 
 /// Caps linear memory and remembers that the cap was hit, so a trap that
 /// follows can be reported as "out of memory" rather than as a crash.
@@ -73,7 +42,6 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
 
 pub struct Runtime {
     pub engine: Engine,
-    pub linker: Linker<HostState>,
     cache_dir: Option<PathBuf>,
 }
 
@@ -85,18 +53,7 @@ impl Runtime {
         config.max_wasm_stack(2 << 20);
         let engine = Engine::new(&config)?;
         start_epoch_ticker(&engine);
-
-        // The grants: WASI p2 as a Rust std guest needs it (no preopened
-        // directories, every socket address denied, no inherited stdio or
-        // environment) plus the Ludus host and channels interfaces (what a
-        // channel reaches is the operator's config). Anything else a
-        // component imports fails to link, naming the import.
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        bindings::ludus::plugin::host::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
-        bindings::ludus::plugin::types::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
-        bindings::ludus::plugin::channels::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
-        Ok(Arc::new(Runtime { engine, linker, cache_dir }))
+        Ok(Arc::new(Runtime { engine, cache_dir }))
     }
 
     /// Compiles a component, or loads it from the cache of precompiled
@@ -133,32 +90,14 @@ impl Runtime {
         hex(&sha.finalize()[..16])
     }
 
-    /// A fresh store for one instance: its own WASI context (seeded random,
-    /// captured stdout/stderr, the environment the operator granted), memory
-    /// cap, and epoch deadline behaviour.
-    pub fn new_store(&self, limits: &PluginLimits, cx: Ctx, stdout: GuestOutput, stderr: GuestOutput) -> Store<HostState> {
-        let seed = cx.seed;
-        let wasi = WasiCtxBuilder::new()
-            .stdout(stdout)
-            .stderr(stderr)
-            .envs(&limits.env)
-            .secure_random(rand::rngs::StdRng::seed_from_u64(seed))
-            .insecure_random(rand::rngs::StdRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15))
-            .insecure_random_seed(u128::from(seed))
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .build();
-        let state = HostState {
-            wasi,
-            table: ResourceTable::new(),
-            limiter: MemoryLimiter { max_bytes: limits.memory_bytes, hit: false },
-            cx,
-        };
-        let mut store = Store::new(&self.engine, state);
-        store.limiter(|s| &mut s.limiter);
+    /// A store for one instance with `data` as its state: linear memory capped
+    /// through the limiter the state carries, and the per-call CPU budget armed
+    /// (the caller re-arms it before each call).
+    pub fn new_store<T: 'static>(&self, data: T, limiter: fn(&mut T) -> &mut MemoryLimiter, call_timeout: Duration) -> Store<T> {
+        let mut store = Store::new(&self.engine, data);
+        store.limiter(move |s| limiter(s) as &mut dyn wasmtime::ResourceLimiter);
         store.epoch_deadline_trap();
-        store.set_epoch_deadline(ticks(limits.call_timeout));
+        store.set_epoch_deadline(ticks(call_timeout));
         store
     }
 }

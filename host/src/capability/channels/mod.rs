@@ -1,0 +1,134 @@
+//! The `ludus:plugin/channels` interface (DESIGN §5): a plugin opens an
+//! endpoint by *name*; the operator's config maps that name to a WebSocket
+//! URL, a TCP address, an HTTP base URL or a child process. The host owns
+//! every socket and process: one task per channel moves data, delivers input
+//! into the session as `events.on-message` / `events.on-closed`, and
+//! everything dies with the session (processes are killed).
+//!
+//! Opening never blocks the guest: a process is spawned at once (so a bad
+//! command fails the `open`), sockets connect in the channel's task and a
+//! failure arrives as `on-closed`. Sends made before the connection is up
+//! are queued.
+
+mod table;
+mod transport;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+
+use tokio::sync::mpsc;
+
+use crate::config::{ChannelLimits, Endpoint};
+use crate::runtime::bindings::ludus::plugin::channels;
+
+pub use table::ChannelInfo;
+pub use transport::{Inbox, Input, install_tls_provider};
+
+/// What one plugin version may open: the operator's endpoints and limits,
+/// and whether the plugin can receive input at all.
+pub struct ChannelGrant {
+    pub plugin: String,
+    pub endpoints: BTreeMap<String, Endpoint>,
+    pub limits: ChannelLimits,
+    /// The plugin exports `events.on-message`.
+    pub receives: bool,
+}
+
+/// The channels of one session.
+pub struct Channels {
+    grant: Arc<ChannelGrant>,
+    table: Arc<table::Table>,
+    rt: tokio::runtime::Handle,
+}
+
+impl Channels {
+    pub fn new(grant: Arc<ChannelGrant>, rt: tokio::runtime::Handle) -> Channels {
+        Channels { grant, table: Arc::default(), rt }
+    }
+
+    pub fn list(&self) -> Vec<ChannelInfo> {
+        self.table.list()
+    }
+
+    /// Closes every channel: the session ended.
+    pub fn close_all(&self) {
+        self.table.close_all();
+    }
+
+    /// Opens endpoint `name`; its input goes to `inbox`.
+    fn open(&self, inbox: Weak<dyn Inbox>, name: &str) -> Result<u32, String> {
+        let grant = &self.grant;
+        let p = &grant.plugin;
+        if !grant.receives {
+            return Err("this plugin exports no events.on-message, so it could not receive channel input".into());
+        }
+        let Some(endpoint) = grant.endpoints.get(name) else {
+            return Err(format!(
+                "channel endpoint `{name}` is not granted to plugin {p}; the operator grants it in the config as \
+                 [plugins.{p}.channels.{name}] (a websocket URL, tcp address, http base URL or process)"
+            ));
+        };
+        let open = self.table.len();
+        if open >= grant.limits.max_per_session {
+            return Err(format!("this session already has {open} channels open (the limit, [limits] max_channels_per_session)"));
+        }
+        let id = self.table.next_id();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let link = transport::Link { inbox, table: Arc::downgrade(&self.table), channel: id, max: grant.limits.max_message_bytes };
+        let (task, pid) = transport::start(endpoint, rx, link, &self.rt).map_err(|e| {
+            let command = match endpoint {
+                Endpoint::Process { command, .. } => command.as_str(),
+                _ => name,
+            };
+            format!("channel `{name}`: cannot start `{command}` (config [plugins.{p}.channels.{name}]): {e}")
+        })?;
+        let info = ChannelInfo { channel: id, endpoint: name.to_string(), kind: endpoint.kind(), pid };
+        tracing::debug!(plugin = p, channel = id, endpoint = name, "channel opened");
+        self.table.insert(table::Open { info, outgoing: tx, task });
+        Ok(id)
+    }
+
+    fn send(&self, channel: u32, data: String) -> Result<(), String> {
+        let max = self.grant.limits.max_message_bytes;
+        if data.len() > max {
+            return Err(format!(
+                "message of {} bytes is over the limit of {max} ([limits] max_channel_message_bytes)",
+                data.len()
+            ));
+        }
+        self.table.send(channel, data)
+    }
+}
+
+/// This interface's part of a store's state: the session's channels and its
+/// inbox, or nothing for an instance outside any session.
+#[derive(Default)]
+pub struct ChannelsCtx(Option<(Arc<Channels>, Weak<dyn Inbox>)>);
+
+impl ChannelsCtx {
+    pub fn new(channels: Arc<Channels>, inbox: Weak<dyn Inbox>) -> ChannelsCtx {
+        ChannelsCtx(Some((channels, inbox)))
+    }
+}
+
+impl channels::Host for ChannelsCtx {
+    fn open(&mut self, name: String) -> Result<u32, String> {
+        match &self.0 {
+            Some((channels, inbox)) => channels.open(inbox.clone(), &name),
+            None => Err("channels can only be opened inside a game session".into()),
+        }
+    }
+
+    fn send(&mut self, channel: u32, data: String) -> Result<(), String> {
+        match &self.0 {
+            Some((channels, _)) => channels.send(channel, data),
+            None => Err(format!("channel {channel} is not open")),
+        }
+    }
+
+    fn close(&mut self, channel: u32) {
+        if let Some((channels, _)) = &self.0 {
+            channels.table.close(channel);
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The `ludus:plugin/host` interface: log, identity, seed, timers and waits.
+//! Each import is a short, non-blocking step; anything that takes time (a
+//! timer, a wait) is only recorded here and carried out by the session.
+
+use std::sync::{Arc, Weak};
+
+use crate::runtime::bindings::ludus::plugin::{host, types};
+
+/// Who is calling, and why: set by the session before each call into the guest.
+#[derive(Clone, Debug, Default)]
+pub struct CallInfo {
+    /// The MCP client session that made the tool call; empty inside events.
+    pub caller: String,
+    /// This call re-runs a wait whose deadline passed.
+    pub timed_out: bool,
+}
+
+/// What this interface may do to the session its instance serves: the
+/// session implements it, so this module never sees the session itself.
+pub trait SessionControl: Send + Sync {
+    fn id(&self) -> String;
+    /// Renames the session once (`rename-session`).
+    fn rename(&self, name: &str) -> Result<(), String>;
+    /// Schedules `events.on-timer`; 0 when the timer was refused.
+    fn set_timer(self: Arc<Self>, delay_ms: u32) -> u64;
+    fn cancel_timer(&self, id: u64);
+}
+
+/// This interface's part of a store's state.
+pub struct HostCtx {
+    pub plugin: Arc<str>,
+    pub seed: u64,
+    pub call: CallInfo,
+    /// Set by `host.wait`: the answer of the current call is provisional.
+    pub wait: Option<u32>,
+    /// The session this instance serves (none for a plugin's shared instance).
+    pub session: Option<Weak<dyn SessionControl>>,
+}
+
+impl HostCtx {
+    pub fn new(plugin: &str, seed: u64, session: Option<Weak<dyn SessionControl>>) -> HostCtx {
+        HostCtx { plugin: plugin.into(), seed, call: CallInfo::default(), wait: None, session }
+    }
+
+    fn session(&self) -> Option<Arc<dyn SessionControl>> {
+        self.session.as_ref().and_then(Weak::upgrade)
+    }
+
+    fn session_label(&self) -> String {
+        self.session().map(|s| s.id()).unwrap_or_else(|| "-".into())
+    }
+}
+
+impl types::Host for HostCtx {}
+
+impl host::Host for HostCtx {
+    fn log(&mut self, level: types::LogLevel, message: String) {
+        let (plugin, session) = (&*self.plugin, self.session_label());
+        let message = truncate(&message, 4096);
+        match level {
+            types::LogLevel::Trace => tracing::trace!(plugin, session, "{message}"),
+            types::LogLevel::Debug => tracing::debug!(plugin, session, "{message}"),
+            types::LogLevel::Info => tracing::info!(plugin, session, "{message}"),
+            types::LogLevel::Warn => tracing::warn!(plugin, session, "{message}"),
+            types::LogLevel::Error => tracing::error!(plugin, session, "{message}"),
+        }
+    }
+
+    fn session_id(&mut self) -> Option<String> {
+        self.session().map(|s| s.id())
+    }
+
+    fn rename_session(&mut self, name: String) -> Result<(), String> {
+        match self.session() {
+            Some(s) => s.rename(&name),
+            None => Err("this call runs outside any session".into()),
+        }
+    }
+
+    fn caller(&mut self) -> String {
+        self.call.caller.clone()
+    }
+
+    fn wait(&mut self, timeout_ms: u32) {
+        self.wait = Some(timeout_ms);
+    }
+
+    fn wait_timed_out(&mut self) -> bool {
+        self.call.timed_out
+    }
+
+    fn set_timer(&mut self, delay_ms: u32) -> u64 {
+        match self.session() {
+            Some(s) => s.set_timer(delay_ms),
+            None => {
+                tracing::warn!(plugin = &*self.plugin, "set-timer outside a session is ignored");
+                0
+            }
+        }
+    }
+
+    fn cancel_timer(&mut self, id: u64) {
+        if let Some(s) = self.session() {
+            s.cancel_timer(id);
+        }
+    }
+
+    fn seed(&mut self) -> u64 {
+        self.seed
+    }
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
