@@ -1,23 +1,37 @@
 //! Ludus: one MCP server through which AI agents play games shipped as
 //! sandboxed WebAssembly components.
 //!
-//! A tool call travels `mcp` (protocol surface) → `registry` (which plugin
-//! version serves the tool) → `session` (which instance, waits, timers) →
-//! the component (through `runtime` and the host imports in `capability`) →
-//! back through `schema` (values ⇄ JSON) to the client. `watch` keeps the
-//! registry in step with the plugins directory.
+//! The host is built in layers. A module imports only from its own layer or
+//! the layers below it, never upwards, so no file imports a file that imports
+//! it back (`tests/layers.rs` checks this on every test run). From the top,
+//! in the order a tool call travels them:
+//!
+//! - `server`: `ludus serve`, the stdio and Streamable HTTP transports, the
+//!   built-in games and hot reload of the plugins directory (`watch`).
+//! - `mcp`: the protocol surface, a thin rmcp handler: look the tool up,
+//!   run it, render the answer as text plus structured content.
+//! - `registry`: the loaded plugin versions; which one serves a tool.
+//! - `session`: which instance a call runs in (`instance`), calls on blocking
+//!   threads, waits (`wait`), timers, traps, the table of live sessions.
+//! - `plugin`: loading one component: compile, link, `describe()`, and every
+//!   tool's name, schemas and hints (`schema`: component values ⇄ JSON and
+//!   JSON Schema; `docs`: the embedded WIT doc comments; `inspect`).
+//! - `capability`: what a plugin may import, one module per interface
+//!   (`wasi`, `host`, `channels`), each seeing the session only through a
+//!   narrow trait the session implements; the store's state and the linker.
+//! - `runtime`: wasmtime: the engine, the epoch ticker behind CPU limits,
+//!   the cache of compiled components, the memory cap, the contract's bindings.
+//! - `config`, `sync`: the operator's configuration as plain data; the lock rule.
+//!
+//! The answer goes back the same way: the component's value is converted by
+//! `plugin::schema` and rendered by `mcp` for the client.
 
-pub mod bundled;
 pub mod capability;
 pub mod config;
-pub mod docs;
-pub mod inspect;
 pub mod mcp;
 pub mod plugin;
 pub mod registry;
 pub mod runtime;
-pub mod schema;
 pub mod server;
 pub mod session;
 pub mod sync;
-pub mod watch;

@@ -16,7 +16,7 @@ use wasmtime::component::Val;
 
 use crate::plugin::{is_embedded_field, is_text_field, ok_shape};
 use crate::registry::Registry;
-use crate::schema::Shape;
+use crate::plugin::schema::Shape;
 use crate::session::{Progress, Reply};
 
 /// Clients that ignore list_changed re-list after this long.

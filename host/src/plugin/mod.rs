@@ -3,6 +3,10 @@
 //! its exports. All of this happens off the request path; a plugin that fails
 //! any step is refused with a message that says which step and why.
 
+pub mod docs;
+pub mod inspect;
+pub mod schema;
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -14,11 +18,11 @@ use wasmtime::component::{Component, ComponentExportIndex, InstancePre};
 use crate::capability::channels::ChannelGrant;
 use crate::capability::{self, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
 use crate::config::{Config, PluginLimits};
-use crate::docs::Docs;
+use docs::Docs;
 use crate::runtime::Runtime;
 use crate::runtime::bindings::LinkedPre;
 use crate::runtime::bindings::ludus::plugin::types::{PluginInfo, SessionRole};
-use crate::schema::{Field, Shape, object_schema};
+use schema::{Field, Shape, object_schema};
 
 const META: &str = "ludus:plugin/meta@0.1.1";
 const EVENTS: &str = "ludus:plugin/events@0.1.1";
@@ -69,7 +73,7 @@ pub struct ToolDef {
 impl ToolDef {
     /// Checks and converts JSON arguments to component values, in parameter order.
     pub fn convert_args(&self, args: &serde_json::Map<String, Value>) -> Result<Vec<wasmtime::component::Val>, String> {
-        crate::schema::fields_to_vals(&self.params, args, "")
+        schema::fields_to_vals(&self.params, args, "")
             .map(|vals| vals.into_iter().map(|(_, v)| v).collect())
             .map_err(|e| format!("{e}. `{}` takes: {}", self.name, self.describe_params()))
     }
@@ -312,7 +316,7 @@ fn derive_tools(
         let mut params = Vec::new();
         for (pname, pty) in ty.params() {
             let shape = Shape::from_type(&pty, docs).map_err(|e| at(format!("parameter `{pname}`: {e}")))?;
-            let json = crate::schema::json_name(pname);
+            let json = schema::json_name(pname);
             params.push(Field::new(pname, shape, fdocs.params.get(&json).cloned()));
         }
         let result = match ty.results().collect::<Vec<_>>().as_slice() {
@@ -336,7 +340,7 @@ fn derive_tools(
             }
             Some((SessionRole::Uses, None)) => return Err(at("role `uses` needs a session-param".into())),
         };
-        let name = format!("{prefix}_{}", crate::schema::json_name(&func));
+        let name = format!("{prefix}_{}", schema::json_name(&func));
         if !valid_tool_name(&name) {
             return Err(at(format!("tool name `{name}` must match ^[a-z][a-z0-9_]{{0,63}}$")));
         }

@@ -2,6 +2,9 @@
 //! directory), start hot reload and the idle reaper, and serve MCP over stdio
 //! or Streamable HTTP.
 
+mod bundled;
+mod watch;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -37,7 +40,7 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     let registry = Registry::new(runtime, config, sessions.clone());
 
     if opts.builtins {
-        for (name, bytes) in crate::bundled::BUNDLED {
+        for (name, bytes) in bundled::BUNDLED {
             if registry.config.plugins.get(*name).is_some_and(|p| p.disabled) {
                 continue;
             }
@@ -52,8 +55,8 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
             bail!("the plugins directory {} does not exist (create it, or leave out --plugins)", dir.display());
         }
         let (r, d) = (registry.clone(), dir.clone());
-        tokio::task::spawn_blocking(move || crate::watch::initial_scan(&r, &d)).await?;
-        crate::watch::spawn(registry.clone(), dir.clone()).context("watching the plugins directory")?;
+        tokio::task::spawn_blocking(move || watch::initial_scan(&r, &d)).await?;
+        watch::spawn(registry.clone(), dir.clone()).context("watching the plugins directory")?;
     }
     tokio::spawn(async move {
         loop {

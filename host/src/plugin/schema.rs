@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use wasmtime::component::Val;
 use wasmtime::component::types::Type;
 
-use crate::docs::Docs;
+use super::docs::Docs;
 
 /// Integer kinds with their exact ranges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::config::Config;
-use crate::plugin::{Plugin, Role, Source};
+use super::{Plugin, Role, Source};
 use crate::runtime::Runtime;
 
 pub fn inspect(path: &Path, config: &Config, runtime: &Arc<Runtime>) -> Result<Value, String> {

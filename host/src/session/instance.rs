@@ -1,0 +1,373 @@
+//! One session: one component instance with its store. Calls and events run
+//! one at a time (a guest never blocks, so each is short); a trap ends only
+//! this session, and the next call says what happened. The session is what
+//! the capabilities see through `SessionControl` and `Inbox`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+use tokio::sync::watch;
+use wasmtime::component::{ComponentExportIndex, Instance, Val};
+use wasmtime::{Store, Trap};
+
+use crate::capability::channels::{ChannelInfo, Channels, Inbox, Input};
+use crate::capability::host::SessionControl;
+use crate::capability::{self, CallInfo, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
+use crate::plugin::Plugin;
+use crate::runtime::ticks;
+use crate::sync::lock;
+
+/// Pending timers one session may have at once.
+const MAX_TIMERS: usize = 64;
+/// The table a session is listed in, as far as the session needs it: a
+/// rename must change its key there too.
+pub trait Names: Send + Sync {
+    fn rename(&self, old: &str, new: &str) -> Result<(), String>;
+}
+
+enum Slot {
+    Live(Box<Live>),
+    Dead(String),
+}
+
+struct Live {
+    store: Store<HostState>,
+    instance: Instance,
+}
+
+/// What one call into the guest produced.
+pub struct Invocation {
+    pub value: Option<Val>,
+    /// The guest asked to wait (milliseconds, 0 = the tool's default).
+    pub wait: Option<u32>,
+}
+
+pub struct Session {
+    id: Mutex<String>,
+    renamed: AtomicBool,
+    pub plugin: Arc<Plugin>,
+    pub seed: u64,
+    pub created_by: String,
+    pub created_at: SystemTime,
+    last_used: Mutex<Instant>,
+    calls: AtomicU64,
+    /// Calls currently held in a wait on this session.
+    pub(super) waiting: AtomicU64,
+    slot: Mutex<Slot>,
+    stdout: GuestOutput,
+    stderr: GuestOutput,
+    last_stderr: Mutex<String>,
+    /// Bumped on every change; waiting calls watch it.
+    pub(super) changed: watch::Sender<u64>,
+    timers: Mutex<HashMap<u64, tokio::task::AbortHandle>>,
+    next_timer: AtomicU64,
+    pub channels: Arc<Channels>,
+    /// The table that lists this session (none for a plugin's shared instance).
+    table: Option<Weak<dyn Names>>,
+    rt: tokio::runtime::Handle,
+}
+
+impl Session {
+    /// Instantiates a plugin. `table` is none for a plugin's shared instance.
+    pub fn start(
+        plugin: Arc<Plugin>,
+        id: String,
+        seed: u64,
+        caller: &str,
+        table: Option<Weak<dyn Names>>,
+        rt: tokio::runtime::Handle,
+    ) -> Result<Arc<Session>, String> {
+        let in_table = table.is_some();
+        let out_cap = plugin.limits.max_output_bytes;
+        let session = Arc::new(Session {
+            id: Mutex::new(id),
+            renamed: AtomicBool::new(false),
+            plugin: plugin.clone(),
+            seed,
+            created_by: caller.to_string(),
+            created_at: SystemTime::now(),
+            last_used: Mutex::new(Instant::now()),
+            calls: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
+            slot: Mutex::new(Slot::Dead("the session is still starting".into())),
+            stdout: GuestOutput::new(out_cap),
+            stderr: GuestOutput::new(out_cap),
+            last_stderr: Mutex::new(String::new()),
+            changed: watch::channel(0).0,
+            timers: Mutex::new(HashMap::new()),
+            next_timer: AtomicU64::new(0),
+            channels: Arc::new(Channels::new(plugin.channels.clone(), rt.clone())),
+            table,
+            rt,
+        });
+        // A plugin's shared instance belongs to no session: it has no timers and no channels.
+        let (host, channels) = match in_table {
+            true => {
+                let control: Weak<dyn SessionControl> = Arc::downgrade(&session) as _;
+                let inbox: Weak<dyn Inbox> = Arc::downgrade(&session) as _;
+                (HostCtx::new(&plugin.name, seed, Some(control)), ChannelsCtx::new(session.channels.clone(), inbox))
+            }
+            false => (HostCtx::new(&plugin.name, seed, None), ChannelsCtx::default()),
+        };
+        let output = Output { stdout: session.stdout.clone(), stderr: session.stderr.clone() };
+        let mut store = capability::new_store(&plugin.runtime, &plugin.limits, host, channels, output);
+        let instance = plugin.pre.instantiate(&mut store);
+        session.flush_output();
+        let instance = instance.map_err(|e| format!("the plugin failed to start: {e:#}"))?;
+        *lock(&session.slot) = Slot::Live(Box::new(Live { store, instance }));
+        Ok(session)
+    }
+
+    pub fn id(&self) -> String {
+        lock(&self.id).clone()
+    }
+
+    pub fn idle_for(&self) -> Duration {
+        lock(&self.last_used).elapsed()
+    }
+
+    fn touch(&self) {
+        *lock(&self.last_used) = Instant::now();
+    }
+
+    /// Wakes waiting calls: the session changed.
+    pub fn bump(&self) {
+        self.changed.send_modify(|v| *v += 1);
+    }
+
+    pub fn is_dead(&self) -> Option<String> {
+        match &*lock(&self.slot) {
+            Slot::Dead(why) => Some(why.clone()),
+            Slot::Live(_) => None,
+        }
+    }
+
+    /// Calls an exported function (blocking: run on a blocking thread).
+    pub fn invoke(&self, export: &ComponentExportIndex, params: &[Val], results: usize, call: CallInfo) -> Result<Invocation, String> {
+        self.touch();
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let mut slot = lock(&self.slot);
+        let live = match &mut *slot {
+            Slot::Live(live) => live,
+            Slot::Dead(why) => return Err(format!("this game session has ended: {why}")),
+        };
+        let Live { store, instance } = &mut **live;
+        store.data_mut().host.call = call;
+        store.data_mut().host.wait = None;
+        store.set_epoch_deadline(ticks(self.plugin.limits.call_timeout));
+        let Some(func) = instance.get_func(&mut *store, export) else {
+            return Err("the plugin does not export this function".into());
+        };
+        let mut out = vec![Val::Bool(false); results];
+        let outcome = func.call(&mut *store, params, &mut out);
+        self.flush_output();
+        match outcome {
+            Ok(()) => Ok(Invocation { value: out.pop(), wait: store.data_mut().host.wait.take() }),
+            Err(e) => {
+                let why = self.trap_reason(&e, store.data().limiter.hit);
+                tracing::warn!(plugin = self.plugin.name, session = self.id(), "session ended: {why}");
+                *slot = Slot::Dead(why.clone());
+                drop(slot);
+                self.stop_io();
+                self.bump();
+                Err(format!("the game session crashed and has ended: {why}"))
+            }
+        }
+    }
+
+    fn trap_reason(&self, e: &wasmtime::Error, memory_limit_hit: bool) -> String {
+        let limits = &self.plugin.limits;
+        if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
+            return format!(
+                "the plugin ran past its CPU limit of {} ms for one call and was stopped",
+                limits.call_timeout.as_millis()
+            );
+        }
+        if memory_limit_hit {
+            return format!("the plugin ran out of memory (limit {} MiB per session)", limits.memory_bytes >> 20);
+        }
+        let detail = panic_message(&lock(&self.last_stderr));
+        let trap = e.downcast_ref::<Trap>().map(|t| t.to_string()).unwrap_or_else(|| format!("{e:#}"));
+        if detail.is_empty() { format!("the plugin crashed ({trap})") } else { format!("the plugin crashed: {detail} ({trap})") }
+    }
+
+    /// Sends what the guest printed to the log, never to stdout.
+    fn flush_output(&self) {
+        let plugin = self.plugin.name.as_str();
+        for (stream, out) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+            let (text, dropped) = out.take();
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                tracing::info!(target: "ludus::guest", plugin, stream, "{line}");
+            }
+            if dropped > 0 {
+                tracing::warn!(target: "ludus::guest", plugin, stream, "dropped {dropped} bytes of guest output over the per-call limit");
+            }
+            if stream == "stderr" && !text.is_empty() {
+                let mut last = lock(&self.last_stderr);
+                *last = text.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+            }
+        }
+    }
+
+    /// The session ended: no more timers, and every channel closed (its
+    /// processes killed).
+    pub fn stop_io(&self) {
+        for (_, t) in lock(&self.timers).drain() {
+            t.abort();
+        }
+        self.channels.close_all();
+    }
+
+    async fn fire_timer(self: Arc<Self>, id: u64) {
+        let Some(export) = self.plugin.on_timer else {
+            tracing::warn!(plugin = self.plugin.name, "timer fired but the plugin exports no events.on-timer");
+            return;
+        };
+        let s = self.clone();
+        let call = move || s.invoke(&export, &[Val::U64(id)], 0, CallInfo::default());
+        match tokio::task::spawn_blocking(call).await {
+            Ok(Ok(_)) => self.bump(),
+            Ok(Err(e)) => tracing::warn!(plugin = self.plugin.name, "timer event failed: {e}"),
+            Err(e) => tracing::error!("timer task failed: {e}"),
+        }
+    }
+
+    pub fn info(&self) -> SessionInfo {
+        SessionInfo {
+            id: self.id(),
+            plugin: self.plugin.name.clone(),
+            plugin_version: self.plugin.version.clone(),
+            seed: self.seed,
+            created_by: self.created_by.clone(),
+            idle_seconds: self.idle_for().as_secs(),
+            calls: self.calls.load(Ordering::Relaxed),
+            waiting_calls: self.waiting.load(Ordering::Relaxed),
+            channels: self.channels.list(),
+            ended: self.is_dead(),
+        }
+    }
+}
+
+
+/// What the host interface may do to the session (`capability::host`).
+impl SessionControl for Session {
+    fn id(&self) -> String {
+        Session::id(self)
+    }
+
+    /// Renames the session once (host import `rename-session`).
+    fn rename(&self, name: &str) -> Result<(), String> {
+        let ok = !name.is_empty()
+            && name.len() <= 128
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
+        if !ok {
+            return Err("a session name is 1-128 characters of A-Z a-z 0-9 - _ . :".into());
+        }
+        if self.renamed.swap(true, Ordering::SeqCst) {
+            return Err("the session was already renamed".into());
+        }
+        let old = self.id();
+        if let Some(table) = self.table.as_ref().and_then(Weak::upgrade) {
+            if let Err(e) = table.rename(&old, name) {
+                self.renamed.store(false, Ordering::SeqCst);
+                return Err(e);
+            }
+        }
+        *lock(&self.id) = name.to_string();
+        Ok(())
+    }
+
+    fn set_timer(self: Arc<Self>, delay_ms: u32) -> u64 {
+        let mut timers = lock(&self.timers);
+        if timers.len() >= MAX_TIMERS {
+            tracing::warn!(plugin = self.plugin.name, "more than {MAX_TIMERS} pending timers; set-timer ignored");
+            return 0;
+        }
+        let id = self.next_timer.fetch_add(1, Ordering::Relaxed) + 1;
+        let weak = Arc::downgrade(&self);
+        let task = self.rt.spawn(async move {
+            tokio::time::sleep(Duration::from_millis(delay_ms.into())).await;
+            if let Some(s) = weak.upgrade() {
+                lock(&s.timers).remove(&id);
+                s.fire_timer(id).await;
+            }
+        });
+        timers.insert(id, task.abort_handle());
+        id
+    }
+
+    fn cancel_timer(&self, id: u64) {
+        if let Some(t) = lock(&self.timers).remove(&id) {
+            t.abort();
+        }
+    }
+}
+
+/// Channel input comes back in here (`capability::channels`).
+#[async_trait::async_trait]
+impl Inbox for Session {
+    /// Delivers channel input into the guest (`events.on-message` /
+    /// `on-closed`) and wakes waiting calls. False when the guest could not
+    /// take it (the session ended or the plugin has no such event).
+    async fn deliver(self: Arc<Self>, channel: u32, input: Input) -> bool {
+        let (export, params) = match input {
+            Input::Message(data) => (self.plugin.on_message, vec![Val::U32(channel), Val::String(data)]),
+            Input::Closed(reason) => (self.plugin.on_closed, vec![Val::U32(channel), Val::String(reason)]),
+        };
+        let Some(export) = export else { return false };
+        let s = self.clone();
+        match tokio::task::spawn_blocking(move || s.invoke(&export, &params, 0, CallInfo::default())).await {
+            Ok(Ok(_)) => {
+                self.bump();
+                true
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(plugin = self.plugin.name, channel, "channel event failed: {e}");
+                false
+            }
+            Err(e) => {
+                tracing::error!("channel event task failed: {e}");
+                false
+            }
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.stop_io();
+    }
+}
+
+#[derive(Serialize, Debug)]
+pub struct SessionInfo {
+    pub id: String,
+    pub plugin: String,
+    pub plugin_version: String,
+    pub seed: u64,
+    pub created_by: String,
+    pub idle_seconds: u64,
+    pub calls: u64,
+    pub waiting_calls: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub channels: Vec<ChannelInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
+}
+
+/// What a Rust guest printed when it panicked ("panicked at …:" then the
+/// message), or the last line it wrote to stderr.
+fn panic_message(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("note: run with")).collect();
+    match lines.iter().rposition(|l| l.contains("panicked at")) {
+        Some(i) => {
+            let location = lines[i].split("panicked at").nth(1).unwrap_or("").trim().trim_end_matches(':');
+            let message = lines[i + 1..].join(" ");
+            format!("panicked: {message} (at {location})")
+        }
+        None => lines.last().map(|l| l.to_string()).unwrap_or_default(),
+    }
+}

@@ -1,0 +1,312 @@
+//! Sessions (DESIGN §5): one game = one session = one component instance
+//! (`instance`). This module is the table of live sessions and the way a tool
+//! call runs to its final answer: find or start the session, call the guest
+//! on a blocking thread (different sessions run in parallel), and hold a
+//! provisional answer (`wait`) until the session changes or its deadline
+//! passes, then run the call again.
+
+mod instance;
+mod wait;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::Val;
+
+use crate::capability::CallInfo;
+use crate::plugin::{Plugin, Role, ToolDef};
+use crate::sync::lock;
+
+pub use instance::{Invocation, Names, Session, SessionInfo};
+use wait::{Held, Wait};
+
+/// Recently ended session ids remembered to explain "expired" vs "unknown".
+const GONE_MEMORY: usize = 10_000;
+
+/// The table of live sessions.
+pub struct Sessions {
+    map: Mutex<HashMap<String, Arc<Session>>>,
+    /// Each plugin's instance for tools with role `none`, by plugin name;
+    /// remade after a trap or when the plugin's version changed.
+    shared: Mutex<HashMap<String, Arc<Session>>>,
+    gone: Mutex<(HashMap<String, String>, VecDeque<String>)>,
+    max_total: usize,
+    rt: tokio::runtime::Handle,
+}
+
+/// How a tool call that reached a plugin ended.
+pub enum Reply {
+    /// The function's value (none for functions without a result), with the
+    /// plugin version and tool that produced it (the session's version).
+    Value { value: Option<Val>, plugin: Arc<Plugin>, tool: usize },
+    /// The host could not run the call (session unknown/ended, limits, trap).
+    Failed(String),
+}
+
+/// Called every few seconds while a call waits: (seconds waited, of at most).
+pub type Progress = Box<dyn Fn(u64, u64) + Send + Sync>;
+
+impl Sessions {
+    pub fn new(max_total: usize, rt: tokio::runtime::Handle) -> Arc<Sessions> {
+        Arc::new(Sessions { map: Mutex::default(), shared: Mutex::default(), gone: Mutex::default(), max_total, rt })
+    }
+
+    pub fn len(&self) -> usize {
+        lock(&self.map).len()
+    }
+
+    pub fn list(&self) -> Vec<SessionInfo> {
+        let mut v: Vec<SessionInfo> = lock(&self.map).values().map(|s| s.info()).collect();
+        v.sort_by(|a, b| a.id.cmp(&b.id));
+        v
+    }
+
+    fn count_for(&self, plugin: &str) -> usize {
+        lock(&self.map).values().filter(|s| s.plugin.name == plugin).count()
+    }
+
+    /// Finds a session for a `uses` tool, or explains why there is none.
+    pub fn get(&self, id: &str, plugin: &Plugin, param: &str) -> Result<Arc<Session>, String> {
+        if let Some(s) = lock(&self.map).get(id) {
+            if s.plugin.name != plugin.name {
+                return Err(format!("`{param}` {id} belongs to a {} game, not {}", s.plugin.name, plugin.name));
+            }
+            return Ok(s.clone());
+        }
+        match lock(&self.gone).0.get(id) {
+            Some(why) => Err(format!("`{param}` {id} is no longer available: {why}. Start a new game.")),
+            None => Err(format!("unknown `{param}` {id:?}: no such game session (ids come from the tool that starts a game)")),
+        }
+    }
+
+    /// A session that can still take calls, or why not.
+    fn live(&self, id: &str, plugin: &Plugin, param: &str) -> Result<Arc<Session>, String> {
+        let session = self.get(id, plugin, param)?;
+        match session.is_dead() {
+            Some(why) => Err(format!("this game session has ended: {why}. Start a new game.")),
+            None => Ok(session),
+        }
+    }
+
+    fn insert(&self, s: Arc<Session>) {
+        lock(&self.map).insert(s.id(), s);
+    }
+
+    pub fn remove(&self, id: &str, why: &str) {
+        let removed = lock(&self.map).remove(id);
+        if let Some(session) = removed {
+            session.stop_io();
+            let mut gone = lock(&self.gone);
+            gone.0.insert(id.to_string(), why.to_string());
+            gone.1.push_back(id.to_string());
+            while gone.1.len() > GONE_MEMORY {
+                if let Some(old) = gone.1.pop_front() {
+                    gone.0.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Drops sessions idle longer than their plugin allows.
+    pub fn reap_idle(&self) {
+        let expired: Vec<(String, Duration)> = lock(&self.map)
+            .iter()
+            .filter(|(_, s)| s.idle_for() > s.plugin.limits.idle_timeout)
+            .map(|(id, s)| (id.clone(), s.plugin.limits.idle_timeout))
+            .collect();
+        for (id, limit) in expired {
+            self.remove(&id, &format!("it expired after {} s without calls", limit.as_secs()));
+        }
+    }
+
+    fn new_id() -> String {
+        uuid::Uuid::new_v4().simple().to_string()
+    }
+
+    /// Runs one tool call to its final answer: picks or creates the session,
+    /// calls the guest, and holds the answer while the guest asks to wait.
+    pub async fn call(
+        self: &Arc<Self>,
+        plugin: Arc<Plugin>,
+        tool_index: usize,
+        args: &serde_json::Map<String, serde_json::Value>,
+        caller: String,
+        cancel: CancellationToken,
+        progress: Option<Progress>,
+    ) -> Reply {
+        match self.prepare(&plugin, tool_index, args, &caller).await {
+            Ok(call) => self.run(call, caller, cancel, progress).await,
+            Err(e) => Reply::Failed(e),
+        }
+    }
+
+    /// Checks the arguments, finds or starts the session, and picks the tool
+    /// of the version that session runs (it keeps the one it started on).
+    async fn prepare(
+        self: &Arc<Self>,
+        plugin: &Arc<Plugin>,
+        tool_index: usize,
+        args: &serde_json::Map<String, serde_json::Value>,
+        caller: &str,
+    ) -> Result<Prepared, String> {
+        let current = &plugin.tools[tool_index];
+        let params = current.convert_args(args)?;
+        let seed = current.seed_argument(&params);
+        let session = self.session_for(plugin, current, &params, caller, seed).await?;
+        let version = session.plugin.clone();
+        if Arc::ptr_eq(&version, plugin) {
+            return Ok(Prepared { session, version, tool: tool_index, params });
+        }
+        let Some(tool) = version.tools.iter().position(|t| t.name == current.name) else {
+            return Err(format!(
+                "this game runs version {} of {}, which has no tool `{}`; start a new game",
+                version.version, version.name, current.name
+            ));
+        };
+        let params = version.tools[tool]
+            .convert_args(args)
+            .map_err(|e| format!("this game runs version {} of {}: {e}", version.version, version.name))?;
+        Ok(Prepared { session, version, tool, params })
+    }
+
+    /// Calls the guest until it answers finally; a provisional answer is held
+    /// until the session changes, the deadline passes, or the client cancels.
+    async fn run(self: &Arc<Self>, call: Prepared, caller: String, cancel: CancellationToken, progress: Option<Progress>) -> Reply {
+        let Prepared { session, version, tool: index, params } = call;
+        let tool = &version.tools[index];
+        let creates = tool.role == Role::Creates;
+        let results = usize::from(tool.result.is_some());
+        let mut changes = session.changed.subscribe();
+        let mut wait = Wait::new();
+        let (mut timed_out, mut rerun) = (false, false);
+        loop {
+            changes.borrow_and_update();
+            let (s, export, p, info) = (session.clone(), tool.export, params.clone(), CallInfo { caller: caller.clone(), timed_out });
+            let inv = match tokio::task::spawn_blocking(move || s.invoke(&export, &p, results, info)).await {
+                Ok(Ok(inv)) => inv,
+                Ok(Err(e)) => {
+                    if creates {
+                        self.remove(&session.id(), "it crashed while starting");
+                    }
+                    return Reply::Failed(e);
+                }
+                Err(e) => return Reply::Failed(format!("internal error running the call: {e}")),
+            };
+            if creates && !rerun {
+                self.insert(session.clone());
+            }
+            let Some(asked) = inv.wait.filter(|_| !timed_out) else {
+                if creates && matches!(inv.value, Some(Val::Result(Err(_)))) {
+                    self.remove(&session.id(), "the game failed to start");
+                }
+                // A re-run of a waiting call is not a change, or two waiters would wake each other forever.
+                if !rerun && !tool.read_only {
+                    session.bump();
+                }
+                return Reply::Value { value: inv.value, plugin: version.clone(), tool: index };
+            };
+            let limit = if asked == 0 { tool.default_wait } else { Duration::from_millis(asked.into()).min(tool.max_wait) };
+            match wait.hold(&session, &mut changes, limit, &cancel, progress.as_ref()).await {
+                Held::Changed => {}
+                Held::Deadline => timed_out = true,
+                Held::Cancelled => return Reply::Failed("the call was cancelled".into()),
+            }
+            rerun = true;
+        }
+    }
+
+    async fn session_for(
+        self: &Arc<Self>,
+        plugin: &Arc<Plugin>,
+        tool: &ToolDef,
+        params: &[Val],
+        caller: &str,
+        seed: Option<u64>,
+    ) -> Result<Arc<Session>, String> {
+        match tool.role {
+            Role::Uses(i) => {
+                let Val::String(id) = &params[i] else { return Err("session id must be a string".into()) };
+                self.live(id, plugin, &tool.params[i].json)
+            }
+            Role::Creates => {
+                if self.len() >= self.max_total {
+                    return Err(format!("the server already runs {} game sessions (its limit); finish some first", self.max_total));
+                }
+                if self.count_for(&plugin.name) >= plugin.limits.max_sessions {
+                    return Err(format!(
+                        "{} already runs {} game sessions (its limit); finish some first",
+                        plugin.name, plugin.limits.max_sessions
+                    ));
+                }
+                let seed = seed.unwrap_or_else(rand_seed);
+                let (p, me, caller, rt) = (plugin.clone(), self.clone(), caller.to_string(), self.rt.clone());
+                let start = move || {
+                    let names: Weak<dyn Names> = Arc::downgrade(&me) as _;
+                    Session::start(p, Sessions::new_id(), seed, &caller, Some(names), rt)
+                };
+                tokio::task::spawn_blocking(start).await.map_err(|e| e.to_string())?
+            }
+            Role::Shared => self.shared_session(plugin),
+        }
+    }
+
+    /// The plugin's instance for session-less calls; remade after a trap.
+    fn shared_session(&self, plugin: &Arc<Plugin>) -> Result<Arc<Session>, String> {
+        let mut shared = lock(&self.shared);
+        if let Some(s) = shared.get(&plugin.name).filter(|s| Arc::ptr_eq(&s.plugin, plugin) && s.is_dead().is_none()) {
+            return Ok(s.clone());
+        }
+        let s = Session::start(plugin.clone(), format!("{}-shared", plugin.name), rand_seed(), "", None, self.rt.clone())?;
+        shared.insert(plugin.name.clone(), s.clone());
+        Ok(s)
+    }
+
+    /// Reads a plugin resource through `meta.read-resource`: in the named
+    /// session's instance for per-session resources, else in the shared one.
+    pub async fn read_resource(&self, plugin: &Arc<Plugin>, uri: &str, session: Option<&str>) -> Result<String, String> {
+        let session = match session {
+            Some(id) => self.live(id, plugin, "session")?,
+            None => self.shared_session(plugin)?,
+        };
+        let (export, uri) = (session.plugin.read_resource, uri.to_string());
+        let call = move || session.invoke(&export, &[Val::String(uri)], 1, CallInfo::default());
+        let inv = tokio::task::spawn_blocking(call).await.map_err(|e| e.to_string())??;
+        let text = |v: Option<Box<Val>>| match v.map(|b| *b) {
+            Some(Val::String(s)) => s,
+            _ => String::new(),
+        };
+        match inv.value {
+            Some(Val::Result(Ok(v))) => Ok(text(v)),
+            Some(Val::Result(Err(e))) => Err(text(e)),
+            _ => Err("the plugin gave no resource".into()),
+        }
+    }
+}
+
+impl Names for Sessions {
+    fn rename(&self, old: &str, new: &str) -> Result<(), String> {
+        let mut map = lock(&self.map);
+        if map.contains_key(new) {
+            return Err(format!("a session named {new} already exists"));
+        }
+        if let Some(s) = map.remove(old) {
+            map.insert(new.to_string(), s);
+        }
+        Ok(())
+    }
+}
+
+/// A call on its way: the session, the version it runs, and that version's tool.
+struct Prepared {
+    session: Arc<Session>,
+    version: Arc<Plugin>,
+    tool: usize,
+    params: Vec<Val>,
+}
+
+fn rand_seed() -> u64 {
+    let u = uuid::Uuid::new_v4();
+    u.as_u64_pair().0
+}
