@@ -7,9 +7,10 @@ use ludus::config::Config;
 /// One MCP server through which AI agents play games.
 ///
 /// Every game is a sandboxed WebAssembly component. The built-in games
-/// (Tower of Hanoi, River Crossing) are always there; components dropped into
-/// the --plugins directory are added, replace a built-in of the same name,
-/// and are reloaded when their file changes.
+/// (chess, Pokémon Showdown, and the puzzles Tower of Hanoi and River
+/// Crossing) are loaded unless --no-builtin; components dropped into the
+/// --plugins directory are added, replace a built-in of the same name, and
+/// are reloaded when their file changes.
 #[derive(Parser)]
 #[command(name = "ludus", version, about, long_about)]
 struct Cli {
