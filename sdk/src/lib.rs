@@ -1,18 +1,11 @@
 //! Write a Ludus game plugin in Rust.
 //!
-//! A plugin generates its own bindings with `wit_bindgen::generate!` and maps
-//! the shared Ludus interfaces onto this crate, so every plugin speaks the
-//! same types (see `sdk/README.md` for the whole walk-through):
+//! A game generates its bindings with [`bindings!`], which maps the shared
+//! Ludus interfaces onto this crate, so every game speaks the same types (see
+//! `sdk/README.md` for the whole walk-through):
 //!
 //! ```ignore
-//! wit_bindgen::generate!({
-//!     world: "ludus:hello/hello",
-//!     path: ["../../wit/plugin", "wit"],
-//!     with: {
-//!         "ludus:plugin/types@0.1.1": ludus_sdk::types,
-//!         "ludus:plugin/host@0.1.1": ludus_sdk::host,
-//!     },
-//! });
+//! ludus_sdk::bindings!(world: "ludus:hello/hello", contract: "../../wit/plugin");
 //! ```
 
 #[allow(missing_docs)]
@@ -26,6 +19,46 @@ pub mod bindings {
 }
 
 pub use bindings::ludus::plugin::{channels, host, types};
+/// The bindings generator, for [`bindings!`]: a game needs no dependency of its own on it.
+pub use wit_bindgen;
+
+/// Generates a game's bindings: its world from the crate's `wit/` folder, the
+/// Ludus contract (`wit/plugin` of the Ludus repository) from `contract`, a
+/// path relative to the crate's manifest. The contract's shared interfaces map
+/// onto this crate's types, so `describe()` returns [`PluginInfo`] and the
+/// helpers here work for every game. Add `channels` when the world includes
+/// `ludus:plugin/game-with-channels`, and `module: "crate::path"` when the
+/// bindings are generated somewhere other than where `export!` is called.
+/// The game crate must name this crate `ludus_sdk` (the default for the
+/// `ludus-sdk` package).
+#[macro_export]
+macro_rules! bindings {
+    (world: $world:literal, contract: $contract:literal $(, module: $module:literal)?) => {
+        $crate::wit_bindgen::generate!({
+            world: $world,
+            path: [$contract, "wit"],
+            runtime_path: "ludus_sdk::wit_bindgen::rt",
+            $(default_bindings_module: $module,)?
+            with: {
+                "ludus:plugin/types@0.1.1": ludus_sdk::types,
+                "ludus:plugin/host@0.1.1": ludus_sdk::host,
+            },
+        });
+    };
+    (world: $world:literal, contract: $contract:literal, channels $(, module: $module:literal)?) => {
+        $crate::wit_bindgen::generate!({
+            world: $world,
+            path: [$contract, "wit"],
+            runtime_path: "ludus_sdk::wit_bindgen::rt",
+            $(default_bindings_module: $module,)?
+            with: {
+                "ludus:plugin/types@0.1.1": ludus_sdk::types,
+                "ludus:plugin/host@0.1.1": ludus_sdk::host,
+                "ludus:plugin/channels@0.1.1": ludus_sdk::channels,
+            },
+        });
+    };
+}
 pub use types::{LogLevel, PluginInfo, ResourceInfo, SessionRole, ToolHint};
 
 impl ToolHint {

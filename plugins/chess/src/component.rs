@@ -2,15 +2,7 @@
 //! id). The computer thinks in a timer event after the agent's move, never
 //! inside `finish_turn`; players are told apart by their MCP connection.
 
-wit_bindgen::generate!({
-    world: "ludus:chess/chess",
-    path: ["../../wit/plugin", "wit"],
-    default_bindings_module: "crate::component",
-    with: {
-        "ludus:plugin/types@0.1.1": ludus_sdk::types,
-        "ludus:plugin/host@0.1.1": ludus_sdk::host,
-    },
-});
+ludus_sdk::bindings!(world: "ludus:chess/chess", contract: "../../wit/plugin", module: "crate::component");
 
 use std::cell::RefCell;
 

@@ -1,14 +1,7 @@
 //! `hanoi`: the Tower of Hanoi of "The Illusion of Thinking" as a Ludus game.
 //! One instance is one puzzle (its `env_id` is the session id).
 
-wit_bindgen::generate!({
-    world: "ludus:hanoi/hanoi",
-    path: ["../../wit/plugin", "wit"],
-    with: {
-        "ludus:plugin/types@0.1.1": ludus_sdk::types,
-        "ludus:plugin/host@0.1.1": ludus_sdk::host,
-    },
-});
+ludus_sdk::bindings!(world: "ludus:hanoi/hanoi", contract: "../../wit/plugin");
 
 pub mod rules;
 

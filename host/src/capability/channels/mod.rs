@@ -68,24 +68,21 @@ impl Channels {
                  [plugins.{p}.channels.{name}] (a websocket URL, tcp address, http base URL or process)"
             ));
         };
-        let open = self.table.len();
-        if open >= grant.limits.max_per_session {
-            return Err(format!("this session already has {open} channels open (the limit, [limits] max_channels_per_session)"));
-        }
-        let id = self.table.next_id();
-        let (tx, rx) = mpsc::unbounded_channel();
-        let link = transport::Link { inbox, table: Arc::downgrade(&self.table), channel: id, max: grant.limits.max_message_bytes };
-        let (task, pid) = transport::start(endpoint, rx, link, &self.rt).map_err(|e| {
-            let command = match endpoint {
-                Endpoint::Process { command, .. } => command.as_str(),
-                _ => name,
-            };
-            format!("channel `{name}`: cannot start `{command}` (config [plugins.{p}.channels.{name}]): {e}")
-        })?;
-        let info = ChannelInfo { channel: id, endpoint: name.to_string(), kind: endpoint.kind(), pid };
-        tracing::debug!(plugin = p, channel = id, endpoint = name, "channel opened");
-        self.table.insert(table::Open { info, outgoing: tx, task });
-        Ok(id)
+        let table = Arc::downgrade(&self.table);
+        self.table.open(grant.limits.max_per_session, |id| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let link = transport::Link { inbox, table, channel: id, max: grant.limits.max_message_bytes };
+            let (task, pid) = transport::start(endpoint, rx, link, &self.rt).map_err(|e| {
+                let command = match endpoint {
+                    Endpoint::Process { command, .. } => command.as_str(),
+                    _ => name,
+                };
+                format!("channel `{name}`: cannot start `{command}` (config [plugins.{p}.channels.{name}]): {e}")
+            })?;
+            tracing::debug!(plugin = p, channel = id, endpoint = name, "channel opened");
+            let info = ChannelInfo { channel: id, endpoint: name.to_string(), kind: endpoint.kind(), pid };
+            Ok(table::Open { info, outgoing: tx, task })
+        })
     }
 
     fn send(&self, channel: u32, data: String) -> Result<(), String> {

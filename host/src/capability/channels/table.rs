@@ -33,16 +33,21 @@ pub struct Table {
 }
 
 impl Table {
-    pub fn next_id(&self) -> u32 {
-        self.next.fetch_add(1, Ordering::Relaxed) + 1
-    }
-
-    pub fn len(&self) -> usize {
-        lock(&self.open).len()
-    }
-
-    pub fn insert(&self, open: Open) {
-        lock(&self.open).insert(open.info.channel, open);
+    /// Lists a new channel, started by `start` with its id, while holding the
+    /// table's lock: the channel's task cannot report its end before the
+    /// channel is listed (a refused connection ends at once), and the limit
+    /// is checked in the same step.
+    pub fn open(&self, limit: usize, start: impl FnOnce(u32) -> Result<Open, String>) -> Result<u32, String> {
+        let mut open = lock(&self.open);
+        if open.len() >= limit {
+            return Err(format!(
+                "this session already has {} channels open (the limit, [limits] max_channels_per_session)",
+                open.len()
+            ));
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        open.insert(id, start(id)?);
+        Ok(id)
     }
 
     pub fn list(&self) -> Vec<ChannelInfo> {

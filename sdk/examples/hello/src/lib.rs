@@ -1,13 +1,6 @@
 //! `hello`: the minimal Ludus game from `sdk/README.md`.
 
-wit_bindgen::generate!({
-    world: "ludus:hello/hello",
-    path: ["../../../wit/plugin", "wit"],
-    with: {
-        "ludus:plugin/types@0.1.1": ludus_sdk::types,
-        "ludus:plugin/host@0.1.1": ludus_sdk::host,
-    },
-});
+ludus_sdk::bindings!(world: "ludus:hello/hello", contract: "../../../wit/plugin");
 
 use std::cell::Cell;
 

@@ -1,0 +1,429 @@
+//! The showdown plugin: one instance is one battle. The battle's input comes
+//! through a host channel — the `server` endpoint (a Showdown server's
+//! WebSocket) or the `sim` endpoint (a `pokemon-showdown simulate-battle`
+//! sidecar) — as `on-message` events; tools read the tracked battle and wait
+//! through the host until something they need has happened.
+
+mod bindings;
+mod game;
+mod render;
+
+use bindings::exports::ludus::showdown::tools::{
+    ActionInfo, AvailableActions, BattleStarted, BattleState, Bot as BotChoice, Guest, MoveResult, PokemonDetails,
+};
+use bindings::exports::ludus::plugin::{events, meta};
+use ludus_sdk::{LogLevel, PluginInfo, ResourceInfo, ToolHint, channels, host};
+
+use crate::battle::Battle;
+use crate::bot::Bot;
+use crate::data::{data, to_id};
+use crate::protocol::{SimReader, server_frame};
+use crate::request::{Kind, Request};
+use crate::rng::Rng;
+use game::{
+    CHALLENGE_RETRY_MS, GAME, Game, Goal, Mode, Status, battle_id, offline_event, online_event, open, send, signed,
+    sim_seed, valid_format, valid_username, with_game,
+};
+use render::{available_list, describe_action, mon_line, move_names, move_result, next_step, pokemon, state, summary};
+
+const LOG_URI: &str = "showdown://battle/{session}/log";
+
+struct Showdown;
+
+impl meta::Guest for Showdown {
+    fn describe() -> PluginInfo {
+        PluginInfo {
+            name: "showdown".into(),
+            title: "Pokémon Showdown".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            description: "Pokémon Showdown battles: on a Showdown server (ladder or challenge) through the operator's \
+                          `server` endpoint, or offline against a built-in bot through the `sim` endpoint (a \
+                          `pokemon-showdown simulate-battle` sidecar). Start with `showdown_start_offline_battle` or \
+                          `showdown_initiate_battle`, then loop `showdown_make_move` until the battle ends."
+                .into(),
+            tools: vec![
+                ToolHint::creates("initiate-battle").title("Search the ladder for a battle").open_world().waits(60_000, 60_000),
+                ToolHint::creates("challenge-user").title("Challenge a user").open_world().waits(120_000, 120_000),
+                ToolHint::creates("start-offline-battle").title("Battle a built-in bot offline").waits(20_000, 60_000),
+                ToolHint::uses("get-battle-state", "battle-id").title("Battle state").read_only().waits(25_000, 150_000),
+                ToolHint::uses("get-available-actions", "battle-id").title("Available actions").read_only(),
+                ToolHint::uses("make-move", "battle-id").title("Make a move").open_world().waits(30_000, 150_000),
+                ToolHint::uses("get-pokemon-details", "battle-id").title("Pokémon details").read_only(),
+                ToolHint::uses("forfeit-battle", "battle-id").title("Forfeit").destructive().open_world().waits(10_000, 30_000),
+            ],
+            resources: vec![ResourceInfo {
+                uri: LOG_URI.into(),
+                name: "battle-log".into(),
+                description: "The battle's public protocol log (what a spectator sees), one line per event".into(),
+                mime_type: "text/plain".into(),
+            }],
+            idle_timeout_ms: None,
+        }
+    }
+
+    fn read_resource(uri: String) -> Result<String, String> {
+        if uri.starts_with("showdown://battle/") && uri.ends_with("/log") {
+            return with_game(|g| Ok(g.battle.log.join("\n")));
+        }
+        Err(format!("no resource {uri}"))
+    }
+}
+
+fn start_online(goal: Goal, format: Option<String>, username: Option<String>) -> Result<BattleStarted, String> {
+    let format = valid_format(format)?;
+    let env = |key: &str| std::env::var(key).ok();
+    let account = login::account(username.as_deref(), env("SHOWDOWN_USERNAME").as_deref(), env("SHOWDOWN_PASSWORD").as_deref());
+    let password = account.as_ref().and_then(|a| a.password.clone());
+    let username = valid_username(account.map(|a| a.username))?;
+    if let Goal::Challenge(opp) = &goal {
+        if to_id(opp).is_empty() || opp.len() > 18 {
+            return Err(format!("opponent {opp:?} is not a Showdown user name"));
+        }
+    }
+    let channel = open("server", "playing on a Showdown server")?;
+    let status = match goal {
+        Goal::Ladder => Status::Searching,
+        Goal::Challenge(_) => Status::Challenging,
+    };
+    let mode = Mode::Online { goal, logged_in: false, room: None, rqid: None, password, login: None };
+    begin(Game::new(mode, format, username, channel, Battle::default(), status))
+}
+
+/// Makes `game` this session's battle and answers the starting tool.
+fn begin(game: Game) -> Result<BattleStarted, String> {
+    GAME.set(Some(game));
+    started()
+}
+
+/// The starting tools' answer: final once the first decision is due (or the
+/// battle failed), provisional before.
+fn started() -> Result<BattleStarted, String> {
+    with_game(|g| {
+        if let Status::Error(e) = &g.status {
+            return Err(e.clone());
+        }
+        let ready = g.battle.pending().is_some() || g.battle.over();
+        if !ready && !host::wait_timed_out() {
+            host::wait(0);
+        } else {
+            g.announced = true;
+        }
+        let opponent = g.battle.their_side().map(|s| s.player.clone()).filter(|p| !p.is_empty()).or_else(|| match &g.mode {
+            Mode::Online { goal: Goal::Challenge(o), .. } => Some(o.clone()),
+            _ => None,
+        });
+        let seed = match &g.mode {
+            Mode::Offline { seed, .. } => Some(*seed),
+            Mode::Online { .. } => None,
+        };
+        let text = if ready {
+            summary(g)
+        } else {
+            format!(
+                "Still {} as {}. Call `showdown_get_battle_state` with battle_id {} to wait for the battle to start.",
+                g.status.label(),
+                g.username,
+                battle_id()
+            )
+        };
+        Ok(BattleStarted {
+            battle_id: battle_id(),
+            status: g.status.label().into(),
+            format: g.format.clone(),
+            username: g.username.clone(),
+            opponent,
+            seed,
+            text,
+        })
+    })
+}
+
+impl Guest for Showdown {
+    fn initiate_battle(format: Option<String>, username: Option<String>) -> Result<BattleStarted, String> {
+        if GAME.with_borrow(Option::is_some) {
+            return started();
+        }
+        start_online(Goal::Ladder, format, username)
+    }
+
+    fn challenge_user(opponent: String, format: Option<String>, username: Option<String>) -> Result<BattleStarted, String> {
+        if GAME.with_borrow(Option::is_some) {
+            return started();
+        }
+        start_online(Goal::Challenge(opponent), format, username)
+    }
+
+    fn start_offline_battle(bot: Option<BotChoice>, format: Option<String>, _seed: Option<u64>) -> Result<BattleStarted, String> {
+        if GAME.with_borrow(Option::is_some) {
+            return started();
+        }
+        let format = valid_format(format)?;
+        let bot = match bot.unwrap_or(BotChoice::Heuristic) {
+            BotChoice::Random => Bot::Random,
+            BotChoice::Heuristic => Bot::Heuristic,
+            BotChoice::Search => Bot::Search,
+        };
+        // The host seeds this instance from the `seed` argument and reports it.
+        let seed = host::seed();
+        let channel = open("sim", "an offline battle")?;
+        let mut rng = Rng::new(seed);
+        let bot_name = match bot {
+            Bot::Random => "Random Bot",
+            Bot::Heuristic => "Heuristic Bot",
+            Bot::Search => "Search Bot",
+        };
+        // Our own strings only: ids checked above, names fixed here.
+        send(channel, &format!(r#">start {{"formatid":"{format}","seed":"{}"}}"#, sim_seed(&mut rng)));
+        send(channel, &format!(r#">player p1 {{"name":"You","seed":"{}"}}"#, sim_seed(&mut rng)));
+        send(channel, &format!(r#">player p2 {{"name":"{bot_name}","seed":"{}"}}"#, sim_seed(&mut rng)));
+        let id = battle_id();
+        let tag = format!("battle-{format}-offline-{}", id.get(..10).unwrap_or(&id));
+        if let Err(e) = host::rename_session(&tag) {
+            ludus_sdk::log(LogLevel::Warn, &format!("keeping the session id: {e}"));
+        }
+        let bot_view = Battle { me: "p2".into(), ..Battle::default() };
+        let mode = Mode::Offline { bot, rng, seed, reader: SimReader::default(), bot_view };
+        let battle = Battle { me: "p1".into(), ..Battle::default() };
+        begin(Game::new(mode, format, "You".into(), channel, battle, Status::Active))
+    }
+
+    fn get_battle_state(_battle_id: String) -> Result<BattleState, String> {
+        with_game(|g| {
+            let unsettled = matches!(g.status, Status::Searching | Status::Challenging)
+                || (g.status == Status::Active && g.battle.pending().is_none());
+            if unsettled && !host::wait_timed_out() {
+                host::wait(0);
+            }
+            g.announced = true;
+            Ok(state(g))
+        })
+    }
+
+    fn get_available_actions(_battle_id: String) -> Result<AvailableActions, String> {
+        with_game(|g| {
+            let req = g.battle.pending();
+            let actions = req.map(Request::actions).unwrap_or_default();
+            let slot = req.and_then(|r| r.active.first());
+            let text = if actions.is_empty() {
+                format!("No action is due now ({}). {}", g.status.label(), next_step(g))
+            } else {
+                format!(
+                    "Choose one with `showdown_make_move`:\n{}",
+                    actions.iter().map(|a| format!("- `{}` — {}", a.name, describe_action(req, a))).collect::<Vec<_>>().join("\n")
+                )
+            };
+            Ok(AvailableActions {
+                battle_id: battle_id(),
+                actions: actions
+                    .iter()
+                    .map(|a| ActionInfo {
+                        action: a.name.clone(),
+                        kind: if a.kind == Kind::Switch { "switch".into() } else { "move".into() },
+                        details: describe_action(req, a),
+                    })
+                    .collect(),
+                force_switch: req.is_some_and(Request::must_switch),
+                trapped: slot.is_some_and(|s| s.trapped),
+                can_tera: slot.and_then(|s| s.can_terastallize.clone()),
+                text,
+            })
+        })
+    }
+
+    fn make_move(_battle_id: String, action: String, reasoning: Option<String>) -> Result<MoveResult, String> {
+        with_game(|g| {
+            if let Status::Error(e) = &g.status {
+                return Err(e.clone());
+            }
+            // The host re-runs a waiting call with the same arguments: finish
+            // that call instead of submitting the action again for a new turn.
+            if let Some((at, act)) = g.in_flight.clone().filter(|(_, act)| same_action(act, &action)) {
+                return finish_move(g, at, &act, &action);
+            }
+            g.in_flight = None;
+            if g.battle.over() {
+                return Ok(move_result(g, &action, None));
+            }
+            let seq = g.battle.decision_seq;
+            match g.submitted.clone() {
+                Some((at, act)) if at == seq => {
+                    if !same_action(&act, &action) {
+                        return Err(format!("you already chose `{act}` this turn; wait with `showdown_get_battle_state`"));
+                    }
+                }
+                _ => {
+                    let Some(req) = g.battle.pending() else {
+                        return Err(format!("no action is due now: {}", next_step(g)));
+                    };
+                    let Some(chosen) = req.find(&action) else {
+                        return Err(format!("`{action}` is not a legal action now. {}", available_list(g)));
+                    };
+                    if let Some(why) = reasoning.as_deref().filter(|r| !r.is_empty()) {
+                        ludus_sdk::log(LogLevel::Info, &format!("turn {}: {} because {why}", g.battle.turn, chosen.name));
+                    }
+                    g.scorecard = Some(score(&g.battle, req, seq, &chosen.name));
+                    choose(g, &chosen.choice);
+                    g.submitted = Some((seq, chosen.name.clone()));
+                    g.rejected = None;
+                }
+            }
+            g.in_flight = Some((seq, action.clone()));
+            finish_move(g, seq, &action, &action)
+        })
+    }
+
+    fn get_pokemon_details(_battle_id: String, pokemon_name: String, opponent: Option<bool>) -> Result<PokemonDetails, String> {
+        with_game(|g| {
+            let theirs = opponent.unwrap_or(false);
+            let side = if theirs { g.battle.their_side() } else { g.battle.my_side() };
+            let key = to_id(&pokemon_name);
+            let mon = side
+                .and_then(|s| s.mons.iter().find(|m| to_id(&m.name) == key || to_id(&m.species) == key))
+                .ok_or_else(|| {
+                    let known: Vec<String> = side.map(|s| s.mons.iter().map(|m| m.name.clone()).collect()).unwrap_or_default();
+                    format!(
+                        "no Pokémon {pokemon_name:?} in {} team (known: {})",
+                        if theirs { "the opponent's" } else { "your" },
+                        if known.is_empty() { "none yet".into() } else { known.join(", ") }
+                    )
+                })?;
+            let species = data().species(&mon.species);
+            let types = match &mon.tera {
+                Some(t) => vec![t.clone()],
+                None => species.map(|s| s.types.clone()).unwrap_or_default(),
+            };
+            let stats: Vec<u32> = if theirs {
+                Vec::new()
+            } else {
+                g.battle
+                    .request
+                    .as_ref()
+                    .and_then(|r| r.side.pokemon.iter().find(|p| p.name() == mon.name))
+                    .map(|p| ["atk", "def", "spa", "spd", "spe"].iter().map(|k| p.stats.get(*k).copied().unwrap_or(0)).collect())
+                    .unwrap_or_default()
+            };
+            let text = format!(
+                "{} — types {}{}",
+                mon_line(mon),
+                types.join("/"),
+                if mon.moves.is_empty() { String::new() } else { format!("; moves {}", move_names(&mon.moves)) }
+            );
+            Ok(PokemonDetails {
+                battle_id: battle_id(),
+                pokemon: pokemon(mon),
+                types,
+                base_stats: species.map(|s| s.base.to_vec()).unwrap_or_default(),
+                stats,
+                text,
+            })
+        })
+    }
+
+    fn forfeit_battle(_battle_id: String) -> Result<MoveResult, String> {
+        with_game(|g| {
+            if let Status::Error(e) = &g.status {
+                return Err(e.clone());
+            }
+            if !g.battle.over() {
+                if g.submitted.as_ref().is_none_or(|(_, a)| a != "forfeit") {
+                    match &g.mode {
+                        Mode::Offline { .. } => send(g.channel, ">forcelose p1"),
+                        Mode::Online { room: Some(room), .. } => send(g.channel, &format!("{room}|/forfeit")),
+                        Mode::Online { .. } => {
+                            g.status = Status::Finished;
+                            channels::close(g.channel);
+                        }
+                    }
+                    g.submitted = Some((u64::MAX, "forfeit".into()));
+                }
+                if !g.battle.over() && g.status != Status::Finished && !host::wait_timed_out() {
+                    host::wait(0);
+                }
+            }
+            Ok(move_result(g, "forfeit", None))
+        })
+    }
+}
+
+/// A submitted move's answer: provisional while its turn is unresolved,
+/// then the new state, or the simulator's refusal.
+fn finish_move(g: &mut Game, at: u64, submitted: &str, action: &str) -> Result<MoveResult, String> {
+    if let Some((_, _, why)) = g.rejected.clone().filter(|(seq, _, _)| *seq == at) {
+        g.in_flight = None;
+        g.rejected = None;
+        return Err(format!("the simulator refused `{submitted}`: {why}. {}", available_list(g)));
+    }
+    let unresolved = g.battle.decision_seq == at && !g.battle.over() && matches!(g.status, Status::Active);
+    if unresolved && !host::wait_timed_out() {
+        host::wait(0);
+    } else {
+        g.in_flight = None;
+    }
+    if let Status::Error(e) = &g.status {
+        return Err(e.clone());
+    }
+    Ok(move_result(g, action, Some(at)))
+}
+
+// ---------------------------------------------------------------- events
+
+// ---------------------------------------------------------------- answers
+
+// ---------------------------------------------------------------- events
+
+impl events::Guest for Showdown {
+    fn on_timer(_id: u64) {
+        // Re-send a challenge the server refused because the opponent was not online yet.
+        let _ = with_game(|g| {
+            if let (Status::Challenging, Mode::Online { goal: Goal::Challenge(opp), logged_in: true, room: None, .. }) = (&g.status, &g.mode) {
+                send(g.channel, &format!("|/challenge {opp}, {}", g.format));
+                host::set_timer(CHALLENGE_RETRY_MS);
+            }
+            Ok(())
+        });
+    }
+
+    fn on_message(channel: u32, data: String) {
+        let _ = with_game(|g| {
+            if let Mode::Online { login: Some(login), .. } = g.mode {
+                if channel == login {
+                    signed(g, login, &data);
+                }
+            }
+            if channel != g.channel {
+                return Ok(());
+            }
+            match &mut g.mode {
+                Mode::Offline { reader, .. } => {
+                    if let Some(event) = reader.line(&data) {
+                        offline_event(g, event);
+                    }
+                }
+                Mode::Online { .. } => {
+                    for event in server_frame(&data) {
+                        online_event(g, event);
+                    }
+                }
+            }
+            Ok(())
+        });
+    }
+
+    fn on_closed(channel: u32, reason: String) {
+        let _ = with_game(|g| {
+            if channel == g.channel && !g.battle.over() && g.status != Status::Finished {
+                let what = match g.mode {
+                    Mode::Offline { .. } => "the battle simulator stopped",
+                    Mode::Online { .. } => "the connection to the Showdown server closed",
+                };
+                g.status = Status::Error(format!("{what} before the battle ended: {reason}"));
+            }
+            Ok(())
+        });
+    }
+}
+
+// Exported only in the component: the native cdylib's linker rejects these symbol names.
+#[cfg(target_arch = "wasm32")]
+bindings::export!(Showdown with_types_in bindings);
+
