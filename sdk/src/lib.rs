@@ -34,28 +34,32 @@ pub use wit_bindgen;
 #[macro_export]
 macro_rules! bindings {
     (world: $world:literal, contract: $contract:literal $(, module: $module:literal)?) => {
-        $crate::wit_bindgen::generate!({
-            world: $world,
-            path: [$contract, "wit"],
-            runtime_path: "ludus_sdk::wit_bindgen::rt",
-            $(default_bindings_module: $module,)?
-            with: {
-                "ludus:plugin/types@0.1.1": ludus_sdk::types,
-                "ludus:plugin/host@0.1.1": ludus_sdk::host,
-            },
+        $crate::__generate!($world, $contract, [$($module)?], {
+            "ludus:plugin/types@0.1.1": ludus_sdk::types,
+            "ludus:plugin/host@0.1.1": ludus_sdk::host,
         });
     };
     (world: $world:literal, contract: $contract:literal, channels $(, module: $module:literal)?) => {
+        $crate::__generate!($world, $contract, [$($module)?], {
+            "ludus:plugin/types@0.1.1": ludus_sdk::types,
+            "ludus:plugin/host@0.1.1": ludus_sdk::host,
+            "ludus:plugin/channels@0.1.1": ludus_sdk::channels,
+        });
+    };
+}
+
+/// [`bindings!`] with the interface mappings spelled out: wit-bindgen
+/// refuses a mapping the world does not use, so each arm lists its own.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __generate {
+    ($world:literal, $contract:literal, [$($module:literal)?], { $($with:tt)* }) => {
         $crate::wit_bindgen::generate!({
             world: $world,
             path: [$contract, "wit"],
             runtime_path: "ludus_sdk::wit_bindgen::rt",
             $(default_bindings_module: $module,)?
-            with: {
-                "ludus:plugin/types@0.1.1": ludus_sdk::types,
-                "ludus:plugin/host@0.1.1": ludus_sdk::host,
-                "ludus:plugin/channels@0.1.1": ludus_sdk::channels,
-            },
+            with: { $($with)* },
         });
     };
 }
