@@ -17,12 +17,13 @@ use ludus_sdk::{LogLevel, PluginInfo, ResourceInfo, ToolHint, channels, host};
 use crate::battle::Battle;
 use crate::bot::Bot;
 use crate::data::{data, to_id};
+use crate::login;
 use crate::protocol::{SimReader, server_frame};
 use crate::request::{Kind, Request};
 use crate::rng::Rng;
 use game::{
-    CHALLENGE_RETRY_MS, GAME, Game, Goal, Mode, Status, battle_id, offline_event, online_event, open, send, signed,
-    sim_seed, valid_format, valid_username, with_game,
+    CHALLENGE_RETRY_MS, GAME, Game, Goal, Mode, Status, battle_id, choose, offline_event, online_event, open, same_action,
+    score, send, signed, sim_seed, valid_format, valid_username, with_game,
 };
 use render::{available_list, describe_action, mon_line, move_names, move_result, next_step, pokemon, state, summary};
 

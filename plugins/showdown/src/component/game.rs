@@ -1,0 +1,335 @@
+//! The battle's bookkeeping inside the component: the session's one game
+//! (mode, status, what was submitted and refused, the scorecard), the checks
+//! on what an agent asks for, and what each simulator or server event does
+//! to the game.
+
+use std::cell::RefCell;
+
+use ludus_sdk::{LogLevel, channels, host};
+
+use crate::battle::Battle;
+use crate::bot::{self, Bot};
+use crate::data::to_id;
+use crate::engine::{self, Evaluation, Settings};
+use crate::login::{self, Account};
+use crate::protocol::{Event, SimReader, fields};
+use crate::request::Request;
+use crate::rng::Rng;
+
+pub const DEFAULT_FORMAT: &str = "gen9randombattle";
+/// Seconds between repeated challenges while the opponent is not online yet.
+pub const CHALLENGE_RETRY_MS: u32 = 3_000;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    Searching,
+    Challenging,
+    Active,
+    Finished,
+    Error(String),
+}
+
+impl Status {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Status::Searching => "searching",
+            Status::Challenging => "challenging",
+            Status::Active => "active",
+            Status::Finished => "finished",
+            Status::Error(_) => "error",
+        }
+    }
+}
+
+pub enum Mode {
+    Offline { bot: Bot, rng: Rng, seed: u64, reader: SimReader, bot_view: Battle },
+    Online {
+        goal: Goal,
+        logged_in: bool,
+        room: Option<String>,
+        rqid: Option<u64>,
+        /// The operator's password for this name (signs in through the `login` endpoint).
+        password: Option<String>,
+        /// The open `login` channel while the login server is asked.
+        login: Option<u32>,
+    },
+}
+
+#[derive(Clone)]
+pub enum Goal {
+    Ladder,
+    Challenge(String),
+}
+
+pub struct Game {
+    pub mode: Mode,
+    pub format: String,
+    pub username: String,
+    pub channel: u32,
+    pub battle: Battle,
+    pub status: Status,
+    /// The decision we answered (its sequence number) and with what.
+    pub submitted: Option<(u64, String)>,
+    /// A choice the simulator refused: (decision sequence, our action, why).
+    pub rejected: Option<(u64, String, String)>,
+    /// The id the agent was given; a later rename would lose it.
+    pub announced: bool,
+    /// A `make_move` call that submitted and waits: (decision sequence, its action).
+    pub in_flight: Option<(u64, String)>,
+    /// The engine's verdict on the last submitted action.
+    pub scorecard: Option<Scorecard>,
+}
+
+/// An action scored at the moment it was chosen.
+pub struct Scorecard {
+    pub seq: u64,
+    pub action: String,
+    pub evaluation: Result<Evaluation, String>,
+    pub millis: f64,
+}
+
+thread_local! {
+    pub static GAME: RefCell<Option<Game>> = const { RefCell::new(None) };
+}
+
+pub fn with_game<T>(f: impl FnOnce(&mut Game) -> Result<T, String>) -> Result<T, String> {
+    GAME.with_borrow_mut(|g| match g.as_mut() {
+        Some(game) => f(game),
+        None => Err("this session holds no battle".into()),
+    })
+}
+
+pub fn battle_id() -> String {
+    host::session_id().unwrap_or_default()
+}
+
+impl Game {
+    /// A battle being set up: nothing submitted, refused or announced yet.
+    pub fn new(mode: Mode, format: String, username: String, channel: u32, battle: Battle, status: Status) -> Game {
+        Game {
+            mode,
+            format,
+            username,
+            channel,
+            battle,
+            status,
+            submitted: None,
+            rejected: None,
+            announced: false,
+            in_flight: None,
+            scorecard: None,
+        }
+    }
+}
+
+pub fn valid_format(format: Option<String>) -> Result<String, String> {
+    let f = format.unwrap_or_else(|| DEFAULT_FORMAT.into());
+    if f.is_empty() || f.len() > 60 || !f.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()) {
+        return Err(format!("format {f:?} is not a Showdown format id (like gen9randombattle)"));
+    }
+    if !f.contains("random") {
+        return Err(format!("format {f} needs a team; only random formats (like gen9randombattle) are supported"));
+    }
+    Ok(f)
+}
+
+pub fn valid_username(name: Option<String>) -> Result<String, String> {
+    let name = name.unwrap_or_else(|| format!("Ludus{:06}", host::seed() % 1_000_000));
+    let ok = !name.trim().is_empty() && name.len() <= 18 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == ' ');
+    if !ok {
+        return Err(format!("username {name:?} must be 1-18 letters, digits or spaces"));
+    }
+    // Showdown keeps `Guest…` names for its own unnamed users and silently refuses them.
+    if to_id(&name).starts_with("guest") {
+        return Err(format!("username {name:?} is reserved by Showdown for guests; choose another"));
+    }
+    Ok(name)
+}
+
+pub fn open(endpoint: &str, purpose: &str) -> Result<u32, String> {
+    channels::open(endpoint).map_err(|e| format!("{purpose} needs the `{endpoint}` endpoint: {e}"))
+}
+
+pub fn send(channel: u32, line: &str) {
+    if let Err(e) = channels::send(channel, line) {
+        ludus_sdk::log(LogLevel::Warn, &format!("send failed: {e}"));
+    }
+}
+
+/// Seeds for the simulator: four 16-bit numbers.
+pub fn sim_seed(rng: &mut Rng) -> String {
+    (0..4).map(|_| (rng.next_u64() % 65_536).to_string()).collect::<Vec<_>>().join(",")
+}
+
+/// Scores `action` against the other legal actions of `req`, before it is sent.
+pub fn score(battle: &Battle, req: &Request, seq: u64, action: &str) -> Scorecard {
+    let started = std::time::Instant::now();
+    let evaluation = engine::evaluate_actions(battle, req, Settings::default());
+    Scorecard { seq, action: action.to_string(), evaluation, millis: started.elapsed().as_secs_f64() * 1e3 }
+}
+
+pub fn same_action(a: &str, b: &str) -> bool {
+    let norm = |s: &str| s.to_ascii_lowercase().chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    norm(a) == norm(b) || to_id(a) == to_id(b)
+}
+
+/// Sends our choice for the current request.
+pub fn choose(g: &mut Game, choice: &str) {
+    match &g.mode {
+        Mode::Offline { .. } => send(g.channel, &format!(">p1 {choice}")),
+        Mode::Online { room: Some(room), rqid, .. } => {
+            let rqid = rqid.map(|r| format!("|{r}")).unwrap_or_default();
+            send(g.channel, &format!("{room}|/choose {choice}{rqid}"));
+        }
+        Mode::Online { room: None, .. } => {}
+    }
+}
+
+pub fn offline_event(g: &mut Game, event: Event) {
+    let Mode::Offline { bot, rng, bot_view, .. } = &mut g.mode else { return };
+    match event {
+        Event::Log { line, .. } => {
+            g.battle.on_log(&line);
+            bot_view.on_log(&line);
+            if g.battle.over() {
+                g.status = Status::Finished;
+            }
+        }
+        Event::Request { side, json, .. } => match Request::parse(&json) {
+            Ok(req) if side == "p2" => {
+                let pick = bot::choose(*bot, &req, bot_view, rng);
+                bot_view.on_request(req);
+                if let Some(a) = pick {
+                    send(g.channel, &format!(">p2 {}", a.choice));
+                }
+            }
+            Ok(req) => g.battle.on_request(req),
+            Err(e) => ludus_sdk::log(LogLevel::Warn, &e),
+        },
+        Event::Error { side, text, .. } if side == "p2" => {
+            // An unavailable choice is followed by an updated request, which the bot answers.
+            if !text.starts_with("[Unavailable choice]") {
+                ludus_sdk::log(LogLevel::Warn, &format!("the bot's choice was refused: {text}"));
+                send(g.channel, ">p2 default");
+            }
+        }
+        Event::Error { text, .. } => reject(g, text),
+        Event::End { .. } => g.status = Status::Finished,
+        Event::Global { .. } => {}
+    }
+}
+
+/// The simulator refused our choice: let the agent choose again.
+pub fn reject(g: &mut Game, text: String) {
+    if let Some((seq, act)) = g.submitted.take() {
+        g.rejected = Some((seq, act, text));
+    }
+}
+
+/// The login server's answer: the signed name goes to the server.
+pub fn signed(g: &mut Game, login_channel: u32, reply: &str) {
+    channels::close(login_channel);
+    if let Mode::Online { login, .. } = &mut g.mode {
+        *login = None;
+    }
+    match login::assertion(reply) {
+        Ok(assertion) => send(g.channel, &format!("|/trn {},0,{assertion}", g.username)),
+        Err(e) => g.status = Status::Error(format!("logging in as {} failed: {e}", g.username)),
+    }
+}
+
+pub fn online_event(g: &mut Game, event: Event) {
+    let Mode::Online { goal, logged_in, room, rqid, password, login: login_channel } = &mut g.mode else { return };
+    match event {
+        Event::Global { line } => {
+            let f = fields(&line);
+            match f.first().copied().unwrap_or("") {
+                // With a `login` endpoint the login server signs the challenge; without one
+                // only a `--no-security` server takes the name as it is.
+                "challstr" => {
+                    let account = Account { username: g.username.clone(), password: password.clone() };
+                    match channels::open("login") {
+                        Ok(ch) => {
+                            *login_channel = Some(ch);
+                            send(ch, &login::request(&account, &f[1..].join("|")));
+                        }
+                        Err(e) if account.password.is_some() => {
+                            g.status = Status::Error(format!("signing in as {} needs the `login` endpoint: {e}", g.username));
+                        }
+                        Err(_) => send(g.channel, &format!("|/trn {}", g.username)),
+                    }
+                }
+                "updateuser" => {
+                    let named = f.get(2) == Some(&"1");
+                    if named && to_id(f.get(1).unwrap_or(&"")) == to_id(&g.username) && !*logged_in {
+                        *logged_in = true;
+                        send(g.channel, "|/utm null");
+                        match goal {
+                            Goal::Ladder => send(g.channel, &format!("|/search {}", g.format)),
+                            Goal::Challenge(opp) => {
+                                send(g.channel, &format!("|/challenge {opp}, {}", g.format));
+                                host::set_timer(CHALLENGE_RETRY_MS);
+                            }
+                        }
+                    }
+                }
+                "nametaken" => {
+                    g.status = Status::Error(format!("the server refused the name {}: {}", g.username, f.get(2).unwrap_or(&"")));
+                }
+                "pm" => {
+                    // `|pm| FROM| TO|/challenge FORMAT|…`: a challenge to us.
+                    let from = f.get(1).map(|s| s.trim_start_matches([' ', '+', '%', '@', '*', '#', '&', '~', '!', '‽'])).unwrap_or("");
+                    let to = f.get(2).map(|s| to_id(s)).unwrap_or_default();
+                    let msg = f.get(3).copied().unwrap_or("");
+                    let from_opponent = matches!(goal, Goal::Challenge(opp) if to_id(opp) == to_id(from));
+                    if to == to_id(&g.username) && from_opponent && msg.starts_with("/challenge ") && room.is_none() {
+                        // Both may have challenged each other: the one with the larger id accepts.
+                        if to_id(&g.username) > to_id(from) {
+                            send(g.channel, "|/utm null");
+                            send(g.channel, &format!("|/accept {}", to_id(from)));
+                        }
+                    }
+                }
+                "popup" => ludus_sdk::log(LogLevel::Info, &format!("server: {}", f[1..].join("|"))),
+                _ => {}
+            }
+        }
+        Event::Log { room: r, line } => {
+            if !r.starts_with("battle-") {
+                return;
+            }
+            if room.is_none() && line.starts_with("|init|battle") {
+                *room = Some(r.clone());
+                g.status = Status::Active;
+                // The battle tag is the id; a second seat in this same server gets a suffix.
+                if !g.announced && host::rename_session(&r).is_err() {
+                    let _ = host::rename_session(&format!("{r}:{}", to_id(&g.username)));
+                }
+            }
+            if room.as_deref() == Some(r.as_str()) {
+                g.battle.on_log(&line);
+                if g.battle.over() {
+                    g.status = Status::Finished;
+                }
+            }
+        }
+        Event::Request { room: r, json, .. } => {
+            if room.as_deref() != Some(r.as_str()) {
+                return;
+            }
+            match Request::parse(&json) {
+                Ok(req) => {
+                    *rqid = req.rqid;
+                    g.battle.on_request(req);
+                }
+                Err(e) => ludus_sdk::log(LogLevel::Warn, &e),
+            }
+        }
+        Event::Error { room: r, text, .. } => {
+            if room.as_deref() == Some(r.as_str()) {
+                reject(g, text);
+            }
+        }
+        Event::End { .. } => {}
+    }
+}

@@ -1,0 +1,214 @@
+//! What the agent reads: the Markdown overview every answer carries, one line
+//! per Pokémon and per action, and the structured answers of the tools.
+
+use super::bindings::exports::ludus::showdown::tools::{ActionScore, BattleState, MoveEvaluation, MoveResult, Pokemon};
+use super::game::{Game, Status, battle_id};
+use crate::battle::{Mon, status_name};
+use crate::data::data;
+use crate::request::{Kind, Request};
+
+pub fn pokemon(m: &Mon) -> Pokemon {
+    Pokemon {
+        name: m.name.clone(),
+        species: m.species.clone(),
+        level: m.level,
+        hp_percent: m.hp_percent,
+        status: m.status.clone(),
+        fainted: m.fainted,
+        active: m.active,
+        moves: m.moves.clone(),
+        item: m.item.clone().filter(|i| !i.is_empty()),
+        ability: m.ability.clone(),
+        tera: m.tera.clone(),
+        boosts: m.boosts.iter().filter(|(_, v)| **v != 0).map(|(k, v)| format!("{k}{v:+}")).collect(),
+    }
+}
+
+pub fn move_names(ids: &[String]) -> String {
+    ids.iter().map(|id| data().move_(id).map_or(id.clone(), |m| m.name.clone())).collect::<Vec<_>>().join(", ")
+}
+
+pub fn mon_line(m: &Mon) -> String {
+    let mut s = format!("{} (L{}) {}%", m.species, m.level, m.hp_percent);
+    if m.fainted {
+        s = format!("{} (L{}) fainted", m.species, m.level);
+    }
+    if let Some(st) = &m.status {
+        s.push_str(&format!(", {}", status_name(st)));
+    }
+    if let Some(t) = &m.tera {
+        s.push_str(&format!(", tera {t}"));
+    }
+    let boosts: Vec<String> = m.boosts.iter().filter(|(_, v)| **v != 0).map(|(k, v)| format!("{k} {v:+}")).collect();
+    if !boosts.is_empty() {
+        s.push_str(&format!(", {}", boosts.join(" ")));
+    }
+    s
+}
+
+/// What a move or switch does, in a line.
+pub fn describe_action(req: Option<&Request>, a: &crate::request::Action) -> String {
+    let Some(req) = req else { return String::new() };
+    match a.kind {
+        Kind::Switch | Kind::Team => {
+            req.side.pokemon.get(a.index).map(|p| format!("{} ({})", p.details, p.condition)).unwrap_or_default()
+        }
+        Kind::Move => {
+            let slot = req.active.first().and_then(|s| s.moves.get(a.index));
+            let id = slot.map(|m| m.id.as_str()).unwrap_or("");
+            let mut s = match data().move_(id) {
+                Some(m) => {
+                    let power = if m.base_power > 0 { format!(", power {}", m.base_power) } else { String::new() };
+                    format!("{} ({} {:?}{power}, accuracy {})", m.name, m.kind, m.category, m.accuracy)
+                }
+                None => slot.map(|m| m.name.clone()).unwrap_or_default(),
+            };
+            if let Some(pp) = slot.and_then(|m| m.pp) {
+                s.push_str(&format!(", {pp} PP"));
+            }
+            if a.name.ends_with("-tera") {
+                let t = req.active.first().and_then(|s| s.can_terastallize.clone()).unwrap_or_default();
+                s.push_str(&format!(", terastallizing into {t}"));
+            }
+            s
+        }
+    }
+}
+
+pub fn available_list(g: &Game) -> String {
+    let names: Vec<String> = g.battle.pending().map(|r| r.actions().into_iter().map(|a| a.name).collect()).unwrap_or_default();
+    if names.is_empty() { "No action is available now.".into() } else { format!("Available actions: {}.", names.join(", ")) }
+}
+
+pub fn next_step(g: &Game) -> String {
+    match &g.status {
+        Status::Searching => "Searching for an opponent; call `showdown_get_battle_state` to wait.".into(),
+        Status::Challenging => "Waiting for the opponent to accept; call `showdown_get_battle_state` to wait.".into(),
+        Status::Finished => "The battle is over.".into(),
+        Status::Error(e) => format!("The battle failed: {e}"),
+        Status::Active if g.battle.over() => "The battle is over.".into(),
+        Status::Active if g.battle.pending().is_some() => "Your move: call `showdown_make_move` with one of the available actions.".into(),
+        Status::Active => "Waiting for the opponent; call `showdown_get_battle_state` to wait.".into(),
+    }
+}
+
+pub fn result_line(g: &Game) -> Option<String> {
+    if g.battle.tie {
+        return Some("The battle ended in a tie.".into());
+    }
+    let w = g.battle.winner.as_ref()?;
+    let mine = g.battle.my_side().map(|s| s.player.as_str()) == Some(w.as_str());
+    Some(format!("{w} won the battle — {}", if mine { "you won!" } else { "you lost." }))
+}
+
+/// The Markdown overview every answer carries.
+pub fn summary(g: &Game) -> String {
+    let mut out = format!("**Battle {}** — turn {} ({})\n", battle_id(), g.battle.turn, g.status.label());
+    if let Some(r) = result_line(g) {
+        out.push_str(&format!("\n**{r}**\n"));
+    }
+    if let Some(m) = g.battle.my_side().and_then(|s| s.active()) {
+        out.push_str(&format!("\nYour active: {}\n", mon_line(m)));
+    }
+    if let Some(m) = g.battle.their_side().and_then(|s| s.active()) {
+        out.push_str(&format!("Opponent's active: {}\n", mon_line(m)));
+        if !m.moves.is_empty() {
+            out.push_str(&format!("Its revealed moves: {}\n", move_names(&m.moves)));
+        }
+    }
+    if let Some(side) = g.battle.my_side() {
+        let bench: Vec<String> = side.mons.iter().filter(|m| !m.active).map(mon_line).collect();
+        if !bench.is_empty() {
+            out.push_str(&format!("Your bench: {}\n", bench.join("; ")));
+        }
+    }
+    let events: Vec<&String> = g.battle.previous_turn.iter().chain(&g.battle.recent).collect();
+    if !events.is_empty() {
+        out.push_str("\nRecent events:\n");
+        for e in events.iter().rev().take(14).rev() {
+            out.push_str(&format!("- {e}\n"));
+        }
+    }
+    if let Some((_, _, why)) = &g.rejected {
+        out.push_str(&format!("\nYour last choice was refused: {why}\n"));
+    }
+    if g.battle.pending().is_some() {
+        out.push_str(&format!("\n{}\n", available_list(g)));
+    }
+    out.push_str(&format!("\nNext: {}", next_step(g)));
+    out
+}
+
+pub fn state(g: &Game) -> BattleState {
+    let side = |s: Option<&crate::battle::SideView>| s.map(|s| s.mons.iter().map(pokemon).collect()).unwrap_or_default();
+    let mut field = g.battle.fields.clone();
+    for (label, s) in [("your side", g.battle.my_side()), ("opponent's side", g.battle.their_side())] {
+        for c in s.map(|s| s.conditions.clone()).unwrap_or_default() {
+            field.push(format!("{c} ({label})"));
+        }
+    }
+    BattleState {
+        battle_id: battle_id(),
+        status: g.status.label().into(),
+        awaiting_decision: g.battle.pending().is_some(),
+        turn: g.battle.turn,
+        time_left: g.battle.timer.clone(),
+        your_team: side(g.battle.my_side()),
+        opponent_team: side(g.battle.their_side()),
+        weather: g.battle.weather.clone(),
+        field,
+        available_actions: g.battle.pending().map(|r| r.actions().into_iter().map(|a| a.name).collect()).unwrap_or_default(),
+        recent_events: g.battle.previous_turn.iter().chain(&g.battle.recent).cloned().collect(),
+        winner: g.battle.winner.clone(),
+        text: match &g.status {
+            Status::Error(e) => format!("The battle failed: {e}"),
+            _ => summary(g),
+        },
+    }
+}
+
+pub fn move_result(g: &Game, action: &str, at: Option<u64>) -> MoveResult {
+    let evaluation = evaluation(g, at);
+    let verdict = match (&evaluation, at) {
+        (Ok(e), _) => format!(
+            "\nEvaluation: optimality {:.2} (rank {} of {}); the search prefers `{}`.",
+            e.optimality,
+            e.rank,
+            e.scores.len(),
+            e.best_action
+        ),
+        (Err(why), Some(_)) => format!("\nNot scored: {why}."),
+        (Err(_), None) => String::new(),
+    };
+    MoveResult {
+        battle_id: battle_id(),
+        action: action.to_string(),
+        status: g.status.label().into(),
+        awaiting_decision: g.battle.pending().is_some(),
+        turn: g.battle.turn,
+        recent_events: g.battle.previous_turn.iter().chain(&g.battle.recent).cloned().collect(),
+        winner: g.battle.winner.clone(),
+        evaluation: evaluation.ok(),
+        text: format!("{}{verdict}", summary(g)),
+    }
+}
+
+/// The scorecard of the decision `at`, for the answer; the reason when there is none.
+pub fn evaluation(g: &Game, at: Option<u64>) -> Result<MoveEvaluation, String> {
+    let card = g.scorecard.as_ref().filter(|c| Some(c.seq) == at).ok_or("no action of yours was scored")?;
+    let e = card.evaluation.as_ref()?;
+    let verdict = e.verdict(&card.action).ok_or("the action was not among the scored ones")?;
+    let round = |x: f32| (f64::from(x) * 1000.0).round() / 1000.0;
+    Ok(MoveEvaluation {
+        optimality: round(verdict.optimality),
+        best_action: e.best().action.clone(),
+        regret: round(verdict.regret),
+        rank: verdict.rank as u32,
+        scores: e.actions.iter().map(|s| ActionScore { action: s.action.clone(), score: round(s.score) }).collect(),
+        method: format!(
+            "poke-engine expectiminimax, depth {}, worst case over the opponent's replies, mean of {} seeded guesses of its hidden sets",
+            e.settings.depth, e.settings.samples
+        ),
+        millis: (card.millis * 10.0).round() / 10.0,
+    })
+}
