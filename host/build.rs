@@ -14,6 +14,7 @@ use std::process::Command;
 /// the others (the chess benchmark fixture uses the chess crate without its
 /// plugin exports).
 const COMPONENTS: &[(&str, &str, &str, &str)] = &[
+    ("cards", "plugins/cards/wit", "", "cards"),
     ("chess", "plugins/chess/wit", "", "chess"),
     ("hanoi", "plugins/hanoi/wit", "", "hanoi"),
     ("river_crossing", "plugins/river_crossing/wit", "", "river_crossing"),

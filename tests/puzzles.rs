@@ -53,7 +53,7 @@ async fn golden_schemas_of_the_bundled_games() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
     let tools = c.tools().await;
-    for game in ["chess", "hanoi", "river_crossing", "showdown"] {
+    for game in ["cards", "chess", "hanoi", "river_crossing", "showdown"] {
         let mine: Vec<Value> = tools
             .iter()
             .filter(|t| t.name.starts_with(&format!("{game}_")))

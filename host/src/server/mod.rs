@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
+use crate::config::{Config, Endpoint};
 use crate::mcp::Ludus;
 use crate::plugin::Source;
 use crate::registry::Registry;
@@ -33,8 +33,12 @@ pub struct ServeOptions {
 /// Everything except the transport: loads the games and starts the background tasks.
 pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     let started = Instant::now();
-    let config = Arc::new(opts.config.clone());
-    let cache = config.cache_dir.clone().or_else(crate::runtime::default_cache_dir);
+    let cache = opts.config.cache_dir.clone().or_else(crate::runtime::default_cache_dir);
+    let mut config = opts.config.clone();
+    if opts.builtins {
+        grant_sidecars(&mut config, cache.as_deref());
+    }
+    let config = Arc::new(config);
     let runtime = Runtime::new(cache)?;
     let sessions = Sessions::new(config.limits.max_sessions, tokio::runtime::Handle::current());
     let registry = Registry::new(runtime, config, sessions.clone());
@@ -67,6 +71,44 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     let games: Vec<String> = registry.plugins().iter().map(|p| format!("{} {}", p.name, p.version)).collect();
     tracing::info!(ready_ms = started.elapsed().as_millis() as u64, "ready with games: {}", games.join(", "));
     Ok(registry)
+}
+
+/// Writes each bundled sidecar into the cache directory and grants its
+/// endpoint, unless the operator configured that endpoint (or disabled the
+/// game). A sidecar that cannot be written is left out with a warning: its
+/// game then says the endpoint is not granted.
+fn grant_sidecars(config: &mut Config, cache: Option<&std::path::Path>) {
+    let root = cache.map(|c| c.join("sidecars")).unwrap_or_else(|| std::env::temp_dir().join("ludus-sidecars"));
+    for car in bundled::SIDECARS {
+        let plugin = config.plugins.entry(car.plugin.to_string()).or_default();
+        if plugin.disabled || plugin.channels.contains_key(car.endpoint) {
+            continue;
+        }
+        let dir = root.join(car.plugin);
+        match write_sidecar(&dir, car) {
+            Ok(()) => {
+                let entry = dir.join(car.entry).display().to_string();
+                plugin.channels.insert(car.endpoint.into(), Endpoint::Process { command: car.command.into(), args: vec![entry], cwd: None });
+            }
+            Err(e) => tracing::warn!(plugin = car.plugin, dir = %dir.display(), "cannot write the bundled {} program: {e:#}", car.endpoint),
+        }
+    }
+}
+
+/// Writes files whose content changed, each atomically (a running sidecar of
+/// another server keeps reading its old file).
+fn write_sidecar(dir: &std::path::Path, car: &bundled::Sidecar) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (name, text) in car.files {
+        let path = dir.join(name);
+        if std::fs::read_to_string(&path).is_ok_and(|old| old == *text) {
+            continue;
+        }
+        let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, &path)?;
+    }
+    Ok(())
 }
 
 pub async fn serve(opts: ServeOptions) -> Result<()> {

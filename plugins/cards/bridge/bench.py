@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Benchmarks of the phase bridge, through its MCP surface (one bridge process,
+JSON-RPC lines on a pipe, as the Ludus plugin drives it):
+
+- decisions per second when a random agent plays phase-ai;
+- games per minute of phase-ai against itself (both seats `ai`: `new_game` runs
+  the whole game);
+- phase-ai's win rate against a random agent over N seeded games, with a
+  Wilson 95 % interval.
+
+    python3 plugins/cards/bridge/bench.py [--games 100] [--level Medium]
+
+Uses the venv the bridge installs on first use. Nothing here is asserted.
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+
+BRIDGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "phase_bridge.py")
+
+
+class Bridge:
+    def __init__(self):
+        self.p = subprocess.Popen([sys.executable, BRIDGE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.n = 0
+
+    def call(self, name, args=None, seat=0):
+        self.n += 1
+        msg = {"jsonrpc": "2.0", "id": self.n, "method": "tools/call",
+               "params": {"name": name, "arguments": args or {}, "_meta": {"seat": seat}}}
+        self.p.stdin.write(json.dumps(msg) + "\n")
+        self.p.stdin.flush()
+        r = json.loads(self.p.stdout.readline())["result"]
+        if r["isError"]:
+            raise RuntimeError(r["content"][0]["text"])
+        return r["structuredContent"]
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait()
+
+
+def random_agent_game(seed, level):
+    """One game of a random agent (seat 0) against phase-ai; (winner, decisions, calls, seconds)."""
+    b = Bridge()
+    rng = random.Random(seed)
+    t0 = time.perf_counter()
+    b.call("new_game", {"seed": seed, "seats": ["agent", "ai"], "ai_level": level})
+    decisions = 0
+    while True:
+        st = b.call("pass_priority", {"timeout_ms": 1000})
+        if st["game_over"]:
+            break
+        c = b.call("get_action_choices")
+        rt, n = c.get("response_type"), len(c.get("choices", []))
+        if rt == "boolean":
+            a = {"answer": rng.random() < 0.1}
+        elif rt == "amount":
+            a = {"amount": rng.randint(c["min"], c["max"])}
+        elif n and (rt == "index" or rng.random() < 0.7):
+            a = {"index": rng.randrange(n)}
+        else:
+            a = {"answer": False}
+        try:
+            b.call("choose_action", a)
+        except RuntimeError:
+            b.call("take_action")
+        decisions += 1
+    seconds = time.perf_counter() - t0
+    calls = b.n
+    b.close()
+    return st["winner"], decisions, calls, seconds
+
+
+def ai_vs_ai(seed, level):
+    b = Bridge()
+    t0 = time.perf_counter()
+    st = b.call("new_game", {"seed": seed, "seats": ["ai", "ai"], "ai_level": level})
+    seconds = time.perf_counter() - t0
+    b.close()
+    return st["winner"], seconds
+
+
+def wilson(wins, n, z=1.96):
+    if n == 0:
+        return (0.0, 0.0)
+    p = wins / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return (c - h, c + h)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--games", type=int, default=100)
+    ap.add_argument("--level", default="Medium")
+    a = ap.parse_args()
+
+    ai_wins, decisions, calls, secs = 0, 0, 0, 0.0
+    for seed in range(a.games):
+        winner, d, c, s = random_agent_game(seed, a.level)
+        ai_wins += winner == 1
+        decisions, calls, secs = decisions + d, calls + c, secs + s
+    lo, hi = wilson(ai_wins, a.games)
+    ai_games = max(10, a.games // 5)
+    ai_secs = sum(ai_vs_ai(1000 + s, a.level)[1] for s in range(ai_games))
+
+    print("| measurement | result |\n|---|---|")
+    print(f"| phase-ai ({a.level}) vs a random agent, {a.games} seeded games | {ai_wins} wins, {100 * ai_wins / a.games:.1f} % (95 % {100 * lo:.1f}–{100 * hi:.1f} %) |")
+    print(f"| agent decisions per second through the bridge (random agent, AI turns included) | {decisions / secs:.0f} ({decisions} decisions, {calls} tool calls in {secs:.1f} s) |")
+    print(f"| mean bridge tool call, agent side (AI thinking included) | {1000 * secs / calls:.2f} ms |")
+    print(f"| games per minute, phase-ai vs phase-ai ({ai_games} games, one core) | {60 * ai_games / ai_secs:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

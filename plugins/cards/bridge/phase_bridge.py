@@ -1,0 +1,751 @@
+#!/usr/bin/env python3
+"""Magic: The Gathering on the phase rules engine, behind XMage's decision tools.
+
+An MCP server (JSON-RPC 2.0, one message per line on stdin/stdout) that
+speaks the tool surface of XMage's headless client -- is_action_on_me,
+wait_for_action, pass_priority, auto_pass_until_event, take_action,
+get_action_choices, choose_action, get_game_state, get_game_log,
+get_oracle_text, send_chat_message, concede -- over one game of the phase
+engine (PyPI `phase-python`). The Ludus `cards` plugin drives it exactly as
+it drives XMage's client, so one plugin code path serves both.
+
+Two differences from XMage's client, both additive:
+- `new_game` (an extra tool) starts the game: decks, seed, which seats are
+  agents and which are phase's AI. XMage's client is configured when it is
+  launched instead.
+- One process serves every seat of its game. A request names its seat in
+  `params._meta.seat` (default 0); XMage runs one client per seat and needs
+  no such field.
+
+Hidden information stays hidden: a seat sees its own hand and the sizes of
+the other zones, never another seat's hand or any library. Nothing an agent
+writes reaches the engine: decisions arrive as indexes, booleans and numbers
+into lists this program made.
+
+Stdout carries only protocol messages; diagnostics go to stderr.
+"""
+
+import json
+import os
+import select
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROTOCOL = "2024-11-05"
+MAX_LOG = 5000
+# The rules engine, pinned: its decision shapes are what this bridge maps.
+PHASE_REQUIREMENT = "phase-python==0.103.0"
+
+
+def log(msg):
+    print(f"phase-bridge: {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- cards
+
+
+def load_pool():
+    """The checked-in card pool: MTGJSON-style entries (our own files)."""
+    with open(os.path.join(HERE, "pool.json"), encoding="utf-8") as f:
+        return {c["name"]: c for c in json.load(f)}
+
+
+def load_decks():
+    with open(os.path.join(HERE, "decks.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def deck_list(spec, pool, decks):
+    """A deck name from decks.json, or {card name: count}; checked against the pool."""
+    if isinstance(spec, str):
+        if spec not in decks:
+            raise ValueError(f"unknown deck {spec!r}; the decks are: {', '.join(sorted(decks))}")
+        spec = decks[spec]["cards"]
+    if not isinstance(spec, dict) or not spec:
+        raise ValueError("a deck is a deck name or an object of card name -> count")
+    cards = []
+    for name, count in spec.items():
+        if name not in pool:
+            raise ValueError(f"{name!r} is not in the card pool; cards: {', '.join(sorted(pool))}")
+        if not isinstance(count, int) or count < 1 or count > 60:
+            raise ValueError(f"count of {name!r} must be a whole number from 1 to 60")
+        cards += [name] * count
+    if not 40 <= len(cards) <= 250:
+        raise ValueError(f"a deck has 40 to 250 cards; this one has {len(cards)}")
+    return cards
+
+
+def oracle_text(entry):
+    lines = [f"{entry['name']} {entry.get('manaCost', '')}".strip(), entry["type"]]
+    if entry.get("text"):
+        lines.append(entry["text"])
+    if "power" in entry:
+        lines.append(f"{entry['power']}/{entry['toughness']}")
+    if "loyalty" in entry:
+        lines.append(f"Loyalty {entry['loyalty']}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the game
+
+
+class Table:
+    """One phase game, its seats, and what each seat has staged."""
+
+    def __init__(self, engine, pool, decks, args):
+        seats = args.get("seats") or ["agent", "ai"]
+        if len(seats) != 2 or any(s not in ("agent", "ai") for s in seats):
+            raise ValueError('seats is a list of two of "agent" and "ai"')
+        level = args.get("ai_level", "Medium")
+        if level not in ("VeryEasy", "Easy", "Medium", "Hard", "VeryHard"):
+            raise ValueError("ai_level is one of VeryEasy, Easy, Medium, Hard, VeryHard")
+        lists = [deck_list(d, pool, decks) for d in (args.get("decks") or ["izzet-tempo", "selesnya-beasts"])]
+        if len(lists) != 2:
+            raise ValueError("decks is a list of two decks")
+        seed = int(args.get("seed", 0)) & 0xFFFFFFFF
+        first = int(args.get("first_player", 0))
+        self.seats, self.level, self.pool = seats, level, pool
+        self.game = engine.new_game(lists[0], lists[1], seed=seed, first_player=first)
+        self.log = []  # (visibility seat or None, text)
+        self.chat = []
+        self.staged = {0: set(), 1: set()}  # attackers / blocks being chosen
+        self.conceded = None
+        self.advance()
+
+    # -- whose move
+
+    def waiting(self):
+        return self.game.waiting_for()
+
+    def actor(self, w=None):
+        w = w or self.waiting()
+        d = w.get("data") or {}
+        if w["type"] == "GameOver":
+            return None
+        if isinstance(d, dict) and d.get("pending"):
+            return d["pending"][0]["player"]
+        if isinstance(d, dict) and "player" in d:
+            return d["player"]
+        return self.game.priority_player()
+
+    def over(self):
+        return self.conceded is not None or self.waiting()["type"] == "GameOver"
+
+    def winner(self):
+        if self.conceded is not None:
+            return 1 - self.conceded
+        w = self.waiting()
+        return (w.get("data") or {}).get("winner") if w["type"] == "GameOver" else None
+
+    def apply(self, seat, action):
+        result = self.game.apply(seat, action)
+        for entry in result.log_entries or []:
+            text = "".join(seg_text(s) for s in entry.get("segments", []))
+            hidden = (entry.get("presentation") or {}).get("visibility") == "HiddenInformation"
+            self.log.append((seat if hidden else None, f"T{entry.get('turn')} {entry.get('phase')}: {text}"))
+        del self.log[:-MAX_LOG]
+        self.staged[seat] = set()
+
+    def advance(self):
+        """Lets phase's AI play its seats until an agent seat must decide."""
+        for _ in range(100000):
+            if self.over():
+                return
+            seat = self.actor()
+            if seat is None or self.seats[seat] != "ai":
+                return
+            action = self.game.choose_action(seat, difficulty=self.level) or self.game.actions()[0]
+            self.apply(seat, action)
+
+    # -- what a seat sees
+
+    def pending(self, seat):
+        """The decision due from `seat` in XMage's shape, or None."""
+        if self.over() or self.actor() != seat:
+            return None
+        w = self.waiting()
+        kind, data = w["type"], w.get("data") or {}
+        acts = self.game.actions()
+        p = {"action_type": kind, "actions": acts}
+        if kind == "Priority":
+            plays = [a for a in acts if a.kind != "PassPriority"]
+            p.update(response_type="select", message="You have priority: play a card or ability by index, or pass (answer: false).",
+                     choices=[self.describe(a) for a in plays], options=plays, can_pass=True)
+        elif kind == "MulliganDecision" and data["pending"][0]["phase"]["type"] == "Declare":
+            hand = [self.card_name(i) for i in self.player(seat)["hand"]]
+            p.update(response_type="boolean", message=f"Mulligan? answer true to mulligan, false to keep: {', '.join(hand)}",
+                     hand=hand, yes=pick(acts, "MulliganDecision", lambda d: d["choice"]["type"] == "Mulligan"),
+                     no=pick(acts, "MulliganDecision", lambda d: d["choice"]["type"] == "Keep"))
+        elif kind == "ChooseXValue":
+            p.update(response_type="amount", message=f"Choose X ({data['min']} to {data['max']}), or cancel the spell (answer: false).",
+                     min=data["min"], max=data["max"], can_pass=True,
+                     by_amount={a.data["value"]: a for a in acts if a.kind == "ChooseX"},
+                     no=pick(acts, "CancelCast", lambda d: True))
+        elif kind == "DeclareAttackers":
+            target = data["valid_attack_targets"][0] if data.get("valid_attack_targets") else None
+            ids = data.get("valid_attacker_ids", [])
+            p.update(response_type="select", message="Declare attackers: choose creatures by index (again to undo), then answer: false to attack with them.",
+                     choices=[f"{'[x] ' if i in self.staged[seat] else ''}attack with {self.card_name(i)} (#{i})" for i in ids],
+                     toggles=ids, target=target, can_pass=True)
+        elif kind == "DeclareBlockers":
+            pairs = [(int(b), a) for b, attackers in (data.get("valid_block_targets") or {}).items() for a in attackers]
+            p.update(response_type="select", message="Declare blockers: choose blocks by index (again to undo), then answer: false to block with them.",
+                     choices=[f"{'[x] ' if pr in self.staged[seat] else ''}block {self.card_name(pr[1])} (#{pr[1]}) with {self.card_name(pr[0])} (#{pr[0]})" for pr in pairs],
+                     toggles=pairs, can_pass=True)
+        else:
+            # Targets, cards to bottom or discard, the legend rule, and anything
+            # else phase asks: one choice per legal action; cancelling a cast is
+            # answer: false where the engine allows it.
+            cancel = pick(acts, "CancelCast", lambda d: True)
+            opts = [a for a in acts if a.kind != "CancelCast"]
+            p.update(response_type="index", message=prompt_message(kind, data),
+                     choices=[self.describe(a) for a in opts], options=opts, can_pass=cancel is not None, no=cancel)
+        return p
+
+    def player(self, seat):
+        return self.game.player(seat)
+
+    def card_name(self, object_id):
+        try:
+            return (self.game.object(object_id) or {}).get("name", f"#{object_id}")
+        except Exception:
+            return f"#{object_id}"
+
+    def describe(self, action):
+        d = action.data or {}
+        k = action.kind
+        if k == "PlayLand":
+            return f"play {self.card_name(d['object_id'])}"
+        if k == "CastSpell":
+            return f"cast {self.card_name(d['object_id'])}"
+        if k == "ActivateAbility":
+            obj = self.game.object(d["source_id"]) or {}
+            abil = (obj.get("abilities") or [{}])[d["ability_index"]] if d["ability_index"] < len(obj.get("abilities") or []) else {}
+            return f"activate {obj.get('name', '#' + str(d['source_id']))}: {abil.get('description') or 'ability ' + str(d['ability_index'])}"
+        if k == "ChooseTarget":
+            t = d["target"]
+            if "Player" in t:
+                return f"target player {t['Player']}" + (" (you)" if t["Player"] == self.actor() else " (opponent)")
+            if "Object" in t:
+                return f"target {self.card_name(t['Object'])} (#{t['Object']})"
+            return f"target {json.dumps(t)}"
+        if k == "SelectCards":
+            return "choose " + ", ".join(f"{self.card_name(i)} (#{i})" for i in d["cards"])
+        if k == "ChooseLegend":
+            return f"keep {self.card_name(d['keep'])} (#{d['keep']})"
+        return f"{k} {json.dumps(d)}" if d else k
+
+    def context(self, seat):
+        w = self.waiting()
+        return {
+            "turn": self.game.turn,
+            "phase": self.game.phase,
+            "step": w["type"],
+            "active_player": self.actor(),
+            "players": [{"seat": i, "name": f"Player {i + 1}", "you": i == seat, "controller": self.seats[i]} for i in (0, 1)],
+        }
+
+    def state(self, seat):
+        players = []
+        for i in (0, 1):
+            pl = self.player(i)
+            view = {
+                "seat": i,
+                "you": i == seat,
+                "life": pl["life"],
+                "hand_size": len(pl["hand"]),
+                "library_size": len(pl["library"]),
+                "graveyard": [self.card_name(c) for c in pl["graveyard"]],
+                "poison": pl.get("poison_counters", 0),
+            }
+            if i == seat:
+                view["hand"] = [{"object_id": c, "name": self.card_name(c)} for c in pl["hand"]]
+            players.append(view)
+        battlefield = []
+        for o in self.game.battlefield():
+            if o.get("face_down") and o.get("controller") != seat:
+                battlefield.append({"object_id": o["id"], "controller": o["controller"], "name": "face-down card"})
+                continue
+            item = {"object_id": o["id"], "name": o["name"], "controller": o["controller"], "tapped": o["tapped"]}
+            if o.get("power") is not None:
+                item["power"], item["toughness"], item["damage"] = o["power"], o["toughness"], o.get("damage_marked", 0)
+            if o.get("loyalty") is not None:
+                item["loyalty"] = o["loyalty"]
+            if o.get("attached_to") is not None:
+                item["attached_to"] = o["attached_to"]
+            if o.get("counters"):
+                item["counters"] = o["counters"]
+            battlefield.append(item)
+        stack = [{"name": s.get("name") or self.card_name(s.get("source_id", s.get("id", -1))), "controller": s.get("controller")}
+                 for s in (self.game.stack() or []) if isinstance(s, dict)]
+        out = {**self.context(seat), "players": players, "battlefield": battlefield, "stack": stack,
+               "game_over": self.over(), "winner": self.winner()}
+        return out
+
+    def visible_log(self, seat):
+        return "\n".join(text for who, text in self.log if who is None or who == seat)
+
+
+def seg_text(seg):
+    v = seg.get("value")
+    if isinstance(v, dict):
+        return str(v.get("name", v))
+    return str(v)
+
+
+def pick(actions, kind, test):
+    for a in actions:
+        if a.kind == kind and test(a.data or {}):
+            return a
+    return None
+
+
+def prompt_message(kind, data):
+    return {
+        "TargetSelection": "Choose a target by index, or cancel the spell (answer: false).",
+        "DiscardToHandSize": f"Discard down to hand size: choose {data.get('count', 1)} card(s) by index.",
+        "MulliganDecision": "Choose a card to put on the bottom of your library by index.",
+        "ChooseLegend": "Legend rule: choose the one to keep by index.",
+    }.get(kind, f"{kind}: choose by index.")
+
+
+# ---------------------------------------------------------------- the tools
+
+
+TOOLS = [
+    ("new_game", "Start the game (bridge extra; XMage's client is configured at launch). seats: two of agent|ai; decks: two deck names or {card: count}; seed; first_player; ai_level.",
+     {"seats": {"type": "array"}, "decks": {"type": "array"}, "seed": {"type": "integer"}, "first_player": {"type": "integer"}, "ai_level": {"type": "string"}}),
+    ("is_action_on_me", "Whether a decision is pending for you, without waiting.", {}),
+    ("wait_for_action", "Wait until a decision is pending for you (or the game ends).", {"timeout_ms": {"type": "integer", "default": 15000}}),
+    ("pass_priority", "Pass priority until you can actually do something: a decision other than priority, or priority with something to play.", {"timeout_ms": {"type": "integer", "default": 30000}}),
+    ("auto_pass_until_event", "Pass priority until the game log grows by min_new_chars or a decision is due.", {"min_new_chars": {"type": "integer", "default": 50}, "timeout_ms": {"type": "integer", "default": 10000}}),
+    ("take_action", "Take the default action: pass priority, keep a hand, or the first choice.", {}),
+    ("get_action_choices", "The pending decision with its choices.", {}),
+    ("choose_action", "Answer the pending decision: index, answer, amount, amounts or pile.", {"index": {"type": "integer"}, "answer": {"type": "boolean"}, "amount": {"type": "integer"}, "amounts": {"type": "array"}, "pile": {"type": "integer"}}),
+    ("get_game_state", "Players, life, your hand, the battlefield, the stack.", {}),
+    ("get_game_log", "The game log as you may see it.", {"max_chars": {"type": "integer"}}),
+    ("get_oracle_text", "A card's rules text by card_name or object_id (exactly one).", {"card_name": {"type": "string"}, "object_id": {"type": "integer"}}),
+    ("send_chat_message", "Say something to the table.", {"message": {"type": "string"}}),
+    ("concede", "Concede the game.", {}),
+]
+
+
+class ToolError(Exception):
+    pass
+
+
+class Bridge:
+    def __init__(self):
+        from phase import Engine, build_oracle_face
+
+        self.pool = load_pool()
+        self.decks = load_decks()
+        faces = {name.lower(): build_oracle_face(entry, None) for name, entry in self.pool.items()}
+        self.engine = Engine.from_json(json.dumps(faces))
+        self.table = None
+        self.waits = []  # (deadline, request id, seat, tool, args)
+
+    # -- dispatch
+
+    def call(self, seat, name, args):
+        if name == "new_game":
+            if self.table is not None:
+                raise ToolError("the game has already started")
+            try:
+                self.table = Table(self.engine, self.pool, self.decks, args)
+            except (ValueError, TypeError, KeyError) as e:
+                raise ToolError(str(e))
+            return self.action_info(seat)
+        if name == "get_oracle_text":
+            return self.oracle(seat, args)
+        if name == "send_chat_message":
+            msg = str(args.get("message", ""))[:500]
+            if self.table:
+                self.table.chat.append(f"Player {seat + 1}: {msg}")
+                self.table.log.append((None, f"chat Player {seat + 1}: {msg}"))
+            return {"sent": True}
+        t = self.need_table()
+        if seat not in (0, 1):
+            raise ToolError("seat must be 0 or 1")
+        if name == "is_action_on_me":
+            return self.action_info(seat)
+        if name == "get_action_choices":
+            return self.choices(seat)
+        if name == "get_game_state":
+            return t.state(seat)
+        if name == "get_game_log":
+            text = t.visible_log(seat)
+            n = args.get("max_chars")
+            if isinstance(n, int) and n >= 0:
+                text = text[-n:] if n else ""
+            return {"log": text, "total_chars": len(t.visible_log(seat))}
+        if name == "take_action":
+            return self.take_default(seat)
+        if name == "choose_action":
+            return self.choose(seat, args)
+        if name == "concede":
+            if not t.over():
+                t.conceded = seat
+                t.log.append((None, f"Player {seat + 1} concedes."))
+            return {"conceded": True, "winner": t.winner()}
+        raise ToolError(f"unknown tool {name}")
+
+    def need_table(self):
+        if self.table is None:
+            raise ToolError("no game yet: call new_game first")
+        return self.table
+
+    # -- answers
+
+    def action_info(self, seat):
+        t = self.need_table()
+        p = t.pending(seat)
+        out = {"action_pending": p is not None, "game_over": t.over(), "winner": t.winner()}
+        if p:
+            out.update(action_type=p["action_type"], message=p["message"])
+        return out
+
+    def choices(self, seat):
+        t = self.need_table()
+        p = t.pending(seat)
+        if p is None:
+            return {"action_pending": False, "game_over": t.over(), "winner": t.winner(), "context": t.context(seat)}
+        out = {"action_pending": True, "action_type": p["action_type"], "message": p["message"],
+               "response_type": p["response_type"], "context": t.context(seat)}
+        if "choices" in p:
+            out["choices"] = [{"index": i, "description": c} for i, c in enumerate(p["choices"])]
+        if p["response_type"] == "amount":
+            out["min"], out["max"] = p["min"], p["max"]
+        if "hand" in p:
+            out["hand"] = p["hand"]
+        if p.get("can_pass"):
+            out["can_pass"] = True
+        return out
+
+    def choose(self, seat, args):
+        t = self.need_table()
+        p = t.pending(seat)
+        if p is None:
+            raise ToolError("no decision is pending for you")
+        given = [k for k in ("index", "answer", "amount", "amounts", "pile") if args.get(k) is not None]
+        if len(given) != 1:
+            raise ToolError(f"give exactly one of index, answer, amount, amounts, pile (a {p['response_type']} decision)")
+        key, value = given[0], args[given[0]]
+        rt = p["response_type"]
+        if key == "answer":
+            if rt == "boolean":
+                t.apply(seat, p["yes"] if value else p["no"])
+            elif value is False and "toggles" in p:
+                self.commit_staged(t, seat, p)
+            elif value is False and p.get("can_pass"):
+                t.apply(seat, p["no"] if p.get("no") is not None else pick(p["actions"], "PassPriority", lambda d: True))
+            else:
+                raise ToolError(f"answer {str(value).lower()} does not fit this {rt} decision")
+        elif key == "index" and rt in ("select", "index"):
+            n = len(p["choices"])
+            if not isinstance(value, int) or not 0 <= value < n:
+                raise ToolError(f"index_out_of_range: {value} is not one of 0..{n - 1}")
+            if "toggles" in p:
+                item = p["toggles"][value]
+                t.staged[seat] ^= {item}
+                return {"staged": True, **self.choices(seat)}
+            t.apply(seat, p["options"][value])
+        elif key == "amount" and rt == "amount":
+            if not isinstance(value, int) or value not in p["by_amount"]:
+                raise ToolError(f"amount must be a whole number from {p['min']} to {p['max']}")
+            t.apply(seat, p["by_amount"][value])
+        else:
+            raise ToolError(f"{key} does not fit this {rt} decision")
+        t.advance()
+        self.check_waits()
+        return {"accepted": True, **self.action_info(seat)}
+
+    def commit_staged(self, t, seat, p):
+        from phase import GameAction
+
+        staged = t.staged[seat]
+        if p["action_type"] == "DeclareAttackers":
+            attacks = [[i, p["target"]] for i in p["toggles"] if i in staged]
+            action = GameAction.from_dict({"type": "DeclareAttackers", "data": {"attacks": attacks, "bands": []}})
+        else:
+            pairs = [[b, a] for (b, a) in p["toggles"] if (b, a) in staged]
+            action = GameAction.from_dict({"type": "DeclareBlockers", "data": {"assignments": pairs}})
+        try:
+            t.apply(seat, action)
+        except ValueError as e:
+            t.staged[seat] = set()
+            raise ToolError(f"the engine refused that declaration: {e}; choose again")
+
+    def take_default(self, seat):
+        t = self.need_table()
+        p = t.pending(seat)
+        if p is None:
+            raise ToolError("no decision is pending for you")
+        if p["response_type"] == "boolean":
+            t.apply(seat, p["no"])
+        elif "toggles" in p:
+            self.commit_staged(t, seat, p)
+        elif p["action_type"] == "Priority":
+            t.apply(seat, pick(p["actions"], "PassPriority", lambda d: True))
+        elif p["response_type"] == "amount":
+            t.apply(seat, p["by_amount"][p["min"]])
+        else:
+            t.apply(seat, p["options"][0])
+        t.advance()
+        self.check_waits()
+        return {"accepted": True, **self.action_info(seat)}
+
+    def oracle(self, seat, args):
+        name, oid = args.get("card_name"), args.get("object_id")
+        if (name is None) == (oid is None):
+            raise ToolError("give exactly one of card_name and object_id")
+        if oid is not None:
+            t = self.need_table()
+            try:
+                obj = t.game.object(int(oid))
+            except Exception:
+                obj = None
+            if not obj:
+                raise ToolError(f"no object {oid} in this game")
+            hidden = obj.get("zone") == "Library" or (obj.get("zone") == "Hand" and obj.get("owner") != seat) or (
+                obj.get("face_down") and obj.get("controller") != seat)
+            if hidden:
+                raise ToolError(f"object {oid} is hidden from you")
+            name = obj["name"]
+        match = next((e for n, e in self.pool.items() if n.lower() == str(name).lower()), None)
+        if match is None:
+            raise ToolError(f"no card named {name!r} in the pool")
+        return {"name": match["name"], "oracle_text": oracle_text(match)}
+
+    # -- waiting tools: held here until the seat has a decision
+
+    def start_wait(self, req_id, seat, name, args):
+        t = self.need_table()
+        timeout = args.get("timeout_ms", {"wait_for_action": 15000, "pass_priority": 30000}.get(name, 10000))
+        timeout = max(0, min(int(timeout), 600000))
+        state = {"passed": 0, "log_start": len(t.visible_log(seat))}
+        self.waits.append([time.monotonic() + timeout / 1000, req_id, seat, name, args, state])
+        self.check_waits()
+
+    def progress(self, seat, name, args, state):
+        """Moves a waiting call on; its answer when it is done, else None."""
+        t = self.table
+        while True:
+            if t.over():
+                return self.finish(seat, name, state)
+            p = t.pending(seat)
+            if p is None:
+                return None  # another agent must act first
+            if name == "wait_for_action":
+                return self.finish(seat, name, state)
+            passing = p["action_type"] == "Priority"
+            if name == "pass_priority" and passing and state["passed"] > 0 and p["choices"]:
+                return self.finish(seat, name, state)
+            if name == "auto_pass_until_event":
+                grown = len(t.visible_log(seat)) - state["log_start"]
+                if grown >= int(args.get("min_new_chars", 50)):
+                    return self.finish(seat, name, state)
+            if not passing:
+                return self.finish(seat, name, state)
+            t.apply(seat, pick(p["actions"], "PassPriority", lambda d: True))
+            state["passed"] += 1
+            t.advance()
+
+    def finish(self, seat, name, state, timeout=False):
+        out = {**self.action_info(seat), "timeout": timeout}
+        if name != "wait_for_action":
+            out["actions_passed"] = state["passed"]
+            p = self.table.pending(seat)
+            out["has_playable_cards"] = bool(p and p["action_type"] == "Priority" and p["choices"])
+        return out
+
+    def check_waits(self):
+        """Answers every held call that can be answered now or timed out. One
+        held call passing priority may hand the decision to another seat's
+        held call, so it goes round again while any of them moved the game."""
+        moved = True
+        while moved:
+            moved = False
+            now = time.monotonic()
+            for w in list(self.waits):
+                deadline, req_id, seat, name, args, state = w
+                passed = state["passed"]
+                result = self.progress(seat, name, args, state)
+                moved |= state["passed"] != passed
+                if result is None and now >= deadline:
+                    result = self.finish(seat, name, state, timeout=True)
+                if result is not None:
+                    self.waits.remove(w)
+                    send_result(req_id, result)
+                    moved = True
+
+    def next_deadline(self):
+        return min((w[0] for w in self.waits), default=None)
+
+
+# ---------------------------------------------------------------- protocol
+
+
+def send(msg):
+    sys.stdout.write(json.dumps(msg, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def send_result(req_id, value, error=False):
+    text = json.dumps(value, separators=(",", ":")) if not isinstance(value, str) else value
+    result = {"content": [{"type": "text", "text": text}], "isError": error}
+    if not error:
+        result["structuredContent"] = value
+    send({"jsonrpc": "2.0", "id": req_id, "result": result})
+
+
+def handle(bridge, msg):
+    method, req_id, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": req_id, "result": {
+            "protocolVersion": PROTOCOL, "capabilities": {"tools": {}},
+            "serverInfo": {"name": "ludus-phase-bridge", "version": "0.1.0"}}})
+    elif method == "tools/list":
+        tools = [{"name": n, "description": d, "inputSchema": {"type": "object", "properties": p}} for n, d, p in TOOLS]
+        send({"jsonrpc": "2.0", "id": req_id, "result": {"tools": tools}})
+    elif method == "tools/call":
+        name, args = params.get("name"), params.get("arguments") or {}
+        seat = int(((params.get("_meta") or {}).get("seat")) or 0)
+        try:
+            if name in ("wait_for_action", "pass_priority", "auto_pass_until_event"):
+                if seat not in (0, 1):
+                    raise ToolError("seat must be 0 or 1")
+                bridge.start_wait(req_id, seat, name, args)
+                return
+            send_result(req_id, bridge.call(seat, name, args))
+            bridge.check_waits()
+        except ToolError as e:
+            send_result(req_id, str(e), error=True)
+        except Exception as e:  # an engine failure is this call's error, not the bridge's end
+            log(f"{name} failed: {e!r}")
+            send_result(req_id, f"the rules engine failed: {e}", error=True)
+    elif method == "ping":
+        send({"jsonrpc": "2.0", "id": req_id, "result": {}})
+    elif req_id is not None and method is not None:
+        send({"jsonrpc": "2.0", "id": req_id, "error": {"code": -32601, "message": f"method not found: {method}"}})
+
+
+# ---------------------------------------------------------------- first use
+
+
+def venv_dir():
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "ludus", "phase-venv")
+
+
+def ensure_engine():
+    """Makes `phase` importable: already there, or installed on first use into
+    a venv in the cache directory, then this program runs again inside it.
+    Returns None when ready, else why not (and how to fix it)."""
+    if sys.version_info < (3, 11):
+        return f"the phase rules engine needs Python 3.11 or newer; this is {sys.version.split()[0]} (install a newer python3)"
+    try:
+        import phase  # noqa: F401
+
+        return None
+    except ImportError:
+        pass
+    if os.environ.get("LUDUS_PHASE_BRIDGE_REEXEC"):
+        return f"{PHASE_REQUIREMENT} is not importable even inside {venv_dir()}; delete that directory to reinstall"
+    import fcntl
+    import subprocess
+
+    venv = venv_dir()
+    python = os.path.join(venv, "bin", "python")
+    os.makedirs(os.path.dirname(venv), exist_ok=True)
+    # One install at a time: a second game started meanwhile waits here and
+    # then finds the engine installed.
+    with open(venv + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        marker = os.path.join(venv, ".installed")
+        if not (os.path.exists(marker) and open(marker).read() == PHASE_REQUIREMENT):
+            log(f"first use: installing {PHASE_REQUIREMENT} into {venv} (about 35 MB; this takes a minute)")
+            started = time.time()
+            steps = [
+                ([sys.executable, "-m", "venv", "--clear", venv], "creating the venv failed (Debian: apt-get install python3-venv)"),
+                ([python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off", PHASE_REQUIREMENT],
+                 f"pip could not install {PHASE_REQUIREMENT} (is PyPI reachable?)"),
+            ]
+            for cmd, why in steps:
+                done = subprocess.run(cmd, stdout=sys.stderr, stderr=sys.stderr)
+                if done.returncode != 0:
+                    return f"{why}; the install log is in the server's log"
+            with open(marker, "w") as f:
+                f.write(PHASE_REQUIREMENT)
+            log(f"installed in {time.time() - started:.0f} s")
+    os.environ["LUDUS_PHASE_BRIDGE_REEXEC"] = "1"
+    os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
+
+
+def launch_args(argv):
+    """`--seats agent,ai --seed N --decks a,b --ai-level L`: start the game now."""
+    import argparse
+
+    if not argv:
+        return None
+    p = argparse.ArgumentParser(prog="phase_bridge.py")
+    p.add_argument("--seats", default="agent,ai")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--decks", default="izzet-tempo,selesnya-beasts")
+    p.add_argument("--ai-level", default="Medium")
+    a = p.parse_args(argv)
+    return {"seats": a.seats.split(","), "seed": a.seed, "decks": a.decks.split(","), "ai_level": a.ai_level}
+
+
+def serve_refusals(reason):
+    """Answers every request with why the engine is not available, so the
+    agent reads the reason rather than a closed pipe."""
+    log(reason)
+    for line in sys.stdin:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if msg.get("id") is not None and msg.get("method"):
+            send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32000, "message": reason}})
+
+
+def main():
+    problem = ensure_engine()
+    if problem:
+        return serve_refusals(problem)
+    bridge = Bridge()
+    launch = launch_args(sys.argv[1:])
+    if launch:
+        # Configured at launch, as XMage's headless client is: one seat's
+        # process, its game already set up, no new_game needed.
+        bridge.table = Table(bridge.engine, bridge.pool, bridge.decks, launch)
+    log(f"ready: {len(bridge.pool)} cards, decks {', '.join(sorted(bridge.decks))}")
+    buf = b""
+    stdin = sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer
+    while True:
+        deadline = bridge.next_deadline()
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([stdin], [], [], timeout)
+        if not ready:
+            bridge.check_waits()
+            continue
+        chunk = os.read(stdin.fileno(), 65536)
+        if not chunk:
+            return
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            if not line.strip():
+                continue
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}})
+                continue
+            handle(bridge, msg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+//! One game inside the component: which backend serves it, who sits where,
+//! and the backend calls in flight. A tool call that needs the backend sends
+//! its request, asks the host to wait, and is run again when a message
+//! arrives; the call recognises its own request by a key (tool and
+//! arguments) and takes the answer then.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use ludus_sdk::{LogLevel, channels, host};
+use serde_json::Value;
+
+use crate::rpc::{self, Incoming};
+
+/// Which program plays the rules.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Backend {
+    /// The phase bridge: one process serves both seats (`_meta.seat`) and
+    /// starts its game with the extra tool `new_game`.
+    Phase,
+    /// XMage's headless client: one process per seat, its game set up when the
+    /// operator's command launches it.
+    Xmage,
+}
+
+impl Backend {
+    /// The operator's endpoint name for it.
+    pub fn endpoint(self) -> &'static str {
+        match self {
+            Backend::Phase => "phase",
+            Backend::Xmage => "xmage",
+        }
+    }
+}
+
+#[derive(Clone, PartialEq, Debug)]
+pub enum Seat {
+    Agent(String),
+    Ai,
+    Open,
+}
+
+/// A backend request some tool call is waiting for.
+struct InFlight {
+    key: String,
+    id: u64,
+}
+
+pub struct Game {
+    pub backend: Backend,
+    /// The channel serving each seat (the phase bridge serves both on one).
+    pub channels: [Option<u32>; 2],
+    pub seats: [Seat; 2],
+    next_id: u64,
+    /// Answers that arrived for requests in flight.
+    responses: HashMap<u64, Result<Value, String>>,
+    /// The request each caller waits for.
+    calls: HashMap<String, InFlight>,
+    /// Tools the backend offers (`tools/list`), once it answered.
+    pub offered: Vec<String>,
+    list_request: Option<u64>,
+    /// Why the game cannot go on (the backend process ended).
+    pub failed: Option<String>,
+}
+
+thread_local! {
+    pub static GAME: RefCell<Option<Game>> = const { RefCell::new(None) };
+}
+
+pub fn with_game<T>(f: impl FnOnce(&mut Game) -> Result<T, String>) -> Result<T, String> {
+    GAME.with_borrow_mut(|g| match g.as_mut() {
+        Some(game) => f(game),
+        None => Err("this session holds no card game".into()),
+    })
+}
+
+pub fn game_id() -> String {
+    host::session_id().unwrap_or_default()
+}
+
+/// What one backend call has come to.
+pub enum Step {
+    Done(Result<Value, String>),
+    Waiting,
+}
+
+impl Game {
+    pub fn new(backend: Backend, seats: [Seat; 2]) -> Game {
+        Game {
+            backend,
+            channels: [None, None],
+            seats,
+            next_id: 0,
+            responses: HashMap::new(),
+            calls: HashMap::new(),
+            offered: Vec::new(),
+            list_request: None,
+            failed: None,
+        }
+    }
+
+    fn id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Opens the backend for `seat` and introduces ourselves. Lines queue
+    /// until the process reads them, so nothing here waits.
+    pub fn connect(&mut self, seat: usize) -> Result<(), String> {
+        let endpoint = self.backend.endpoint();
+        let channel = channels::open(endpoint).map_err(|e| {
+            let hint = match self.backend {
+                Backend::Phase => " (the built-in rules engine needs python3, 3.11 or newer, on the server's PATH)",
+                Backend::Xmage => "",
+            };
+            format!("the card-game backend `{endpoint}` cannot start: {e}{hint}")
+        })?;
+        match self.backend {
+            Backend::Phase => self.channels = [Some(channel), Some(channel)],
+            Backend::Xmage => self.channels[seat] = Some(channel),
+        }
+        let (init, list) = (self.id(), self.id());
+        send(channel, &rpc::initialize(init));
+        send(channel, &rpc::initialized());
+        send(channel, &rpc::request(list, "tools/list", Value::Object(Default::default())));
+        self.list_request = Some(list);
+        Ok(())
+    }
+
+    /// The seat of `caller`, or why it has none.
+    pub fn seat_of(&self, caller: &str) -> Result<usize, String> {
+        self.seats
+            .iter()
+            .position(|s| *s == Seat::Agent(caller.to_string()))
+            .ok_or_else(|| "you have no seat in this game (a second agent takes the free seat with `cards_join_game`)".into())
+    }
+
+    /// One backend tool call for `caller`, across the host's re-runs: sent the
+    /// first time, its answer returned once it came, else `Waiting`.
+    pub fn step(&mut self, caller: &str, key: &str, seat: usize, tool: &str, args: Value) -> Step {
+        if let Some(c) = self.calls.get(caller).filter(|c| c.key == key) {
+            return match self.responses.remove(&c.id) {
+                Some(r) => {
+                    self.calls.remove(caller);
+                    Step::Done(r.and_then(rpc::tool_result))
+                }
+                None if self.failed.is_some() => Step::Done(Err(self.failed.clone().unwrap_or_default())),
+                None => Step::Waiting,
+            };
+        }
+        if let Some(why) = &self.failed {
+            return Step::Done(Err(why.clone()));
+        }
+        let Some(channel) = self.channels[seat] else {
+            return Step::Done(Err(format!("seat {seat} has no backend connection")));
+        };
+        let id = self.id();
+        let meta_seat = (self.backend == Backend::Phase).then_some(seat as u32);
+        send(channel, &rpc::tool_call(id, tool, args, meta_seat));
+        // A call this caller abandoned is replaced; its answer is dropped when it comes.
+        self.calls.insert(caller.to_string(), InFlight { key: key.to_string(), id });
+        Step::Waiting
+    }
+
+    /// The request this caller waits for has this key.
+    pub fn in_flight(&self, caller: &str, key: &str) -> bool {
+        self.calls.get(caller).is_some_and(|c| c.key == key)
+    }
+
+    /// A line from the backend.
+    pub fn receive(&mut self, line: &str) {
+        match rpc::parse(line) {
+            Incoming::Response { id, result } if Some(id) == self.list_request => {
+                self.list_request = None;
+                self.offered = result.map(|r| rpc::tool_names(&r)).unwrap_or_default();
+            }
+            Incoming::Response { id, result } => {
+                if self.calls.values().any(|c| c.id == id) {
+                    self.responses.insert(id, result);
+                }
+            }
+            Incoming::Other => {}
+            Incoming::Garbage(text) => ludus_sdk::log(LogLevel::Debug, &format!("backend said: {text}")),
+        }
+    }
+}
+
+fn send(channel: u32, line: &str) {
+    if let Err(e) = channels::send(channel, line) {
+        ludus_sdk::log(LogLevel::Warn, &format!("sending to the backend failed: {e}"));
+    }
+}

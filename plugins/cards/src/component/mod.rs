@@ -1,0 +1,278 @@
+//! The cards plugin: one instance is one game (its `game-id` is the session
+//! id). Every tool is one call of the backend's tool of the same name (XMage's
+//! headless-client surface), made through a host channel and awaited through
+//! a host wait, so no thread blocks while the other seat thinks. Seats belong
+//! to MCP connections (`host.caller`).
+
+mod bindings;
+mod game;
+mod render;
+
+use bindings::exports::ludus::cards::tools::{ActionChoices, ActionStatus, GameState, Guest, Opponent, Oracle};
+use bindings::exports::ludus::plugin::{events, meta};
+use ludus_sdk::{PluginInfo, ToolHint, host};
+use serde_json::{Value, json};
+
+use crate::decision::{self, Answer};
+use game::{Backend, GAME, Game, Seat, Step, game_id, with_game};
+
+/// The longest a backend wait is asked for: the host's default wait cap is
+/// 25 s, so a backend that answers "timeout" first lets the agent see it.
+const MAX_BACKEND_WAIT_MS: u32 = 20_000;
+
+struct Cards;
+
+impl meta::Guest for Cards {
+    fn describe() -> PluginInfo {
+        let uses = |f: &str| ToolHint::uses(f, "game-id");
+        PluginInfo {
+            name: "cards".into(),
+            title: "Card games (Magic: The Gathering)".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            description: "Magic: The Gathering through the decision tools of XMage's headless client: on the phase rules \
+                          engine (built in; Python 3.11+) or on an XMage server through its headless client (the \
+                          operator's `xmage` endpoint). Start with `cards_start_game`, then loop `cards_pass_priority`, \
+                          `cards_get_action_choices` and `cards_choose_action` until the game ends."
+                .into(),
+            tools: vec![
+                ToolHint::creates("start-game").title("Start a card game").waits(25_000, 300_000),
+                uses("join-game").title("Join a card game").waits(25_000, 60_000),
+                uses("is-action-on-me").title("Is a decision due?").read_only().waits(10_000, 30_000),
+                uses("wait-for-action").title("Wait for a decision").read_only().waits(25_000, 300_000),
+                uses("pass-priority").title("Pass priority").waits(25_000, 300_000),
+                uses("auto-pass-until-event").title("Pass until something happens").waits(25_000, 300_000),
+                uses("take-action").title("Take the default action").waits(10_000, 30_000),
+                uses("get-action-choices").title("Pending decision").read_only().waits(10_000, 30_000),
+                uses("choose-action").title("Answer the decision").waits(10_000, 30_000),
+                uses("get-game-state").title("Game state").read_only().waits(10_000, 30_000),
+                uses("get-game-log").title("Game log").read_only().waits(10_000, 30_000),
+                uses("get-oracle-text").title("Card text").read_only().waits(10_000, 30_000),
+                uses("send-chat-message").title("Chat").waits(10_000, 30_000),
+                uses("concede").title("Concede").destructive().waits(10_000, 30_000),
+            ],
+            resources: vec![],
+            idle_timeout_ms: None,
+        }
+    }
+
+    fn read_resource(uri: String) -> Result<String, String> {
+        Err(format!("cards has no resource {uri}"))
+    }
+}
+
+/// Runs one backend tool for the calling seat and hands its answer to
+/// `done`; while the backend has not answered, asks the host to wait (and,
+/// when the host's wait ran out, answers with `waiting`).
+fn call<T>(key: &str, tool: &str, args: Value, done: impl FnOnce(&mut Game, usize, Value) -> Result<T, String>, waiting: impl FnOnce(usize) -> T) -> Result<T, String> {
+    with_game(|g| {
+        let caller = host::caller();
+        let seat = g.seat_of(&caller)?;
+        match g.step(&caller, key, seat, tool, args) {
+            Step::Done(r) => done(g, seat, r?),
+            Step::Waiting => {
+                if !host::wait_timed_out() {
+                    host::wait(0);
+                }
+                Ok(waiting(seat))
+            }
+        }
+    })
+}
+
+/// A backend tool whose answer is a status.
+fn status_call(tool: &str, args: Value) -> Result<ActionStatus, String> {
+    let key = format!("{tool} {args}");
+    call(&key, tool, args, |_, seat, v| Ok(render::status(game_id(), seat as u32, &v)), |seat| render::still_waiting(game_id(), seat as u32))
+}
+
+fn wait_ms(timeout_ms: Option<u32>, default: u32) -> u32 {
+    timeout_ms.unwrap_or(default).min(MAX_BACKEND_WAIT_MS)
+}
+
+/// A provisional answer is never shown: the host calls again.
+fn placeholder_choices() -> ActionChoices {
+    render::choices(game_id(), &Value::Null)
+}
+
+impl Guest for Cards {
+    fn start_game(
+        game: Option<String>,
+        opponent: Option<Opponent>,
+        seat: Option<u32>,
+        _seed: Option<u64>,
+        decks: Option<Vec<String>>,
+        ai_level: Option<String>,
+    ) -> Result<ActionStatus, String> {
+        if GAME.with_borrow(Option::is_none) {
+            let game = game.unwrap_or_else(|| "magic".into());
+            if game != "magic" {
+                return Err(format!("unknown card game {game:?}; the card games are: magic"));
+            }
+            let seat = seat.unwrap_or(0) as usize;
+            if seat > 1 {
+                return Err("seat is 0 or 1".into());
+            }
+            let other = match opponent.unwrap_or(Opponent::Ai) {
+                Opponent::Ai => Seat::Ai,
+                Opponent::Agent => Seat::Open,
+            };
+            let mut seats = [other.clone(), other];
+            seats[seat] = Seat::Agent(host::caller());
+            // The operator's XMage client when granted, else the phase bridge.
+            let mut g = Game::new(Backend::Xmage, seats.clone());
+            match g.connect(seat) {
+                Ok(()) => {}
+                Err(e) if e.contains("is not granted") => {
+                    g = Game::new(Backend::Phase, seats);
+                    g.connect(seat)?;
+                }
+                Err(e) => return Err(e),
+            }
+            GAME.set(Some(g));
+        }
+        let backend = with_game(|g| Ok(g.backend))?;
+        match backend {
+            // The game starts with `new_game`: both seats, the decks, the seed.
+            Backend::Phase => {
+                let (roles, seed) = with_game(|g| {
+                    let roles: Vec<&str> = g.seats.iter().map(|s| if *s == Seat::Ai { "ai" } else { "agent" }).collect();
+                    Ok((json!(roles), host::seed()))
+                })?;
+                let mut args = json!({"seats": roles, "seed": seed & 0xffff_ffff, "first_player": 0});
+                if let Some(d) = decks {
+                    args["decks"] = json!(d);
+                }
+                if let Some(l) = ai_level {
+                    args["ai_level"] = json!(l);
+                }
+                status_call("new_game", args)
+            }
+            // XMage's client joined its table at launch: ask where it stands.
+            Backend::Xmage => status_call("is_action_on_me", json!({})),
+        }
+    }
+
+    fn join_game(_game_id: String) -> Result<ActionStatus, String> {
+        let caller = host::caller();
+        with_game(|g| {
+            if g.seat_of(&caller).is_ok() {
+                return Ok(());
+            }
+            let free = g.seats.iter().position(|s| *s == Seat::Open).ok_or("this game has no free seat")?;
+            g.seats[free] = Seat::Agent(caller.clone());
+            if g.backend == Backend::Xmage {
+                g.connect(free)?;
+            }
+            Ok(())
+        })?;
+        status_call("is_action_on_me", json!({}))
+    }
+
+    fn is_action_on_me(_game_id: String) -> Result<ActionStatus, String> {
+        status_call("is_action_on_me", json!({}))
+    }
+
+    fn wait_for_action(_game_id: String, timeout_ms: Option<u32>) -> Result<ActionStatus, String> {
+        status_call("wait_for_action", json!({"timeout_ms": wait_ms(timeout_ms, 15_000)}))
+    }
+
+    fn pass_priority(_game_id: String, timeout_ms: Option<u32>) -> Result<ActionStatus, String> {
+        status_call("pass_priority", json!({"timeout_ms": wait_ms(timeout_ms, 30_000)}))
+    }
+
+    fn auto_pass_until_event(_game_id: String, min_new_chars: Option<u32>, timeout_ms: Option<u32>) -> Result<ActionStatus, String> {
+        status_call("auto_pass_until_event", json!({"min_new_chars": min_new_chars.unwrap_or(50), "timeout_ms": wait_ms(timeout_ms, 10_000)}))
+    }
+
+    fn take_action(_game_id: String) -> Result<ActionStatus, String> {
+        status_call("take_action", json!({}))
+    }
+
+    fn get_action_choices(_game_id: String) -> Result<ActionChoices, String> {
+        call("get_action_choices", "get_action_choices", json!({}), |_, _, v| Ok(render::choices(game_id(), &v)), |_| placeholder_choices())
+    }
+
+    /// Checked against the pending decision first: only an answer that fits
+    /// it is sent to the engine.
+    fn choose_action(_game_id: String, index: Option<u32>, answer: Option<bool>, amount: Option<i64>, amounts: Option<Vec<i64>>, pile: Option<u32>) -> Result<ActionStatus, String> {
+        let answer = Answer { index, answer, amount, amounts, pile };
+        let send_key = format!("choose {answer:?}");
+        let already_sent = with_game(|g| Ok(g.in_flight(&host::caller(), &send_key)))?;
+        if !already_sent {
+            let checked = call(&format!("check {answer:?}"), "get_action_choices", json!({}), |_, _, pending| decision::check(&pending, &answer).map(Some), |_| None)?;
+            let Some(args) = checked else { return Ok(render::still_waiting(game_id(), 0)) };
+            return with_game(|g| {
+                let caller = host::caller();
+                let seat = g.seat_of(&caller)?;
+                match g.step(&caller, &send_key, seat, "choose_action", args) {
+                    Step::Done(r) => Ok(render::status(game_id(), seat as u32, &r?)),
+                    Step::Waiting => {
+                        host::wait(0);
+                        Ok(render::still_waiting(game_id(), seat as u32))
+                    }
+                }
+            });
+        }
+        call(&send_key, "choose_action", Value::Null, |_, seat, v| Ok(render::status(game_id(), seat as u32, &v)), |seat| render::still_waiting(game_id(), seat as u32))
+    }
+
+    fn get_game_state(_game_id: String) -> Result<GameState, String> {
+        call("get_game_state", "get_game_state", json!({}), |_, _, v| Ok(render::state(game_id(), &v)), |_| render::state(game_id(), &Value::Null))
+    }
+
+    fn get_game_log(_game_id: String, max_chars: Option<u32>) -> Result<String, String> {
+        let args = match max_chars {
+            Some(n) => json!({"max_chars": n}),
+            None => json!({}),
+        };
+        let key = format!("get_game_log {args}");
+        call(&key, "get_game_log", args, |_, _, v| Ok(v["log"].as_str().map(String::from).unwrap_or_else(|| v.as_str().unwrap_or("").to_string())), |_| String::new())
+    }
+
+    fn get_oracle_text(_game_id: String, card_name: Option<String>, object_id: Option<u32>) -> Result<Oracle, String> {
+        let args = match (card_name, object_id) {
+            (Some(n), None) => json!({"card_name": n}),
+            (None, Some(id)) => json!({"object_id": id}),
+            _ => return Err("give exactly one of `card_name` and `object_id`".into()),
+        };
+        let key = format!("get_oracle_text {args}");
+        call(&key, "get_oracle_text", args, |_, _, v| Ok(render::oracle(&v)), |_| render::oracle(&Value::Null))
+    }
+
+    fn send_chat_message(_game_id: String, message: String) -> Result<String, String> {
+        if message.len() > 500 {
+            return Err("a chat message has at most 500 bytes".into());
+        }
+        let args = json!({"message": message});
+        let key = format!("send_chat_message {args}");
+        call(&key, "send_chat_message", args, |_, _, _| Ok("Sent.".to_string()), |_| String::new())
+    }
+
+    fn concede(_game_id: String) -> Result<ActionStatus, String> {
+        status_call("concede", json!({}))
+    }
+}
+
+impl events::Guest for Cards {
+    fn on_timer(_id: u64) {}
+
+    fn on_message(_channel: u32, data: String) {
+        let _ = with_game(|g| {
+            g.receive(&data);
+            Ok(())
+        });
+    }
+
+    fn on_closed(_channel: u32, reason: String) {
+        let _ = with_game(|g| {
+            if g.failed.is_none() {
+                g.failed = Some(format!("the card-game backend ({}) stopped: {reason}", g.backend.endpoint()));
+            }
+            Ok(())
+        });
+    }
+}
+
+// Exported only in the component: the native cdylib's linker rejects these symbol names.
+#[cfg(target_arch = "wasm32")]
+bindings::export!(Cards with_types_in bindings);

@@ -1,0 +1,12 @@
+//! `cards`: card games through the decision tools of XMage's headless client.
+//! The plugin is an MCP client of a backend process reached through a host
+//! channel: the phase bridge (`bridge/phase_bridge.py`, Magic on the phase
+//! rules engine, one process per game) or XMage's headless client (one process
+//! per seat, the operator's). `rpc` (JSON-RPC framing) and `decision` (checks
+//! on an agent's answer) are plain Rust; `component` is the plugin.
+
+pub mod decision;
+pub mod rpc;
+
+#[cfg(feature = "component")]
+mod component;

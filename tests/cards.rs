@@ -1,0 +1,303 @@
+//! Magic: The Gathering through the real server binary, the bundled phase
+//! bridge and the real `phase-python` rules engine from PyPI (installed on
+//! first use into the cache directory's venv), using only XMage's decision
+//! tools. XMage itself cannot be installed here: its path is tested by
+//! pointing the operator's `xmage` endpoint at the phase bridge launched the
+//! way XMage's headless client is launched (a stand-in for XMage, labelled so).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn bridge() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/cards/bridge/phase_bridge.py").canonicalize().unwrap()
+}
+
+/// A seeded agent that plays whatever it is offered.
+struct Agent {
+    state: u64,
+    seen: BTreeSet<String>,
+    decisions: u32,
+}
+
+impl Agent {
+    fn new(seed: u64) -> Agent {
+        Agent { state: seed.wrapping_mul(6364136223846793005).wrapping_add(1), seen: BTreeSet::new(), decisions: 0 }
+    }
+
+    fn next(&mut self, n: usize) -> usize {
+        self.state = self.state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((self.state >> 33) % n.max(1) as u64) as usize
+    }
+
+    /// The answer to one pending decision.
+    fn answer(&mut self, choices: &Value) -> Value {
+        let kind = choices["response_type"].as_str().unwrap_or("");
+        let action = choices["action_type"].as_str().unwrap_or("").to_string();
+        let n = choices["choices"].as_array().map_or(0, Vec::len);
+        let descriptions: Vec<&str> = choices["choices"].as_array().into_iter().flatten().filter_map(|c| c["description"].as_str()).collect();
+        for d in &descriptions {
+            self.seen.insert(d.split_whitespace().next().unwrap_or("").to_string());
+        }
+        self.seen.insert(action.clone());
+        self.decisions += 1;
+        match kind {
+            "boolean" => json!({"answer": false}),
+            "amount" => json!({"amount": choices["max"]}),
+            // Attack with everything not yet chosen, then confirm.
+            "select" if action == "DeclareAttackers" || action == "DeclareBlockers" => {
+                match descriptions.iter().position(|d| !d.starts_with("[x]")).filter(|_| action == "DeclareAttackers") {
+                    Some(i) => json!({"index": i}),
+                    None => json!({"answer": false}),
+                }
+            }
+            "select" if n > 0 && self.next(10) < 8 => json!({"index": self.next(n)}),
+            "select" => json!({"answer": false}),
+            _ if n > 0 => json!({"index": self.next(n)}),
+            _ => json!({"answer": false}),
+        }
+    }
+}
+
+/// Plays `game_id` from this client's seat until the game ends; returns the
+/// final status. Checks on the way that the other seat's hand never shows.
+async fn play(c: &Client, id: &str, agent: &mut Agent) -> Value {
+    for step in 0..3000 {
+        let st = c.ok("cards_pass_priority", json!({"game_id": id})).await;
+        if st["game_over"] == true {
+            return st;
+        }
+        if st["action_pending"] != true {
+            continue;
+        }
+        let choices = c.ok("cards_get_action_choices", json!({"game_id": id})).await;
+        if choices["action_pending"] != true {
+            continue;
+        }
+        let args = agent.answer(&choices);
+        let mut call = json!({"game_id": id});
+        call.as_object_mut().unwrap().extend(args.as_object().unwrap().clone());
+        let r = c.call("cards_choose_action", call).await;
+        assert!(r.is_error != Some(true) || text(&r).contains("refused that declaration"), "a valid answer was refused: {}", text(&r));
+        if step % 25 == 0 {
+            let state = c.ok("cards_get_game_state", json!({"game_id": id})).await;
+            for p in state["players"].as_array().unwrap() {
+                if p["you"] != true {
+                    assert_eq!(p["hand"], json!([]), "the opponent's hand is visible: {state}");
+                }
+            }
+        }
+    }
+    panic!("the game did not end within 3000 decisions");
+}
+
+#[tokio::test]
+async fn an_agent_plays_magic_to_the_end_against_phase_ai_with_xmages_tools() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let tools = c.tools().await;
+    for name in ["start_game", "join_game", "is_action_on_me", "wait_for_action", "pass_priority", "auto_pass_until_event", "take_action",
+                 "get_action_choices", "choose_action", "get_game_state", "get_game_log", "get_oracle_text", "send_chat_message", "concede"] {
+        assert!(tools.iter().any(|t| t.name == format!("cards_{name}")), "no tool cards_{name}");
+    }
+    let started = c.ok("cards_start_game", json!({"seed": 11})).await;
+    let id = started["game_id"].as_str().unwrap().to_string();
+    // The first game may still be installing the engine: wait for the mulligan.
+    let mut st = started;
+    while st["action_pending"] != true {
+        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
+    }
+    assert_eq!(st["action_type"], "MulliganDecision", "{st}");
+    let mulligan = c.call("cards_get_action_choices", json!({"game_id": id})).await;
+    let tool = |n: &str| tools.iter().find(|t| t.name == n).unwrap().clone();
+    assert_matches_output_schema(&tool("cards_get_action_choices"), &mulligan);
+    let m = mulligan.structured_content.clone().unwrap();
+    assert_eq!(m["response_type"], "boolean");
+    assert_eq!(m["hand"].as_array().unwrap().len(), 7, "{m}");
+
+    let oracle = c.ok("cards_get_oracle_text", json!({"game_id": id, "card_name": "Fireball"})).await;
+    assert!(oracle["oracle_text"].as_str().unwrap().contains("X damage"), "{oracle}");
+    let state = c.call("cards_get_game_state", json!({"game_id": id})).await;
+    assert_matches_output_schema(&tool("cards_get_game_state"), &state);
+
+    let mut agent = Agent::new(11);
+    let end = play(&c, &id, &mut agent).await;
+    assert!(end["winner"].is_u64(), "the game ended without a winner: {end}");
+    for what in ["MulliganDecision", "Priority", "play", "cast"] {
+        assert!(agent.seen.contains(what), "the game never offered {what}: {:?}", agent.seen);
+    }
+    let log = c.ok("cards_get_game_log", json!({"game_id": id})).await["text"].as_str().unwrap().to_string();
+    assert!(log.contains("Game over"), "{}", &log[log.len().saturating_sub(500)..]);
+    eprintln!("{} decisions; seen {:?}", agent.decisions, agent.seen);
+}
+
+#[tokio::test]
+async fn decisions_are_checked_before_the_engine_and_bad_input_is_refused() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let e = c.err("cards_start_game", json!({"game": "hearts"})).await;
+    assert!(e.contains("unknown card game"), "{e}");
+    let e = c.err("cards_start_game", json!({"decks": ["izzet-tempo", "mono-purple"]})).await;
+    assert!(e.contains("unknown deck") && e.contains("selesnya-beasts"), "{e}");
+    let mut st = c.ok("cards_start_game", json!({"seed": 3})).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    while st["action_pending"] != true {
+        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
+    }
+    // The mulligan is a boolean decision.
+    let e = c.err("cards_choose_action", json!({"game_id": id, "amount": 2})).await;
+    assert!(e.contains("`amount` does not answer") && e.contains("`answer` true or false"), "{e}");
+    let e = c.err("cards_choose_action", json!({"game_id": id, "index": 0})).await;
+    assert!(e.contains("`index` does not answer"), "{e}");
+    let e = c.err("cards_choose_action", json!({"game_id": id, "index": 0, "answer": true})).await;
+    assert!(e.contains("exactly one"), "{e}");
+    let e = c.err("cards_choose_action", json!({"game_id": id})).await;
+    assert!(e.contains("give one of"), "{e}");
+    let e = c.err("cards_get_oracle_text", json!({"game_id": id})).await;
+    assert!(e.contains("exactly one"), "{e}");
+    let e = c.err("cards_get_oracle_text", json!({"game_id": id, "card_name": "Black Lotus"})).await;
+    assert!(e.contains("no card named 'Black Lotus' in the pool"), "{e}");
+    c.ok("cards_choose_action", json!({"game_id": id, "answer": false})).await;
+    // At priority: an index past the end.
+    let mut st = c.ok("cards_pass_priority", json!({"game_id": id})).await;
+    while st["action_type"] != "Priority" {
+        c.ok("cards_take_action", json!({"game_id": id})).await;
+        st = c.ok("cards_pass_priority", json!({"game_id": id})).await;
+    }
+    let e = c.err("cards_choose_action", json!({"game_id": id, "index": 999})).await;
+    assert!(e.starts_with("index_out_of_range") && e.contains("`answer: false`"), "{e}");
+    c.ok("cards_concede", json!({"game_id": id})).await;
+    let e = c.err("cards_choose_action", json!({"game_id": id, "answer": false})).await;
+    assert!(e.contains("no decision is pending") && e.contains("game is over"), "{e}");
+    let e = c.err("cards_get_game_state", json!({"game_id": "nope"})).await;
+    assert!(e.contains("unknown"), "{e}");
+}
+
+#[tokio::test]
+async fn the_same_seed_and_decisions_replay_the_same_game() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let mut logs = Vec::new();
+    for _ in 0..2 {
+        let mut st = c.ok("cards_start_game", json!({"seed": 21})).await;
+        let id = st["game_id"].as_str().unwrap().to_string();
+        while st["action_pending"] != true {
+            st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
+        }
+        let mut agent = Agent::new(21);
+        play(&c, &id, &mut agent).await;
+        let log = c.ok("cards_get_game_log", json!({"game_id": id})).await;
+        logs.push((log["text"].as_str().unwrap().to_string(), agent.decisions));
+    }
+    assert!(logs[0].0.len() > 1000, "{}", logs[0].0);
+    assert_eq!(logs[0], logs[1], "the same seed and decisions gave different games");
+}
+
+#[tokio::test]
+async fn two_agents_play_each_other_over_http() {
+    let work = scratch();
+    let server = http_server(&[], work.path()).await;
+    let (a, b) = (http_client(&server).await, http_client(&server).await);
+    let st = a.ok("cards_start_game", json!({"opponent": "agent", "seed": 8})).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    let e = b.err("cards_get_game_state", json!({"game_id": id})).await;
+    assert!(e.contains("no seat"), "{e}");
+    let joined = b.ok("cards_join_game", json!({"game_id": id})).await;
+    assert_eq!(joined["seat"], 1, "{joined}");
+    let (mut pa, mut pb) = (Agent::new(1), Agent::new(2));
+    let (ea, eb) = tokio::join!(play(&a, &id, &mut pa), play(&b, &id, &mut pb));
+    assert_eq!(ea["winner"], eb["winner"], "{ea} / {eb}");
+    assert!(pa.decisions > 3 && pb.decisions > 3, "{} / {}", pa.decisions, pb.decisions);
+    // Joining again is harmless; a third agent finds no seat.
+    assert_eq!(a.ok("cards_join_game", json!({"game_id": id})).await["seat"], 0);
+    let c = http_client(&server).await;
+    let e = c.err("cards_join_game", json!({"game_id": id})).await;
+    assert!(e.contains("no free seat"), "{e}");
+}
+
+#[tokio::test]
+async fn a_killed_bridge_ends_that_game_with_a_clear_error_and_the_server_goes_on() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let mut st = c.ok("cards_start_game", json!({"seed": 4})).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    while st["action_pending"] != true {
+        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
+    }
+    let sessions = c.ok("ludus_sessions", json!({"game": "cards"})).await;
+    let s = sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == id).unwrap();
+    let pid = s["channels"][0]["pid"].as_u64().unwrap();
+    std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+    let mut e = String::new();
+    for _ in 0..50 {
+        let r = c.call("cards_get_game_state", json!({"game_id": id})).await;
+        if r.is_error == Some(true) {
+            e = text(&r);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(e.contains("backend (phase) stopped"), "{e}");
+    c.ok("ludus_games", json!({})).await;
+    let st = c.ok("cards_start_game", json!({"seed": 4})).await;
+    assert_ne!(st["game_id"], id);
+}
+
+/// Stand-in for XMage (which cannot be installed here): the operator's
+/// `xmage` endpoint runs the phase bridge launched as XMage's headless client
+/// is, one process per seat with its game set up on the command line. The
+/// plugin then uses only the tools both share, with no seat field.
+#[tokio::test]
+async fn the_xmage_path_plays_through_an_operator_configured_headless_client() {
+    let work = scratch();
+    let extra = format!(
+        "[plugins.cards.channels.xmage]\nprocess = {{ command = \"python3\", args = [{:?}, \"--seats\", \"agent,ai\", \"--seed\", \"5\"] }}\n",
+        bridge().display().to_string()
+    );
+    let cfg = config(work.path(), &extra);
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let mut st = c.ok("cards_start_game", json!({})).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    while st["action_pending"] != true {
+        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
+    }
+    let mut agent = Agent::new(5);
+    let end = play(&c, &id, &mut agent).await;
+    assert!(end["winner"].is_u64(), "{end}");
+}
+
+/// The bridge offers every tool the XMage headless clients share, with
+/// XMage's names, so the plugin's code path is the one XMage will see.
+#[test]
+fn the_bridge_offers_xmages_tool_surface() {
+    let mut child = std::process::Command::new("python3")
+        .arg(bridge())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2024-11-05","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#).unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list"}}"#).unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let init: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(init["result"]["protocolVersion"], "2024-11-05");
+    let list: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let names: BTreeSet<&str> = list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    // XMage's headless client (McpServer.java) and its successors share these.
+    for tool in ["is_action_on_me", "take_action", "wait_for_action", "pass_priority", "auto_pass_until_event", "get_action_choices",
+                 "choose_action", "get_game_state", "get_game_log", "get_oracle_text", "send_chat_message"] {
+        assert!(names.contains(tool), "the bridge lacks XMage's {tool}: {names:?}");
+    }
+    let choose = list["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "choose_action").unwrap();
+    for arg in ["index", "answer", "amount", "amounts", "pile"] {
+        assert!(choose["inputSchema"]["properties"].get(arg).is_some(), "choose_action lacks {arg}");
+    }
+    drop(stdin);
+    let _ = child.wait();
+}
