@@ -128,7 +128,7 @@ async fn an_agent_plays_magic_to_the_end_against_phase_ai_with_xmages_tools() {
     let mut agent = Agent::new(11);
     let end = play(&c, &id, &mut agent).await;
     assert!(end["winner"].is_u64(), "the game ended without a winner: {end}");
-    for what in ["MulliganDecision", "Priority", "play", "cast"] {
+    for what in ["MulliganDecision", "Priority", "play", "cast", "TargetSelection", "DeclareBlockers"] {
         assert!(agent.seen.contains(what), "the game never offered {what}: {:?}", agent.seen);
     }
     let log = c.ok("cards_get_game_log", json!({"game_id": id})).await["text"].as_str().unwrap().to_string();
@@ -162,7 +162,18 @@ async fn decisions_are_checked_before_the_engine_and_bad_input_is_refused() {
     assert!(e.contains("exactly one"), "{e}");
     let e = c.err("cards_get_oracle_text", json!({"game_id": id, "card_name": "Black Lotus"})).await;
     assert!(e.contains("no card named 'Black Lotus' in the pool"), "{e}");
-    c.ok("cards_choose_action", json!({"game_id": id, "answer": false})).await;
+    // Mulligan twice, keep, then put two cards on the bottom, one index at a time.
+    c.ok("cards_choose_action", json!({"game_id": id, "answer": true})).await;
+    c.ok("cards_choose_action", json!({"game_id": id, "answer": true})).await;
+    let kept = c.ok("cards_choose_action", json!({"game_id": id, "answer": false})).await;
+    assert_eq!(kept["action_type"], "MulliganDecision", "{kept}");
+    let bottom = c.ok("cards_get_action_choices", json!({"game_id": id})).await;
+    assert_eq!(bottom["response_type"], "index", "{bottom}");
+    let n = bottom["choices"].as_array().unwrap().len();
+    assert!(n >= 2 && bottom["choices"].as_array().unwrap().iter().all(|c| c["description"].as_str().unwrap().starts_with("choose ")), "{bottom}");
+    c.ok("cards_choose_action", json!({"game_id": id, "index": n - 1})).await;
+    let hand = c.ok("cards_get_game_state", json!({"game_id": id})).await["players"][0]["hand"].as_array().unwrap().len();
+    assert_eq!(hand, 5, "seven cards, two on the bottom");
     // At priority: an index past the end.
     let mut st = c.ok("cards_pass_priority", json!({"game_id": id})).await;
     while st["action_type"] != "Priority" {

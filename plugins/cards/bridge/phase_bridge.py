@@ -199,6 +199,10 @@ class Table:
             # answer: false where the engine allows it.
             cancel = pick(acts, "CancelCast", lambda d: True)
             opts = [a for a in acts if a.kind != "CancelCast"]
+            if kind == "MulliganDecision":
+                # Putting cards on the bottom: the other player's pending
+                # keep/mulligan actions are listed too, but are not ours.
+                opts = [a for a in opts if a.kind == "SelectCards"]
             p.update(response_type="index", message=prompt_message(kind, data),
                      choices=[self.describe(a) for a in opts], options=opts, can_pass=cancel is not None, no=cancel)
         return p
