@@ -125,6 +125,52 @@ async fn latency(c: &Client, n: usize) -> (Duration, Duration) {
     percentiles(d)
 }
 
+/// One Streamable HTTP request with the headers a plain client sends; the
+/// whole answer is read, as a buffering proxy (nginx) or Python's httpx do.
+async fn post(client: &reqwest::Client, url: &str, session: Option<&str>, body: Value) -> (Option<String>, String) {
+    let mut req = client.post(url).header("accept", "application/json, text/event-stream").json(&body);
+    if let Some(id) = session {
+        req = req.header("mcp-session-id", id).header("mcp-protocol-version", "2025-06-18");
+    }
+    let resp = req.send().await.unwrap();
+    let id = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(String::from);
+    (id, resp.text().await.unwrap())
+}
+
+/// The JSON-RPC result inside a streamed (SSE) or plain JSON answer.
+fn rpc_result(text: &str) -> Value {
+    text.lines()
+        .map(|l| l.strip_prefix("data:").unwrap_or(l).trim())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v.get("result").is_some())
+        .map(|v| v["result"].clone())
+        .unwrap_or(Value::Null)
+}
+
+/// Round trips of `hanoi_get_state` through one keep-alive connection whose
+/// client waits for each answer's end: what the connection costs, not the call.
+async fn whole_response_latency(url: &str, n: usize) -> (Duration, Duration) {
+    let client = reqwest::Client::new();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
+    let (session, _) = post(&client, url, None, init).await;
+    let session = session.expect("the server gave an mcp-session-id");
+    post(&client, url, Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let tool = |id: u64, name: &str, args: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}});
+    let (_, text) = post(&client, url, Some(&session), tool(1, "hanoi_init_simulator", json!({"n": 3}))).await;
+    let env = rpc_result(&text)["structuredContent"]["env_id"].clone();
+    let mut d = Vec::with_capacity(n);
+    for i in 0..n + 20 {
+        let t = Instant::now();
+        let (_, text) = post(&client, url, Some(&session), tool(2 + i as u64, "hanoi_get_state", json!({"env_id": env}))).await;
+        assert!(rpc_result(&text)["structuredContent"].is_object(), "{text}");
+        if i >= 20 {
+            d.push(t.elapsed());
+        }
+    }
+    percentiles(d)
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     ludus::capability::channels::install_tls_provider();
@@ -224,6 +270,8 @@ async fn main() {
     let h: Client = Notified(tx).serve(StreamableHttpClientTransport::from_uri(server.url.clone())).await.unwrap();
     let (h50, h99) = latency(&h, 3_000).await;
     row("trivial session call over HTTP (rmcp client), p50 / p99", format!("{} / {} ({:.1}× stdio)", us(h50), us(h99), h50.as_secs_f64() / s50.as_secs_f64()));
+    let (w50, w99) = whole_response_latency(&server.url, 500).await;
+    row("trivial session call over HTTP (keep-alive client reading whole answers, as a buffering proxy), p50 / p99", format!("{} / {}", us(w50), us(w99)));
     let before = rss_kib(pid);
     let h = Arc::new(h);
     let t = Instant::now();

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use axum::serve::ListenerExt;
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -138,6 +139,15 @@ async fn serve_http(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     let app = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
     let local = listener.local_addr()?;
+    // An answer goes out in several small writes (the SSE priming event, the
+    // message, the chunk end); with Nagle's algorithm each waits for the
+    // client's delayed ACK, about 40 ms, whenever the client reads the whole
+    // answer before sending the next request.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
+        }
+    });
     if !local.ip().is_loopback() {
         tracing::warn!("serving on {local}, which is reachable from other machines; Ludus has no authentication");
     }
