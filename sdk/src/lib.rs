@@ -159,6 +159,21 @@ pub fn wait_timed_out() -> bool {
     host::wait_timed_out()
 }
 
+/// Runs `f` on the game this instance holds. A component instance is one
+/// session, so a game keeps its state in one thread-local slot
+/// (`thread_local! { static GAME: RefCell<Option<Game>> = … }`); `missing` is
+/// the error when no game was started in it.
+pub fn with_state<T: 'static, R>(
+    slot: &'static std::thread::LocalKey<std::cell::RefCell<Option<T>>>,
+    missing: &str,
+    f: impl FnOnce(&mut T) -> Result<R, String>,
+) -> Result<R, String> {
+    slot.with_borrow_mut(|g| match g.as_mut() {
+        Some(game) => f(game),
+        None => Err(missing.to_string()),
+    })
+}
+
 /// Formats a text block for an agent: the body, then one line saying what to do next.
 pub fn reply(body: impl AsRef<str>, next: impl AsRef<str>) -> String {
     let body = body.as_ref().trim_end();

@@ -68,10 +68,7 @@ thread_local! {
 }
 
 pub fn with_game<T>(f: impl FnOnce(&mut Game) -> Result<T, String>) -> Result<T, String> {
-    GAME.with_borrow_mut(|g| match g.as_mut() {
-        Some(game) => f(game),
-        None => Err("this session holds no card game".into()),
-    })
+    ludus_sdk::with_state(&GAME, "this session holds no card game", f)
 }
 
 pub fn game_id() -> String {

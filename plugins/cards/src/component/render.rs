@@ -20,6 +20,15 @@ fn i(v: &Value) -> Option<i32> {
     v.as_i64().map(|n| n as i32)
 }
 
+/// Each item of an array, read by `f`; nothing when it is not an array.
+fn list<T>(v: &Value, f: impl Fn(&Value) -> T) -> Vec<T> {
+    v.as_array().map(|a| a.iter().map(f).collect()).unwrap_or_default()
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
+}
+
 fn outcome(winner: Option<u32>, seat: u32) -> String {
     match winner {
         Some(w) if w == seat => "The game is over: you won.".into(),
@@ -121,7 +130,7 @@ pub fn choices(game_id: String, v: &Value) -> ActionChoices {
         min: v["min"].as_i64(),
         max: v["max"].as_i64(),
         can_pass,
-        hand: v["hand"].as_array().map(|h| h.iter().filter_map(|c| c.as_str().map(String::from)).collect()).unwrap_or_default(),
+        hand: strings(&v["hand"]),
         context: cx.is_object().then(|| TurnContext {
             turn: u(&cx["turn"]).unwrap_or(0),
             phase: cx["phase"].as_str().unwrap_or("").into(),
@@ -134,44 +143,27 @@ pub fn choices(game_id: String, v: &Value) -> ActionChoices {
 }
 
 pub fn state(game_id: String, v: &Value) -> GameState {
-    let players: Vec<PlayerView> = v["players"]
-        .as_array()
-        .map(|p| {
-            p.iter()
-                .map(|p| PlayerView {
-                    seat: u(&p["seat"]).unwrap_or(0),
-                    you: p["you"].as_bool().unwrap_or(false),
-                    life: i(&p["life"]).unwrap_or(0),
-                    hand_size: u(&p["hand_size"]).unwrap_or(0),
-                    library_size: u(&p["library_size"]).unwrap_or(0),
-                    graveyard: p["graveyard"].as_array().map(|g| g.iter().filter_map(|c| c.as_str().map(String::from)).collect()).unwrap_or_default(),
-                    hand: p["hand"]
-                        .as_array()
-                        .map(|h| h.iter().map(|c| CardRef { object_id: u(&c["object_id"]).unwrap_or(0), name: c["name"].as_str().unwrap_or("").into() }).collect())
-                        .unwrap_or_default(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let battlefield: Vec<Permanent> = v["battlefield"]
-        .as_array()
-        .map(|b| {
-            b.iter()
-                .map(|o| Permanent {
-                    object_id: u(&o["object_id"]).unwrap_or(0),
-                    name: o["name"].as_str().unwrap_or("").into(),
-                    controller: u(&o["controller"]).unwrap_or(0),
-                    tapped: o["tapped"].as_bool().unwrap_or(false),
-                    power: i(&o["power"]),
-                    toughness: i(&o["toughness"]),
-                    damage: i(&o["damage"]),
-                    loyalty: i(&o["loyalty"]),
-                    attached_to: u(&o["attached_to"]),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let stack: Vec<String> = v["stack"].as_array().map(|s| s.iter().map(|e| e["name"].as_str().map(String::from).unwrap_or_else(|| e.to_string())).collect()).unwrap_or_default();
+    let players: Vec<PlayerView> = list(&v["players"], |p| PlayerView {
+        seat: u(&p["seat"]).unwrap_or(0),
+        you: p["you"].as_bool().unwrap_or(false),
+        life: i(&p["life"]).unwrap_or(0),
+        hand_size: u(&p["hand_size"]).unwrap_or(0),
+        library_size: u(&p["library_size"]).unwrap_or(0),
+        graveyard: strings(&p["graveyard"]),
+        hand: list(&p["hand"], |c| CardRef { object_id: u(&c["object_id"]).unwrap_or(0), name: c["name"].as_str().unwrap_or("").into() }),
+    });
+    let battlefield: Vec<Permanent> = list(&v["battlefield"], |o| Permanent {
+        object_id: u(&o["object_id"]).unwrap_or(0),
+        name: o["name"].as_str().unwrap_or("").into(),
+        controller: u(&o["controller"]).unwrap_or(0),
+        tapped: o["tapped"].as_bool().unwrap_or(false),
+        power: i(&o["power"]),
+        toughness: i(&o["toughness"]),
+        damage: i(&o["damage"]),
+        loyalty: i(&o["loyalty"]),
+        attached_to: u(&o["attached_to"]),
+    });
+    let stack: Vec<String> = list(&v["stack"], |e| e["name"].as_str().map(String::from).unwrap_or_else(|| e.to_string()));
     let mut text = format!("Turn {} ({}).", v["turn"], v["phase"].as_str().unwrap_or(""));
     for p in &players {
         let who = if p.you { "You" } else { "Opponent" };
