@@ -1,5 +1,5 @@
 //! Builds the game components (wasm32-wasip2) and packages them with their
-//! WIT docs into `$OUT_DIR/components`: the bundled games that `bundled.rs`
+//! WIT docs into `$OUT_DIR/components`: the bundled games that `server/bundled.rs`
 //! embeds, plus the SDK example and the test fixtures the tests load.
 //!
 //! The nested cargo uses its own target directory: sharing the outer one

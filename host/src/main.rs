@@ -9,9 +9,9 @@ use ludus::config::Config;
 /// Every game is a sandboxed WebAssembly component. The built-in games
 /// (chess, Pokémon Showdown, Magic: The Gathering on the phase rules engine,
 /// and the puzzles Tower of Hanoi and River Crossing) are loaded unless
-/// --no-builtin; components dropped into the
-/// --plugins directory are added, replace a built-in of the same name, and
-/// are reloaded when their file changes.
+/// --no-builtin; components dropped into the --plugins directory are added,
+/// replace a built-in of the same name, and are reloaded when their file
+/// changes.
 #[derive(Parser)]
 #[command(name = "ludus", version, about, long_about)]
 struct Cli {

@@ -18,10 +18,10 @@ use wasmtime::component::{Component, ComponentExportIndex, InstancePre};
 use crate::capability::channels::ChannelGrant;
 use crate::capability::{self, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
 use crate::config::{Config, PluginLimits};
-use docs::Docs;
 use crate::runtime::Runtime;
 use crate::runtime::bindings::LinkedPre;
 use crate::runtime::bindings::ludus::plugin::types::{PluginInfo, SessionRole};
+use docs::Docs;
 use schema::{Field, Shape, object_schema};
 
 const META: &str = "ludus:plugin/meta@0.1.1";

@@ -80,7 +80,6 @@ impl Session {
         table: Option<Weak<dyn Names>>,
         rt: tokio::runtime::Handle,
     ) -> Result<Arc<Session>, String> {
-        let in_table = table.is_some();
         let out_cap = plugin.limits.max_output_bytes;
         let session = Arc::new(Session {
             id: Mutex::new(id),
@@ -104,13 +103,12 @@ impl Session {
             rt,
         });
         // A plugin's shared instance belongs to no session: it has no timers and no channels.
-        let (host, channels) = match in_table {
-            true => {
-                let control: Weak<dyn SessionControl> = Arc::downgrade(&session) as _;
-                let inbox: Weak<dyn Inbox> = Arc::downgrade(&session) as _;
-                (HostCtx::new(&plugin.name, seed, Some(control)), ChannelsCtx::new(session.channels.clone(), inbox))
-            }
-            false => (HostCtx::new(&plugin.name, seed, None), ChannelsCtx::default()),
+        let (host, channels) = if session.table.is_some() {
+            let control: Weak<dyn SessionControl> = Arc::downgrade(&session) as _;
+            let inbox: Weak<dyn Inbox> = Arc::downgrade(&session) as _;
+            (HostCtx::new(&plugin.name, seed, Some(control)), ChannelsCtx::new(session.channels.clone(), inbox))
+        } else {
+            (HostCtx::new(&plugin.name, seed, None), ChannelsCtx::default())
         };
         let output = Output { stdout: session.stdout.clone(), stderr: session.stderr.clone() };
         let mut store = capability::new_store(&plugin.runtime, &plugin.limits, host, channels, output);

@@ -225,7 +225,8 @@ class Table:
             return f"cast {self.card_name(d['object_id'])}"
         if k == "ActivateAbility":
             obj = self.game.object(d["source_id"]) or {}
-            abil = (obj.get("abilities") or [{}])[d["ability_index"]] if d["ability_index"] < len(obj.get("abilities") or []) else {}
+            abilities = obj.get("abilities") or []
+            abil = abilities[d["ability_index"]] if d["ability_index"] < len(abilities) else {}
             return f"activate {obj.get('name', '#' + str(d['source_id']))}: {abil.get('description') or 'ability ' + str(d['ability_index'])}"
         if k == "ChooseTarget":
             t = d["target"]
@@ -379,11 +380,10 @@ class Bridge:
         if name == "get_game_state":
             return t.state(seat)
         if name == "get_game_log":
-            text = t.visible_log(seat)
+            full = t.visible_log(seat)
             n = args.get("max_chars")
-            if isinstance(n, int) and n >= 0:
-                text = text[-n:] if n else ""
-            return {"log": text, "total_chars": len(t.visible_log(seat))}
+            text = (full[-n:] if n else "") if isinstance(n, int) and n >= 0 else full
+            return {"log": text, "total_chars": len(full)}
         if name == "take_action":
             return self.take_default(seat)
         if name == "choose_action":

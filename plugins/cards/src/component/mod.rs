@@ -81,8 +81,12 @@ fn call<T>(key: &str, tool: &str, args: Value, done: impl FnOnce(&mut Game, usiz
 
 /// A backend tool whose answer is a status.
 fn status_call(tool: &str, args: Value) -> Result<ActionStatus, String> {
-    let key = format!("{tool} {args}");
-    call(&key, tool, args, |_, seat, v| Ok(render::status(game_id(), seat as u32, &v)), |seat| render::still_waiting(game_id(), seat as u32))
+    status_call_as(&format!("{tool} {args}"), tool, args)
+}
+
+/// The same, recognised on re-runs by `key` rather than by its arguments.
+fn status_call_as(key: &str, tool: &str, args: Value) -> Result<ActionStatus, String> {
+    call(key, tool, args, |_, seat, v| Ok(render::status(game_id(), seat as u32, &v)), |seat| render::still_waiting(game_id(), seat as u32))
 }
 
 fn wait_ms(timeout_ms: Option<u32>, default: u32) -> u32 {
@@ -197,23 +201,18 @@ impl Guest for Cards {
     fn choose_action(_game_id: String, index: Option<u32>, answer: Option<bool>, amount: Option<i64>, amounts: Option<Vec<i64>>, pile: Option<u32>) -> Result<ActionStatus, String> {
         let answer = Answer { index, answer, amount, amounts, pile };
         let send_key = format!("choose {answer:?}");
+        // On a re-run the checked answer is already with the backend: only its result is awaited.
         let already_sent = with_game(|g| Ok(g.in_flight(&host::caller(), &send_key)))?;
-        if !already_sent {
-            let checked = call(&format!("check {answer:?}"), "get_action_choices", json!({}), |_, _, pending| decision::check(&pending, &answer).map(Some), |_| None)?;
-            let Some(args) = checked else { return Ok(render::still_waiting(game_id(), 0)) };
-            return with_game(|g| {
-                let caller = host::caller();
-                let seat = g.seat_of(&caller)?;
-                match g.step(&caller, &send_key, seat, "choose_action", args) {
-                    Step::Done(r) => Ok(render::status(game_id(), seat as u32, &r?)),
-                    Step::Waiting => {
-                        host::wait(0);
-                        Ok(render::still_waiting(game_id(), seat as u32))
-                    }
-                }
-            });
-        }
-        call(&send_key, "choose_action", Value::Null, |_, seat, v| Ok(render::status(game_id(), seat as u32, &v)), |seat| render::still_waiting(game_id(), seat as u32))
+        let args = if already_sent {
+            Value::Null
+        } else {
+            let check = |_: &mut Game, _, pending: Value| decision::check(&pending, &answer).map(Ok);
+            match call(&format!("check {answer:?}"), "get_action_choices", json!({}), check, Err)? {
+                Ok(args) => args,
+                Err(seat) => return Ok(render::still_waiting(game_id(), seat as u32)),
+            }
+        };
+        status_call_as(&send_key, "choose_action", args)
     }
 
     fn get_game_state(_game_id: String) -> Result<GameState, String> {
