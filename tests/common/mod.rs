@@ -54,6 +54,18 @@ pub struct HttpServer {
     child: tokio::process::Child,
 }
 
+impl HttpServer {
+    pub fn pid(&self) -> u32 {
+        self.child.id().unwrap()
+    }
+
+    /// The server's resident memory, KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap()
+    }
+}
+
 impl Drop for HttpServer {
     fn drop(&mut self) {
         let _ = self.child.start_kill();
@@ -90,7 +102,14 @@ pub fn config(dir: &Path, extra: &str) -> PathBuf {
 
 /// `ludus serve` over stdio with the given extra arguments.
 pub async fn stdio(args: &[&str], work: &Path) -> Client {
+    stdio_env(args, work, &[]).await
+}
+
+/// The same, with these environment variables set for the server (and so for
+/// the channel processes it starts).
+pub async fn stdio_env(args: &[&str], work: &Path, env: &[(&str, &str)]) -> Client {
     let mut cmd = tokio::process::Command::new(BIN);
+    cmd.envs(env.iter().copied());
     cmd.arg("serve").args(args);
     if !args.contains(&"--config") {
         cmd.arg("--config").arg(cache_config(work));

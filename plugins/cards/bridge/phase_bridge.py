@@ -27,6 +27,7 @@ Stdout carries only protocol messages; diagnostics go to stderr.
 
 import json
 import os
+import re
 import select
 import sys
 import time
@@ -40,6 +41,13 @@ PHASE_REQUIREMENT = "phase-python==0.103.0"
 
 def log(msg):
     print(f"phase-bridge: {msg}", file=sys.stderr, flush=True)
+
+
+def notice(msg):
+    """Tells the client what is taking so long (first-use install) as an MCP
+    logging notification, and the server log through stderr."""
+    log(msg)
+    send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "logger": "phase-bridge", "data": msg}})
 
 
 # ---------------------------------------------------------------- cards
@@ -56,12 +64,35 @@ def load_decks():
         return json.load(f)
 
 
+def parse_deck_text(text, pool):
+    """A deck list as a player writes it: `4 Lightning Bolt; 8 Island` (or one
+    entry per line, `4x` also accepted). Card names match the pool's, in any case."""
+    by_lower = {name.lower(): name for name in pool}
+    cards = {}
+    for entry in re.split(r"[;\n]", text):
+        entry = entry.strip()
+        if not entry:
+            continue
+        m = re.fullmatch(r"(\d+)\s*x?\s+(.+)", entry)
+        if not m:
+            raise ValueError(f"cannot read deck entry {entry!r}: write it as a count and a card name, e.g. '4 Lightning Bolt'")
+        name = by_lower.get(m.group(2).strip().lower())
+        if name is None:
+            raise ValueError(f"{m.group(2).strip()!r} is not in the card pool; cards: {', '.join(sorted(pool))}")
+        cards[name] = cards.get(name, 0) + int(m.group(1))
+    return cards
+
+
 def deck_list(spec, pool, decks):
-    """A deck name from decks.json, or {card name: count}; checked against the pool."""
+    """A deck name from decks.json, a deck list as text, or {card name:
+    count}; checked against the pool."""
     if isinstance(spec, str):
-        if spec not in decks:
-            raise ValueError(f"unknown deck {spec!r}; the decks are: {', '.join(sorted(decks))}")
-        spec = decks[spec]["cards"]
+        if spec in decks:
+            spec = decks[spec]["cards"]
+        elif re.match(r"\s*\d", spec):
+            spec = parse_deck_text(spec, pool)
+        else:
+            raise ValueError(f"unknown deck {spec!r}; the decks are: {', '.join(sorted(decks))} (or give a list: '4 Lightning Bolt; 8 Island; ...')")
     if not isinstance(spec, dict) or not spec:
         raise ValueError("a deck is a deck name or an object of card name -> count")
     cards = []
@@ -666,23 +697,29 @@ def ensure_engine():
     # One install at a time: a second game started meanwhile waits here and
     # then finds the engine installed.
     with open(venv + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            notice("first use: another game is installing the rules engine; waiting for it")
+            fcntl.flock(lock, fcntl.LOCK_EX)
         marker = os.path.join(venv, ".installed")
         if not (os.path.exists(marker) and open(marker).read() == PHASE_REQUIREMENT):
-            log(f"first use: installing {PHASE_REQUIREMENT} into {venv} (about 35 MB; this takes a minute)")
             started = time.time()
             steps = [
-                ([sys.executable, "-m", "venv", "--clear", venv], "creating the venv failed (Debian: apt-get install python3-venv)"),
-                ([python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off", PHASE_REQUIREMENT],
+                (f"first use: creating a Python venv for the rules engine in {venv}", [sys.executable, "-m", "venv", "--clear", venv],
+                 "creating the venv failed (Debian: apt-get install python3-venv)"),
+                (f"first use: installing {PHASE_REQUIREMENT} from PyPI (about 35 MB, usually under a minute)",
+                 [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off", PHASE_REQUIREMENT],
                  f"pip could not install {PHASE_REQUIREMENT} (is PyPI reachable?)"),
             ]
-            for cmd, why in steps:
+            for what, cmd, why in steps:
+                notice(what)
                 done = subprocess.run(cmd, stdout=sys.stderr, stderr=sys.stderr)
                 if done.returncode != 0:
                     return f"{why}; the install log is in the server's log"
             with open(marker, "w") as f:
                 f.write(PHASE_REQUIREMENT)
-            log(f"installed in {time.time() - started:.0f} s")
+            notice(f"the rules engine is installed ({time.time() - started:.0f} s); starting the game")
     os.environ["LUDUS_PHASE_BRIDGE_REEXEC"] = "1"
     os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
 

@@ -37,7 +37,10 @@ pub fn tool_call(id: u64, tool: &str, arguments: Value, seat: Option<u32>) -> St
 pub enum Incoming {
     /// The answer to request `id`: its result, or the error's text.
     Response { id: u64, result: Result<Value, String> },
-    /// A notification or a request from the backend (nothing we answer).
+    /// A logging notification (`notifications/message`): what the backend is
+    /// busy with, such as installing its engine on first use.
+    Notice(String),
+    /// Another notification or a request from the backend (nothing we answer).
     Other,
     /// Not JSON-RPC at all.
     Garbage(String),
@@ -47,6 +50,10 @@ pub fn parse(line: &str) -> Incoming {
     let Ok(v) = serde_json::from_str::<Value>(line) else {
         return Incoming::Garbage(line.chars().take(200).collect());
     };
+    if v.get("method").and_then(Value::as_str) == Some("notifications/message") {
+        let data = &v["params"]["data"];
+        return Incoming::Notice(data.as_str().map_or_else(|| data.to_string(), String::from));
+    }
     let Some(id) = v.get("id").and_then(Value::as_u64) else { return Incoming::Other };
     if v.get("method").is_some() {
         return Incoming::Other;
@@ -95,6 +102,8 @@ mod tests {
         assert_eq!(parse(r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"nope"}}"#), Incoming::Response { id: 5, result: Err("nope".into()) });
         assert_eq!(parse(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#), Incoming::Other);
         assert!(matches!(parse("Picked up JAVA_TOOL_OPTIONS"), Incoming::Garbage(_)));
+        let notice = parse(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"installing"}}"#);
+        assert_eq!(notice, Incoming::Notice("installing".into()));
     }
 
     #[test]

@@ -61,6 +61,8 @@ pub struct Game {
     list_request: Option<u64>,
     /// Why the game cannot go on (the backend process ended).
     pub failed: Option<String>,
+    /// What the backend last said it is busy with (installing its engine).
+    pub notice: Option<String>,
 }
 
 thread_local! {
@@ -93,6 +95,7 @@ impl Game {
             offered: Vec::new(),
             list_request: None,
             failed: None,
+            notice: None,
         }
     }
 
@@ -172,9 +175,14 @@ impl Game {
                 self.offered = result.map(|r| rpc::tool_names(&r)).unwrap_or_default();
             }
             Incoming::Response { id, result } => {
+                self.notice = None;
                 if self.calls.values().any(|c| c.id == id) {
                     self.responses.insert(id, result);
                 }
+            }
+            Incoming::Notice(text) => {
+                ludus_sdk::log(LogLevel::Info, &format!("{} backend: {text}", self.backend.endpoint()));
+                self.notice = Some(text);
             }
             Incoming::Other => {}
             Incoming::Garbage(text) => ludus_sdk::log(LogLevel::Debug, &format!("backend said: {text}")),

@@ -63,7 +63,7 @@ impl meta::Guest for Cards {
 /// Runs one backend tool for the calling seat and hands its answer to
 /// `done`; while the backend has not answered, asks the host to wait (and,
 /// when the host's wait ran out, answers with `waiting`).
-fn call<T>(key: &str, tool: &str, args: Value, done: impl FnOnce(&mut Game, usize, Value) -> Result<T, String>, waiting: impl FnOnce(usize) -> T) -> Result<T, String> {
+fn call<T>(key: &str, tool: &str, args: Value, done: impl FnOnce(&mut Game, usize, Value) -> Result<T, String>, waiting: impl FnOnce(&Game, usize) -> T) -> Result<T, String> {
     with_game(|g| {
         let caller = host::caller();
         let seat = g.seat_of(&caller)?;
@@ -73,7 +73,7 @@ fn call<T>(key: &str, tool: &str, args: Value, done: impl FnOnce(&mut Game, usiz
                 if !host::wait_timed_out() {
                     host::wait(0);
                 }
-                Ok(waiting(seat))
+                Ok(waiting(g, seat))
             }
         }
     })
@@ -86,7 +86,12 @@ fn status_call(tool: &str, args: Value) -> Result<ActionStatus, String> {
 
 /// The same, recognised on re-runs by `key` rather than by its arguments.
 fn status_call_as(key: &str, tool: &str, args: Value) -> Result<ActionStatus, String> {
-    call(key, tool, args, |_, seat, v| Ok(render::status(game_id(), seat as u32, &v)), |seat| render::still_waiting(game_id(), seat as u32))
+    call(key, tool, args, |_, seat, v| Ok(render::status(game_id(), seat as u32, &v)), still_waiting)
+}
+
+/// The answer while the backend has not answered yet (the host's wait ran out).
+fn still_waiting(g: &Game, seat: usize) -> ActionStatus {
+    render::still_waiting(game_id(), seat as u32, g.notice.as_deref())
 }
 
 fn wait_ms(timeout_ms: Option<u32>, default: u32) -> u32 {
@@ -138,12 +143,16 @@ impl Guest for Cards {
         match backend {
             // The game starts with `new_game`: both seats, the decks, the seed.
             Backend::Phase => {
-                let (roles, seed) = with_game(|g| {
+                let (roles, seed, mine) = with_game(|g| {
                     let roles: Vec<&str> = g.seats.iter().map(|s| if *s == Seat::Ai { "ai" } else { "agent" }).collect();
-                    Ok((json!(roles), host::seed()))
+                    Ok((json!(roles), host::seed(), g.seat_of(&host::caller())?))
                 })?;
                 let mut args = json!({"seats": roles, "seed": seed & 0xffff_ffff, "first_player": 0});
-                if let Some(d) = decks {
+                if let Some(mut d) = decks {
+                    // Yours first for the agent; by seat for the engine.
+                    if mine == 1 {
+                        d.reverse();
+                    }
                     args["decks"] = json!(d);
                 }
                 if let Some(l) = ai_level {
@@ -193,7 +202,7 @@ impl Guest for Cards {
     }
 
     fn get_action_choices(_game_id: String) -> Result<ActionChoices, String> {
-        call("get_action_choices", "get_action_choices", json!({}), |_, _, v| Ok(render::choices(game_id(), &v)), |_| placeholder_choices())
+        call("get_action_choices", "get_action_choices", json!({}), |_, _, v| Ok(render::choices(game_id(), &v)), |_, _| placeholder_choices())
     }
 
     /// Checked against the pending decision first: only an answer that fits
@@ -207,16 +216,16 @@ impl Guest for Cards {
             Value::Null
         } else {
             let check = |_: &mut Game, _, pending: Value| decision::check(&pending, &answer).map(Ok);
-            match call(&format!("check {answer:?}"), "get_action_choices", json!({}), check, Err)? {
+            match call(&format!("check {answer:?}"), "get_action_choices", json!({}), check, |g, seat| Err(still_waiting(g, seat)))? {
                 Ok(args) => args,
-                Err(seat) => return Ok(render::still_waiting(game_id(), seat as u32)),
+                Err(waiting) => return Ok(waiting),
             }
         };
         status_call_as(&send_key, "choose_action", args)
     }
 
     fn get_game_state(_game_id: String) -> Result<GameState, String> {
-        call("get_game_state", "get_game_state", json!({}), |_, _, v| Ok(render::state(game_id(), &v)), |_| render::state(game_id(), &Value::Null))
+        call("get_game_state", "get_game_state", json!({}), |_, _, v| Ok(render::state(game_id(), &v)), |_, _| render::state(game_id(), &Value::Null))
     }
 
     fn get_game_log(_game_id: String, max_chars: Option<u32>) -> Result<String, String> {
@@ -225,7 +234,7 @@ impl Guest for Cards {
             None => json!({}),
         };
         let key = format!("get_game_log {args}");
-        call(&key, "get_game_log", args, |_, _, v| Ok(v["log"].as_str().map(String::from).unwrap_or_else(|| v.as_str().unwrap_or("").to_string())), |_| String::new())
+        call(&key, "get_game_log", args, |_, _, v| Ok(v["log"].as_str().map(String::from).unwrap_or_else(|| v.as_str().unwrap_or("").to_string())), |_, _| String::new())
     }
 
     fn get_oracle_text(_game_id: String, card_name: Option<String>, object_id: Option<u32>) -> Result<Oracle, String> {
@@ -235,7 +244,7 @@ impl Guest for Cards {
             _ => return Err("give exactly one of `card_name` and `object_id`".into()),
         };
         let key = format!("get_oracle_text {args}");
-        call(&key, "get_oracle_text", args, |_, _, v| Ok(render::oracle(&v)), |_| render::oracle(&Value::Null))
+        call(&key, "get_oracle_text", args, |_, _, v| Ok(render::oracle(&v)), |_, _| render::oracle(&Value::Null))
     }
 
     fn send_chat_message(_game_id: String, message: String) -> Result<String, String> {
@@ -244,7 +253,7 @@ impl Guest for Cards {
         }
         let args = json!({"message": message});
         let key = format!("send_chat_message {args}");
-        call(&key, "send_chat_message", args, |_, _, _| Ok("Sent.".to_string()), |_| String::new())
+        call(&key, "send_chat_message", args, |_, _, _| Ok("Sent.".to_string()), |_, _| String::new())
     }
 
     fn concede(_game_id: String) -> Result<ActionStatus, String> {

@@ -75,12 +75,14 @@ pub fn status(game_id: String, seat: u32, v: &Value) -> ActionStatus {
 }
 
 /// A status for a wait the host cut short; the backend call stays in flight.
-pub fn still_waiting(game_id: String, seat: u32) -> ActionStatus {
+/// What the agent reads when the host's wait ran out first; `notice` is what
+/// the backend last said it is busy with (its first-use install).
+pub fn still_waiting(game_id: String, seat: u32, notice: Option<&str>) -> ActionStatus {
     let v = serde_json::json!({"action_pending": false, "game_over": false, "timeout": true});
     let mut st = status(game_id, seat, &v);
-    st.text = "Still waiting for the game (the first game installs the rules engine, which takes a while). \
-               Call `cards_wait_for_action` with this game_id."
-        .into();
+    let doing = notice.map_or_else(|| "the first game installs the rules engine, which takes a while".to_string(), str::to_string);
+    st.message = notice.map(str::to_string);
+    st.text = format!("Still waiting for the game ({doing}). Call `cards_wait_for_action` with this game_id.");
     st
 }
 
