@@ -46,6 +46,11 @@ pub struct Limits {
     pub max_channels_per_session: usize,
     /// Largest message (line, frame, response) sent or received on a channel.
     pub max_channel_message_bytes: usize,
+    /// HTTP: open connections at once; beyond it new ones are closed at once.
+    pub max_http_connections: usize,
+    /// HTTP: how long a client has to send a request's headers, on a new
+    /// connection or between requests on a kept-alive one.
+    pub http_header_timeout_ms: u64,
 }
 
 impl Default for Limits {
@@ -62,6 +67,8 @@ impl Default for Limits {
             max_guest_output_bytes: 64 << 10,
             max_channels_per_session: 4,
             max_channel_message_bytes: 1 << 20,
+            max_http_connections: 1024,
+            http_header_timeout_ms: 10_000,
         }
     }
 }

@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::{CancellationToken, DropGuard};
 use wasmtime::component::Val;
 
 use crate::plugin::{is_embedded_field, is_text_field, ok_shape};
@@ -27,11 +28,17 @@ pub struct Ludus {
     registry: Arc<Registry>,
     /// This MCP client session, as plugins see it (`host.caller`).
     caller: String,
+    /// Cancelled when the MCP session's handler is dropped (the client
+    /// closed, was deleted or expired): ends the tasks serving only it.
+    gone: CancellationToken,
+    _drop: Arc<DropGuard>,
 }
 
 impl Ludus {
     pub fn new(registry: Arc<Registry>) -> Self {
-        Ludus { registry, caller: format!("client-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]) }
+        let gone = CancellationToken::new();
+        let caller = format!("client-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        Ludus { registry, caller, _drop: Arc::new(gone.clone().drop_guard()), gone }
     }
 }
 
@@ -306,9 +313,17 @@ impl ServerHandler for Ludus {
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
         let peer = cx.peer.clone();
         let mut changes = self.registry.subscribe();
+        // Ends with the session, not at the next failed notification: without
+        // a plugins directory the list never changes, and each ended session's
+        // task (and its peer) would stay for the life of the server.
+        let gone = self.gone.clone();
         tokio::spawn(async move {
             loop {
-                match changes.recv().await {
+                let change = tokio::select! {
+                    () = gone.cancelled() => return,
+                    change = changes.recv() => change,
+                };
+                match change {
                     Ok(()) | Err(RecvError::Lagged(_)) => {
                         if peer.notify_tool_list_changed().await.is_err() {
                             return;

@@ -3,6 +3,9 @@
 //! or Streamable HTTP.
 
 mod bundled;
+mod http;
+mod jsonrpc;
+mod stdio;
 mod watch;
 
 use std::net::SocketAddr;
@@ -11,11 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use axum::serve::ListenerExt;
 use rmcp::ServiceExt;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Endpoint};
 use crate::mcp::Ludus;
@@ -116,49 +115,10 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
     let registry = start(&opts).await?;
     match opts.http {
         None => {
-            let service = Ludus::new(registry).serve(rmcp::transport::stdio()).await?;
+            let service = Ludus::new(registry).serve(stdio::Stdio::new()?).await?;
             service.waiting().await?;
             Ok(())
         }
-        Some(addr) => serve_http(registry, addr).await,
+        Some(addr) => http::serve(registry, addr).await,
     }
-}
-
-async fn serve_http(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
-    let ct = CancellationToken::new();
-    let mut origins = vec!["http://localhost:*".to_string(), "http://127.0.0.1:*".to_string(), "http://[::1]:*".to_string()];
-    origins.extend(registry.config.allowed_origins.iter().cloned());
-    let max_body = registry.config.limits.max_argument_bytes + (64 << 10);
-    let config = StreamableHttpServerConfig::default()
-        .with_allowed_origins(origins)
-        .with_legacy_session_mode(true)
-        .with_max_request_body_bytes(max_body)
-        .with_cancellation_token(ct.child_token());
-    let r = registry.clone();
-    let service = StreamableHttpService::new(move || Ok(Ludus::new(r.clone())), LocalSessionManager::default().into(), config);
-    let app = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
-    let local = listener.local_addr()?;
-    // An answer goes out in several small writes (the SSE priming event, the
-    // message, the chunk end); with Nagle's algorithm each waits for the
-    // client's delayed ACK, about 40 ms, whenever the client reads the whole
-    // answer before sending the next request.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
-        }
-    });
-    if !local.ip().is_loopback() {
-        tracing::warn!("serving on {local}, which is reachable from other machines; Ludus has no authentication");
-    }
-    tracing::info!("serving MCP over Streamable HTTP at http://{local}/mcp");
-    // Tests and scripts read the actual address (port 0 picks a free one) from stderr.
-    eprintln!("LUDUS_HTTP_URL=http://{local}/mcp");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            let _ = tokio::signal::ctrl_c().await;
-            ct.cancel();
-        })
-        .await?;
-    Ok(())
 }

@@ -1,0 +1,124 @@
+//! What JSON-RPC asks of a server facing a malformed message, for every
+//! transport: which error answers it (`-32700` unparsable, `-32600` not a
+//! request, `-32602` a known method with unusable params) and with which id.
+
+use rmcp::model::ClientJsonRpcMessage;
+use serde_json::{Value, json};
+
+/// Why a message is not accepted, and the JSON-RPC error that says so.
+#[derive(Debug)]
+pub struct Refusal {
+    pub code: i32,
+    pub reply: Vec<u8>,
+    /// The message was a notification: over stdio JSON-RPC answers nothing
+    /// to those, even broken ones (over HTTP the status code still must).
+    pub notification: bool,
+}
+
+/// A message read as a client message, or why not.
+pub fn classify(message: &[u8]) -> Result<ClientJsonRpcMessage, Refusal> {
+    let value: Value = match serde_json::from_slice(message) {
+        Ok(v) => v,
+        Err(e) => return Err(refusal(Value::Null, -32700, format!("parse error: {e}"), false)),
+    };
+    let Some(object) = value.as_object() else {
+        let why = if value.is_array() { "batches are not supported by MCP" } else { "a request is a JSON object" };
+        return Err(refusal(Value::Null, -32600, format!("invalid request: {why}"), false));
+    };
+    // The id is echoed only when it is one JSON-RPC allows (string or number).
+    let id = object.get("id").filter(|id| id.is_string() || id.is_number()).cloned().unwrap_or(Value::Null);
+    let notification = object.contains_key("method") && !object.contains_key("id");
+    let refuse = |code: i32, message: String| refusal(id.clone(), code, message, notification);
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(refuse(-32600, "invalid request: `jsonrpc` must be \"2.0\"".into()));
+    }
+    if let (Some(method), Some(problem)) = (object.get("method").and_then(Value::as_str), params_problem(object)) {
+        return Err(refuse(-32602, format!("invalid params for {method}: {problem}")));
+    }
+    serde_json::from_value(value).map_err(|e| refuse(-32600, format!("invalid request: {e}")))
+}
+
+/// What is wrong with the params of a method this server knows, if anything.
+/// rmcp reads a known method with unusable params as an unknown method.
+pub fn params_problem(request: &serde_json::Map<String, Value>) -> Option<String> {
+    let method = request.get("method")?.as_str()?;
+    let params = request.get("params");
+    let field = |name: &str| params.and_then(|p| p.get(name));
+    let required_string = |name: &str, what: &str| match field(name) {
+        Some(Value::String(_)) => None,
+        None | Some(Value::Null) => Some(format!("`{name}` is missing ({what})")),
+        Some(other) => Some(format!("`{name}` must be a string ({what}), not {}", json_kind(other))),
+    };
+    if let Some(p) = params.filter(|p| !p.is_object() && !p.is_null()) {
+        return Some(format!("`params` must be an object, not {}", json_kind(p)));
+    }
+    match method {
+        "tools/call" => required_string("name", "the tool to call").or_else(|| match field("arguments") {
+            None | Some(Value::Null) | Some(Value::Object(_)) => None,
+            Some(other) => Some(format!("`arguments` must be an object of argument names to values, not {}", json_kind(other))),
+        }),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => required_string("uri", "the resource"),
+        "prompts/get" => required_string("name", "the prompt"),
+        "initialize" => required_string("protocolVersion", "the protocol version the client speaks"),
+        _ => None,
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn refusal(id: Value, code: i32, message: String, notification: bool) -> Refusal {
+    Refusal { code, reply: error_reply(id, code, message), notification }
+}
+
+pub fn error_reply(id: Value, code: i32, message: String) -> Vec<u8> {
+    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})).expect("a JSON value serialises")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(line: &str) -> Value {
+        match classify(line.as_bytes()) {
+            Err(r) if !r.notification => serde_json::from_slice(&r.reply).unwrap(),
+            other => panic!("{line}: expected an error reply, got {:?}", other.map(|_| "a message")),
+        }
+    }
+
+    #[test]
+    fn unreadable_lines_get_a_parse_error_with_a_null_id() {
+        let r = reply("{not json");
+        assert_eq!((r["id"].clone(), r["error"]["code"].clone()), (Value::Null, json!(-32700)));
+        assert_eq!(reply("[1, 2]")["error"]["code"], -32600);
+    }
+
+    #[test]
+    fn invalid_requests_keep_their_id() {
+        let r = reply(r#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#);
+        assert_eq!((r["id"].clone(), r["error"]["code"].clone()), (json!(7), json!(-32600)));
+        let r = reply(r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"arguments":{}}}"#);
+        assert_eq!((r["id"].clone(), r["error"]["code"].clone()), (json!("a"), json!(-32602)));
+        assert!(r["error"]["message"].as_str().unwrap().contains("`name` is missing"), "{r}");
+        let r = reply(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","arguments":[1]}}"#);
+        assert!(r["error"]["message"].as_str().unwrap().contains("not an array"), "{r}");
+        let r = reply(r#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{}}"#);
+        assert!(r["error"]["message"].as_str().unwrap().contains("`uri` is missing"), "{r}");
+    }
+
+    #[test]
+    fn broken_notifications_get_no_answer_and_good_messages_pass() {
+        assert!(matches!(classify(br#"{"jsonrpc":"2.0","method":"tools/call","params":[]}"#), Err(Refusal { notification: true, .. })));
+        assert!(classify(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":1}}}"#).is_ok());
+        assert!(classify(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).is_ok());
+        assert!(classify(br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).is_ok());
+    }
+}
