@@ -68,3 +68,25 @@ fn serve_refuses_a_missing_plugins_directory_and_a_bad_config() {
     assert_eq!(code, 1);
     assert!(err.contains("unknown field `call_timeout`"), "{err}");
 }
+
+/// `ludus doctor` names every built-in game with what it lacks; without
+/// Node.js or Python the games that need them say so and the exit code is 1.
+#[test]
+fn doctor_says_which_games_are_ready_and_what_they_lack() {
+    let work = scratch();
+    let doctor = |path: &str| {
+        let out = Command::new(BIN).args(["doctor"]).env("PATH", path).env("XDG_CACHE_HOME", work.path()).output().unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).to_string())
+    };
+    let (code, out) = doctor(work.path().to_str().unwrap());
+    assert_eq!(code, 1, "{out}");
+    let line = |game: &str| out.lines().find(|l| l.starts_with(game)).unwrap_or_else(|| panic!("no line for {game}: {out}")).to_string();
+    assert!(line("chess").contains("ok") && line("hanoi").contains("ok"), "{out}");
+    assert!(line("showdown").contains("NO") && line("showdown").contains("apt-get install nodejs npm"), "{out}");
+    assert!(line("cards").contains("NO") && line("cards").contains("Python 3.11+"), "{out}");
+    // With this machine's PATH (the tests need node and python3): all ready, engines not yet installed in this cache.
+    let (code, out) = doctor(&std::env::var("PATH").unwrap());
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains(" NO "), "{out}");
+    assert!(out.contains("installs on first use"), "{out}");
+}

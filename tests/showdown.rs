@@ -425,3 +425,64 @@ async fn accounts_log_in_through_the_login_server_and_the_server_checks_the_sign
     assert_eq!(f["status"], "finished", "{f}");
     drop(server);
 }
+
+/// Out of the box: no config and an empty cache. The first offline battles
+/// install the simulator with npm once (a second battle started with the
+/// first waits for the same install), then a battle against each bot plays
+/// to its end.
+#[tokio::test]
+async fn offline_battles_work_out_of_the_box_with_one_install() {
+    let work = scratch();
+    let xdg = work.path().join("xdg-cache");
+    let c = stdio_env(&[], work.path(), &[("XDG_CACHE_HOME", xdg.to_str().unwrap())]).await;
+    let start = |bot: &'static str, seed: u64| c.call("showdown_start_offline_battle", json!({"bot": bot, "seed": seed}));
+    let (a, b) = tokio::join!(start("random", 1), start("heuristic", 2));
+    let mut ids = Vec::new();
+    for r in [a, b] {
+        assert_ne!(r.is_error, Some(true), "{}", text(&r));
+        ids.push(r.structured_content.unwrap()["battle_id"].as_str().unwrap().to_string());
+    }
+    let installs = std::fs::read_to_string(xdg.join("ludus/showdown-sim/installs.log")).expect("the simulator was installed into the cache");
+    assert_eq!(installs.lines().count(), 1, "two battles installed twice: {installs}");
+    ids.push(offline(&c, "search", 3).await);
+    for id in &ids {
+        let t = Instant::now();
+        while c.ok("showdown_get_battle_state", json!({"battle_id": id})).await["status"] != "active" {
+            assert!(t.elapsed() < Duration::from_secs(120), "battle {id} never started");
+        }
+        let played = play_out(&c, id).await;
+        assert!(!played.actions.is_empty(), "{id}");
+    }
+    c.close().await;
+}
+
+/// Without Node.js, without npm, or turned off by the operator: each says
+/// exactly that and what to do, and the other games go on.
+#[tokio::test]
+async fn a_missing_node_or_npm_and_a_disabled_simulator_are_named() {
+    let work = scratch();
+    let empty = work.path().join("empty-bin");
+    std::fs::create_dir_all(&empty).unwrap();
+    let c = stdio_env(&[], work.path(), &[("PATH", empty.to_str().unwrap())]).await;
+    let e = c.err("showdown_start_offline_battle", json!({})).await;
+    assert!(e.contains("Node.js 18 or newer") && e.contains("apt-get install nodejs npm"), "{e}");
+    c.ok("hanoi_init_simulator", json!({"n": 3})).await;
+    c.close().await;
+
+    // Node but no npm, and nothing installed yet: the launcher's reason reaches the agent.
+    let node_only = work.path().join("node-only");
+    std::fs::create_dir_all(&node_only).unwrap();
+    let node = String::from_utf8(Command::new("sh").args(["-c", "command -v node"]).output().unwrap().stdout).unwrap();
+    std::os::unix::fs::symlink(node.trim(), node_only.join("node")).unwrap();
+    let xdg = work.path().join("xdg-cache");
+    let c = stdio_env(&[], work.path(), &[("PATH", node_only.to_str().unwrap()), ("XDG_CACHE_HOME", xdg.to_str().unwrap())]).await;
+    let e = c.err("showdown_start_offline_battle", json!({})).await;
+    assert!(e.contains("npm is not installed") && e.contains("apt-get install npm"), "{e}");
+    c.close().await;
+
+    let cfg = config(work.path(), "[plugins.showdown.channels.sim]\ndisabled = true\n");
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let e = c.err("showdown_start_offline_battle", json!({})).await;
+    assert!(e.contains("turned off by the operator"), "{e}");
+    c.close().await;
+}

@@ -109,7 +109,17 @@ pub struct Config {
 impl Config {
     pub fn load(path: &Path) -> anyhow::Result<Config> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("in config {}", path.display()))
+        let config: Config = toml::from_str(&text).with_context(|| format!("in config {}", path.display()))?;
+        for (plugin, p) in &config.plugins {
+            if let Some(name) = p.channels.iter().find_map(|(name, e)| (*e == Endpoint::Disabled(false)).then_some(name)) {
+                anyhow::bail!(
+                    "in config {}: [plugins.{plugin}.channels.{name}] disabled = false names nothing to reach; \
+                     give a process, websocket, tcp or http endpoint, or leave the table out",
+                    path.display()
+                );
+            }
+        }
+        Ok(config)
     }
 
     pub fn channel_limits(&self) -> ChannelLimits {
@@ -163,6 +173,9 @@ pub enum Endpoint {
     Tcp(String),
     /// An HTTP base URL; each send is one request, each response one message.
     Http(String),
+    /// `disabled = true`: turned off, including a bundled game's default for
+    /// this name (`disabled = false` is refused: name what it reaches instead).
+    Disabled(bool),
 }
 
 impl Endpoint {
@@ -172,6 +185,7 @@ impl Endpoint {
             Endpoint::Websocket(_) => "websocket",
             Endpoint::Tcp(_) => "tcp",
             Endpoint::Http(_) => "http",
+            Endpoint::Disabled(_) => "disabled",
         }
     }
 }

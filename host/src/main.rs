@@ -37,6 +37,13 @@ enum Command {
         #[arg(long)]
         no_builtin: bool,
     },
+    /// Say whether each built-in game is ready to play on this machine, and
+    /// what it lacks (Node.js for Showdown's offline battles, Python 3.11+
+    /// for Magic). Exits 1 when a game is not ready.
+    Doctor {
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
     /// Print what the host derives from a component (tools, schemas, hints,
     /// imports) as JSON, or why it cannot be loaded.
     Inspect {
@@ -79,6 +86,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let config = load_config(config.as_ref())?;
             let opts = ludus::server::ServeOptions { plugins, http, config, builtins: !no_builtin };
             rt.block_on(ludus::server::serve(opts))
+        }
+        Command::Doctor { config } => {
+            let config = load_config(config.as_ref())?;
+            let verdicts = ludus::server::doctor::check(&config);
+            let width = verdicts.iter().map(|v| v.game.len()).max().unwrap_or(0);
+            for v in &verdicts {
+                println!("{:width$}  {}  {}", v.game, if v.ready { "ok " } else { "NO " }, v.detail);
+            }
+            if verdicts.iter().all(|v| v.ready) {
+                Ok(())
+            } else {
+                anyhow::bail!("some games are not ready; the lines marked NO say what they lack")
+            }
         }
         Command::Inspect { file, config } => {
             let config = load_config(config.as_ref())?;

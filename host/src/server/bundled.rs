@@ -21,14 +21,26 @@ pub struct Sidecar {
     pub files: &'static [(&'static str, &'static str)],
 }
 
-pub const SIDECARS: &[Sidecar] = &[Sidecar {
-    plugin: "cards",
-    endpoint: "phase",
-    command: "python3",
-    entry: "phase_bridge.py",
-    files: &[
-        ("phase_bridge.py", include_str!("../../../plugins/cards/bridge/phase_bridge.py")),
-        ("pool.json", include_str!("../../../plugins/cards/bridge/pool.json")),
-        ("decks.json", include_str!("../../../plugins/cards/bridge/decks.json")),
-    ],
-}];
+pub const SIDECARS: &[Sidecar] = &[
+    // Magic on the phase rules engine (installs phase-python on first use).
+    Sidecar {
+        plugin: "cards",
+        endpoint: "phase",
+        command: "python3",
+        entry: "phase_bridge.py",
+        files: &[
+            ("phase_bridge.py", include_str!("../../../plugins/cards/bridge/phase_bridge.py")),
+            ("pool.json", include_str!("../../../plugins/cards/bridge/pool.json")),
+            ("decks.json", include_str!("../../../plugins/cards/bridge/decks.json")),
+        ],
+    },
+    // Showdown's simulator for offline battles (installs pokemon-showdown
+    // from npm on first use).
+    Sidecar {
+        plugin: "showdown",
+        endpoint: "sim",
+        command: "node",
+        entry: "showdown_sim.js",
+        files: &[("showdown_sim.js", include_str!("../../../plugins/showdown/sidecar/showdown_sim.js"))],
+    },
+];

@@ -3,6 +3,7 @@
 //! or Streamable HTTP.
 
 mod bundled;
+pub mod doctor;
 mod http;
 mod jsonrpc;
 mod stdio;

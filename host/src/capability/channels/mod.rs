@@ -68,6 +68,9 @@ impl Channels {
                  [plugins.{p}.channels.{name}] (a websocket URL, tcp address, http base URL or process)"
             ));
         };
+        if let Endpoint::Disabled(_) = endpoint {
+            return Err(format!("channel endpoint `{name}` of plugin {p} is turned off by the operator ([plugins.{p}.channels.{name}] disabled = true)"));
+        }
         let table = Arc::downgrade(&self.table);
         self.table.open(grant.limits.max_per_session, |id| {
             let (tx, rx) = mpsc::unbounded_channel();

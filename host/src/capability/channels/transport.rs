@@ -82,6 +82,7 @@ pub fn start(
         Endpoint::Websocket(url) => rt.spawn(run_websocket(url.clone(), rx, link)),
         Endpoint::Tcp(addr) => rt.spawn(run_tcp(addr.clone(), rx, link)),
         Endpoint::Http(base) => rt.spawn(run_http(base.clone(), rx, link)),
+        Endpoint::Disabled(_) => return Err(std::io::Error::other("the endpoint is turned off")),
     };
     Ok((task.abort_handle(), None))
 }
@@ -91,13 +92,21 @@ async fn run_process(mut child: tokio::process::Child, rx: mpsc::UnboundedReceiv
         return link.closed("the process has no pipes".into()).await;
     };
     let pid = child.id().unwrap_or(0);
-    tokio::spawn(log_stderr(stderr, pid));
+    let last_words = Arc::new(std::sync::Mutex::new(String::new()));
+    let stderr_done = tokio::spawn(log_stderr(stderr, pid, last_words.clone()));
     let why = pump_lines(BufReader::new(stdout), stdin, rx, &link).await;
     let why = match why {
-        Ended::Eof => match child.wait().await {
-            Ok(status) => format!("the process exited ({status})"),
-            Err(e) => format!("the process ended: {e}"),
-        },
+        Ended::Eof => {
+            let status = child.wait().await;
+            // The process's own explanation, when it gave one, is the useful part.
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(500), stderr_done).await;
+            let said = last_words.lock().map(|w| w.clone()).unwrap_or_default();
+            let said = if said.is_empty() { String::new() } else { format!("; its last line on stderr: {said}") };
+            match status {
+                Ok(status) => format!("the process exited ({status}){said}"),
+                Err(e) => format!("the process ended: {e}{said}"),
+            }
+        }
         Ended::Error(e) => {
             let _ = child.start_kill();
             e
@@ -107,11 +116,17 @@ async fn run_process(mut child: tokio::process::Child, rx: mpsc::UnboundedReceiv
     link.closed(why).await;
 }
 
-/// A sidecar's stderr goes to the log, a line at a time.
-async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32) {
+/// A sidecar's stderr goes to the log, a line at a time; the last non-empty
+/// line is kept for the reason the channel closed.
+async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32, last: Arc<std::sync::Mutex<String>>) {
     let mut lines = BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         tracing::info!(target: "ludus::sidecar", pid, "{line}");
+        if !line.trim().is_empty()
+            && let Ok(mut last) = last.lock()
+        {
+            *last = line.chars().take(500).collect();
+        }
     }
 }
 

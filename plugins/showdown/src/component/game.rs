@@ -144,7 +144,16 @@ pub fn valid_username(name: Option<String>) -> Result<String, String> {
 }
 
 pub fn open(endpoint: &str, purpose: &str) -> Result<u32, String> {
-    channels::open(endpoint).map_err(|e| format!("{purpose} needs the `{endpoint}` endpoint: {e}"))
+    channels::open(endpoint).map_err(|e| {
+        // The built-in `sim` runs with Node.js; a missing `node` is the usual cause.
+        let hint = if endpoint == "sim" && e.contains("cannot start") {
+            " (offline battles run Pokémon Showdown's simulator with Node.js 18 or newer on the server's PATH: \
+             install it, e.g. `apt-get install nodejs npm`, or grant your own `sim` endpoint in the config)"
+        } else {
+            ""
+        };
+        format!("{purpose} needs the `{endpoint}` endpoint: {e}{hint}")
+    })
 }
 
 pub fn send(channel: u32, line: &str) {
