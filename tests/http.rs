@@ -237,3 +237,102 @@ async fn deleted_mcp_sessions_leave_nothing_behind() {
     let grown = server.rss_kib().saturating_sub(before);
     assert!(grown < 12 * 1024, "4,000 deleted MCP sessions grew the server by {grown} KiB");
 }
+
+/// A raw Streamable HTTP session (reqwest), for what rmcp's client never does.
+async fn raw_session(url: &str) -> (reqwest::Client, String) {
+    let http = reqwest::Client::new();
+    let init = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#)
+        .send()
+        .await
+        .unwrap();
+    let session = init.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    init.bytes().await.unwrap();
+    (http, session)
+}
+
+fn raw_call(http: &reqwest::Client, url: &str, session: &str, body: String) -> reqwest::RequestBuilder {
+    http.post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body)
+}
+
+/// A client that goes away in the middle of a long wait cancels it (the wait
+/// used to hold until its event or its cap), and one request id cannot be in
+/// flight twice in a session (19 of 20 such waits used to go unanswered).
+#[tokio::test]
+async fn an_abandoned_wait_ends_with_its_connection_and_request_ids_are_not_reused_in_flight() {
+    let work = scratch();
+    let server = hello_server(work.path()).await;
+    let url = server.url.clone();
+    let c = http_client(&server).await;
+    let id = c.ok("hello_start", json!({})).await["counter_id"].clone();
+    let waiting = || async { c.ok("ludus_sessions", json!({"game": "hello"})).await["sessions"][0]["waiting_calls"].as_u64().unwrap() };
+    let (http, session) = raw_session(&url).await;
+    let wait = |rid: u32| format!(r#"{{"jsonrpc":"2.0","id":{rid},"method":"tools/call","params":{{"name":"hello_wait_for","arguments":{{"counter_id":{id},"at_least":50}}}}}}"#);
+
+    let first = tokio::spawn(raw_call(&http, &url, &session, wait(7)).send());
+    let t = Instant::now();
+    while waiting().await != 1 {
+        assert!(t.elapsed() < Duration::from_secs(5), "the call never started waiting");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let again = raw_call(&http, &url, &session, wait(7)).send().await.unwrap();
+    assert_eq!(again.status(), 409, "the same id twice in flight");
+    let body: serde_json::Value = again.json().await.unwrap();
+    assert!(body["error"]["message"].as_str().unwrap().contains("already in flight"), "{body}");
+
+    // The client goes away: its connection closes, and so does the wait.
+    first.abort();
+    drop(http);
+    let t = Instant::now();
+    while waiting().await != 0 {
+        assert!(t.elapsed() < Duration::from_secs(5), "the abandoned wait was not cancelled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The session and the game are unharmed.
+    assert_eq!(c.ok("hello_bump", json!({"counter_id": id})).await["count"], 1);
+}
+
+/// Beyond `max_waits_per_session` a waiting call is not held: it gets the
+/// game's "call again" answer at once, and the held ones are untouched.
+#[tokio::test]
+async fn waits_beyond_the_cap_answer_at_once() {
+    let work = scratch();
+    let dir = work.path().join("plugins");
+    std::fs::create_dir_all(&dir).unwrap();
+    install(&dir, &component("hello"), "hello.wasm");
+    let cfg = config(work.path(), "[limits]\nmax_waits_per_session = 2\n");
+    let server = http_server(&["--plugins", dir.to_str().unwrap(), "--config", cfg.to_str().unwrap()], work.path()).await;
+    let c = http_client(&server).await;
+    let id = c.ok("hello_start", json!({})).await["counter_id"].clone();
+    let waiting = || async { c.ok("ludus_sessions", json!({"game": "hello"})).await["sessions"][0]["waiting_calls"].as_u64().unwrap() };
+    let wait = || c.call("hello_wait_for", json!({"counter_id": id, "at_least": 1}));
+    let held = async {
+        let (a, b) = tokio::join!(wait(), wait());
+        (a, b)
+    };
+    let third = async {
+        let t = Instant::now();
+        while waiting().await != 2 {
+            assert!(t.elapsed() < Duration::from_secs(5), "two calls never started waiting");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let t = Instant::now();
+        let r = wait().await;
+        let took = t.elapsed();
+        assert_eq!(waiting().await, 2, "the held calls were disturbed");
+        c.ok("hello_bump", json!({"counter_id": id})).await;
+        (r, took)
+    };
+    let ((a, b), (r, took)) = tokio::join!(held, third);
+    assert!(text(&r).contains("call this tool again") && took < Duration::from_secs(2), "{} after {took:?}", text(&r));
+    assert_eq!(a.structured_content.unwrap()["count"], 1);
+    assert_eq!(b.structured_content.unwrap()["count"], 1);
+}

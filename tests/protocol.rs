@@ -128,9 +128,12 @@ async fn over_http_malformed_bodies_get_400_with_json_rpc_errors_and_delete_says
     let (id, code, m) = error_of(&r.json().await.unwrap());
     assert_eq!((id, code), (json!(4), -32602), "{m}");
 
-    // The session still works, then ends with 200; a second DELETE finds nothing.
-    let r = post(url, Some(&session), r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#).await;
+    // The session still works (and its answers carry no priming event either),
+    // then ends with 200; a second DELETE finds nothing.
+    let r = post(url, Some(&session), r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#).await;
     assert_eq!(r.status(), 200);
+    let body = r.text().await.unwrap();
+    assert!(body.contains("optimal_moves") && !body.lines().any(|l| l.trim() == "data:" || l.trim() == "id: 0"), "{body:?}");
     let delete = || reqwest::Client::new().delete(url).header("mcp-session-id", &session).send();
     assert_eq!(delete().await.unwrap().status(), 200);
     assert_eq!(delete().await.unwrap().status(), 404);
@@ -165,4 +168,50 @@ async fn silent_connections_are_closed_and_connections_are_capped() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let c = http_client(&server).await;
     c.ok("hanoi_init_simulator", json!({"n": 3})).await;
+}
+
+/// Over HTTP the MCP sessions are capped: `initialize` beyond the limit gets
+/// 503 with a JSON-RPC error naming it, and a deleted session frees its slot.
+#[tokio::test]
+async fn mcp_sessions_are_capped_and_freed_by_delete() {
+    let work = scratch();
+    let cfg = config(work.path(), "[limits]\nmax_mcp_sessions = 2\n");
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let url = server.url.as_str();
+    let first = open_session(url).await;
+    open_session(url).await;
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let r = post(url, None, init).await;
+    assert_eq!(r.status(), 503);
+    let (_, code, m) = error_of(&r.json().await.unwrap());
+    assert!(code == -32000 && m.contains("limits.max_mcp_sessions"), "{m}");
+    let deleted = reqwest::Client::new().delete(url).header("mcp-session-id", &first).send().await.unwrap();
+    assert_eq!(deleted.status(), 200);
+    open_session(url).await;
+}
+
+/// Every tool states what it answers: the host's own tools carry an
+/// `outputSchema` their answers match, and declared argument ranges are in
+/// the input schemas and enforced with the same bounds.
+#[tokio::test]
+async fn schemas_state_the_real_shapes_and_ranges() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let tools = c.tools().await;
+    let tool = |n: &str| tools.iter().find(|t| t.name == n).unwrap().clone();
+    c.ok("hanoi_init_simulator", json!({"n": 3})).await;
+    for name in ["ludus_games", "ludus_sessions"] {
+        let t = tool(name);
+        assert!(t.output_schema.is_some(), "{name} has no outputSchema");
+        assert_matches_output_schema(&t, &c.call(name, json!({})).await);
+    }
+    let n = &tool("hanoi_init_simulator").input_schema["properties"]["n"];
+    assert_eq!((n["minimum"].clone(), n["maximum"].clone()), (json!(1), json!(30)), "{n}");
+    let e = c.err("hanoi_init_simulator", json!({"n": 31})).await;
+    assert!(e.contains("from 1 to 30, got 31"), "{e}");
+    let d = &tool("chess_create_game").input_schema["properties"]["difficulty"];
+    assert_eq!((d["minimum"].clone(), d["maximum"].clone()), (json!(1), json!(10)), "{d}");
+    // No schema promises a number JavaScript cannot hold.
+    let text = serde_json::to_string(&tools).unwrap();
+    assert!(!text.contains("18446744073709551615") && !text.contains("9223372036854775807"), "a schema carries a 64-bit bound");
 }

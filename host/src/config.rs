@@ -36,6 +36,8 @@ pub struct Limits {
     pub idle_timeout_ms: u64,
     /// Longest a waiting tool call is held before the plugin must answer.
     pub max_wait_ms: u64,
+    /// Calls held waiting at once on one game session; more are refused.
+    pub max_waits_per_session: u64,
     /// Largest JSON arguments object accepted for one call.
     pub max_argument_bytes: usize,
     /// Largest result a plugin may return for one call.
@@ -51,6 +53,11 @@ pub struct Limits {
     /// HTTP: how long a client has to send a request's headers, on a new
     /// connection or between requests on a kept-alive one.
     pub http_header_timeout_ms: u64,
+    /// HTTP: MCP sessions (initialize-era clients) at once; a new one beyond
+    /// it is refused until one is deleted or expires.
+    pub max_mcp_sessions: usize,
+    /// HTTP: an MCP session without requests this long is closed.
+    pub mcp_session_idle_ms: u64,
 }
 
 impl Default for Limits {
@@ -62,6 +69,7 @@ impl Default for Limits {
             max_sessions: 50_000,
             idle_timeout_ms: 30 * 60 * 1000,
             max_wait_ms: 25_000,
+            max_waits_per_session: 64,
             max_argument_bytes: 4 << 20,
             max_result_bytes: 8 << 20,
             max_guest_output_bytes: 64 << 10,
@@ -69,6 +77,8 @@ impl Default for Limits {
             max_channel_message_bytes: 1 << 20,
             max_http_connections: 1024,
             http_header_timeout_ms: 10_000,
+            max_mcp_sessions: 10_000,
+            mcp_session_idle_ms: 30 * 60 * 1000,
         }
     }
 }
@@ -141,6 +151,7 @@ impl Config {
                 p.idle_timeout_ms.or(plugin_idle_ms.map(u64::from)).unwrap_or(l.idle_timeout_ms),
             ),
             max_wait: Duration::from_millis(p.max_wait_ms.unwrap_or(l.max_wait_ms)),
+            max_waits: l.max_waits_per_session,
             max_result_bytes: l.max_result_bytes,
             max_output_bytes: l.max_guest_output_bytes,
             env: plugin_env(&p),
@@ -205,6 +216,7 @@ pub struct PluginLimits {
     pub max_sessions: usize,
     pub idle_timeout: Duration,
     pub max_wait: Duration,
+    pub max_waits: u64,
     pub max_result_bytes: usize,
     pub max_output_bytes: usize,
     /// The environment the operator grants (`env`, then `pass_env` that are set).

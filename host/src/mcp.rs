@@ -9,8 +9,8 @@ use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use wasmtime::component::Val;
@@ -53,6 +53,21 @@ struct SessionsArgs {
     game: Option<String>,
 }
 
+/// What `ludus_games` answers (its `outputSchema`).
+#[derive(Serialize, JsonSchema)]
+struct GamesOutput {
+    games: Vec<crate::registry::GameStatus>,
+    /// Every file of the plugins directory with its load result.
+    files: Vec<crate::registry::FileStatus>,
+}
+
+/// What `ludus_sessions` answers (its `outputSchema`).
+#[derive(Serialize, JsonSchema)]
+struct SessionsOutput {
+    count: usize,
+    sessions: Vec<crate::session::SessionInfo>,
+}
+
 fn host_tools() -> Vec<Tool> {
     let ro = ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false);
     vec![
@@ -63,10 +78,12 @@ fn host_tools() -> Vec<Tool> {
             Arc::new(JsonObject::new()),
         )
         .with_input_schema::<GamesArgs>()
+        .with_output_schema::<GamesOutput>()
         .with_title("Loaded games")
         .annotate(ro.clone()),
         Tool::new("ludus_sessions", "List live game sessions: id, game, version, seed, idle time, calls made, calls waiting, and why a session ended.", Arc::new(JsonObject::new()))
             .with_input_schema::<SessionsArgs>()
+            .with_output_schema::<SessionsOutput>()
             .with_title("Live game sessions")
             .annotate(ro),
     ]
@@ -89,7 +106,7 @@ impl Ludus {
             "ludus_games" => Some(match serde_json::from_value::<GamesArgs>(Value::Object(args.clone())) {
                 Ok(_) => {
                     let (games, files) = self.registry.status();
-                    json_result(json!({"games": games, "files": files}))
+                    json_result(serde_json::to_value(GamesOutput { games, files }).unwrap_or_default())
                 }
                 Err(e) => bad(e),
             }),
@@ -102,7 +119,7 @@ impl Ludus {
                         .into_iter()
                         .filter(|s| a.game.as_ref().is_none_or(|g| &s.plugin == g))
                         .collect();
-                    json_result(json!({"count": sessions.len(), "sessions": sessions}))
+                    json_result(serde_json::to_value(SessionsOutput { count: sessions.len(), sessions }).unwrap_or_default())
                 }
                 Err(e) => bad(e),
             }),

@@ -57,7 +57,7 @@ pub struct Registry {
     changed: broadcast::Sender<()>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct GameStatus {
     pub name: String,
     pub title: String,
@@ -70,7 +70,7 @@ pub struct GameStatus {
     pub last_error: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct FileStatus {
     pub file: String,
     pub sha256: String,

@@ -83,7 +83,7 @@ impl ToolDef {
         let parts: Vec<String> = self
             .params
             .iter()
-            .map(|f| format!("`{}`{} ({})", f.json, if f.required() { "" } else { " optional" }, f.shape.expected()))
+            .map(|f| format!("`{}`{} ({})", f.json, if f.required() { "" } else { " optional" }, f.expected()))
             .collect();
         if parts.is_empty() { "no arguments".into() } else { parts.join(", ") }
     }

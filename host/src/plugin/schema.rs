@@ -45,6 +45,9 @@ impl Int {
     }
 }
 
+/// The largest integer a JavaScript number holds exactly (2^53 − 1).
+const JS_SAFE: i64 = (1 << 53) - 1;
+
 /// A record field or function parameter.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Field {
@@ -54,17 +57,75 @@ pub struct Field {
     pub json: String,
     pub shape: Shape,
     pub doc: Option<String>,
+    /// Bounds narrower than the integer type's, declared in the doc comment
+    /// as `@range(1..=30)` (or `1..`, `..=100`): the schema states them and
+    /// the host checks them, one source for both.
+    pub range: Option<(i128, i128)>,
 }
 
 impl Field {
     pub fn new(wit: &str, shape: Shape, doc: Option<String>) -> Self {
-        Field { wit: wit.to_string(), json: json_name(wit), shape, doc }
+        let (doc, range) = match doc {
+            Some(d) => {
+                let (text, range) = take_range(&d);
+                ((!text.is_empty()).then_some(text), range)
+            }
+            None => (None, None),
+        };
+        let range = range.and_then(|(lo, hi)| shape.int_kind().map(|k| (lo.max(k.range().0), hi.min(k.range().1))));
+        Field { wit: wit.to_string(), json: json_name(wit), shape, doc, range }
+    }
+
+    /// What a value of this field must be, in words (its declared range
+    /// rather than its integer type's, when it has one).
+    pub fn expected(&self) -> String {
+        match (self.range, &self.shape) {
+            (Some((lo, hi)), Shape::Option(_)) => format!("an integer from {lo} to {hi} or null"),
+            (Some((lo, hi)), _) => format!("an integer from {lo} to {hi}"),
+            (None, shape) => shape.expected(),
+        }
+    }
+
+    /// The declared bounds hold for this value (an integer, or an option of one).
+    fn check_range(&self, v: &Val, path: &str) -> Result<(), ArgError> {
+        let Some((lo, hi)) = self.range else { return Ok(()) };
+        let n: i128 = match v {
+            Val::Option(Some(inner)) => return self.check_range(inner, path),
+            Val::S8(n) => (*n).into(),
+            Val::U8(n) => (*n).into(),
+            Val::S16(n) => (*n).into(),
+            Val::U16(n) => (*n).into(),
+            Val::S32(n) => (*n).into(),
+            Val::U32(n) => (*n).into(),
+            Val::S64(n) => (*n).into(),
+            Val::U64(n) => (*n).into(),
+            _ => return Ok(()),
+        };
+        if n < lo || n > hi {
+            return Err(err(path, format!("expected an integer from {lo} to {hi}, got {n}")));
+        }
+        Ok(())
     }
 
     /// `option<T>` fields may be left out.
     pub fn required(&self) -> bool {
         !matches!(self.shape, Shape::Option(_))
     }
+}
+
+/// Splits `@range(A..=B)` out of a doc comment: the text without it, and the
+/// bounds (either side may be left open: `1..`, `..=100`).
+fn take_range(doc: &str) -> (String, Option<(i128, i128)>) {
+    let Some(start) = doc.find("@range(") else { return (doc.trim().to_string(), None) };
+    let Some(len) = doc[start..].find(')') else { return (doc.trim().to_string(), None) };
+    let spec = &doc[start + "@range(".len()..start + len];
+    let bound = |s: &str, open: i128| if s.trim().is_empty() { Some(open) } else { s.trim().parse::<i128>().ok() };
+    let range = spec.split_once("..=").and_then(|(lo, hi)| Some((bound(lo, i128::MIN)?, bound(hi, i128::MAX)?))).or_else(|| {
+        let lo = spec.strip_suffix("..")?;
+        Some((bound(lo, i128::MIN)?, i128::MAX))
+    });
+    let text = format!("{}{}", &doc[..start], &doc[start + len + 1..]);
+    (text.trim().trim_end_matches([',', ';']).trim().to_string(), range)
 }
 
 /// A variant case: its WIT name and optional payload.
@@ -205,6 +266,15 @@ fn with_case_docs<'a>(doc: &Option<String>, cases: impl Iterator<Item = (&'a str
 }
 
 impl Shape {
+    /// The integer type of an integer shape, or of an option of one.
+    fn int_kind(&self) -> Option<Int> {
+        match self {
+            Shape::Int(k) => Some(*k),
+            Shape::Option(inner) => inner.int_kind(),
+            _ => None,
+        }
+    }
+
     /// The JSON Schema of values of this shape. Never uses oneOf/anyOf/allOf
     /// at the top of an object (clients reject it).
     pub fn schema(&self) -> Value {
@@ -213,13 +283,15 @@ impl Shape {
             Shape::Int(k) => {
                 let (min, max) = k.range();
                 if k.is_64() {
-                    // Beyond 2^53 JSON numbers lose precision: decimal strings are accepted too.
-                    let (min, max) = match k {
-                        Int::U64 => (json!(0), json!(u64::MAX)),
-                        _ => (json!(i64::MIN), json!(i64::MAX)),
+                    // JSON numbers beyond 2^53 lose precision in JavaScript: the
+                    // schema's numbers stop there, and any 64-bit value can be
+                    // given as a decimal string.
+                    let (min, pattern) = match k {
+                        Int::U64 => (0, "^[0-9]+$"),
+                        _ => (-JS_SAFE, "^-?[0-9]+$"),
                     };
-                    json!({"type": "integer", "minimum": min, "maximum": max,
-                           "description": "64-bit integer; values beyond 2^53 may be given as decimal strings"})
+                    json!({"type": ["integer", "string"], "minimum": min, "maximum": JS_SAFE, "pattern": pattern,
+                           "description": "64-bit integer: a number up to 2^53 - 1, or any value as a decimal string"})
                 } else {
                     json!({"type": "integer", "minimum": min as i64, "maximum": max as i64})
                 }
@@ -273,14 +345,39 @@ impl Shape {
 }
 
 /// An object schema for parameters or record fields: required = non-option fields.
+/// An integer schema's bounds narrowed to a field's declared range (64-bit
+/// schemas keep their JavaScript-safe numeric bounds where those are tighter).
+fn narrow(schema: &mut Value, lo: i128, hi: i128) {
+    let clamp = |key: &str, v: i128, keep_greater: bool| {
+        let current = schema.get(key).and_then(Value::as_i64).map(i128::from);
+        let new = match current {
+            Some(c) if keep_greater => c.max(v),
+            Some(c) => c.min(v),
+            None => v,
+        };
+        (key.to_string(), new)
+    };
+    let (kmin, min) = clamp("minimum", lo, true);
+    let (kmax, max) = clamp("maximum", hi, false);
+    if let Value::Object(o) = schema {
+        if let (Ok(min), Ok(max)) = (i64::try_from(min), i64::try_from(max)) {
+            o.insert(kmin, json!(min));
+            o.insert(kmax, json!(max));
+        }
+    }
+}
+
 pub fn object_schema(fields: &[Field]) -> Value {
     let mut props = Map::new();
     let mut required = Vec::new();
     for f in fields {
-        let schema = match &f.shape {
+        let mut schema = match &f.shape {
             Shape::Option(inner) => inner.schema(),
             other => other.schema(),
         };
+        if let Some((lo, hi)) = f.range {
+            narrow(&mut schema, lo, hi);
+        }
         // The field's (or parameter's) own doc is more specific than its type's.
         let schema = match (&f.doc, schema) {
             (Some(d), Value::Object(mut o)) => {
@@ -540,7 +637,11 @@ pub fn fields_to_vals<'a>(
     for f in fields {
         let p = join(path, &f.json);
         let val = match obj.get(&f.json) {
-            Some(v) => f.shape.to_val(v, &p)?,
+            Some(v) => {
+                let val = f.shape.to_val(v, &p)?;
+                f.check_range(&val, &p)?;
+                val
+            }
             None if !f.required() => Val::Option(None),
             None => return Err(err(&p, format!("missing required field: expected {}", f.shape.expected()))),
         };
@@ -562,6 +663,10 @@ impl Shape {
             (_, Val::U16(n)) => json!(n),
             (_, Val::S32(n)) => json!(n),
             (_, Val::U32(n)) => json!(n),
+            // Beyond JavaScript's safe integers a 64-bit value goes out as a
+            // decimal string, as its schema says.
+            (_, Val::S64(n)) if n.unsigned_abs() > JS_SAFE as u64 => Value::String(n.to_string()),
+            (_, Val::U64(n)) if *n > JS_SAFE as u64 => Value::String(n.to_string()),
             (_, Val::S64(n)) => json!(n),
             (_, Val::U64(n)) => json!(n),
             (_, Val::Float32(f)) => float_json(f64::from(*f)),

@@ -16,6 +16,26 @@ use wasmtime::{Engine, Store};
 
 pub mod bindings;
 
+/// Runs guest code (a blocking call into a component) from async code.
+///
+/// On the multi-threaded runtime the call runs right here, inside
+/// `block_in_place`: tokio hands this worker's queue to another thread, which
+/// only has to start if the call lasts (a thinking engine, a runaway loop
+/// until its CPU limit), so the runtime never stalls. A short call — most
+/// take tens of microseconds — then costs no thread hop at all, where
+/// `spawn_blocking` made every call wake a blocking thread and then wake the
+/// caller again (measured in the README's benchmark table). A current-thread
+/// runtime (some tests) falls back to `spawn_blocking`. A panic is returned
+/// as an error, as `spawn_blocking` would.
+pub async fn run_guest<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
+        return tokio::task::block_in_place(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)))
+            .map_err(|_| "the call panicked in the host".to_string());
+    }
+    tokio::task::spawn_blocking(f).await.map_err(|e| e.to_string())
+}
+
 /// The epoch advances this often; CPU limits are counted in these ticks.
 pub const TICK: Duration = Duration::from_millis(10);
 

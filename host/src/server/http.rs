@@ -9,6 +9,8 @@
 //! unusable params gets `-32602` with the request's id (rmcp: "method not
 //! found"), DELETE of an unknown session 404 and of a known one 200 (rmcp:
 //! 202 for both, which the official Python SDK reports as a failed close).
+//! It also refuses a request id already in flight in its session, and an
+//! `initialize` beyond `limits.max_mcp_sessions` (503).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -34,10 +36,10 @@ use crate::registry::Registry;
 pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     let ct = CancellationToken::new();
     let max_body = registry.config.limits.max_argument_bytes + (64 << 10);
-    let sessions = Arc::new(LocalSessionManager::default());
+    let sessions = Arc::new(session_manager(&registry.config.limits));
     let r = registry.clone();
     let service = StreamableHttpService::new(move || Ok(Ludus::new(r.clone())), sessions.clone(), mcp_config(&registry, max_body, &ct));
-    let gate = Gate { sessions, max_body };
+    let gate = Gate { sessions, max_body, max_sessions: registry.config.limits.max_mcp_sessions, in_flight: Default::default() };
     let app = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(Arc::new(gate), check_request));
@@ -116,9 +118,21 @@ fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> S
         .with_cancellation_token(ct.child_token())
 }
 
+/// MCP sessions that expire when idle, and without SSE priming events (the
+/// session layer adds its own unless told not to).
+fn session_manager(limits: &crate::config::Limits) -> LocalSessionManager {
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(Duration::from_millis(limits.mcp_session_idle_ms));
+    manager.session_config.sse_retry = None;
+    manager
+}
+
 struct Gate {
     sessions: Arc<LocalSessionManager>,
     max_body: usize,
+    max_sessions: usize,
+    /// (session, request id) of every request whose answer is streaming.
+    in_flight: std::sync::Mutex<std::collections::HashSet<(Arc<str>, String)>>,
 }
 
 async fn check_request(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
@@ -131,7 +145,7 @@ async fn check_request(State(gate): State<Arc<Gate>>, request: Request, next: Ne
 
 /// A POST body is read here (within the size limit) and checked as JSON-RPC
 /// before rmcp sees it.
-async fn check_post(gate: &Gate, request: Request, next: Next) -> Response {
+async fn check_post(gate: &Arc<Gate>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, gate.max_body).await {
         Ok(b) => b,
@@ -140,12 +154,82 @@ async fn check_post(gate: &Gate, request: Request, next: Next) -> Response {
             return json_error(StatusCode::PAYLOAD_TOO_LARGE, jsonrpc::error_reply(serde_json::Value::Null, -32600, why));
         }
     };
-    if let Err(refusal) = jsonrpc::classify(&bytes) {
-        // An error to a readable request is its answer; anything else is 400.
-        let status = if refusal.code == -32602 { StatusCode::OK } else { StatusCode::BAD_REQUEST };
-        return json_error(status, refusal.reply);
+    let message = match jsonrpc::classify(&bytes) {
+        Ok(m) => m,
+        Err(refusal) => {
+            // An error to a readable request is its answer; anything else is 400.
+            let status = if refusal.code == -32602 { StatusCode::OK } else { StatusCode::BAD_REQUEST };
+            return json_error(status, refusal.reply);
+        }
+    };
+    let opens_session = !parts.headers.contains_key("mcp-session-id")
+        && matches!(&message, rmcp::model::JsonRpcMessage::Request(r) if matches!(r.request, rmcp::model::ClientRequest::InitializeRequest(_)));
+    if opens_session {
+        let open = gate.sessions.sessions.read().await.len();
+        if open >= gate.max_sessions {
+            let why = format!(
+                "this server already has {open} MCP sessions (limits.max_mcp_sessions); close one with DELETE, or wait for idle ones to expire"
+            );
+            return json_error(StatusCode::SERVICE_UNAVAILABLE, jsonrpc::error_reply(serde_json::Value::Null, -32000, why));
+        }
     }
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    // A request of a session is tracked while its answer streams, so the same
+    // id twice in flight is refused (the second would take over the first's
+    // answer and leave it unanswered). A client that goes away cancels its
+    // request in rmcp's session layer already (tests/http.rs checks it).
+    let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
+    let request_id = match &message {
+        rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.to_string()),
+        _ => None,
+    };
+    let (Some(session), Some(request_id)) = (session, request_id) else {
+        return next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    };
+    let Some(in_flight) = InFlight::start(gate, session, request_id) else {
+        let why = "this request id is already in flight in this session; give each request its own id";
+        return json_error(StatusCode::CONFLICT, jsonrpc::error_reply(serde_json::Value::Null, -32600, why.into()));
+    };
+    let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    let (parts, body) = response.into_parts();
+    Response::from_parts(parts, Body::from_stream(Tracked { inner: body.into_data_stream(), in_flight: Some(in_flight) }))
+}
+
+/// A session's request whose answer is still streaming (until its body ends
+/// or is dropped).
+struct InFlight {
+    gate: Arc<Gate>,
+    key: (Arc<str>, String),
+}
+
+impl InFlight {
+    fn start(gate: &Arc<Gate>, session: Arc<str>, id: String) -> Option<InFlight> {
+        let key = (session, id);
+        gate.in_flight.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone()).then(|| InFlight { gate: gate.clone(), key })
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.gate.in_flight.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.key);
+    }
+}
+
+/// An answer's body that ends its request's time in flight when it ends.
+struct Tracked<S> {
+    inner: S,
+    in_flight: Option<InFlight>,
+}
+
+impl<S: futures_util::Stream + Unpin> futures_util::Stream for Tracked<S> {
+    type Item = S::Item;
+
+    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<S::Item>> {
+        let next = std::pin::Pin::new(&mut self.inner).poll_next(cx);
+        if let std::task::Poll::Ready(None) = next {
+            self.in_flight = None;
+        }
+        next
+    }
 }
 
 async fn check_delete(gate: &Gate, request: Request, next: Next) -> Response {

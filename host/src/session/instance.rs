@@ -17,7 +17,7 @@ use crate::capability::channels::{ChannelInfo, Channels, Inbox, Input};
 use crate::capability::host::SessionControl;
 use crate::capability::{self, CallInfo, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
 use crate::plugin::Plugin;
-use crate::runtime::ticks;
+use crate::runtime::{run_guest, ticks};
 use crate::sync::lock;
 
 /// Pending timers one session may have at once.
@@ -226,7 +226,7 @@ impl Session {
         };
         let s = self.clone();
         let call = move || s.invoke(&export, &[Val::U64(id)], 0, CallInfo::default());
-        match tokio::task::spawn_blocking(call).await {
+        match run_guest(call).await {
             Ok(Ok(_)) => self.bump(),
             Ok(Err(e)) => tracing::warn!(plugin = self.plugin.name, "timer event failed: {e}"),
             Err(e) => tracing::error!("timer task failed: {e}"),
@@ -317,7 +317,7 @@ impl Inbox for Session {
         };
         let Some(export) = export else { return false };
         let s = self.clone();
-        match tokio::task::spawn_blocking(move || s.invoke(&export, &params, 0, CallInfo::default())).await {
+        match run_guest(move || s.invoke(&export, &params, 0, CallInfo::default())).await {
             Ok(Ok(_)) => {
                 self.bump();
                 true
@@ -340,7 +340,7 @@ impl Drop for Session {
     }
 }
 
-#[derive(Serialize, Debug)]
+#[derive(Serialize, Debug, schemars::JsonSchema)]
 pub struct SessionInfo {
     pub id: String,
     pub plugin: String,

@@ -17,6 +17,7 @@ use wasmtime::component::Val;
 
 use crate::capability::CallInfo;
 use crate::plugin::{Plugin, Role, ToolDef};
+use crate::runtime::run_guest;
 use crate::sync::lock;
 
 pub use instance::{Invocation, Names, Session, SessionInfo};
@@ -184,7 +185,7 @@ impl Sessions {
         loop {
             changes.borrow_and_update();
             let (s, export, p, info) = (session.clone(), tool.export, params.clone(), CallInfo { caller: caller.clone(), timed_out });
-            let inv = match tokio::task::spawn_blocking(move || s.invoke(&export, &p, results, info)).await {
+            let inv = match run_guest(move || s.invoke(&export, &p, results, info)).await {
                 Ok(Ok(inv)) => inv,
                 Ok(Err(e)) => {
                     if creates {
@@ -207,11 +208,21 @@ impl Sessions {
                 }
                 return Reply::Value { value: inv.value, plugin: version.clone(), tool: index };
             };
-            let limit = if asked == 0 { tool.default_wait } else { Duration::from_millis(asked.into()).min(tool.max_wait) };
-            match wait.hold(&session, &mut changes, limit, &cancel, progress.as_ref()).await {
-                Held::Changed => {}
-                Held::Deadline => timed_out = true,
-                Held::Cancelled => return Reply::Failed("the call was cancelled".into()),
+            // Each held call is cheap but not free. Beyond the cap a call is not
+            // held at all: it is answered at once as if its wait had run out (the
+            // game's "call again" answer). Refusing it instead would lose what
+            // the call already did.
+            let held = session.waiting.load(std::sync::atomic::Ordering::Relaxed);
+            if held >= session.plugin.limits.max_waits {
+                tracing::debug!(session = %session.id(), held, "not holding another waiting call (limits.max_waits_per_session)");
+                timed_out = true;
+            } else {
+                let limit = if asked == 0 { tool.default_wait } else { Duration::from_millis(asked.into()).min(tool.max_wait) };
+                match wait.hold(&session, &mut changes, limit, &cancel, progress.as_ref()).await {
+                    Held::Changed => {}
+                    Held::Deadline => timed_out = true,
+                    Held::Cancelled => return Reply::Failed("the call was cancelled".into()),
+                }
             }
             rerun = true;
         }
@@ -246,7 +257,7 @@ impl Sessions {
                     let names: Weak<dyn Names> = Arc::downgrade(&me) as _;
                     Session::start(p, Sessions::new_id(), seed, &caller, Some(names), rt)
                 };
-                tokio::task::spawn_blocking(start).await.map_err(|e| e.to_string())?
+                run_guest(start).await?
             }
             Role::Shared => self.shared_session(plugin),
         }
@@ -272,7 +283,7 @@ impl Sessions {
         };
         let (export, uri) = (session.plugin.read_resource, uri.to_string());
         let call = move || session.invoke(&export, &[Val::String(uri)], 1, CallInfo::default());
-        let inv = tokio::task::spawn_blocking(call).await.map_err(|e| e.to_string())??;
+        let inv = run_guest(call).await??;
         let text = |v: Option<Box<Val>>| match v.map(|b| *b) {
             Some(Val::String(s)) => s,
             _ => String::new(),

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use crate::sync::lock;
 
 /// One open channel, as `ludus_sessions` shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ChannelInfo {
     pub channel: u32,
     pub endpoint: String,

@@ -179,3 +179,36 @@ fn unit_variants_are_plain_string_enums() {
     assert_eq!(v.to_val(&json!("right"), "s").unwrap(), Val::Variant("right".into(), None));
     assert!(v.to_val(&json!("up"), "s").unwrap_err().to_string().contains("unknown case `up`"));
 }
+
+#[test]
+fn declared_ranges_narrow_the_schema_and_are_checked() {
+    let n = Field::new("n", Shape::Int(Int::U32), Some("number of disks, 1 to 30 @range(1..=30)".into()));
+    assert_eq!(n.doc.as_deref(), Some("number of disks, 1 to 30"));
+    let k = Field::new("k", Shape::Option(Box::new(Shape::Int(Int::U8))), Some("@range(2..)".into()));
+    assert_eq!((k.doc.clone(), k.range), (None, Some((2, 255))), "open ends take the type's bound");
+    let fields = [n, k];
+    let schema = object_schema(&fields);
+    assert_eq!((schema["properties"]["n"]["minimum"].clone(), schema["properties"]["n"]["maximum"].clone()), (json!(1), json!(30)));
+    assert_eq!(schema["properties"]["k"]["minimum"], 2);
+    let args = |v: Value| v.as_object().unwrap().clone();
+    assert!(fields_to_vals(&fields, &args(json!({"n": 30, "k": 2})), "").is_ok());
+    let e = fields_to_vals(&fields, &args(json!({"n": 31})), "").unwrap_err().to_string();
+    assert!(e.contains("`n`") && e.contains("from 1 to 30, got 31"), "{e}");
+    let e = fields_to_vals(&fields, &args(json!({"n": 3, "k": 1})), "").unwrap_err().to_string();
+    assert!(e.contains("from 2 to 255, got 1"), "{e}");
+}
+
+#[test]
+fn sixty_four_bit_schemas_stay_within_javascripts_safe_integers() {
+    let s = Shape::Int(Int::U64).schema();
+    assert_eq!(s["maximum"], json!((1i64 << 53) - 1));
+    assert_eq!(s["type"], json!(["integer", "string"]));
+    assert_eq!(Shape::Int(Int::U64).to_val(&json!("18446744073709551615"), "seed").unwrap(), Val::U64(u64::MAX));
+}
+
+#[test]
+fn large_64_bit_results_go_out_as_strings_that_match_their_schema() {
+    assert_eq!(Shape::Int(Int::U64).to_json(&Val::U64(u64::MAX)), json!("18446744073709551615"));
+    assert_eq!(Shape::Int(Int::U64).to_json(&Val::U64(7)), json!(7));
+    assert_eq!(Shape::Int(Int::S64).to_json(&Val::S64(i64::MIN)), json!("-9223372036854775808"));
+}
