@@ -174,7 +174,10 @@ impl Battle {
                 let mon = self.sides.entry(side).or_default().mon(&name);
                 let (hp, status, fainted) = parse_condition(arg(2));
                 let before = mon.hp_percent;
-                if !mine || arg(2).contains('/') {
+                // Our own side's exact HP comes with the request, but a knockout
+                // (`0 fnt`) is news either way: a knocked-out Pokémon read as
+                // "lost 0% HP, now 42%" misled agents.
+                if !mine || arg(2).contains('/') || fainted {
                     (mon.hp_percent, mon.fainted) = (hp, fainted);
                     if status.is_some() || fainted {
                         mon.status = status;
@@ -373,6 +376,25 @@ mod tests {
         assert!(b.my_side().unwrap().mons[0].fainted);
         assert_eq!((b.turn, b.winner.as_deref()), (1, Some("Bot")));
         assert!(b.recent.iter().any(|r| r == "Gyarados lost 88% HP, now 12%"), "{:?}", b.recent);
+    }
+
+    #[test]
+    fn a_knockout_of_our_own_pokemon_reads_as_a_knockout() {
+        let mut b = Battle { me: "p1".into(), ..Battle::default() };
+        for l in [
+            "|player|p1|You|",
+            "|player|p2|Bot|",
+            "|switch|p1a: Alomomola|Alomomola, L88, F|407/407",
+            "|switch|p2a: Glalie|Glalie, L90, M|100/100",
+            "|-damage|p1a: Alomomola|171/407",
+            "|move|p2a: Glalie|Freeze-Dry|p1a: Alomomola",
+            "|-damage|p1a: Alomomola|0 fnt",
+            "|faint|p1a: Alomomola",
+        ] {
+            b.on_log(l);
+        }
+        assert!(b.recent.iter().any(|r| r == "Alomomola lost 43% HP, now 0%"), "{:?}", b.recent);
+        assert!(!b.recent.iter().any(|r| r.contains("lost 0% HP")), "{:?}", b.recent);
     }
 
     #[test]
