@@ -64,11 +64,18 @@ impl Agent {
     }
 }
 
-/// Plays `game_id` from this client's seat until the game ends; returns the
-/// final status. Checks on the way that the other seat's hand never shows.
+/// Plays `game_id` from this client's seat until the game ends, waiting for
+/// each decision with `cards_pass_priority`; returns the final status.
+/// Checks on the way that the other seat's hand never shows.
 async fn play(c: &Client, id: &str, agent: &mut Agent) -> Value {
-    for step in 0..3000 {
-        let st = c.ok("cards_pass_priority", json!({"game_id": id})).await;
+    play_waiting_with(c, id, agent, "cards_pass_priority").await
+}
+
+/// The same, waiting with `waiting_tool` (`cards_wait_for_action` stops at
+/// every priority too, which the agent then passes itself).
+async fn play_waiting_with(c: &Client, id: &str, agent: &mut Agent, waiting_tool: &str) -> Value {
+    for step in 0..6000 {
+        let st = c.ok(waiting_tool, json!({"game_id": id})).await;
         if st["game_over"] == true {
             return st;
         }
@@ -93,7 +100,7 @@ async fn play(c: &Client, id: &str, agent: &mut Agent) -> Value {
             }
         }
     }
-    panic!("the game did not end within 3000 decisions");
+    panic!("the game did not end within 6000 decisions");
 }
 
 #[tokio::test]
@@ -225,7 +232,8 @@ async fn two_agents_play_each_other_over_http() {
     let joined = b.ok("cards_join_game", json!({"game_id": id})).await;
     assert_eq!(joined["seat"], 1, "{joined}");
     let (mut pa, mut pb) = (Agent::new(1), Agent::new(2));
-    let (ea, eb) = tokio::join!(play(&a, &id, &mut pa), play(&b, &id, &mut pb));
+    // One seat waits with wait_for_action, the other with pass_priority.
+    let (ea, eb) = tokio::join!(play_waiting_with(&a, &id, &mut pa, "cards_wait_for_action"), play(&b, &id, &mut pb));
     assert_eq!(ea["winner"], eb["winner"], "{ea} / {eb}");
     assert!(pa.decisions > 3 && pb.decisions > 3, "{} / {}", pa.decisions, pb.decisions);
     // Joining again is harmless; a third agent finds no seat.
@@ -443,6 +451,13 @@ async fn an_instant_in_response_an_x_spell_and_a_planeswalker_go_through_the_sta
         let choices = c.ok("cards_get_action_choices", json!({"game_id": id})).await;
         if choices["action_pending"] != true {
             continue;
+        }
+        if choices["response_type"] == "amount" && !plan.x_chosen {
+            // The first X: the wrong kinds of answer are refused before the engine.
+            let e = c.err("cards_choose_action", json!({"game_id": id, "answer": true})).await;
+            assert!(e.contains("`answer` does not answer this decision") && e.contains("amount"), "{e}");
+            let e = c.err("cards_choose_action", json!({"game_id": id, "amount": choices["max"].as_i64().unwrap() + 1})).await;
+            assert!(e.contains("amount_out_of_range"), "{e}");
         }
         let mut call = json!({"game_id": id});
         call.as_object_mut().unwrap().extend(plan.answer(&c, &id, &choices).await.as_object().unwrap().clone());

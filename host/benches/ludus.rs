@@ -9,7 +9,10 @@
 //! - hot-reload latency from a rename into the plugins directory to the
 //!   `tools/list_changed` notification;
 //! - cold start to ready (first `tools/list` answered), with an empty and a
-//!   warm component cache.
+//!   warm component cache;
+//! - one `cards_choose_action` round trip of Magic on the phase bridge (two
+//!   agents over HTTP), which needs python3 3.11+ and installs the engine on
+//!   first use (skipped with the reason when it cannot).
 //!
 //! Timings are wall-clock on whatever machine runs it; ratios between rows
 //! are the comparable part. Nothing here is asserted.
@@ -147,28 +150,228 @@ fn rpc_result(text: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// A Streamable HTTP session of a plain client with one Hanoi puzzle:
+/// (session id, env id).
+async fn http_hanoi_session(client: &reqwest::Client, url: &str) -> (String, Value) {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
+    let (session, _) = post(client, url, None, init).await;
+    let session = session.expect("the server gave an mcp-session-id");
+    post(client, url, Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let (_, text) = post(client, url, Some(&session), hanoi_call(1, "hanoi_init_simulator", json!({"n": 3}))).await;
+    let env = rpc_result(&text)["structuredContent"]["env_id"].clone();
+    (session, env)
+}
+
+fn hanoi_call(id: u64, name: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}})
+}
+
+/// `n` timed `hanoi_get_state` round trips (after `warm` untimed ones) on one
+/// keep-alive connection whose client waits for each answer's end.
+async fn get_state_round_trips(client: &reqwest::Client, url: &str, session: &str, env: &Value, warm: usize, n: usize) -> Vec<Duration> {
+    let mut d = Vec::with_capacity(n);
+    for i in 0..warm + n {
+        let t = Instant::now();
+        let (_, text) = post(client, url, Some(session), hanoi_call(2 + i as u64, "hanoi_get_state", json!({"env_id": env}))).await;
+        assert!(rpc_result(&text)["structuredContent"].is_object(), "{text}");
+        if i >= warm {
+            d.push(t.elapsed());
+        }
+    }
+    d
+}
+
 /// Round trips of `hanoi_get_state` through one keep-alive connection whose
 /// client waits for each answer's end: what the connection costs, not the call.
 async fn whole_response_latency(url: &str, n: usize) -> (Duration, Duration) {
     let client = reqwest::Client::new();
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
-    let (session, _) = post(&client, url, None, init).await;
-    let session = session.expect("the server gave an mcp-session-id");
-    post(&client, url, Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-    let tool = |id: u64, name: &str, args: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}});
-    let (_, text) = post(&client, url, Some(&session), tool(1, "hanoi_init_simulator", json!({"n": 3}))).await;
-    let env = rpc_result(&text)["structuredContent"]["env_id"].clone();
-    let mut d = Vec::with_capacity(n);
-    for i in 0..n + 20 {
-        let t = Instant::now();
-        let (_, text) = post(&client, url, Some(&session), tool(2 + i as u64, "hanoi_get_state", json!({"env_id": env}))).await;
-        assert!(rpc_result(&text)["structuredContent"].is_object(), "{text}");
-        if i >= 20 {
+    let (session, env) = http_hanoi_session(&client, url).await;
+    percentiles(get_state_round_trips(&client, url, &session, &env, 20, n).await)
+}
+
+/// `clients` concurrent sessions, each on its own connection, each making
+/// `calls` round trips: (calls per second over the whole run, p50, p99).
+async fn http_load(url: &str, clients: usize, calls: usize) -> (f64, Duration, Duration) {
+    let mut ready = Vec::new();
+    for _ in 0..clients {
+        let client = reqwest::Client::new();
+        let (session, env) = http_hanoi_session(&client, url).await;
+        ready.push((client, session, env));
+    }
+    let t = Instant::now();
+    let tasks: Vec<_> = ready
+        .into_iter()
+        .map(|(client, session, env)| {
+            let url = url.to_string();
+            tokio::spawn(async move { get_state_round_trips(&client, &url, &session, &env, 0, calls).await })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await.unwrap());
+    }
+    let rate = all.len() as f64 / t.elapsed().as_secs_f64();
+    let (p50, p99) = percentiles(all);
+    (rate, p50, p99)
+}
+
+/// The speed issue's minimal client: `ludus serve` on plain pipes, one
+/// JSON-RPC line written and its answer line read.
+struct RawClient {
+    child: std::process::Child,
+    input: std::io::BufWriter<std::process::ChildStdin>,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl RawClient {
+    fn start(cfg: &Path) -> RawClient {
+        let mut child = std::process::Command::new(BIN)
+            .arg("serve")
+            .arg("--config")
+            .arg(cfg)
+            .env("LUDUS_LOG", "error")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let input = std::io::BufWriter::new(child.stdin.take().unwrap());
+        let output = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut c = RawClient { child, input, output };
+        c.ask(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#);
+        c.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        c
+    }
+
+    fn send(&mut self, line: &str) {
+        use std::io::Write;
+        writeln!(self.input, "{line}").unwrap();
+        self.input.flush().unwrap();
+    }
+
+    fn ask(&mut self, line: &str) -> Value {
+        self.send(line);
+        read_answer(&mut self.output)
+    }
+
+    /// p50 and p99 of 3,000 round trips after 500 to warm up.
+    fn round_trips(&mut self, request: impl Fn(usize) -> String) -> (Duration, Duration) {
+        for i in 0..500 {
+            self.ask(&request(i));
+        }
+        let mut d = Vec::with_capacity(3_000);
+        for i in 0..3_000 {
+            let t = Instant::now();
+            self.ask(&request(1_000 + i));
             d.push(t.elapsed());
         }
+        percentiles(d)
     }
-    percentiles(d)
+}
+
+fn read_answer(output: &mut std::io::BufReader<std::process::ChildStdout>) -> Value {
+    use std::io::BufRead;
+    let mut line = String::new();
+    output.read_line(&mut line).unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
+/// Returns (ping p50, hanoi_get_state p50 and p99, pipelined hanoi_get_state
+/// calls per second, whether the answers came in request order).
+fn raw_stdio(cfg: &Path) -> (Duration, Duration, Duration, f64, bool) {
+    use std::io::Write;
+    let mut c = RawClient::start(cfg);
+    let init = c.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#);
+    let env = init["result"]["structuredContent"]["env_id"].as_str().unwrap().to_string();
+    let get = |id: usize| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"hanoi_get_state","arguments":{{"env_id":"{env}"}}}}}}"#);
+    let (ping, _) = c.round_trips(|id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
+    let (g50, g99) = c.round_trips(&get);
+    // Pipelined: every request written at once (from another thread, so
+    // neither side blocks on a full pipe), every answer read here.
+    let n = 3_000;
+    let requests: String = (0..n).map(|i| get(100_000 + i) + "\n").collect();
+    let RawClient { mut child, mut input, mut output } = c;
+    let t = Instant::now();
+    let writer = std::thread::spawn(move || {
+        input.write_all(requests.as_bytes()).unwrap();
+        input.flush().unwrap();
+        input
+    });
+    let mut in_order = true;
+    for i in 0..n {
+        in_order &= read_answer(&mut output)["id"] == 100_000 + i;
+    }
+    let rate = n as f64 / t.elapsed().as_secs_f64();
+    drop(writer.join().unwrap());
+    let _ = child.wait();
+    (ping, g50, g99, rate, in_order)
+}
+
+/// A seat of a Magic game answering every decision at random (seeded), timing
+/// each `cards_choose_action`. Errors are returned, not asserted: the game
+/// needs python3 on this machine.
+async fn magic_seat(c: &Client, id: &str, mut state: u64) -> Result<Vec<Duration>, String> {
+    let tool = |name: &str, a: Value| CallToolRequestParams::new(name.to_string()).with_arguments(args(a));
+    let value = |r: rmcp::model::CallToolResult| r.structured_content.unwrap_or(Value::Null);
+    let mut times = Vec::new();
+    for _ in 0..5_000 {
+        let st = value(c.call_tool(tool("cards_pass_priority", json!({"game_id": id}))).await.map_err(|e| e.to_string())?);
+        if st["game_over"] == true {
+            return Ok(times);
+        }
+        if st["action_pending"] != true {
+            continue;
+        }
+        let ch = value(c.call_tool(tool("cards_get_action_choices", json!({"game_id": id}))).await.map_err(|e| e.to_string())?);
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let roll = (state >> 33) as usize;
+        let n = ch["choices"].as_array().map_or(0, Vec::len);
+        let mut a = match ch["response_type"].as_str() {
+            Some("boolean") => json!({"answer": false}),
+            Some("amount") => json!({"amount": ch["min"]}),
+            Some("select") if n == 0 || roll % 3 == 0 => json!({"answer": false}),
+            _ if n > 0 => json!({"index": roll % n}),
+            _ => json!({"answer": false}),
+        };
+        a["game_id"] = json!(id);
+        let t = Instant::now();
+        c.call_tool(tool("cards_choose_action", a)).await.map_err(|e| e.to_string())?;
+        times.push(t.elapsed());
+    }
+    Ok(times)
+}
+
+async fn call_raw(c: &Client, name: &str, a: Value) -> Result<rmcp::model::CallToolResult, rmcp::ServiceError> {
+    c.call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(args(a))).await
+}
+
+async fn magic_round_trips(url: &str) -> Result<(Vec<Duration>, usize, Duration), String> {
+    let connect = || async {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        Notified(tx).serve(StreamableHttpClientTransport::from_uri(url.to_string())).await.map_err(|e| e.to_string())
+    };
+    let (a, b) = (connect().await?, connect().await?);
+    // The first game may install the engine: wait for the mulligan before timing.
+    let r = call_raw(&a, "cards_start_game", json!({"opponent": "agent", "seed": 7})).await.map_err(|e| e.to_string())?;
+    if r.is_error == Some(true) {
+        return Err(format!("{:?}", r.content));
+    }
+    let id = r.structured_content.unwrap_or_default()["game_id"].as_str().unwrap_or_default().to_string();
+    call_raw(&b, "cards_join_game", json!({"game_id": id})).await.map_err(|e| e.to_string())?;
+    loop {
+        let st = call_raw(&a, "cards_wait_for_action", json!({"game_id": id})).await.map_err(|e| e.to_string())?;
+        if st.structured_content.unwrap_or_default()["action_pending"] == true {
+            break;
+        }
+    }
+    let t = Instant::now();
+    let (ra, rb) = tokio::join!(magic_seat(&a, &id, 1), magic_seat(&b, &id, 2));
+    let took = t.elapsed();
+    let mut times = ra?;
+    times.extend(rb?);
+    let n = times.len();
+    Ok((times, n, took))
 }
 
 #[tokio::main(flavor = "multi_thread")]
@@ -199,6 +402,16 @@ async fn main() {
     let warm = cold[1..].iter().sum::<Duration>() / 3;
     row("cold start to first tools/list, empty component cache", format!("{:.0} ms", cold[0].as_secs_f64() * 1e3));
     row("cold start to first tools/list, warm cache (mean of 3)", format!("{:.0} ms ({:.1}× faster)", warm.as_secs_f64() * 1e3, cold[0].as_secs_f64() / warm.as_secs_f64()));
+
+    // The minimal client of the speed issue: plain pipes, one line each way.
+    let (ping, g50, g99, rate, in_order) = tokio::task::spawn_blocking({
+        let cfg = cfg.clone();
+        move || raw_stdio(&cfg)
+    })
+    .await
+    .unwrap();
+    row("stdio, minimal pipe client: `ping` p50; `hanoi_get_state` p50 / p99", format!("{} ; {} / {} ({:.1}× ping)", us(ping), us(g50), us(g99), g50.as_secs_f64() / ping.as_secs_f64()));
+    row("stdio, minimal pipe client: 3,000 `hanoi_get_state` written at once", format!("{rate:.0} calls/s, answers {}", if in_order { "in request order" } else { "out of request order" }));
 
     // Inside the server: the library's call path without a transport.
     let opts = ludus::server::ServeOptions {
@@ -272,6 +485,21 @@ async fn main() {
     row("trivial session call over HTTP (rmcp client), p50 / p99", format!("{} / {} ({:.1}× stdio)", us(h50), us(h99), h50.as_secs_f64() / s50.as_secs_f64()));
     let (w50, w99) = whole_response_latency(&server.url, 500).await;
     row("trivial session call over HTTP (keep-alive client reading whole answers, as a buffering proxy), p50 / p99", format!("{} / {}", us(w50), us(w99)));
+    let (one, _, _) = http_load(&server.url, 1, 2_000).await;
+    let (sixteen, _, _) = http_load(&server.url, 16, 250).await;
+    row("HTTP, plain keep-alive clients: 1 client vs 16 concurrent clients", format!("{one:.0} vs {sixteen:.0} calls/s ({:.2}×)", sixteen / one));
+    let (rate, l50, l99) = http_load(&server.url, 200, 30).await;
+    row("HTTP, 200 concurrent sessions × 30 calls (plain keep-alive clients)", format!("{rate:.0} calls/s, p50 {} / p99 {}", us(l50), us(l99)));
+    match magic_round_trips(&server.url).await {
+        Ok((d, decisions, took)) => {
+            let (m50, m99) = percentiles(d);
+            row("Magic: one `cards_choose_action` round trip (phase bridge, two agents over HTTP), p50 / p99", format!(
+                "{:.2} ms / {:.2} ms; {decisions} decisions in {:.1} s ({:.0} per second, both seats)",
+                m50.as_secs_f64() * 1e3, m99.as_secs_f64() * 1e3, took.as_secs_f64(), decisions as f64 / took.as_secs_f64()
+            ));
+        }
+        Err(e) => row("Magic: one `cards_choose_action` round trip", format!("skipped: {e}")),
+    }
     let before = rss_kib(pid);
     let h = Arc::new(h);
     let t = Instant::now();
