@@ -70,3 +70,20 @@ async fn session_limits_and_idle_expiry_give_clear_errors() {
     c.ok("hanoi_init_simulator", json!({"n": 2})).await;
     c.close().await;
 }
+
+/// One client cannot take every slot: past `max_sessions_per_caller` its new
+/// games are refused with the limit named, while another client still starts
+/// games.
+#[tokio::test]
+async fn one_client_cannot_take_every_session() {
+    let work = scratch();
+    let cfg = config(work.path(), "[limits]\nmax_sessions_per_caller = 3\n");
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (greedy, other) = (http_client(&server).await, http_client(&server).await);
+    for _ in 0..3 {
+        greedy.ok("hanoi_init_simulator", json!({"n": 2})).await;
+    }
+    let e = greedy.err("river_crossing_init_simulator", json!({"n": 2})).await;
+    assert!(e.contains("you already run 3 game sessions") && e.contains("limits.max_sessions_per_caller"), "{e}");
+    other.ok("hanoi_init_simulator", json!({"n": 2})).await;
+}

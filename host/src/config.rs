@@ -32,6 +32,8 @@ pub struct Limits {
     pub max_sessions_per_plugin: usize,
     /// Live sessions in the whole server.
     pub max_sessions: usize,
+    /// Live sessions started by one client (MCP connection).
+    pub max_sessions_per_caller: usize,
     /// Sessions untouched this long are dropped (a plugin may ask for less).
     pub idle_timeout_ms: u64,
     /// Longest a waiting tool call is held before the plugin must answer.
@@ -67,6 +69,7 @@ impl Default for Limits {
             memory_mb: 64,
             max_sessions_per_plugin: 20_000,
             max_sessions: 50_000,
+            max_sessions_per_caller: 10_000,
             idle_timeout_ms: 30 * 60 * 1000,
             max_wait_ms: 25_000,
             max_waits_per_session: 64,

@@ -22,7 +22,7 @@ use crate::mcp::Ludus;
 use crate::plugin::Source;
 use crate::registry::Registry;
 use crate::runtime::Runtime;
-use crate::session::Sessions;
+use crate::session::{SessionLimits, Sessions};
 
 pub struct ServeOptions {
     pub plugins: Option<PathBuf>,
@@ -41,7 +41,7 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     }
     let config = Arc::new(config);
     let runtime = Runtime::new(cache)?;
-    let sessions = Sessions::new(config.limits.max_sessions, tokio::runtime::Handle::current());
+    let sessions = Sessions::new(session_limits(&config.limits), tokio::runtime::Handle::current());
     let registry = Registry::new(runtime, config, sessions.clone());
 
     if opts.builtins {
@@ -72,6 +72,34 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     let games: Vec<String> = registry.plugins().iter().map(|p| format!("{} {}", p.name, p.version)).collect();
     tracing::info!(ready_ms = started.elapsed().as_millis() as u64, "ready with games: {}", games.join(", "));
     Ok(registry)
+}
+
+/// The configured session limits, with the total capped where the kernel's
+/// limit on memory mappings would make sessions fail before it.
+fn session_limits(limits: &crate::config::Limits) -> SessionLimits {
+    let mut total = SessionLimits {
+        total: limits.max_sessions,
+        total_reason: "limits.max_sessions".into(),
+        per_caller: limits.max_sessions_per_caller,
+    };
+    if let Some((allowed, max_maps)) = crate::runtime::instances_the_kernel_allows()
+        && allowed < limits.max_sessions
+    {
+        let note = format!(
+            "limits.max_sessions is {}, but vm.max_map_count ({max_maps}) leaves room for about {allowed} sessions; \
+             capping at {allowed} (raise it with `sysctl vm.max_map_count=262144` for more)",
+            limits.max_sessions
+        );
+        // The built-in default is capped quietly; an operator's own figure loudly.
+        if limits.max_sessions == crate::config::Limits::default().max_sessions {
+            tracing::info!("{note}");
+        } else {
+            tracing::warn!("{note}");
+        }
+        total.total = allowed;
+        total.total_reason = format!("capped by the kernel's vm.max_map_count of {max_maps}; the operator can raise it with sysctl");
+    }
+    total
 }
 
 /// Writes each bundled sidecar into the cache directory and grants its

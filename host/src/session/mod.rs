@@ -33,8 +33,19 @@ pub struct Sessions {
     /// remade after a trap or when the plugin's version changed.
     shared: Mutex<HashMap<String, Arc<Session>>>,
     gone: Mutex<(HashMap<String, String>, VecDeque<String>)>,
-    max_total: usize,
+    limits: SessionLimits,
     rt: tokio::runtime::Handle,
+}
+
+/// How many sessions may live at once.
+pub struct SessionLimits {
+    /// In the whole server.
+    pub total: usize,
+    /// Why `total` is what it is, for the refusal ("limits.max_sessions", or
+    /// the kernel's map limit that capped it).
+    pub total_reason: String,
+    /// Started by one caller (MCP connection), so one client cannot take every slot.
+    pub per_caller: usize,
 }
 
 /// How a tool call that reached a plugin ended.
@@ -50,8 +61,8 @@ pub enum Reply {
 pub type Progress = Box<dyn Fn(u64, u64) + Send + Sync>;
 
 impl Sessions {
-    pub fn new(max_total: usize, rt: tokio::runtime::Handle) -> Arc<Sessions> {
-        Arc::new(Sessions { map: Mutex::default(), shared: Mutex::default(), gone: Mutex::default(), max_total, rt })
+    pub fn new(limits: SessionLimits, rt: tokio::runtime::Handle) -> Arc<Sessions> {
+        Arc::new(Sessions { map: Mutex::default(), shared: Mutex::default(), gone: Mutex::default(), limits, rt })
     }
 
     pub fn len(&self) -> usize {
@@ -64,8 +75,36 @@ impl Sessions {
         v
     }
 
-    fn count_for(&self, plugin: &str) -> usize {
-        lock(&self.map).values().filter(|s| s.plugin.name == plugin).count()
+    /// Live sessions in all, of `plugin`, and started by `caller`.
+    fn counts(&self, plugin: &str, caller: &str) -> (usize, usize, usize) {
+        let map = lock(&self.map);
+        let (mut of_plugin, mut of_caller) = (0, 0);
+        for s in map.values() {
+            of_plugin += usize::from(s.plugin.name == plugin);
+            of_caller += usize::from(s.created_by == caller);
+        }
+        (map.len(), of_plugin, of_caller)
+    }
+
+    /// Why a new session of `plugin` for `caller` cannot start, if it cannot.
+    fn refuse_new(&self, plugin: &Plugin, caller: &str) -> Option<String> {
+        let (all, of_plugin, of_caller) = self.counts(&plugin.name, caller);
+        let l = &self.limits;
+        if all >= l.total {
+            return Some(format!("the server already runs {all} game sessions, its limit ({}); finish some first", l.total_reason));
+        }
+        if of_plugin >= plugin.limits.max_sessions {
+            return Some(format!(
+                "{} already runs {of_plugin} game sessions, its limit (max_sessions of the plugin); finish some first",
+                plugin.name
+            ));
+        }
+        if of_caller >= l.per_caller {
+            return Some(format!(
+                "you already run {of_caller} game sessions, the limit for one client (limits.max_sessions_per_caller); finish some first"
+            ));
+        }
+        None
     }
 
     /// Finds a session for a `uses` tool, or explains why there is none.
@@ -242,14 +281,8 @@ impl Sessions {
                 self.live(id, plugin, &tool.params[i].json)
             }
             Role::Creates => {
-                if self.len() >= self.max_total {
-                    return Err(format!("the server already runs {} game sessions (its limit); finish some first", self.max_total));
-                }
-                if self.count_for(&plugin.name) >= plugin.limits.max_sessions {
-                    return Err(format!(
-                        "{} already runs {} game sessions (its limit); finish some first",
-                        plugin.name, plugin.limits.max_sessions
-                    ));
+                if let Some(why) = self.refuse_new(plugin, caller) {
+                    return Err(why);
                 }
                 let seed = seed.unwrap_or_else(rand_seed);
                 let (p, me, caller, rt) = (plugin.clone(), self.clone(), caller.to_string(), self.rt.clone());
