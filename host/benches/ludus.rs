@@ -67,7 +67,7 @@ fn us(d: Duration) -> String {
 
 fn config_file(dir: &Path, cache: &Path) -> PathBuf {
     let p = dir.join("bench.toml");
-    std::fs::write(&p, format!("cache_dir = {:?}\n[limits]\nmax_sessions = 100000\nmax_sessions_per_plugin = 100000\n", cache.display().to_string())).unwrap();
+    std::fs::write(&p, format!("cache_dir = {:?}\n[limits]\nmax_sessions = 100000\nmax_sessions_per_plugin = 100000\nmax_sessions_per_caller = 100000\n", cache.display().to_string())).unwrap();
     p
 }
 
