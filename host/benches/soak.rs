@@ -1,0 +1,249 @@
+//! Soak: `cargo bench -p ludus --bench soak` (release build; bounded, all
+//! traffic on 127.0.0.1). Against one `ludus serve --http`:
+//! 1. 50,000 Hanoi sessions created (five waves of 10,000) and expired;
+//! 2. 100,000 MCP sessions created (initialize) and deleted;
+//! 3. 2,000 waiting calls whose clients go away mid-wait.
+//!
+//! After each phase it prints the server's resident memory and open file
+//! descriptors against the baseline taken after a warm-up. Nothing is
+//! asserted: the figures go into the README.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ludus");
+const CONCURRENCY: usize = 16;
+
+struct Server {
+    child: tokio::process::Child,
+    url: String,
+}
+
+impl Server {
+    async fn start(work: &Path) -> Server {
+        let plugins = work.join("plugins");
+        std::fs::create_dir_all(&plugins).unwrap();
+        std::fs::copy(Path::new(env!("LUDUS_WASM_DIR")).join("hello.wasm"), plugins.join("hello.wasm")).unwrap();
+        let cfg = work.join("soak.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "cache_dir = {:?}\n[limits]\nmax_sessions_per_caller = 100000\nmax_waits_per_session = 5000\nmax_http_connections = 4096\n\
+                 [plugins.hanoi]\nidle_timeout_ms = 1000\n",
+                work.join("cache").display().to_string()
+            ),
+        )
+        .unwrap();
+        let mut child = tokio::process::Command::new(BIN)
+            .args(["serve", "--http", "127.0.0.1:0", "--plugins"])
+            .arg(&plugins)
+            .arg("--config")
+            .arg(&cfg)
+            .env("LUDUS_LOG", "error")
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = loop {
+            let l = lines.next_line().await.unwrap().expect("the server exited");
+            if let Some(u) = l.strip_prefix("LUDUS_HTTP_URL=") {
+                break u.to_string();
+            }
+        };
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Server { child, url }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id().unwrap()
+    }
+
+    /// (resident KiB, open file descriptors)
+    fn footprint(&self) -> (u64, usize) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let rss = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0);
+        let fds = std::fs::read_dir(format!("/proc/{}/fd", self.pid())).map(|d| d.count()).unwrap_or(0);
+        (rss, fds)
+    }
+}
+
+/// A plain Streamable HTTP client of one MCP session.
+#[derive(Clone)]
+struct Session {
+    http: reqwest::Client,
+    url: Arc<str>,
+    id: Arc<str>,
+}
+
+async fn post(http: &reqwest::Client, url: &str, session: Option<&str>, body: Value) -> (Option<String>, String) {
+    let mut req = http.post(url).header("accept", "application/json, text/event-stream").json(&body);
+    if let Some(id) = session {
+        req = req.header("mcp-session-id", id).header("mcp-protocol-version", "2025-06-18");
+    }
+    let resp = req.send().await.unwrap();
+    let id = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(String::from);
+    (id, resp.text().await.unwrap_or_default())
+}
+
+fn result_of(text: &str) -> Value {
+    text.lines()
+        .map(|l| l.strip_prefix("data:").unwrap_or(l).trim())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v.get("result").is_some())
+        .map(|v| v["result"]["structuredContent"].clone())
+        .unwrap_or(Value::Null)
+}
+
+impl Session {
+    async fn open(url: &str) -> Session {
+        let http = reqwest::Client::new();
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "soak", "version": "0"}}});
+        let (id, _) = post(&http, url, None, init).await;
+        let id = id.expect("an mcp-session-id");
+        post(&http, url, Some(&id), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        Session { http, url: url.into(), id: id.into() }
+    }
+
+    async fn call(&self, rid: u64, tool: &str, args: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": tool, "arguments": args}});
+        result_of(&post(&self.http, &self.url, Some(&self.id), body).await.1)
+    }
+
+    async fn delete(&self) {
+        let _ = self.http.delete(&*self.url).header("mcp-session-id", &*self.id).send().await;
+    }
+}
+
+/// Runs `n` jobs, `CONCURRENCY` at a time.
+async fn in_parallel<F, Fut>(n: usize, job: F)
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let job = Arc::new(job);
+    let tasks: Vec<_> = (0..CONCURRENCY)
+        .map(|w| {
+            let job = job.clone();
+            tokio::spawn(async move {
+                let mut i = w;
+                while i < n {
+                    job(i).await;
+                    i += CONCURRENCY;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+fn report(what: &str, base: (u64, usize), now: (u64, usize), took: Duration) {
+    let change = (now.0 as f64 - base.0 as f64) / base.0 as f64 * 100.0;
+    println!(
+        "| {what} | {:.1} s | {:.0} MiB ({change:+.0} % of the baseline {:.0} MiB) | {} ({:+}) |",
+        took.as_secs_f64(),
+        now.0 as f64 / 1024.0,
+        base.0 as f64 / 1024.0,
+        now.1,
+        now.1 as i64 - base.1 as i64
+    );
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    // reqwest's HTTP client needs the TLS provider installed, even for http://.
+    ludus::capability::channels::install_tls_provider();
+    let work = tempfile::tempdir().unwrap();
+    let server = Server::start(work.path()).await;
+    let url = server.url.clone();
+    let games = Session::open(&url).await;
+
+    // Warm-up: every code path once, then the baseline.
+    for i in 0..200 {
+        games.call(i, "hanoi_init_simulator", json!({"n": 3})).await;
+    }
+    for i in 0..200 {
+        Session::open(&url).await.delete().await;
+        let _ = i;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let base = server.footprint();
+    println!("| phase | took | server resident memory after | open fds after |\n|---|---|---|---|");
+    println!("| baseline (after a warm-up) | | {:.0} MiB | {} |", base.0 as f64 / 1024.0, base.1);
+
+    // 1. 50,000 game sessions, created in waves and left to expire (1 s idle).
+    let t = Instant::now();
+    let mut peak = 0;
+    for wave in 0..5u64 {
+        let g = games.clone();
+        in_parallel(10_000, move |i| {
+            let g = g.clone();
+            async move {
+                let r = g.call(wave * 1_000_000 + i as u64, "hanoi_init_simulator", json!({"n": 3})).await;
+                assert!(r["env_id"].is_string(), "a session failed to start: {r}");
+            }
+        })
+        .await;
+        peak = peak.max(server.footprint().0);
+        // Idle expiry is checked every second; 1 s idle plus a margin.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        // Growth that stops after the first waves is the allocator keeping
+        // freed memory; growth with every wave would be a leak.
+        let (rss, fds) = server.footprint();
+        println!("| … after wave {} of 10,000 expired | | {:.0} MiB | {fds} |", wave + 1, rss as f64 / 1024.0);
+    }
+    let left = games.call(9_999_999, "ludus_sessions", json!({"game": "hanoi"})).await["count"].clone();
+    report(&format!("50,000 Hanoi sessions created (5 × 10,000) and expired ({left} left; peak {:.0} MiB)", peak as f64 / 1024.0), base, server.footprint(), t.elapsed());
+
+    // 2. 100,000 MCP sessions created and deleted.
+    let t = Instant::now();
+    let u: Arc<str> = url.as_str().into();
+    in_parallel(100_000, move |_| {
+        let u = u.clone();
+        async move { Session::open(&u).await.delete().await }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    report("100,000 MCP sessions created and deleted", base, server.footprint(), t.elapsed());
+
+    // 3. 2,000 waiting calls whose clients go away mid-wait.
+    let t = Instant::now();
+    let counter = games.call(20_000_000, "hello_start", json!({})).await["counter_id"].clone();
+    let waits: Vec<_> = (0..2_000u64)
+        .map(|i| {
+            let (u, c) = (url.clone(), counter.clone());
+            tokio::spawn(async move {
+                let s = Session::open(&u).await;
+                let body = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                    "params": {"name": "hello_wait_for", "arguments": {"counter_id": c, "at_least": 1_000_000}}});
+                // Send, read the headers, then go away with the body unread.
+                let _ = s.http.post(&*s.url).header("accept", "application/json, text/event-stream")
+                    .header("mcp-session-id", &*s.id).header("mcp-protocol-version", "2025-06-18").json(&body).send().await;
+            })
+        })
+        .collect();
+    for w in waits {
+        let _ = w.await;
+    }
+    let waiting = || async {
+        games.call(30_000_000, "ludus_sessions", json!({"game": "hello"})).await["sessions"][0]["waiting_calls"].as_u64().unwrap_or(0)
+    };
+    let mut still = waiting().await;
+    for _ in 0..50 {
+        if still == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        still = waiting().await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    report(&format!("2,000 waits abandoned by their clients ({still} still waiting afterwards)"), base, server.footprint(), t.elapsed());
+}
