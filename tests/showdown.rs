@@ -339,7 +339,13 @@ async fn two_sessions_battle_on_a_local_server_by_challenge_and_on_the_ladder() 
     // One side forfeits; both see the end.
     let f = a.ok("showdown_forfeit_battle", json!({"battle_id": ia})).await;
     assert_eq!(f["status"], "finished", "{f}");
-    let sb = b.ok("showdown_get_battle_state", json!({"battle_id": ib})).await;
+    // The forfeit reaches the other side through the server: a moment later.
+    let t = Instant::now();
+    let mut sb = b.ok("showdown_get_battle_state", json!({"battle_id": ib})).await;
+    while sb["status"] != "finished" && t.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        sb = b.ok("showdown_get_battle_state", json!({"battle_id": ib})).await;
+    }
     assert_eq!(sb["winner"], format!("Dave{tag}"), "{sb}");
     drop(server);
 }

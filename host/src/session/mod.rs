@@ -156,8 +156,12 @@ impl Sessions {
             .filter(|(_, s)| s.idle_for() > s.plugin.limits.idle_timeout)
             .map(|(id, s)| (id.clone(), s.plugin.limits.idle_timeout))
             .collect();
+        let many = expired.len() >= 100;
         for (id, limit) in expired {
             self.remove(&id, &format!("it expired after {} s without calls", limit.as_secs()));
+        }
+        if many {
+            crate::runtime::release_freed_memory();
         }
     }
 
