@@ -38,7 +38,8 @@ pub struct Limits {
     pub idle_timeout_ms: u64,
     /// Longest a waiting tool call is held before the plugin must answer.
     pub max_wait_ms: u64,
-    /// Calls held waiting at once on one game session; more are refused.
+    /// Calls held waiting at once on one game session; beyond it a waiting
+    /// call gets its "call again" answer at once instead of being held.
     pub max_waits_per_session: u64,
     /// Largest JSON arguments object accepted for one call.
     pub max_argument_bytes: usize,
