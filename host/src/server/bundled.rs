@@ -19,6 +19,29 @@ pub struct Sidecar {
     /// The file passed to `command`.
     pub entry: &'static str,
     pub files: &'static [(&'static str, &'static str)],
+    /// What it needs on the machine (`ludus doctor` checks it).
+    pub needs: Needs,
+}
+
+/// What a sidecar needs to run: its interpreter at a version, and the engine
+/// it installs on first use.
+pub struct Needs {
+    /// The interpreter's name for people ("Node.js").
+    pub what: &'static str,
+    /// (major, minor) of the oldest `command --version` that works.
+    pub min: (u32, u32),
+    /// How to get what is missing.
+    pub fix: &'static str,
+    /// The engine installed on first use, for people.
+    pub engine: &'static str,
+    /// A file under the user cache that exists once the engine is installed.
+    pub installed: &'static str,
+    /// The program the first-use install runs besides the interpreter.
+    pub installer: Option<&'static str>,
+    /// What the install downloads, for people.
+    pub size: &'static str,
+    /// Anything else the game needs that no check covers.
+    pub note: &'static str,
 }
 
 pub const SIDECARS: &[Sidecar] = &[
@@ -33,6 +56,16 @@ pub const SIDECARS: &[Sidecar] = &[
             ("pool.json", include_str!("../../../plugins/cards/bridge/pool.json")),
             ("decks.json", include_str!("../../../plugins/cards/bridge/decks.json")),
         ],
+        needs: Needs {
+            what: "Python",
+            min: (3, 11),
+            fix: "install Python 3.11+ with venv (Debian: apt-get install python3 python3-venv), or grant an `xmage` endpoint",
+            engine: "the rules engine (phase-python 0.103.0)",
+            installed: "ludus/phase-venv/.installed",
+            installer: None,
+            size: "pip, about 35 MB",
+            note: "",
+        },
     },
     // Showdown's simulator for offline battles (installs pokemon-showdown
     // from npm on first use).
@@ -42,5 +75,15 @@ pub const SIDECARS: &[Sidecar] = &[
         command: "node",
         entry: "showdown_sim.js",
         files: &[("showdown_sim.js", include_str!("../../../plugins/showdown/sidecar/showdown_sim.js"))],
+        needs: Needs {
+            what: "Node.js",
+            min: (18, 0),
+            fix: "install Node.js 18+ and npm (Debian: apt-get install nodejs npm), or grant a `sim` endpoint in the config",
+            engine: "the simulator (pokemon-showdown 0.11.11)",
+            installed: "ludus/showdown-sim/node_modules/pokemon-showdown/package.json",
+            installer: Some("npm"),
+            size: "npm, a few MB",
+            note: "; online battles need the operator's `server` endpoint",
+        },
     },
 ];

@@ -38,17 +38,17 @@ pub fn check(config: &Config) -> Vec<Verdict> {
 }
 
 fn sidecar(game: &'static str, car: &Sidecar) -> Verdict {
-    let need = Need::of(car);
-    let Some(version) = version_of(car.command, need.version_args) else {
+    let need = &car.needs;
+    let Some(version) = version_of(car.command) else {
         return Verdict { game, ready: false, detail: format!("`{}` is not on the PATH: {}", car.command, need.fix) };
     };
     if parse_version(&version) < need.min {
         return Verdict { game, ready: false, detail: format!("`{}` is {version}; {} {}.{} or newer is needed: {}", car.command, need.what, need.min.0, need.min.1, need.fix) };
     }
-    let installed = need.installed.map(|marker| user_cache().join(marker)).filter(|p| p.exists());
+    let installed = Some(user_cache().join(need.installed)).filter(|p| p.exists());
     let engine = match (installed, need.installer) {
         (Some(p), _) => format!("{} installed in {}", need.engine, p.parent().map_or(p.clone(), PathBuf::from).display()),
-        (None, Some(tool)) if version_of(tool, &["--version"]).is_none() => {
+        (None, Some(tool)) if version_of(tool).is_none() => {
             return Verdict { game, ready: false, detail: format!("{} is not installed yet and `{tool}` is missing to install it: {}", need.engine, need.fix) };
         }
         (None, _) => format!("{} installs on first use ({})", need.engine, need.size),
@@ -56,53 +56,9 @@ fn sidecar(game: &'static str, car: &Sidecar) -> Verdict {
     Verdict { game, ready: true, detail: format!("ready: {} {version}; {engine}{}", car.command, need.note) }
 }
 
-/// What a sidecar's program needs, by interpreter.
-struct Need {
-    what: &'static str,
-    version_args: &'static [&'static str],
-    min: (u32, u32),
-    fix: &'static str,
-    engine: &'static str,
-    /// A file under the user cache that exists once the engine is installed.
-    installed: Option<&'static str>,
-    /// The program the first-use install runs, besides the interpreter.
-    installer: Option<&'static str>,
-    size: &'static str,
-    note: &'static str,
-}
-
-impl Need {
-    fn of(car: &Sidecar) -> Need {
-        match car.command {
-            "node" => Need {
-                what: "Node.js",
-                version_args: &["--version"],
-                min: (18, 0),
-                fix: "install Node.js 18+ and npm (Debian: apt-get install nodejs npm), or grant a `sim` endpoint in the config",
-                engine: "the simulator (pokemon-showdown 0.11.11)",
-                installed: Some("ludus/showdown-sim/node_modules/pokemon-showdown/package.json"),
-                installer: Some("npm"),
-                size: "npm, a few MB",
-                note: "; online battles need the operator's `server` endpoint",
-            },
-            _ => Need {
-                what: "Python",
-                version_args: &["--version"],
-                min: (3, 11),
-                fix: "install Python 3.11+ with venv (Debian: apt-get install python3 python3-venv), or grant an `xmage` endpoint",
-                engine: "the rules engine (phase-python 0.103.0)",
-                installed: Some("ludus/phase-venv/.installed"),
-                installer: None,
-                size: "pip, about 35 MB",
-                note: "",
-            },
-        }
-    }
-}
-
 /// `program --version`'s first line, if the program runs.
-fn version_of(program: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(program).args(args).output().ok()?;
+fn version_of(program: &str) -> Option<String> {
+    let out = Command::new(program).arg("--version").output().ok()?;
     let text = if out.stdout.is_empty() { out.stderr } else { out.stdout };
     Some(String::from_utf8_lossy(&text).lines().next().unwrap_or("").trim().to_string())
 }
