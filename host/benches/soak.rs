@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
+mod common;
+
+use common::{post, rpc_result};
+
 const BIN: &str = env!("CARGO_BIN_EXE_ludus");
 const CONCURRENCY: usize = 16;
 
@@ -81,25 +85,6 @@ struct Session {
     id: Arc<str>,
 }
 
-async fn post(http: &reqwest::Client, url: &str, session: Option<&str>, body: Value) -> (Option<String>, String) {
-    let mut req = http.post(url).header("accept", "application/json, text/event-stream").json(&body);
-    if let Some(id) = session {
-        req = req.header("mcp-session-id", id).header("mcp-protocol-version", "2025-06-18");
-    }
-    let resp = req.send().await.unwrap();
-    let id = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(String::from);
-    (id, resp.text().await.unwrap_or_default())
-}
-
-fn result_of(text: &str) -> Value {
-    text.lines()
-        .map(|l| l.strip_prefix("data:").unwrap_or(l).trim())
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v.get("result").is_some())
-        .map(|v| v["result"]["structuredContent"].clone())
-        .unwrap_or(Value::Null)
-}
-
 impl Session {
     async fn open(url: &str) -> Session {
         let http = reqwest::Client::new();
@@ -113,7 +98,7 @@ impl Session {
 
     async fn call(&self, rid: u64, tool: &str, args: Value) -> Value {
         let body = json!({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": tool, "arguments": args}});
-        result_of(&post(&self.http, &self.url, Some(&self.id), body).await.1)
+        rpc_result(&post(&self.http, &self.url, Some(&self.id), body).await.1)["structuredContent"].clone()
     }
 
     async fn delete(&self) {
