@@ -18,7 +18,7 @@ use wasmtime::component::{Component, ComponentExportIndex, InstancePre};
 use crate::capability::channels::ChannelGrant;
 use crate::capability::{self, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
 use crate::config::{Config, PluginLimits};
-use crate::runtime::Runtime;
+use crate::runtime::{Pace, Runtime};
 use crate::runtime::bindings::LinkedPre;
 use crate::runtime::bindings::ludus::plugin::types::{PluginInfo, SessionRole};
 use docs::Docs;
@@ -68,6 +68,8 @@ pub struct ToolDef {
     pub max_wait: Duration,
     /// What `tools/list` shows.
     pub tool: Tool,
+    /// How its calls have run, for where the next one runs (`run_guest`).
+    pub pace: Pace,
 }
 
 impl ToolDef {
@@ -152,6 +154,10 @@ pub struct Plugin {
     pub imports: Vec<String>,
     pub loaded_at: SystemTime,
     pub runtime: Arc<Runtime>,
+    /// How starting a session has run; and the other calls (timer and
+    /// channel events, resource reads).
+    pub start_pace: Pace,
+    pub event_pace: Pace,
 }
 
 impl Plugin {
@@ -220,6 +226,8 @@ impl Plugin {
             channels,
             read_resource,
             limits,
+            start_pace: Pace::default(),
+            event_pace: Pace::default(),
             imports,
             loaded_at: SystemTime::now(),
             runtime: runtime.clone(),
@@ -363,6 +371,7 @@ fn derive_tools(
             default_wait: default_wait.min(max_wait),
             max_wait,
             tool,
+            pace: Pace::default(),
         });
     }
     tools.sort_by(|a, b| a.name.cmp(&b.name));

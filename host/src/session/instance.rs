@@ -57,6 +57,10 @@ pub struct Session {
     /// Calls currently held in a wait on this session.
     pub(super) waiting: AtomicU64,
     slot: Mutex<Slot>,
+    /// Tool calls take turns in arrival order (tokio's mutex is fair): two
+    /// calls on one session never overtake each other, even when the first
+    /// waits for a blocking thread.
+    pub turn: tokio::sync::Mutex<()>,
     stdout: GuestOutput,
     stderr: GuestOutput,
     last_stderr: Mutex<String>,
@@ -92,6 +96,7 @@ impl Session {
             calls: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
             slot: Mutex::new(Slot::Dead("the session is still starting".into())),
+            turn: tokio::sync::Mutex::new(()),
             stdout: GuestOutput::new(out_cap),
             stderr: GuestOutput::new(out_cap),
             last_stderr: Mutex::new(String::new()),
@@ -226,7 +231,7 @@ impl Session {
         };
         let s = self.clone();
         let call = move || s.invoke(&export, &[Val::U64(id)], 0, CallInfo::default());
-        match run_guest(call).await {
+        match run_guest(&self.plugin.event_pace, call).await {
             Ok(Ok(_)) => self.bump(),
             Ok(Err(e)) => tracing::warn!(plugin = self.plugin.name, "timer event failed: {e}"),
             Err(e) => tracing::error!("timer task failed: {e}"),
@@ -317,7 +322,7 @@ impl Inbox for Session {
         };
         let Some(export) = export else { return false };
         let s = self.clone();
-        match run_guest(move || s.invoke(&export, &params, 0, CallInfo::default())).await {
+        match run_guest(&self.plugin.event_pace, move || s.invoke(&export, &params, 0, CallInfo::default())).await {
             Ok(Ok(_)) => {
                 self.bump();
                 true

@@ -226,9 +226,12 @@ impl Sessions {
         let mut wait = Wait::new();
         let (mut timed_out, mut rerun) = (false, false);
         loop {
+            let turn = session.turn.lock().await;
             changes.borrow_and_update();
             let (s, export, p, info) = (session.clone(), tool.export, params.clone(), CallInfo { caller: caller.clone(), timed_out });
-            let inv = match run_guest(move || s.invoke(&export, &p, results, info)).await {
+            let inv = run_guest(&tool.pace, move || s.invoke(&export, &p, results, info)).await;
+            drop(turn);
+            let inv = match inv {
                 Ok(Ok(inv)) => inv,
                 Ok(Err(e)) => {
                     if creates {
@@ -294,7 +297,7 @@ impl Sessions {
                     let names: Weak<dyn Names> = Arc::downgrade(&me) as _;
                     Session::start(p, Sessions::new_id(), seed, &caller, Some(names), rt)
                 };
-                run_guest(start).await?
+                run_guest(&plugin.start_pace, start).await?
             }
             Role::Shared => self.shared_session(plugin),
         }
@@ -320,7 +323,7 @@ impl Sessions {
         };
         let (export, uri) = (session.plugin.read_resource, uri.to_string());
         let call = move || session.invoke(&export, &[Val::String(uri)], 1, CallInfo::default());
-        let inv = run_guest(call).await??;
+        let inv = run_guest(&plugin.event_pace, call).await??;
         let text = |v: Option<Box<Val>>| match v.map(|b| *b) {
             Some(Val::String(s)) => s,
             _ => String::new(),
