@@ -15,21 +15,26 @@ use serde_json::{Value, json};
 /// `ludus serve` on plain pipes.
 struct Pipes {
     child: std::process::Child,
-    input: std::process::ChildStdin,
+    input: Option<std::process::ChildStdin>,
     output: BufReader<std::process::ChildStdout>,
 }
 
 impl Pipes {
     fn start(work: &std::path::Path) -> Pipes {
+        Pipes::start_with(work, &[])
+    }
+
+    fn start_with(work: &std::path::Path, args: &[&str]) -> Pipes {
         let cfg = config(work, "");
         let mut child = Command::new(BIN)
             .args(["serve", "--config", cfg.to_str().unwrap()])
+            .args(args)
             .env("LUDUS_LOG", "error")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        let (input, output) = (child.stdin.take().unwrap(), BufReader::new(child.stdout.take().unwrap()));
+        let (input, output) = (child.stdin.take(), BufReader::new(child.stdout.take().unwrap()));
         let mut p = Pipes { child, input, output };
         let init = p.ask(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#);
         assert!(init["result"]["serverInfo"].is_object(), "{init}");
@@ -38,21 +43,56 @@ impl Pipes {
     }
 
     fn send(&mut self, line: &str) {
-        writeln!(self.input, "{line}").unwrap();
-        self.input.flush().unwrap();
+        self.write(format!("{line}\n").as_bytes());
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let input = self.input.as_mut().expect("stdin is open");
+        input.write_all(bytes).unwrap();
+        input.flush().unwrap();
     }
 
     fn ask(&mut self, line: &str) -> Value {
         self.send(line);
+        self.read()
+    }
+
+    fn read(&mut self) -> Value {
         let mut answer = String::new();
         self.output.read_line(&mut answer).unwrap();
         serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer}"))
     }
+
+    /// Calls a tool and returns its structured answer.
+    fn tool(&mut self, id: u64, name: &str, args: Value) -> Value {
+        let answer = self.ask(&call_line(id, name, args));
+        answer["result"]["structuredContent"].clone()
+    }
+
+    /// Pipes with the hello plugin loaded, and one of its counters.
+    fn with_hello_counter(work: &std::path::Path) -> (Pipes, Value) {
+        let dir = work.join("plugins");
+        std::fs::create_dir_all(&dir).unwrap();
+        install(&dir, &component("hello"), "hello.wasm");
+        let mut p = Pipes::start_with(work, &["--plugins", dir.to_str().unwrap()]);
+        let counter = p.tool(1, "hello_start", json!({}))["counter_id"].clone();
+        assert!(counter.is_string(), "{counter}");
+        (p, counter)
+    }
+
+    fn waiting_calls(&mut self) -> Value {
+        self.tool(2, "ludus_sessions", json!({"game": "hello"}))["sessions"][0]["waiting_calls"].clone()
+    }
+}
+
+fn call_line(id: u64, name: &str, args: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}}).to_string()
 }
 
 impl Drop for Pipes {
     fn drop(&mut self) {
         let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -190,6 +230,26 @@ async fn mcp_sessions_are_capped_and_freed_by_delete() {
     open_session(url).await;
 }
 
+/// An MCP session busy with tool calls stays open however long it lives; one
+/// left idle past `mcp_session_idle_ms` is closed (404 afterwards).
+#[tokio::test]
+async fn idle_mcp_sessions_expire_and_busy_ones_do_not() {
+    let work = scratch();
+    let cfg = config(work.path(), "[limits]\nmcp_session_idle_ms = 400\n");
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let url = server.url.as_str();
+    let session = open_session(url).await;
+    let get = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ludus_sessions","arguments":{}}}"#;
+    for _ in 0..15 {
+        let r = post(url, Some(&session), get).await;
+        assert_eq!(r.status(), 200, "a busy session was closed");
+        r.text().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    assert_eq!(post(url, Some(&session), get).await.status(), 404, "an idle session was kept");
+}
+
 /// Every tool states what it answers: the host's own tools carry an
 /// `outputSchema` their answers match, and declared argument ranges are in
 /// the input schemas and enforced with the same bounds.
@@ -214,4 +274,105 @@ async fn schemas_state_the_real_shapes_and_ranges() {
     // No schema promises a number JavaScript cannot hold.
     let text = serde_json::to_string(&tools).unwrap();
     assert!(!text.contains("18446744073709551615") && !text.contains("9223372036854775807"), "a schema carries a 64-bit bound");
+}
+
+/// Requests written all at once over stdio: quick calls are answered in the
+/// order they were sent, calls on one session run in that order too, and a
+/// call that waits for the game holds up none of those behind it.
+#[test]
+fn over_stdio_quick_calls_answer_in_order_and_a_wait_holds_up_nothing() {
+    let work = scratch();
+    let (mut p, counter) = Pipes::with_hello_counter(work.path());
+    let env = p.tool(3, "hanoi_init_simulator", json!({"n": 3}))["env_id"].clone();
+    let mut batch = call_line(10, "hello_wait_for", json!({"counter_id": counter, "at_least": 3})) + "\n";
+    for id in 11..=13 {
+        batch += &(call_line(id, "hello_bump", json!({"counter_id": counter})) + "\n");
+    }
+    for id in 14..214 {
+        batch += &(call_line(id, "hanoi_get_state", json!({"env_id": env})) + "\n");
+    }
+    p.write(batch.as_bytes());
+    let answers: Vec<Value> = (0..204).map(|_| p.read()).collect();
+    let order: Vec<u64> = answers.iter().map(|a| a["id"].as_u64().unwrap()).collect();
+    let quick: Vec<u64> = order.iter().copied().filter(|&id| id != 10).collect();
+    assert_eq!(quick, (11..214).collect::<Vec<_>>(), "quick calls out of request order");
+    let counts: Vec<Value> = answers[..3].iter().map(|a| a["result"]["structuredContent"]["count"].clone()).collect();
+    assert_eq!(counts, [json!(1), json!(2), json!(3)], "the bumps ran in the order sent: {answers:?}");
+    // The wait ended on the third bump (not at its deadline, which a reader
+    // held up by the wait would have forced); its answer may come out just
+    // before the third bump's own.
+    let wait = answers.iter().find(|a| a["id"] == 10).unwrap();
+    assert_eq!(wait["result"]["structuredContent"]["count"], 3, "{wait}");
+}
+
+/// `notifications/cancelled` over stdio ends a waiting call at once, and the
+/// cancelled request gets no answer.
+#[test]
+fn over_stdio_a_cancelled_wait_ends_and_is_not_answered() {
+    let work = scratch();
+    let (mut p, counter) = Pipes::with_hello_counter(work.path());
+    p.send(&call_line(20, "hello_wait_for", json!({"counter_id": counter, "at_least": 50})));
+    let t = Instant::now();
+    while p.waiting_calls() != 1 {
+        assert!(t.elapsed() < Duration::from_secs(3), "the call never started waiting");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":20,"reason":"gave up"}}"#);
+    let t = Instant::now();
+    while p.waiting_calls() != 0 {
+        assert!(t.elapsed() < Duration::from_secs(2), "the wait did not end on cancellation");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let next = p.ask(r#"{"jsonrpc":"2.0","id":21,"method":"ping"}"#);
+    assert_eq!(next["id"], 21, "the cancelled request was answered: {next}");
+}
+
+/// A stdio client that closes its end while a call waits: the wait is
+/// cancelled with it and the server exits at once, not when the wait's
+/// deadline (here 5 s) runs out.
+#[test]
+fn over_stdio_closing_stdin_ends_waiting_calls_and_the_server() {
+    let work = scratch();
+    let (mut p, counter) = Pipes::with_hello_counter(work.path());
+    p.send(&call_line(30, "hello_wait_for", json!({"counter_id": counter, "at_least": 50})));
+    let t = Instant::now();
+    while p.waiting_calls() != 1 {
+        assert!(t.elapsed() < Duration::from_secs(3), "the call never started waiting");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    p.input = None;
+    let t = Instant::now();
+    while p.child.try_wait().unwrap().is_none() {
+        assert!(t.elapsed() < Duration::from_secs(3), "the server kept running after its client closed stdin");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// SSE event ids never repeat within a session (a client resuming with
+/// `Last-Event-ID` must not be able to name two events).
+#[tokio::test]
+async fn over_http_event_ids_do_not_repeat_in_a_session() {
+    let work = scratch();
+    let server = http_server(&[], work.path()).await;
+    let url = server.url.as_str();
+    let session = open_session(url).await;
+    let mut ids = Vec::new();
+    for (n, body) in [
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":2}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"resources/list"}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/list"}"#,
+    ]
+    .iter()
+    .enumerate()
+    {
+        let text = post(url, Some(&session), body).await.text().await.unwrap();
+        assert!(text.contains(&format!("\"id\":{}", n + 2)), "{text}");
+        ids.extend(text.lines().filter_map(|l| l.strip_prefix("id:")).map(|id| id.trim().to_string()));
+    }
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "repeated event ids: {ids:?}");
 }

@@ -1,5 +1,6 @@
 //! MCP over Streamable HTTP: rmcp's service behind our own accept loop and a
-//! thin JSON-RPC gate.
+//! thin JSON-RPC gate, with our session manager (`http_sessions`) answering
+//! tool calls on the direct lane.
 //!
 //! The accept loop (hyper directly rather than `axum::serve`) is here for the
 //! limits `axum::serve` cannot set: a cap on open connections, and a deadline
@@ -24,11 +25,11 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::SessionManager;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use super::http_sessions::Sessions;
 use super::jsonrpc;
 use crate::mcp::Ludus;
 use crate::registry::Registry;
@@ -36,7 +37,8 @@ use crate::registry::Registry;
 pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     let ct = CancellationToken::new();
     let max_body = registry.config.limits.max_argument_bytes + (64 << 10);
-    let sessions = Arc::new(session_manager(&registry.config.limits));
+    let idle_limit = Duration::from_millis(registry.config.limits.mcp_session_idle_ms);
+    let sessions = Sessions::new(Ludus::new(registry.clone()), idle_limit);
     let r = registry.clone();
     let service = StreamableHttpService::new(move || Ok(Ludus::new(r.clone())), sessions.clone(), mcp_config(&registry, max_body, &ct));
     let gate = Gate { sessions, max_body, max_sessions: registry.config.limits.max_mcp_sessions, in_flight: Default::default() };
@@ -118,17 +120,8 @@ fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> S
         .with_cancellation_token(ct.child_token())
 }
 
-/// MCP sessions that expire when idle, and without SSE priming events (the
-/// session layer adds its own unless told not to).
-fn session_manager(limits: &crate::config::Limits) -> LocalSessionManager {
-    let mut manager = LocalSessionManager::default();
-    manager.session_config.keep_alive = Some(Duration::from_millis(limits.mcp_session_idle_ms));
-    manager.session_config.sse_retry = None;
-    manager
-}
-
 struct Gate {
-    sessions: Arc<LocalSessionManager>,
+    sessions: Arc<Sessions>,
     max_body: usize,
     max_sessions: usize,
     /// (session, request id) of every request whose answer is streaming.
@@ -165,7 +158,7 @@ async fn check_post(gate: &Arc<Gate>, request: Request, next: Next) -> Response 
     let opens_session = !parts.headers.contains_key("mcp-session-id")
         && matches!(&message, rmcp::model::JsonRpcMessage::Request(r) if matches!(r.request, rmcp::model::ClientRequest::InitializeRequest(_)));
     if opens_session {
-        let open = gate.sessions.sessions.read().await.len();
+        let open = gate.sessions.count().await;
         if open >= gate.max_sessions {
             let why = format!(
                 "this server already has {open} MCP sessions (limits.max_mcp_sessions); close one with DELETE, or wait for idle ones to expire"
@@ -176,7 +169,8 @@ async fn check_post(gate: &Arc<Gate>, request: Request, next: Next) -> Response 
     // A request of a session is tracked while its answer streams, so the same
     // id twice in flight is refused (the second would take over the first's
     // answer and leave it unanswered). A client that goes away cancels its
-    // request in rmcp's session layer already (tests/http.rs checks it).
+    // request: its answer stream is dropped (`http_sessions`; tests/http.rs
+    // checks it).
     let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
     let request_id = match &message {
         rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.to_string()),

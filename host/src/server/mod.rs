@@ -5,6 +5,7 @@
 mod bundled;
 pub mod doctor;
 mod http;
+mod http_sessions;
 mod jsonrpc;
 mod stdio;
 mod watch;
@@ -144,7 +145,8 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
     let registry = start(&opts).await?;
     match opts.http {
         None => {
-            let service = Ludus::new(registry).serve(stdio::Stdio::new()?).await?;
+            let ludus = Ludus::new(registry);
+            let service = ludus.clone().serve(stdio::Stdio::start(ludus)?).await?;
             service.waiting().await?;
             Ok(())
         }

@@ -10,37 +10,184 @@
 //!   pipes or sockets (as every MCP client starts us): tokio's `stdin()` and
 //!   `stdout()` hand each read and write to a blocking thread, a thread hop
 //!   per message in each direction.
+//! - Tool calls and pings take the direct lane (`Ludus::answer_directly`):
+//!   the reader task runs each one as it reads it, in arrival order, and
+//!   writes its answer before reading on. A call that cannot finish at once
+//!   (it waits for the game to change, or its tool is slow and runs on a
+//!   blocking thread) moves to a task of its own and answers when done, so
+//!   it holds up nothing behind it. Quick calls are therefore answered in
+//!   request order, with no task spawned and no thread woken; everything
+//!   else goes on to rmcp's service.
 
 use std::future::Future;
 use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
 use std::sync::Arc;
 
+use std::collections::HashMap;
+use std::task::Poll;
+
 use rmcp::RoleServer;
+use rmcp::model::{ClientNotification, JsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, mpsc};
+use tokio_util::sync::CancellationToken;
 
 use super::jsonrpc::{classify, error_reply};
+use crate::mcp::{DirectAnswer, Ludus, Notify};
+use crate::sync::lock;
 
-type Reader = BufReader<Pin<Box<dyn AsyncRead + Send>>>;
+type Input = BufReader<Pin<Box<dyn AsyncRead + Send>>>;
 type Writer = Arc<Mutex<Pin<Box<dyn AsyncWrite + Send>>>>;
 
 /// The longest line read; a longer one is refused and skipped, not buffered.
 const MAX_LINE: usize = 64 << 20;
 
+/// rmcp's side of the transport: what the reader did not answer itself, and
+/// the shared output.
 pub struct Stdio {
-    input: Reader,
+    from_reader: mpsc::Receiver<RxJsonRpcMessage<RoleServer>>,
     output: Writer,
-    line: Vec<u8>,
 }
 
 impl Stdio {
-    pub fn new() -> std::io::Result<Stdio> {
-        Ok(Stdio { input: BufReader::with_capacity(64 << 10, reader()?), output: Arc::new(Mutex::new(writer()?)), line: Vec::new() })
+    /// Starts reading stdin on a task of its own.
+    pub fn start(ludus: Ludus) -> std::io::Result<Stdio> {
+        let output: Writer = Arc::new(Mutex::new(writer()?));
+        let (to_rmcp, from_reader) = mpsc::channel(64);
+        let input = BufReader::with_capacity(64 << 10, reader()?);
+        let reader = Reader { input, output: output.clone(), line: Vec::new(), ludus, to_rmcp, running: Default::default() };
+        tokio::spawn(reader.run());
+        Ok(Stdio { from_reader, output })
     }
+}
+
+/// Direct-lane calls that went on in tasks of their own, by request id, so
+/// `notifications/cancelled` (or the end of stdin) can stop them.
+type Running = Arc<std::sync::Mutex<HashMap<String, CancellationToken>>>;
+
+struct Reader {
+    input: Input,
+    output: Writer,
+    line: Vec<u8>,
+    ludus: Ludus,
+    to_rmcp: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
+    running: Running,
+}
+
+impl Reader {
+    async fn run(mut self) {
+        while let Some(message) = self.next_message().await {
+            let message = match message {
+                JsonRpcMessage::Request(request) => {
+                    let (ct, id) = (CancellationToken::new(), request.id.to_string());
+                    match self.ludus.answer_directly(None, request, ct.clone(), self.notifier()) {
+                        Ok(answer) => {
+                            let (output, running) = (self.output.clone(), self.running.clone());
+                            answer_directly(answer, ct, output, running, id).await;
+                            continue;
+                        }
+                        Err(request) => JsonRpcMessage::Request(request),
+                    }
+                }
+                JsonRpcMessage::Notification(n) if self.cancels_running(&n.notification) => continue,
+                other => other,
+            };
+            if self.to_rmcp.send(message).await.is_err() {
+                break;
+            }
+        }
+        // Stdin ended: the client is gone, and so is the point of its calls.
+        for (_, ct) in lock(&self.running).drain() {
+            ct.cancel();
+        }
+    }
+
+    fn cancels_running(&self, n: &ClientNotification) -> bool {
+        let ClientNotification::CancelledNotification(c) = n else { return false };
+        let Some(id) = &c.params.request_id else { return false };
+        let Some(ct) = lock(&self.running).remove(&id.to_string()) else { return false };
+        ct.cancel();
+        true
+    }
+
+    /// Progress of a direct-lane call goes straight out.
+    fn notifier(&self) -> Notify {
+        let output = self.output.clone();
+        Arc::new(move |message| {
+            let output = output.clone();
+            tokio::spawn(async move { write_message(&output, &message).await });
+        })
+    }
+
+    /// The next JSON-RPC message; lines that are not one are answered here.
+    async fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            self.line.clear();
+            let n = (&mut self.input).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut self.line).await.ok()?;
+            if n == 0 {
+                return None;
+            }
+            if self.line.len() > MAX_LINE && !self.line.ends_with(b"\n") {
+                self.skip_rest_of_line().await?;
+                let reply = error_reply(Value::Null, -32600, format!("a message has at most {MAX_LINE} bytes"));
+                let _ = write_line(&self.output, reply).await;
+                continue;
+            }
+            let text = self.line.trim_ascii();
+            if text.is_empty() {
+                continue;
+            }
+            match classify(text) {
+                Ok(message) => return Some(message),
+                Err(refusal) if !refusal.notification => {
+                    if write_line(&self.output, refusal.reply).await.is_err() {
+                        return None;
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
+    async fn skip_rest_of_line(&mut self) -> Option<()> {
+        loop {
+            self.line.clear();
+            let n = (&mut self.input).take(1 << 20).read_until(b'\n', &mut self.line).await.ok()?;
+            if n == 0 {
+                return None;
+            }
+            if self.line.ends_with(b"\n") {
+                return Some(());
+            }
+        }
+    }
+}
+
+/// Runs a direct-lane call as far as it goes now; answers it if done, else
+/// lets it finish in a task of its own.
+async fn answer_directly(mut answer: DirectAnswer, ct: CancellationToken, output: Writer, running: Running, id: String) {
+    // Out of tokio's cooperative budget, a lock that is free still answers
+    // "pending" once, to make the task yield; the reader yields between
+    // lines instead (its reads are budgeted), so a quick call is never moved
+    // aside, and out of request order, for that.
+    let first = tokio::task::unconstrained(std::future::poll_fn(|cx| Poll::Ready(answer.as_mut().poll(cx)))).await;
+    if let Poll::Ready(message) = first {
+        let _ = write_message(&output, &message).await;
+        return;
+    }
+    lock(&running).insert(id.clone(), ct.clone());
+    tokio::spawn(async move {
+        let message = answer.await;
+        lock(&running).remove(&id);
+        // A cancelled request gets no answer (MCP: the client has forgotten it).
+        if !ct.is_cancelled() {
+            let _ = write_message(&output, &message).await;
+        }
+    });
 }
 
 /// Stdin as a non-blocking pipe or socket on the runtime's reactor; anything
@@ -94,37 +241,11 @@ impl Transport<RoleServer> for Stdio {
 
     fn send(&mut self, item: TxJsonRpcMessage<RoleServer>) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let output = self.output.clone();
-        let line = serde_json::to_vec(&item).map_err(std::io::Error::other);
-        async move { write_line(&output, line?).await }
+        async move { write_message(&output, &item).await }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        loop {
-            self.line.clear();
-            let n = (&mut self.input).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut self.line).await.ok()?;
-            if n == 0 {
-                return None;
-            }
-            if self.line.len() > MAX_LINE && !self.line.ends_with(b"\n") {
-                self.skip_rest_of_line().await?;
-                let reply = error_reply(Value::Null, -32600, format!("a message has at most {MAX_LINE} bytes"));
-                let _ = write_line(&self.output, reply).await;
-                continue;
-            }
-            let text = self.line.trim_ascii();
-            if text.is_empty() {
-                continue;
-            }
-            match classify(text) {
-                Ok(message) => return Some(message),
-                Err(refusal) if !refusal.notification => {
-                    if write_line(&self.output, refusal.reply).await.is_err() {
-                        return None;
-                    }
-                }
-                Err(_) => {}
-            }
-        }
+        self.from_reader.recv().await
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
@@ -132,19 +253,8 @@ impl Transport<RoleServer> for Stdio {
     }
 }
 
-impl Stdio {
-    async fn skip_rest_of_line(&mut self) -> Option<()> {
-        loop {
-            self.line.clear();
-            let n = (&mut self.input).take(1 << 20).read_until(b'\n', &mut self.line).await.ok()?;
-            if n == 0 {
-                return None;
-            }
-            if self.line.ends_with(b"\n") {
-                return Some(());
-            }
-        }
-    }
+async fn write_message(output: &Writer, message: &impl serde::Serialize) -> std::io::Result<()> {
+    write_line(output, serde_json::to_vec(message).map_err(std::io::Error::other)?).await
 }
 
 async fn write_line(output: &Writer, mut line: Vec<u8>) -> std::io::Result<()> {

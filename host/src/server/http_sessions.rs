@@ -1,0 +1,218 @@
+//! MCP sessions over HTTP: rmcp's local session manager, with tool calls and
+//! pings answered on the direct lane, and idle expiry done here.
+//!
+//! rmcp still opens and closes sessions, runs `initialize` and every other
+//! request, and checks each POST (Origin, Host, protocol version, session id)
+//! before it reaches `create_stream`. What changes is where a tool call goes
+//! after that: into the connection's own task (`Ludus::answer_directly`),
+//! not through the session's worker task and back. The answer is the same
+//! one-message SSE stream rmcp would send, progress notifications first.
+//!
+//! Expiry moved here because the session's worker no longer sees every
+//! request: its own idle timer would close a session that is busy on the
+//! direct lane.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_util::{Stream, StreamExt};
+use sync_wrapper::SyncWrapper;
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError};
+use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
+use tokio_util::sync::CancellationToken;
+
+use crate::mcp::{DirectAnswer, Ludus, caller_for_session};
+use crate::sync::lock;
+
+pub struct Sessions {
+    pub inner: LocalSessionManager,
+    ludus: Ludus,
+    idle_limit: Duration,
+    last_used: Mutex<HashMap<SessionId, Instant>>,
+    /// Direct-lane requests still running, by (session, request id), so a
+    /// `notifications/cancelled` can reach them.
+    running: Arc<Mutex<HashMap<(SessionId, String), CancellationToken>>>,
+}
+
+impl Sessions {
+    /// Sessions for `ludus`'s registry that close after `idle_limit` without
+    /// a request; the sweep runs on the current runtime for as long as the
+    /// returned manager lives.
+    pub fn new(ludus: Ludus, idle_limit: Duration) -> Arc<Sessions> {
+        let mut inner = LocalSessionManager::default();
+        inner.session_config.keep_alive = None;
+        // No SSE priming events (see `http::mcp_config`).
+        inner.session_config.sse_retry = None;
+        let sessions = Arc::new(Sessions { inner, ludus, idle_limit, last_used: Default::default(), running: Default::default() });
+        let weak = Arc::downgrade(&sessions);
+        let every = (idle_limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(sessions) = weak.upgrade() else { return };
+                sessions.close_idle().await;
+            }
+        });
+        sessions
+    }
+
+    pub async fn count(&self) -> usize {
+        self.inner.sessions.read().await.len()
+    }
+
+    fn touch(&self, id: &SessionId) {
+        lock(&self.last_used).insert(id.clone(), Instant::now());
+    }
+
+    async fn close_idle(&self) {
+        let idle: Vec<SessionId> = {
+            let now = Instant::now();
+            let mut last_used = lock(&self.last_used);
+            let idle: Vec<_> = last_used.iter().filter(|(_, t)| now - **t > self.idle_limit).map(|(id, _)| id.clone()).collect();
+            for id in &idle {
+                last_used.remove(id);
+            }
+            idle
+        };
+        for id in idle {
+            tracing::debug!(session = %id, "closing an idle MCP session");
+            let _ = self.inner.close_session(&id).await;
+        }
+    }
+
+    /// A tool call or ping as a one-answer stream (progress first), or the
+    /// message back when it is for rmcp.
+    fn direct_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, ClientJsonRpcMessage> {
+        let ClientJsonRpcMessage::Request(request) = message else { return Err(message) };
+        let key = (id.clone(), request.id.to_string());
+        let ct = CancellationToken::new();
+        let (progress_tx, progress_rx) = tokio::sync::mpsc::unbounded_channel::<ServerJsonRpcMessage>();
+        let notify = Arc::new(move |m| {
+            let _ = progress_tx.send(m);
+        });
+        let answer = self
+            .ludus
+            .answer_directly(Some(caller_for_session(id)), request, ct.clone(), notify)
+            .map_err(ClientJsonRpcMessage::Request)?;
+        lock(&self.running).insert(key.clone(), ct.clone());
+        // Dropping the stream (the client went away) cancels the call and
+        // forgets it.
+        let running = Running { map: self.running.clone(), key, _cancel: ct.drop_guard() };
+        Ok(DirectStream { progress: progress_rx, answer: Some(SyncWrapper::new(answer)), _running: running })
+    }
+}
+
+/// Progress notifications while the call runs, then its answer, then the end.
+struct DirectStream {
+    progress: tokio::sync::mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    answer: Option<SyncWrapper<DirectAnswer>>,
+    _running: Running,
+}
+
+impl Stream for DirectStream {
+    type Item = ServerSseMessage;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ServerSseMessage>> {
+        if self.answer.is_none() {
+            return Poll::Ready(None);
+        }
+        // Progress that came before the answer goes out before it; progress
+        // sent as the call finished is moot and dropped with the stream.
+        if let Poll::Ready(Some(m)) = self.progress.poll_recv(cx) {
+            return Poll::Ready(Some(ServerSseMessage::from_message(m)));
+        }
+        let answer = self.answer.as_mut().expect("checked above").get_mut().as_mut().poll(cx);
+        answer.map(|m| {
+            self.answer = None;
+            Some(ServerSseMessage::from_message(m))
+        })
+    }
+}
+
+/// A direct-lane request in the running table until it ends or is dropped.
+struct Running {
+    map: Arc<Mutex<HashMap<(SessionId, String), CancellationToken>>>,
+    key: (SessionId, String),
+    _cancel: tokio_util::sync::DropGuard,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        lock(&self.map).remove(&self.key);
+    }
+}
+
+impl SessionManager for Sessions {
+    type Error = LocalSessionManagerError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let (id, transport) = self.inner.create_session().await?;
+        self.touch(&id);
+        Ok((id, transport))
+    }
+
+    async fn initialize_session(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.inner.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.inner.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        lock(&self.last_used).remove(id);
+        self.inner.close_session(id).await
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id);
+        match self.direct_stream(id, message) {
+            Ok(direct) => Ok(direct.left_stream()),
+            Err(message) => Ok(self.inner.create_stream(id, message).await?.right_stream()),
+        }
+    }
+
+    async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
+        self.touch(id);
+        if let ClientJsonRpcMessage::Notification(n) = &message
+            && let ClientNotification::CancelledNotification(c) = &n.notification
+            && let Some(request) = &c.params.request_id
+            && let Some(ct) = lock(&self.running).get(&(id.clone(), request.to_string()))
+        {
+            ct.cancel();
+            return Ok(());
+        }
+        self.inner.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id);
+        self.inner.create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id);
+        self.inner.resume(id, last_event_id).await
+    }
+}
