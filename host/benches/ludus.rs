@@ -32,7 +32,7 @@ use tokio::sync::mpsc;
 
 mod common;
 
-use common::{post, rpc_result};
+use common::{RawHttp, rpc_result};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ludus");
 
@@ -132,31 +132,26 @@ async fn latency(c: &Client, n: usize) -> (Duration, Duration) {
     percentiles(d)
 }
 
-/// A Streamable HTTP session of a plain client with one Hanoi puzzle:
-/// (session id, env id).
-async fn http_hanoi_session(client: &reqwest::Client, url: &str) -> (String, Value) {
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
-    let (session, _) = post(client, url, None, init).await;
-    let session = session.expect("the server gave an mcp-session-id");
-    post(client, url, Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-    let (_, text) = post(client, url, Some(&session), hanoi_call(1, "hanoi_init_simulator", json!({"n": 3}))).await;
+/// A minimal client's MCP session with one Hanoi puzzle: (client, env id).
+async fn http_hanoi_session(url: &str) -> (RawHttp, Value) {
+    let mut c = RawHttp::initialize(url).await;
+    let (_, text) = c.post(&hanoi_call(1, "hanoi_init_simulator", json!({"n": 3}))).await;
     let env = rpc_result(&text)["structuredContent"]["env_id"].clone();
-    (session, env)
+    (c, env)
 }
 
 fn hanoi_call(id: u64, name: &str, args: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}})
 }
 
-/// `n` timed `hanoi_get_state` round trips (after `warm` untimed ones) on one
+/// `n` timed round trips of `request(id)` (after `warm` untimed ones) on one
 /// keep-alive connection whose client waits for each answer's end.
-async fn get_state_round_trips(client: &reqwest::Client, url: &str, session: &str, env: &Value, warm: usize, n: usize) -> Vec<Duration> {
+async fn round_trips(c: &mut RawHttp, request: impl Fn(u64) -> Value, warm: usize, n: usize) -> Vec<Duration> {
     let mut d = Vec::with_capacity(n);
     for i in 0..warm + n {
         let t = Instant::now();
-        let (_, text) = post(client, url, Some(session), hanoi_call(2 + i as u64, "hanoi_get_state", json!({"env_id": env}))).await;
-        assert!(rpc_result(&text)["structuredContent"].is_object(), "{text}");
+        let (_, text) = c.post(&request(2 + i as u64)).await;
+        assert!(!rpc_result(&text).is_null(), "{text}");
         if i >= warm {
             d.push(t.elapsed());
         }
@@ -164,12 +159,8 @@ async fn get_state_round_trips(client: &reqwest::Client, url: &str, session: &st
     d
 }
 
-/// Round trips of `hanoi_get_state` through one keep-alive connection whose
-/// client waits for each answer's end: what the connection costs, not the call.
-async fn whole_response_latency(url: &str, n: usize) -> (Duration, Duration) {
-    let client = reqwest::Client::new();
-    let (session, env) = http_hanoi_session(&client, url).await;
-    percentiles(get_state_round_trips(&client, url, &session, &env, 20, n).await)
+fn get_state(env: &Value) -> impl Fn(u64) -> Value + '_ {
+    move |id| hanoi_call(id, "hanoi_get_state", json!({"env_id": env}))
 }
 
 /// `clients` concurrent sessions, each on its own connection, each making
@@ -177,17 +168,12 @@ async fn whole_response_latency(url: &str, n: usize) -> (Duration, Duration) {
 async fn http_load(url: &str, clients: usize, calls: usize) -> (f64, Duration, Duration) {
     let mut ready = Vec::new();
     for _ in 0..clients {
-        let client = reqwest::Client::new();
-        let (session, env) = http_hanoi_session(&client, url).await;
-        ready.push((client, session, env));
+        ready.push(http_hanoi_session(url).await);
     }
     let t = Instant::now();
     let tasks: Vec<_> = ready
         .into_iter()
-        .map(|(client, session, env)| {
-            let url = url.to_string();
-            tokio::spawn(async move { get_state_round_trips(&client, &url, &session, &env, 0, calls).await })
-        })
+        .map(|(mut c, env)| tokio::spawn(async move { round_trips(&mut c, get_state(&env), 0, calls).await }))
         .collect();
     let mut all = Vec::new();
     for task in tasks {
@@ -196,6 +182,29 @@ async fn http_load(url: &str, clients: usize, calls: usize) -> (f64, Duration, D
     let rate = all.len() as f64 / t.elapsed().as_secs_f64();
     let (p50, p99) = percentiles(all);
     (rate, p50, p99)
+}
+
+/// The floor under any HTTP server here: a minimal hyper server (in this
+/// process) answering every POST with a fixed SSE answer the size of a
+/// `hanoi_get_state` answer, timed with the same minimal client.
+async fn http_floor(answer: String) -> (Duration, Duration) {
+    use axum::serve::{Listener, ListenerExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap().tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(move || {
+            let answer = answer.clone();
+            async move { ([("content-type", "text/event-stream")], answer) }
+        }),
+    );
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut c = RawHttp::connect(&format!("http://{addr}/mcp")).await;
+    let d = round_trips(&mut c, |_| json!({}), 500, 3_000).await;
+    server.abort();
+    percentiles(d)
 }
 
 /// The speed issue's minimal client: `ludus serve` on plain pipes, one
@@ -208,11 +217,16 @@ struct RawClient {
 
 impl RawClient {
     fn start(cfg: &Path) -> RawClient {
-        let mut child = std::process::Command::new(BIN)
-            .arg("serve")
-            .arg("--config")
-            .arg(cfg)
-            .env("LUDUS_LOG", "error")
+        let mut command = std::process::Command::new(BIN);
+        command.arg("serve").arg("--config").arg(cfg).env("LUDUS_LOG", "error");
+        let mut c = RawClient::spawn(command);
+        c.ask(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#);
+        c.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        c
+    }
+
+    fn spawn(mut command: std::process::Command) -> RawClient {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -220,10 +234,7 @@ impl RawClient {
             .unwrap();
         let input = std::io::BufWriter::new(child.stdin.take().unwrap());
         let output = std::io::BufReader::new(child.stdout.take().unwrap());
-        let mut c = RawClient { child, input, output };
-        c.ask(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#);
-        c.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        c
+        RawClient { child, input, output }
     }
 
     fn send(&mut self, line: &str) {
@@ -257,6 +268,36 @@ fn read_answer(output: &mut std::io::BufReader<std::process::ChildStdout>) -> Va
     let mut line = String::new();
     output.read_line(&mut line).unwrap();
     serde_json::from_str(&line).unwrap()
+}
+
+/// Chess over the minimal pipe client: a new game against the computer at
+/// level 1 and one `chess_finish_turn` (our 1.e4, the engine's reply), 300
+/// times; p50 and p99 of the `chess_finish_turn` round trips.
+fn chess_finish_turn(cfg: &Path) -> (Duration, Duration) {
+    let mut c = RawClient::start(cfg);
+    let call = |id: usize, name: &str, args: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}}).to_string();
+    let mut d = Vec::new();
+    for i in 0..330 {
+        let game = c.ask(&call(2 * i + 1, "chess_create_game", json!({"type": "computer", "color": "white", "difficulty": 1})));
+        let game = game["result"]["structuredContent"]["game_id"].clone();
+        let t = Instant::now();
+        let answer = c.ask(&call(2 * i + 2, "chess_finish_turn", json!({"game_id": game, "move": "e2e4"})));
+        assert!(answer["result"]["isError"] != true, "{answer}");
+        if i >= 30 {
+            d.push(t.elapsed());
+        }
+    }
+    let _ = c.child.kill();
+    percentiles(d)
+}
+
+/// The floor under any stdio server here: the same client against `cat`,
+/// which answers each line with itself. p50 of a round trip.
+fn stdio_floor() -> Duration {
+    let mut c = RawClient::spawn(std::process::Command::new("cat"));
+    let (p50, _) = c.round_trips(|id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
+    let _ = c.child.kill();
+    p50
 }
 
 /// Returns (ping p50, hanoi_get_state p50 and p99, pipelined hanoi_get_state
@@ -392,7 +433,16 @@ async fn main() {
     })
     .await
     .unwrap();
+    let floor = tokio::task::spawn_blocking(stdio_floor).await.unwrap();
+    row("stdio floor: the same client against `cat` (each line answered with itself), p50", us(floor));
     row("stdio, minimal pipe client: `ping` p50; `hanoi_get_state` p50 / p99", format!("{} ; {} / {} ({:.1}× ping)", us(ping), us(g50), us(g99), g50.as_secs_f64() / ping.as_secs_f64()));
+    let (c50, c99) = tokio::task::spawn_blocking({
+        let cfg = cfg.clone();
+        move || chess_finish_turn(&cfg)
+    })
+    .await
+    .unwrap();
+    row("stdio, minimal pipe client: chess `chess_finish_turn` against level 1 (our move and the engine's reply), p50 / p99", format!("{} / {}", us(c50), us(c99)));
     row("stdio, minimal pipe client: 3,000 `hanoi_get_state` written at once", format!("{rate:.0} calls/s, answers {}", if in_order { "in request order" } else { "out of request order" }));
 
     // Inside the server: the library's call path without a transport.
@@ -465,8 +515,16 @@ async fn main() {
     let h: Client = Notified(tx).serve(StreamableHttpClientTransport::from_uri(server.url.clone())).await.unwrap();
     let (h50, h99) = latency(&h, 3_000).await;
     row("trivial session call over HTTP (rmcp client), p50 / p99", format!("{} / {} ({:.1}× stdio)", us(h50), us(h99), h50.as_secs_f64() / s50.as_secs_f64()));
-    let (w50, w99) = whole_response_latency(&server.url, 500).await;
-    row("trivial session call over HTTP (keep-alive client reading whole answers, as a buffering proxy), p50 / p99", format!("{} / {}", us(w50), us(w99)));
+    let (mut raw, env) = http_hanoi_session(&server.url).await;
+    let ping = |id| json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+    let (p50, _) = percentiles(round_trips(&mut raw, ping, 500, 3_000).await);
+    let (w50, w99) = percentiles(round_trips(&mut raw, get_state(&env), 500, 3_000).await);
+    let (_, sample) = raw.post(&get_state(&env)(1)).await;
+    let (f50, _) = http_floor(sample).await;
+    row("HTTP floor: minimal keep-alive client against a minimal hyper server answering a fixed body, p50", us(f50));
+    row("HTTP, minimal keep-alive client reading whole answers: `ping` p50; `hanoi_get_state` p50 / p99", format!(
+        "{} ; {} / {} ({:.1}× the floor)", us(p50), us(w50), us(w99), w50.as_secs_f64() / f50.as_secs_f64()
+    ));
     let (one, _, _) = http_load(&server.url, 1, 2_000).await;
     let (sixteen, _, _) = http_load(&server.url, 16, 250).await;
     row("HTTP, plain keep-alive clients: 1 client vs 16 concurrent clients", format!("{one:.0} vs {sixteen:.0} calls/s ({:.2}×)", sixteen / one));
