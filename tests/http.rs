@@ -336,3 +336,56 @@ async fn waits_beyond_the_cap_answer_at_once() {
     assert_eq!(a.structured_content.unwrap()["count"], 1);
     assert_eq!(b.structured_content.unwrap()["count"], 1);
 }
+
+/// Beyond `max_waits_per_caller` one client's waiting call is not held,
+/// whichever of its games it waits on; another client's still is.
+#[tokio::test]
+async fn waits_beyond_the_callers_cap_answer_at_once() {
+    let work = scratch();
+    let dir = work.path().join("plugins");
+    std::fs::create_dir_all(&dir).unwrap();
+    install(&dir, &component("hello"), "hello.wasm");
+    let cfg = config(work.path(), "[limits]\nmax_waits_per_caller = 2\n");
+    let server = http_server(&["--plugins", dir.to_str().unwrap(), "--config", cfg.to_str().unwrap()], work.path()).await;
+    let (c, other) = (http_client(&server).await, http_client(&server).await);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(c.ok("hello_start", json!({})).await["counter_id"].clone());
+    }
+    let held = || async {
+        let sessions = c.ok("ludus_sessions", json!({"game": "hello"})).await;
+        sessions["sessions"].as_array().unwrap().iter().map(|s| s["waiting_calls"].as_u64().unwrap()).sum::<u64>()
+    };
+    let wait = |id: serde_json::Value| c.call("hello_wait_for", json!({"counter_id": id, "at_least": 1}));
+    let first_two = async { tokio::join!(wait(ids[0].clone()), wait(ids[1].clone())) };
+    let rest = async {
+        let t = Instant::now();
+        while held().await != 2 {
+            assert!(t.elapsed() < Duration::from_secs(5), "two calls never started waiting");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let t = Instant::now();
+        let third = wait(ids[2].clone()).await;
+        assert!(text(&third).contains("call this tool again") && t.elapsed() < Duration::from_secs(2), "{}", text(&third));
+        // Another client is not affected by this one's waits.
+        let theirs = tokio::spawn({
+            let id = ids[2].clone();
+            async move {
+                let r = other.call("hello_wait_for", json!({"counter_id": id, "at_least": 1})).await;
+                (r, other)
+            }
+        });
+        while held().await != 3 {
+            assert!(t.elapsed() < Duration::from_secs(5), "the other client's call was not held");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        for id in &ids {
+            c.ok("hello_bump", json!({"counter_id": id})).await;
+        }
+        theirs.await.unwrap()
+    };
+    let ((a, b), (theirs, _)) = tokio::join!(first_two, rest);
+    for r in [a, b, theirs] {
+        assert_eq!(r.structured_content.unwrap()["count"], 1);
+    }
+}

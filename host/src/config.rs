@@ -41,6 +41,9 @@ pub struct Limits {
     /// Calls held waiting at once on one game session; beyond it a waiting
     /// call gets its "call again" answer at once instead of being held.
     pub max_waits_per_session: u64,
+    /// Calls held waiting at once for one client (MCP connection) over all
+    /// its games; beyond it a waiting call gets its "call again" answer at once.
+    pub max_waits_per_caller: u64,
     /// Largest JSON arguments object accepted for one call.
     pub max_argument_bytes: usize,
     /// Largest result a plugin may return for one call.
@@ -74,6 +77,7 @@ impl Default for Limits {
             idle_timeout_ms: 30 * 60 * 1000,
             max_wait_ms: 25_000,
             max_waits_per_session: 64,
+            max_waits_per_caller: 256,
             max_argument_bytes: 4 << 20,
             max_result_bytes: 8 << 20,
             max_guest_output_bytes: 64 << 10,

@@ -33,6 +33,8 @@ pub struct Sessions {
     /// remade after a trap or when the plugin's version changed.
     shared: Mutex<HashMap<String, Arc<Session>>>,
     gone: Mutex<(HashMap<String, String>, VecDeque<String>)>,
+    /// Calls held waiting, by caller.
+    waits: Mutex<HashMap<String, u64>>,
     limits: SessionLimits,
     rt: tokio::runtime::Handle,
 }
@@ -46,6 +48,33 @@ pub struct SessionLimits {
     pub total_reason: String,
     /// Started by one caller (MCP connection), so one client cannot take every slot.
     pub per_caller: usize,
+    /// Calls of one caller held waiting at once, over all its sessions.
+    pub waits_per_caller: u64,
+}
+
+/// A caller's call counted as held waiting while this lives.
+struct CallerWait<'a> {
+    waits: &'a Mutex<HashMap<String, u64>>,
+    caller: &'a str,
+}
+
+impl<'a> CallerWait<'a> {
+    fn start(waits: &'a Mutex<HashMap<String, u64>>, caller: &'a str) -> Self {
+        *lock(waits).entry(caller.to_string()).or_default() += 1;
+        CallerWait { waits, caller }
+    }
+}
+
+impl Drop for CallerWait<'_> {
+    fn drop(&mut self) {
+        let mut waits = lock(self.waits);
+        if let Some(n) = waits.get_mut(self.caller) {
+            *n -= 1;
+            if *n == 0 {
+                waits.remove(self.caller);
+            }
+        }
+    }
 }
 
 /// How a tool call that reached a plugin ended.
@@ -62,7 +91,7 @@ pub type Progress = Box<dyn Fn(u64, u64) + Send + Sync>;
 
 impl Sessions {
     pub fn new(limits: SessionLimits, rt: tokio::runtime::Handle) -> Arc<Sessions> {
-        Arc::new(Sessions { map: Mutex::default(), shared: Mutex::default(), gone: Mutex::default(), limits, rt })
+        Arc::new(Sessions { map: Mutex::default(), shared: Mutex::default(), gone: Mutex::default(), waits: Mutex::default(), limits, rt })
     }
 
     pub fn len(&self) -> usize {
@@ -73,6 +102,10 @@ impl Sessions {
         let mut v: Vec<SessionInfo> = lock(&self.map).values().map(|s| s.info()).collect();
         v.sort_by(|a, b| a.id.cmp(&b.id));
         v
+    }
+
+    fn waits_of(&self, caller: &str) -> u64 {
+        lock(&self.waits).get(caller).copied().unwrap_or(0)
     }
 
     /// Live sessions in all, of `plugin`, and started by `caller`.
@@ -259,11 +292,16 @@ impl Sessions {
             // game's "call again" answer). Refusing it instead would lose what
             // the call already did.
             let held = session.waiting.load(std::sync::atomic::Ordering::Relaxed);
+            let held_for_caller = self.waits_of(&caller);
             if held >= session.plugin.limits.max_waits {
                 tracing::debug!(session = %session.id(), held, "not holding another waiting call (limits.max_waits_per_session)");
                 timed_out = true;
+            } else if held_for_caller >= self.limits.waits_per_caller {
+                tracing::debug!(%caller, held_for_caller, "not holding another waiting call (limits.max_waits_per_caller)");
+                timed_out = true;
             } else {
                 let limit = if asked == 0 { tool.default_wait } else { Duration::from_millis(asked.into()).min(tool.max_wait) };
+                let _counted = CallerWait::start(&self.waits, &caller);
                 match wait.hold(&session, &mut changes, limit, &cancel, progress.as_ref()).await {
                     Held::Changed => {}
                     Held::Deadline => timed_out = true,
