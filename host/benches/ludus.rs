@@ -3,7 +3,11 @@
 //! Measures, in one run, and prints a Markdown table (copied into the README):
 //! - tool-call latency p50/p99 of a trivial session call (`hanoi_get_state`)
 //!   inside the server (registry → session → component, no transport), over
-//!   stdio and over Streamable HTTP through rmcp's client;
+//!   stdio and over Streamable HTTP through rmcp's client and through minimal
+//!   clients (one line or one request at a time, answers read whole), next to
+//!   each transport's floor on this machine (`cat` over pipes, a minimal hyper
+//!   server); pipelined calls over stdio and whether they come back in order;
+//!   chess `finish_turn` at level 1; HTTP with 1, 16 and 200 clients;
 //! - new sessions per second (inside the server and over stdio);
 //! - resident memory of the server with 10,000 live puzzle sessions;
 //! - hot-reload latency from a rename into the plugins directory to the
