@@ -5,10 +5,11 @@
 //! provisional answer (`wait`) until the session changes or its deadline
 //! passes, then run the call again.
 
+mod gone;
 mod instance;
 mod wait;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -21,10 +22,8 @@ use crate::runtime::run_guest;
 use crate::sync::lock;
 
 pub use instance::{Invocation, Names, Session, SessionInfo};
+use gone::Gone;
 use wait::{Held, Wait};
-
-/// Recently ended session ids remembered to explain "expired" vs "unknown".
-const GONE_MEMORY: usize = 10_000;
 
 /// The table of live sessions.
 pub struct Sessions {
@@ -32,7 +31,8 @@ pub struct Sessions {
     /// Each plugin's instance for tools with role `none`, by plugin name;
     /// remade after a trap or when the plugin's version changed.
     shared: Mutex<HashMap<String, Arc<Session>>>,
-    gone: Mutex<(HashMap<String, String>, VecDeque<String>)>,
+    /// Recently ended sessions, to explain "expired" vs "unknown".
+    gone: Mutex<Gone>,
     /// Calls held waiting, by caller.
     waits: Mutex<HashMap<String, u64>>,
     limits: SessionLimits,
@@ -148,7 +148,7 @@ impl Sessions {
             }
             return Ok(s.clone());
         }
-        match lock(&self.gone).0.get(id) {
+        match lock(&self.gone).why(id) {
             Some(why) => Err(format!("`{param}` {id} is no longer available: {why}. Start a new game.")),
             None => Err(format!("unknown `{param}` {id:?}: no such game session (ids come from the tool that starts a game)")),
         }
@@ -171,14 +171,7 @@ impl Sessions {
         let removed = lock(&self.map).remove(id);
         if let Some(session) = removed {
             session.stop_io();
-            let mut gone = lock(&self.gone);
-            gone.0.insert(id.to_string(), why.to_string());
-            gone.1.push_back(id.to_string());
-            while gone.1.len() > GONE_MEMORY {
-                if let Some(old) = gone.1.pop_front() {
-                    gone.0.remove(&old);
-                }
-            }
+            lock(&self.gone).record(id, why);
         }
     }
 
