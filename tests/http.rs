@@ -389,3 +389,25 @@ async fn waits_beyond_the_callers_cap_answer_at_once() {
         assert_eq!(r.structured_content.unwrap()["count"], 1);
     }
 }
+
+/// MCP sessions their clients abandon (no DELETE) are closed when idle, and
+/// the memory they held goes back: 2,000 of them hold about 100 MiB, which
+/// the allocator kept after they expired until the expiry sweep trimmed it.
+#[tokio::test]
+async fn expired_mcp_sessions_give_their_memory_back() {
+    let work = scratch();
+    let cfg = config(work.path(), "[limits]\nmcp_session_idle_ms = 1000\n");
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let http = reqwest::Client::new();
+    let before = server.rss_kib();
+    for _ in 0..2_000 {
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+        let answer = http.post(&server.url).header("content-type", "application/json").header("accept", "application/json, text/event-stream").body(init).send().await.unwrap();
+        assert_eq!(answer.status(), 200);
+        answer.bytes().await.unwrap();
+    }
+    let open = server.rss_kib().saturating_sub(before);
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    let left = server.rss_kib().saturating_sub(before);
+    assert!(left < 16 * 1024, "2,000 expired MCP sessions left {left} KiB of the {open} KiB they took");
+}

@@ -28,6 +28,9 @@ struct Server {
     url: String,
 }
 
+/// The MCP session idle limit of the soak's server (30 minutes by default).
+const MCP_IDLE_MS: u64 = 10_000;
+
 impl Server {
     async fn start(work: &Path) -> Server {
         let plugins = work.join("plugins");
@@ -38,6 +41,7 @@ impl Server {
             &cfg,
             format!(
                 "cache_dir = {:?}\n[limits]\nmax_sessions_per_caller = 100000\nmax_waits_per_session = 5000\nmax_http_connections = 4096\n\
+                 mcp_session_idle_ms = {MCP_IDLE_MS}\n\
                  [plugins.hanoi]\nidle_timeout_ms = 1000\n",
                 work.join("cache").display().to_string()
             ),
@@ -199,8 +203,10 @@ async fn main() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     report("100,000 MCP sessions created and deleted", base, server.footprint(), t.elapsed());
 
-    // 3. 2,000 waiting calls whose clients go away mid-wait.
+    // 3. 2,000 waiting calls whose clients go away mid-wait (on a session of
+    // its own: the first one has been idle through phase 2 and expired).
     let t = Instant::now();
+    let games = Session::open(&url).await;
     let counter = games.call(20_000_000, "hello_start", json!({})).await["counter_id"].clone();
     let waits: Vec<_> = (0..2_000u64)
         .map(|i| {
@@ -231,4 +237,8 @@ async fn main() {
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     report(&format!("2,000 waits abandoned by their clients ({still} still waiting afterwards)"), base, server.footprint(), t.elapsed());
+    // Their clients never said DELETE: their MCP sessions go when idle expiry
+    // (mcp_session_idle_ms, swept every quarter of it) catches them.
+    tokio::time::sleep(Duration::from_millis(MCP_IDLE_MS * 3 / 2)).await;
+    report(&format!("… and their 2,000 MCP sessions expired ({} s idle)", MCP_IDLE_MS / 1000), base, server.footprint(), t.elapsed());
 }

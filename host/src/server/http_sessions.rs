@@ -79,9 +79,15 @@ impl Sessions {
             }
             idle
         };
+        let many = idle.len() >= 100;
         for id in idle {
             tracing::debug!(session = %id, "closing an idle MCP session");
             let _ = self.inner.close_session(&id).await;
+        }
+        // An MCP session holds about 50 KB; without a trim glibc keeps what
+        // 2,000 expired ones freed (+107 MiB, measured) for good.
+        if many {
+            crate::runtime::release_freed_memory();
         }
     }
 
