@@ -16,15 +16,14 @@
 //!   (it waits for the game to change, or its tool is slow and runs on a
 //!   blocking thread) moves to a task of its own and answers when done, so
 //!   it holds up nothing behind it. Quick calls are therefore answered in
-//!   request order, with no task spawned and no thread woken; everything
-//!   else goes on to rmcp's service.
+//!   request order, with no task spawned; everything else goes on to rmcp's
+//!   service.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
 use std::sync::Arc;
-
-use std::collections::HashMap;
 use std::task::Poll;
 
 use rmcp::RoleServer;
