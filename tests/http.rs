@@ -12,10 +12,16 @@ use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
 
 async fn hello_server(work: &std::path::Path) -> HttpServer {
+    hello_server_with(work, "").await
+}
+
+/// An HTTP server with the hello plugin and `config_toml` as its config.
+async fn hello_server_with(work: &std::path::Path, config_toml: &str) -> HttpServer {
     let dir = work.join("plugins");
     std::fs::create_dir_all(&dir).unwrap();
     install(&dir, &component("hello"), "hello.wasm");
-    http_server(&["--plugins", dir.to_str().unwrap()], work).await
+    let cfg = config(work, config_toml);
+    http_server(&["--plugins", dir.to_str().unwrap(), "--config", cfg.to_str().unwrap()], work).await
 }
 
 #[tokio::test]
@@ -305,11 +311,7 @@ async fn an_abandoned_wait_ends_with_its_connection_and_request_ids_are_not_reus
 #[tokio::test]
 async fn waits_beyond_the_cap_answer_at_once() {
     let work = scratch();
-    let dir = work.path().join("plugins");
-    std::fs::create_dir_all(&dir).unwrap();
-    install(&dir, &component("hello"), "hello.wasm");
-    let cfg = config(work.path(), "[limits]\nmax_waits_per_session = 2\n");
-    let server = http_server(&["--plugins", dir.to_str().unwrap(), "--config", cfg.to_str().unwrap()], work.path()).await;
+    let server = hello_server_with(work.path(), "[limits]\nmax_waits_per_session = 2\n").await;
     let c = http_client(&server).await;
     let id = c.ok("hello_start", json!({})).await["counter_id"].clone();
     let waiting = || async { c.ok("ludus_sessions", json!({"game": "hello"})).await["sessions"][0]["waiting_calls"].as_u64().unwrap() };
@@ -342,11 +344,7 @@ async fn waits_beyond_the_cap_answer_at_once() {
 #[tokio::test]
 async fn waits_beyond_the_callers_cap_answer_at_once() {
     let work = scratch();
-    let dir = work.path().join("plugins");
-    std::fs::create_dir_all(&dir).unwrap();
-    install(&dir, &component("hello"), "hello.wasm");
-    let cfg = config(work.path(), "[limits]\nmax_waits_per_caller = 2\n");
-    let server = http_server(&["--plugins", dir.to_str().unwrap(), "--config", cfg.to_str().unwrap()], work.path()).await;
+    let server = hello_server_with(work.path(), "[limits]\nmax_waits_per_caller = 2\n").await;
     let (c, other) = (http_client(&server).await, http_client(&server).await);
     let mut ids = Vec::new();
     for _ in 0..3 {

@@ -83,6 +83,16 @@ impl Pipes {
     fn waiting_calls(&mut self) -> Value {
         self.tool(2, "ludus_sessions", json!({"game": "hello"}))["sessions"][0]["waiting_calls"].clone()
     }
+
+    /// Polls until `n` calls wait on the hello counter, failing with `what`
+    /// after `within`.
+    fn await_waiting_calls(&mut self, n: u64, within: Duration, what: &str) {
+        let t = Instant::now();
+        while self.waiting_calls() != n {
+            assert!(t.elapsed() < within, "{what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 fn call_line(id: u64, name: &str, args: Value) -> String {
@@ -312,17 +322,9 @@ fn over_stdio_a_cancelled_wait_ends_and_is_not_answered() {
     let work = scratch();
     let (mut p, counter) = Pipes::with_hello_counter(work.path());
     p.send(&call_line(20, "hello_wait_for", json!({"counter_id": counter, "at_least": 50})));
-    let t = Instant::now();
-    while p.waiting_calls() != 1 {
-        assert!(t.elapsed() < Duration::from_secs(3), "the call never started waiting");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    p.await_waiting_calls(1, Duration::from_secs(3), "the call never started waiting");
     p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":20,"reason":"gave up"}}"#);
-    let t = Instant::now();
-    while p.waiting_calls() != 0 {
-        assert!(t.elapsed() < Duration::from_secs(2), "the wait did not end on cancellation");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    p.await_waiting_calls(0, Duration::from_secs(2), "the wait did not end on cancellation");
     let next = p.ask(r#"{"jsonrpc":"2.0","id":21,"method":"ping"}"#);
     assert_eq!(next["id"], 21, "the cancelled request was answered: {next}");
 }
@@ -335,11 +337,7 @@ fn over_stdio_closing_stdin_ends_waiting_calls_and_the_server() {
     let work = scratch();
     let (mut p, counter) = Pipes::with_hello_counter(work.path());
     p.send(&call_line(30, "hello_wait_for", json!({"counter_id": counter, "at_least": 50})));
-    let t = Instant::now();
-    while p.waiting_calls() != 1 {
-        assert!(t.elapsed() < Duration::from_secs(3), "the call never started waiting");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    p.await_waiting_calls(1, Duration::from_secs(3), "the call never started waiting");
     p.input = None;
     let t = Instant::now();
     while p.child.try_wait().unwrap().is_none() {
