@@ -77,11 +77,11 @@ pub async fn run_guest<T: Send + 'static>(pace: &Pace, f: impl FnOnce() -> T + S
         (outcome, thread_cpu_time())
     });
     let (cpu, wall) = (cpu_after.saturating_sub(cpu), started.elapsed());
-    if (cpu > SLOW || wall > STALLED) && pace.warmed.swap(true, Ordering::Relaxed) {
+    let warmed = pace.warmed.swap(true, Ordering::Relaxed);
+    if warmed && (cpu > SLOW || wall > STALLED) {
         tracing::debug!(cpu_us = cpu.as_micros() as u64, wall_us = wall.as_micros() as u64, "a guest function ran long; its calls run on blocking threads from now on");
         pace.slow.store(true, Ordering::Relaxed);
     }
-    pace.warmed.store(true, Ordering::Relaxed);
     outcome.map_err(|_| "the call panicked in the host".to_string())
 }
 

@@ -58,7 +58,8 @@ impl Stdio {
         let output: Writer = Arc::new(Mutex::new(writer()?));
         let (to_rmcp, from_reader) = mpsc::channel(64);
         let input = BufReader::with_capacity(64 << 10, reader()?);
-        let reader = Reader { input, output: output.clone(), line: Vec::new(), ludus, to_rmcp, running: Default::default() };
+        let notify = notifier(output.clone());
+        let reader = Reader { input, output: output.clone(), line: Vec::new(), ludus, to_rmcp, running: Default::default(), notify };
         tokio::spawn(reader.run());
         Ok(Stdio { from_reader, output })
     }
@@ -75,6 +76,8 @@ struct Reader {
     ludus: Ludus,
     to_rmcp: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
     running: Running,
+    /// Where direct-lane calls send their progress (made once, shared).
+    notify: Notify,
 }
 
 impl Reader {
@@ -83,10 +86,10 @@ impl Reader {
             let message = match message {
                 JsonRpcMessage::Request(request) => {
                     let (ct, id) = (CancellationToken::new(), request.id.to_string());
-                    match self.ludus.answer_directly(None, request, ct.clone(), self.notifier()) {
+                    match self.ludus.answer_directly(None, request, ct.clone(), self.notify.clone()) {
                         Ok(answer) => {
                             let (output, running) = (self.output.clone(), self.running.clone());
-                            answer_directly(answer, ct, output, running, id).await;
+                            run_direct(answer, ct, output, running, id).await;
                             continue;
                         }
                         Err(request) => JsonRpcMessage::Request(request),
@@ -111,15 +114,6 @@ impl Reader {
         let Some(ct) = lock(&self.running).remove(&id.to_string()) else { return false };
         ct.cancel();
         true
-    }
-
-    /// Progress of a direct-lane call goes straight out.
-    fn notifier(&self) -> Notify {
-        let output = self.output.clone();
-        Arc::new(move |message| {
-            let output = output.clone();
-            tokio::spawn(async move { write_message(&output, &message).await });
-        })
     }
 
     /// The next JSON-RPC message; lines that are not one are answered here.
@@ -166,9 +160,17 @@ impl Reader {
     }
 }
 
+/// Progress of a direct-lane call goes straight out.
+fn notifier(output: Writer) -> Notify {
+    Arc::new(move |message| {
+        let output = output.clone();
+        tokio::spawn(async move { write_message(&output, &message).await });
+    })
+}
+
 /// Runs a direct-lane call as far as it goes now; answers it if done, else
 /// lets it finish in a task of its own.
-async fn answer_directly(mut answer: DirectAnswer, ct: CancellationToken, output: Writer, running: Running, id: String) {
+async fn run_direct(mut answer: DirectAnswer, ct: CancellationToken, output: Writer, running: Running, id: String) {
     // Out of tokio's cooperative budget, a lock that is free still answers
     // "pending" once, to make the task yield; the reader yields between
     // lines instead (its reads are budgeted), so a quick call is never moved

@@ -9,7 +9,7 @@
 //! `malloc_stats` and `/proc/PID/smaps`). Here an entry is a keyed hash of the
 //! id and a shared reason, in tables sized once at start.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
@@ -24,7 +24,7 @@ pub struct Gone {
     hasher: std::collections::hash_map::RandomState,
     why: HashMap<u64, Arc<str>>,
     order: VecDeque<u64>,
-    reasons: HashMap<Arc<str>, ()>,
+    reasons: HashSet<Arc<str>>,
 }
 
 impl Default for Gone {
@@ -33,7 +33,7 @@ impl Default for Gone {
             hasher: Default::default(),
             why: HashMap::with_capacity(REMEMBERED + 1),
             order: VecDeque::with_capacity(REMEMBERED + 1),
-            reasons: HashMap::new(),
+            reasons: HashSet::new(),
         }
     }
 }
@@ -62,14 +62,14 @@ impl Gone {
     }
 
     fn shared_reason(&mut self, why: &str) -> Arc<str> {
-        if let Some((reason, ())) = self.reasons.get_key_value(why) {
+        if let Some(reason) = self.reasons.get(why) {
             return reason.clone();
         }
         if self.reasons.len() >= REASONS {
             self.reasons.clear();
         }
         let reason: Arc<str> = why.into();
-        self.reasons.insert(reason.clone(), ());
+        self.reasons.insert(reason.clone());
         reason
     }
 }
