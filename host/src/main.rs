@@ -52,6 +52,20 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Copy a game component with its WIT doc comments embedded, so the host
+    /// can turn them into tool descriptions, parameter docs and ranges.
+    /// Component toolchains (cargo, componentize-py, componentize-js) drop
+    /// the docs; run this on what they build.
+    Pack {
+        /// The component as the toolchain built it.
+        input: PathBuf,
+        /// Where to write the packaged component (may equal INPUT).
+        output: PathBuf,
+        /// WIT directories: the Ludus plugin WIT first, your game's WIT last
+        /// (its doc comments are the ones embedded).
+        #[arg(required = true, value_name = "WIT_DIR")]
+        wit: Vec<PathBuf>,
+    },
 }
 
 fn load_config(path: Option<&PathBuf>) -> anyhow::Result<Config> {
@@ -108,6 +122,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let out = ludus::plugin::inspect::inspect(&file, &config, &runtime).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             println!("{}", serde_json::to_string_pretty(&out)?);
             Ok(())
+        }
+        Command::Pack { input, output, wit } => {
+            let dirs: Vec<&std::path::Path> = wit.iter().map(PathBuf::as_path).collect();
+            ludus_pack::pack_file(&input, &dirs, &output)
         }
     }
 }
