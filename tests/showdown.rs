@@ -434,15 +434,23 @@ async fn accounts_log_in_through_the_login_server_and_the_server_checks_the_sign
 
 /// Out of the box: no config and an empty cache. The first offline battles
 /// install the simulator with npm once (a second battle started with the
-/// first waits for the same install), then a battle against each bot plays
-/// to its end.
+/// first waits for the same install), telling waiting clients what goes on
+/// in progress notifications, then a battle against each bot plays to its end.
 #[tokio::test]
 async fn offline_battles_work_out_of_the_box_with_one_install() {
     let work = scratch();
     let xdg = work.path().join("xdg-cache");
-    let c = stdio_env(&[], work.path(), &[("XDG_CACHE_HOME", xdg.to_str().unwrap())]).await;
-    let start = |bot: &'static str, seed: u64| c.call("showdown_start_offline_battle", json!({"bot": bot, "seed": seed}));
+    let mut c = stdio_env(&[], work.path(), &[("XDG_CACHE_HOME", xdg.to_str().unwrap())]).await;
+    let start = |bot: &'static str, seed: u64| c.call_with_progress("showdown_start_offline_battle", json!({"bot": bot, "seed": seed}), bot);
     let (a, b) = tokio::join!(start("random", 1), start("heuristic", 2));
+    let mut said = Vec::new();
+    while let Ok(p) = c.progress.try_recv() {
+        said.push(p.message.unwrap_or_default());
+    }
+    assert!(
+        said.iter().any(|m| m.contains("installing pokemon-showdown@0.11.11")),
+        "no progress notification told the waiting client about the install: {said:?}"
+    );
     let mut ids = Vec::new();
     for r in [a, b] {
         assert_ne!(r.is_error, Some(true), "{}", text(&r));

@@ -26,7 +26,7 @@ use wasmtime::component::Val;
 use crate::plugin::{is_embedded_field, is_text_field, ok_shape};
 use crate::registry::Registry;
 use crate::plugin::schema::Shape;
-use crate::session::{Progress, Reply};
+use crate::session::{Progress, Reply, WaitProgress};
 
 /// Clients that ignore list_changed re-list after this long.
 const TOOLS_TTL_MS: u64 = 10_000;
@@ -244,12 +244,13 @@ impl Ludus {
 
 /// Progress of a waiting call, as notifications handed to `send`.
 fn progress_reporter(token: ProgressToken, send: impl Fn(ProgressNotificationParam) + Send + Sync + 'static) -> Progress {
-    Box::new(move |waited, total| {
-        send(
-            ProgressNotificationParam::new(token.clone(), waited as f64)
-                .with_total(total as f64)
-                .with_message(format!("waiting for the game to change ({waited} s of at most {total} s)")),
-        )
+    Box::new(move |p: WaitProgress| {
+        let (waited, total) = (p.waited_s, p.limit_s);
+        let mut message = format!("waiting for the game to change ({waited} s of at most {total} s)");
+        if let Some(news) = p.news {
+            message = format!("{message}; its process says: {news}");
+        }
+        send(ProgressNotificationParam::new(token.clone(), waited as f64).with_total(total as f64).with_message(message))
     })
 }
 

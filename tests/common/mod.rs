@@ -175,6 +175,15 @@ impl Client {
         self.service.call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(args)).await
     }
 
+    /// Calls a tool asking for progress notifications (they arrive in `self.progress`).
+    pub async fn call_with_progress(&self, name: &str, args: Value, token: &str) -> CallToolResult {
+        use rmcp::model::{NumberOrString, ProgressToken, RequestMetaObject};
+        let Value::Object(args) = args else { panic!("arguments must be an object") };
+        let mut params = CallToolRequestParams::new(name.to_string()).with_arguments(args);
+        params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(NumberOrString::String(token.into()))));
+        self.service.call_tool(params).await.unwrap_or_else(|e| panic!("{name}: protocol error {e}"))
+    }
+
     /// Calls a tool that must succeed, returning its structured content.
     pub async fn ok(&self, name: &str, args: Value) -> Value {
         let r = self.call(name, args.clone()).await;

@@ -87,7 +87,15 @@ pub enum Reply {
 }
 
 /// Called every few seconds while a call waits: (seconds waited, of at most).
-pub type Progress = Box<dyn Fn(u64, u64) + Send + Sync>;
+pub type Progress = Box<dyn Fn(WaitProgress) + Send + Sync>;
+
+/// Where a waiting call stands, for a progress notification.
+pub struct WaitProgress {
+    pub waited_s: u64,
+    pub limit_s: u64,
+    /// What the session's channel process last said meanwhile (see `Session::news_since`).
+    pub news: Option<String>,
+}
 
 impl Sessions {
     pub fn new(limits: SessionLimits, rt: tokio::runtime::Handle) -> Arc<Sessions> {

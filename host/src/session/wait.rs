@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::Progress;
+use super::{Progress, WaitProgress};
 use super::instance::Session;
 
 /// Why a held call goes on.
@@ -19,11 +19,14 @@ pub enum Held {
 }
 
 /// The clock of one waiting call: its deadline is fixed at the first
-/// provisional answer; progress goes out every 3 s.
+/// provisional answer; progress goes out every 3 s, and at once when the
+/// session's channel process says something new (an install under way).
 pub struct Wait {
     started: tokio::time::Instant,
     deadline: Option<tokio::time::Instant>,
     next_progress: tokio::time::Instant,
+    /// The process's news last reported, so each line goes out once.
+    told: Option<String>,
 }
 
 const PROGRESS_EVERY: Duration = Duration::from_secs(3);
@@ -31,7 +34,7 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(3);
 impl Wait {
     pub fn new() -> Wait {
         let started = tokio::time::Instant::now();
-        Wait { started, deadline: None, next_progress: started + PROGRESS_EVERY }
+        Wait { started, deadline: None, next_progress: started + PROGRESS_EVERY, told: None }
     }
 
     pub async fn hold(
@@ -46,17 +49,35 @@ impl Wait {
         // Counted while held; the guard also runs when a cancelled request drops this future.
         let _waiting = WaitGuard::new(&session.waiting);
         loop {
+            // Registered before the news is read, so no line slips between the two.
+            let news_arrived = session.news_arrived.notified();
+            tokio::pin!(news_arrived);
+            news_arrived.as_mut().enable();
+            let news = session.news_since(self.started.into_std());
+            if news.is_some() && news != self.told {
+                self.told = news;
+                self.report(deadline, progress);
+            }
             tokio::select! {
                 r = changes.changed() => return if r.is_ok() { Held::Changed } else { Held::Cancelled },
                 () = tokio::time::sleep_until(deadline) => return Held::Deadline,
                 () = cancel.cancelled() => return Held::Cancelled,
+                () = &mut news_arrived => {}
                 () = tokio::time::sleep_until(self.next_progress) => {
-                    if let Some(p) = progress {
-                        p(self.started.elapsed().as_secs(), (deadline - self.started).as_secs());
-                    }
+                    self.report(deadline, progress);
                     self.next_progress += PROGRESS_EVERY;
                 }
             }
+        }
+    }
+
+    fn report(&self, deadline: tokio::time::Instant, progress: Option<&Progress>) {
+        if let Some(p) = progress {
+            p(WaitProgress {
+                waited_s: self.started.elapsed().as_secs(),
+                limit_s: (deadline - self.started).as_secs(),
+                news: self.told.clone(),
+            });
         }
     }
 }

@@ -26,6 +26,10 @@ pub trait Inbox: Send + Sync {
     /// Delivers one input into the guest (`events.on-message` / `on-closed`)
     /// and returns once it was handled; false when the guest could not take it.
     async fn deliver(self: Arc<Self>, channel: u32, input: Input) -> bool;
+
+    /// A line a channel process said on stderr: what it is doing (installing
+    /// its engine, say), shown to clients whose calls wait meanwhile.
+    fn note(&self, line: &str);
 }
 
 /// A channel task's way back into its session.
@@ -93,7 +97,7 @@ async fn run_process(mut child: tokio::process::Child, rx: mpsc::UnboundedReceiv
     };
     let pid = child.id().unwrap_or(0);
     let last_words = Arc::new(std::sync::Mutex::new(String::new()));
-    let stderr_done = tokio::spawn(log_stderr(stderr, pid, last_words.clone()));
+    let stderr_done = tokio::spawn(log_stderr(stderr, pid, last_words.clone(), link.inbox.clone()));
     let why = pump_lines(BufReader::new(stdout), stdin, rx, &link).await;
     let why = match why {
         Ended::Eof => {
@@ -116,16 +120,22 @@ async fn run_process(mut child: tokio::process::Child, rx: mpsc::UnboundedReceiv
     link.closed(why).await;
 }
 
-/// A sidecar's stderr goes to the log, a line at a time; the last non-empty
-/// line is kept for the reason the channel closed.
-async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32, last: Arc<std::sync::Mutex<String>>) {
+/// A sidecar's stderr goes to the log, a line at a time, and to its session
+/// as news for waiting clients; the last non-empty line is kept for the
+/// reason the channel closed.
+async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32, last: Arc<std::sync::Mutex<String>>, inbox: Weak<dyn Inbox>) {
     let mut lines = BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         tracing::info!(target: "ludus::sidecar", pid, "{line}");
-        if !line.trim().is_empty()
-            && let Ok(mut last) = last.lock()
-        {
-            *last = line.chars().take(500).collect();
+        if line.trim().is_empty() {
+            continue;
+        }
+        let line: String = line.chars().take(500).collect();
+        if let Some(inbox) = inbox.upgrade() {
+            inbox.note(&line);
+        }
+        if let Ok(mut last) = last.lock() {
+            *last = line;
         }
     }
 }
