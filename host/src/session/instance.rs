@@ -64,6 +64,10 @@ pub struct Session {
     stdout: GuestOutput,
     stderr: GuestOutput,
     last_stderr: Mutex<String>,
+    /// The latest line a channel process said on stderr, and when: waiting
+    /// clients see it in their progress (a sidecar installing its engine).
+    news: Mutex<Option<(Instant, Box<str>)>>,
+    pub(super) news_arrived: tokio::sync::Notify,
     /// Bumped on every change; waiting calls watch it.
     pub(super) changed: watch::Sender<u64>,
     timers: Mutex<HashMap<u64, tokio::task::AbortHandle>>,
@@ -100,6 +104,8 @@ impl Session {
             stdout: GuestOutput::new(out_cap),
             stderr: GuestOutput::new(out_cap),
             last_stderr: Mutex::new(String::new()),
+            news: Mutex::new(None),
+            news_arrived: tokio::sync::Notify::new(),
             changed: watch::channel(0).0,
             timers: Mutex::new(HashMap::new()),
             next_timer: AtomicU64::new(0),
@@ -130,6 +136,11 @@ impl Session {
 
     pub fn idle_for(&self) -> Duration {
         lock(&self.last_used).elapsed()
+    }
+
+    /// What a channel process last said on stderr, if it said it after `since`.
+    pub fn news_since(&self, since: Instant) -> Option<String> {
+        lock(&self.news).as_ref().filter(|(at, _)| *at >= since).map(|(_, line)| line.to_string())
     }
 
     fn touch(&self) {
@@ -315,6 +326,11 @@ impl Inbox for Session {
     /// Delivers channel input into the guest (`events.on-message` /
     /// `on-closed`) and wakes waiting calls. False when the guest could not
     /// take it (the session ended or the plugin has no such event).
+    fn note(&self, line: &str) {
+        *lock(&self.news) = Some((Instant::now(), line.into()));
+        self.news_arrived.notify_waiters();
+    }
+
     async fn deliver(self: Arc<Self>, channel: u32, input: Input) -> bool {
         let (export, params) = match input {
             Input::Message(data) => (self.plugin.on_message, vec![Val::U32(channel), Val::String(data)]),
@@ -361,16 +377,46 @@ pub struct SessionInfo {
     pub ended: Option<String>,
 }
 
-/// What a Rust guest printed when it panicked ("panicked at …:" then the
-/// message), or the last line it wrote to stderr.
+/// What a guest said on stderr as it crashed: a Python exception
+/// (componentize-py prints the traceback, then panics in its Rust runtime:
+/// the exception is the useful part); a Rust panic ("panicked at …:" then
+/// the message); a JavaScript error (componentize-js prints the message, then
+/// "Stack:" and frames, then its own abort notice); otherwise the last line.
 fn panic_message(stderr: &str) -> String {
     let lines: Vec<&str> = stderr.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("note: run with")).collect();
-    match lines.iter().rposition(|l| l.contains("panicked at")) {
-        Some(i) => {
-            let location = lines[i].split("panicked at").nth(1).unwrap_or("").trim().trim_end_matches(':');
-            let message = lines[i + 1..].join(" ");
-            format!("panicked: {message} (at {location})")
+    if let Some(t) = lines.iter().rposition(|l| l.starts_with("Traceback (most recent call last)")) {
+        let traceback = &lines[t + 1..];
+        let traceback = &traceback[..traceback.iter().position(|l| l.contains("panicked at")).unwrap_or(traceback.len())];
+        if let Some(exception) = traceback.last() {
+            let frame = traceback.iter().rev().find(|l| l.starts_with("File \"")).map(|f| format!(" ({f})")).unwrap_or_default();
+            return format!("{exception}{frame}");
         }
-        None => lines.last().map(|l| l.to_string()).unwrap_or_default(),
+    }
+    if let Some(i) = lines.iter().rposition(|l| l.contains("panicked at")) {
+        let location = lines[i].split("panicked at").nth(1).unwrap_or("").trim().trim_end_matches(':');
+        let message = lines[i + 1..].join(" ");
+        return format!("panicked: {message} (at {location})");
+    }
+    if let Some(i) = lines.iter().rposition(|l| *l == "Stack:").filter(|&i| i > 0) {
+        let frame = lines.get(i + 1).map(|f| format!(" (at {f})")).unwrap_or_default();
+        return format!("{}{frame}", lines[i - 1]);
+    }
+    lines.last().map(|l| l.to_string()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::panic_message;
+
+    #[test]
+    fn crash_messages_of_each_language() {
+        let rust = "thread '<unnamed>' panicked at src/lib.rs:3:5:\nboom\nnote: run with `RUST_BACKTRACE=1`\n";
+        assert_eq!(panic_message(rust), "panicked: boom (at src/lib.rs:3:5)");
+        let js = "boom error\nStack:\n  fail@probe.js:15:56\n  export_tools$fail@initializer.js:486:15\nRedirecting call to abort() to mozalloc_abort\n";
+        assert_eq!(panic_message(js), "boom error (at fail@probe.js:15:56)");
+        let python = "Traceback (most recent call last):\n  File \"/0/probe.py\", line 39, in fail\nValueError: raised on purpose\n\
+                      thread '<unnamed>' (1) panicked at runtime/src/lib.rs:1280:25:\nPython function threw an unexpected exception\n";
+        assert_eq!(panic_message(python), "ValueError: raised on purpose (File \"/0/probe.py\", line 39, in fail)");
+        assert_eq!(panic_message("first\nlast words\n"), "last words");
     }
 }
