@@ -470,6 +470,37 @@ async fn offline_battles_work_out_of_the_box_with_one_install() {
     c.close().await;
 }
 
+/// An install killed half-way (npm had written the package's package.json,
+/// not the rest; its lock file left behind by a process that is gone) is
+/// noticed by the next battle, which installs again and plays.
+#[tokio::test]
+async fn a_half_finished_install_is_noticed_and_repeated() {
+    let work = scratch();
+    let xdg = work.path().join("xdg-cache");
+    let dir = xdg.join("ludus/showdown-sim");
+    let package = dir.join("node_modules/pokemon-showdown");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::write(package.join("package.json"), format!(r#"{{"name":"pokemon-showdown","version":"{PS_VERSION}"}}"#)).unwrap();
+    let mut gone = Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    std::fs::write(dir.join(".install.lock"), gone.id().to_string()).unwrap();
+
+    let c = stdio_env(&[], work.path(), &[("XDG_CACHE_HOME", xdg.to_str().unwrap())]).await;
+    let r = c.call("showdown_start_offline_battle", json!({"bot": "random", "seed": 5})).await;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    let id = r.structured_content.unwrap()["battle_id"].as_str().unwrap().to_string();
+    // The dead installer's lock would hold a waiting launcher for ten minutes.
+    let t = Instant::now();
+    while c.ok("showdown_get_battle_state", json!({"battle_id": id})).await["status"] != "active" {
+        assert!(t.elapsed() < Duration::from_secs(120), "battle {id} never started");
+    }
+    let installs = std::fs::read_to_string(dir.join("installs.log")).expect("the simulator was installed again");
+    assert_eq!(installs.lines().count(), 1, "{installs}");
+    let played = play_out(&c, &id).await;
+    assert!(!played.actions.is_empty());
+    c.close().await;
+}
+
 /// Without Node.js, without npm, or turned off by the operator: each says
 /// exactly that and what to do, and the other games go on.
 #[tokio::test]

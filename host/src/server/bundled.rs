@@ -80,7 +80,7 @@ pub const SIDECARS: &[Sidecar] = &[
             min: (18, 0),
             fix: "install Node.js 18+ and npm (Debian: apt-get install nodejs npm), or grant a `sim` endpoint in the config",
             engine: "the simulator (pokemon-showdown 0.11.11)",
-            installed: "ludus/showdown-sim/node_modules/pokemon-showdown/package.json",
+            installed: "ludus/showdown-sim/.installed-0.11.11",
             installer: Some("npm"),
             size: "npm, a few MB",
             note: "; online battles need the operator's `server` endpoint",

@@ -46,8 +46,26 @@ function sleep(ms) {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
+// Installed means: the package at our version, and the marker written after
+// npm finished. npm writes package.json early, so an install killed half-way
+// leaves a right-looking version and missing files; without the marker it is
+// installed again.
+function installed(dir, pkg) {
+  return installedVersion(pkg) === VERSION && fs.existsSync(path.join(dir, `.installed-${VERSION}`));
+}
+
+// Whether the process that wrote a lock is gone (killed mid-install).
+function holderGone(lock) {
+  try {
+    process.kill(Number(fs.readFileSync(lock, "utf8")), 0);
+    return false;
+  } catch (e) {
+    return e.code === "ESRCH";
+  }
+}
+
 // One install at a time across servers and battles: an exclusive lock file;
-// a lock older than ten minutes is a crashed installer's and is taken over.
+// a lock whose writer is gone, or older than ten minutes, is taken over.
 function withLock(dir, work) {
   const lock = path.join(dir, ".install.lock");
   let announced = false;
@@ -58,7 +76,7 @@ function withLock(dir, work) {
     } catch (e) {
       if (e.code !== "EEXIST") throw e;
       try {
-        if (Date.now() - fs.statSync(lock).mtimeMs > 10 * 60 * 1000) fs.unlinkSync(lock);
+        if (holderGone(lock) || Date.now() - fs.statSync(lock).mtimeMs > 10 * 60 * 1000) fs.unlinkSync(lock);
       } catch {}
       if (!announced) say("another battle is installing the simulator; waiting for it");
       announced = true;
@@ -77,6 +95,8 @@ function withLock(dir, work) {
 function install(dir, pkg) {
   say(`first use: installing pokemon-showdown@${VERSION} with npm into ${dir} (a few MB; usually under a minute)`);
   const started = Date.now();
+  // What a killed install left behind would make npm believe it is done.
+  fs.rmSync(path.join(dir, "node_modules"), { recursive: true, force: true });
   const npm = process.platform === "win32" ? "npm.cmd" : "npm";
   const r = spawnSync(
     npm,
@@ -92,6 +112,7 @@ function install(dir, pkg) {
   if (installedVersion(pkg) !== VERSION) {
     fail(`after npm install, ${pkg} is not version ${VERSION}; delete ${dir} and try again`);
   }
+  fs.writeFileSync(path.join(dir, `.installed-${VERSION}`), `${new Date().toISOString()}\n`);
   fs.appendFileSync(path.join(dir, "installs.log"), `${new Date().toISOString()} pokemon-showdown@${VERSION} in ${Date.now() - started} ms\n`);
   say(`installed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
@@ -103,10 +124,10 @@ function main() {
   }
   const dir = cacheDir();
   const pkg = path.join(dir, "node_modules", "pokemon-showdown");
-  if (installedVersion(pkg) !== VERSION) {
+  if (!installed(dir, pkg)) {
     fs.mkdirSync(dir, { recursive: true });
     withLock(dir, () => {
-      if (installedVersion(pkg) !== VERSION) install(dir, pkg);
+      if (!installed(dir, pkg)) install(dir, pkg);
     });
   }
   const sim = spawn(process.execPath, [path.join(pkg, "pokemon-showdown"), "simulate-battle", "--skip-build"], { stdio: "inherit" });
