@@ -59,7 +59,8 @@ fn thread_cpu_time() -> Duration {
 ///   cost every call two thread wake-ups: 19 µs in-server p50 against 4.3).
 ///   Not plainly inline: WASI's blocking functions (a guest flushing its
 ///   stdout) start a tokio `block_on`, which panics on a worker thread
-///   outside `block_in_place`.
+///   outside `block_in_place`. On a thread that is not a worker (the stdio
+///   reader's), `block_in_place` just runs the call: no hand-off at all.
 ///
 /// A current-thread runtime (some tests) always uses a blocking thread. A
 /// panic is returned as an error, as `spawn_blocking` would.

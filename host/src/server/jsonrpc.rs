@@ -2,7 +2,8 @@
 //! transport: which error answers it (`-32700` unparsable, `-32600` not a
 //! request, `-32602` a known method with unusable params) and with which id.
 
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, RequestId, RequestMetaObject};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// Why a message is not accepted, and the JSON-RPC error that says so.
@@ -35,7 +36,32 @@ pub fn classify(message: &[u8]) -> Result<ClientJsonRpcMessage, Refusal> {
     if let (Some(method), Some(problem)) = (object.get("method").and_then(Value::as_str), params_problem(object)) {
         return Err(refuse(-32602, format!("invalid params for {method}: {problem}")));
     }
+    if let Some(message) = tool_call_or_ping(object) {
+        return Ok(message);
+    }
     serde_json::from_value(value).map_err(|e| refuse(-32600, format!("invalid request: {e}")))
+}
+
+/// The two requests every busy client sends, read straight into rmcp's types.
+/// rmcp's own reading of a message goes through serde's buffered untagged
+/// form, which cost as much as the game call itself in a profile of
+/// `hanoi_get_state` over stdio. Anything unusual takes rmcp's way (None).
+fn tool_call_or_ping(object: &serde_json::Map<String, Value>) -> Option<ClientJsonRpcMessage> {
+    let id = RequestId::deserialize(object.get("id")?).ok()?;
+    let request = match object.get("method")?.as_str()? {
+        "ping" => ClientRequest::PingRequest(Default::default()),
+        "tools/call" => {
+            let params = object.get("params")?;
+            let mut call = CallToolRequest::new(CallToolRequestParams::deserialize(params).ok()?);
+            // As rmcp does: the request's `_meta` goes into its extensions.
+            if let Some(meta) = call.params.meta.take() {
+                call.extensions.insert(meta);
+            }
+            ClientRequest::CallToolRequest(call)
+        }
+        _ => return None,
+    };
+    Some(ClientJsonRpcMessage::request(request, id))
 }
 
 /// What is wrong with the params of a method this server knows, if anything.
@@ -112,6 +138,21 @@ mod tests {
         assert!(r["error"]["message"].as_str().unwrap().contains("not an array"), "{r}");
         let r = reply(r#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{}}"#);
         assert!(r["error"]["message"].as_str().unwrap().contains("`uri` is missing"), "{r}");
+    }
+
+    #[test]
+    fn tool_calls_read_directly_match_rmcps_reading() {
+        let line = r#"{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"hanoi_get_state","arguments":{"env_id":"x"},"_meta":{"progressToken":7}}}"#;
+        let direct = classify(line.as_bytes()).unwrap();
+        let rmcps: ClientJsonRpcMessage = serde_json::from_str(line).unwrap();
+        assert_eq!(serde_json::to_value(&direct).unwrap(), serde_json::to_value(&rmcps).unwrap());
+        let (rmcp::model::JsonRpcMessage::Request(a), rmcp::model::JsonRpcMessage::Request(b)) = (direct, rmcps) else { panic!("requests") };
+        let (ClientRequest::CallToolRequest(a), ClientRequest::CallToolRequest(b)) = (a.request, b.request) else { panic!("tool calls") };
+        assert_eq!(a.params, b.params);
+        assert_eq!(a.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token), b.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token));
+        assert!(a.extensions.get::<RequestMetaObject>().is_some());
+        let ping = classify(br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#).unwrap();
+        assert_eq!(serde_json::to_value(&ping).unwrap(), json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}));
     }
 
     #[test]

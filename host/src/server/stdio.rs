@@ -6,32 +6,37 @@
 //!   when it was readable, `-32602` for a known method with unusable params).
 //!   rmcp's transport answers nothing to an unparsable line, so the client
 //!   waits for its own timeout, and reads bad params as an unknown method.
-//! - Reads and writes stay on the runtime's workers when stdin and stdout are
-//!   pipes or sockets (as every MCP client starts us): tokio's `stdin()` and
-//!   `stdout()` hand each read and write to a blocking thread, a thread hop
-//!   per message in each direction.
-//! - Tool calls and pings take the direct lane (`Ludus::answer_directly`):
-//!   the reader task runs each one as it reads it, in arrival order, and
-//!   writes its answer before reading on. A call that cannot finish at once
-//!   (it waits for the game to change, or its tool is slow and runs on a
-//!   blocking thread) moves to a task of its own and answers when done, so
-//!   it holds up nothing behind it. Quick calls are therefore answered in
-//!   request order, with no task spawned; everything else goes on to rmcp's
-//!   service.
+//! - Tool calls and pings take the direct lane (`Ludus::answer_directly`),
+//!   on a reader thread of our own: it reads stdin with plain blocking reads
+//!   (the kernel wakes it, no reactor in between), runs each call as it reads
+//!   it, in arrival order, guest included, and writes its answer before
+//!   reading on. On that thread the guest needs no `block_in_place` (which
+//!   handed the worker's core, reactor and all, to another thread on every
+//!   call and back): outside the runtime's workers, WASI's blocking calls may
+//!   block. A call that cannot finish at once (it waits for the game to
+//!   change, or its tool is slow and runs on a blocking thread) moves to a
+//!   task of its own and answers when done, so it holds up nothing behind it.
+//!   Quick calls are therefore answered in request order, with no task
+//!   spawned; everything else goes on to rmcp's service.
+//! - Writes stay on the runtime's reactor when stdout is a pipe or socket (as
+//!   every MCP client starts us): tokio's `stdout()` would hand each write to
+//!   a blocking thread.
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::os::fd::{AsFd, OwnedFd};
+use std::io::{BufRead, Read};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 
 use rmcp::RoleServer;
 use rmcp::model::{ClientNotification, JsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::runtime::Handle;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
@@ -39,7 +44,7 @@ use super::jsonrpc::{classify, error_reply};
 use crate::mcp::{DirectAnswer, Ludus, Notify};
 use crate::sync::lock;
 
-type Input = BufReader<Pin<Box<dyn AsyncRead + Send>>>;
+type Input = std::io::BufReader<Stdin>;
 type Writer = Arc<Mutex<Pin<Box<dyn AsyncWrite + Send>>>>;
 
 /// The longest line read; a longer one is refused and skipped, not buffered.
@@ -53,14 +58,15 @@ pub struct Stdio {
 }
 
 impl Stdio {
-    /// Starts reading stdin on a task of its own.
+    /// Starts reading stdin on a thread of its own.
     pub fn start(ludus: Ludus) -> std::io::Result<Stdio> {
         let output: Writer = Arc::new(Mutex::new(writer()?));
         let (to_rmcp, from_reader) = mpsc::channel(64);
-        let input = BufReader::with_capacity(64 << 10, reader()?);
+        let input = std::io::BufReader::with_capacity(64 << 10, Stdin(std::io::stdin().as_fd().try_clone_to_owned()?));
         let notify = notifier(output.clone());
-        let reader = Reader { input, output: output.clone(), line: Vec::new(), ludus, to_rmcp, running: Default::default(), notify };
-        tokio::spawn(reader.run());
+        let rt = Handle::current();
+        let reader = Reader { input, output: output.clone(), line: Vec::new(), ludus, to_rmcp, running: Default::default(), notify, rt };
+        std::thread::Builder::new().name("ludus-stdin".into()).spawn(move || reader.run())?;
         Ok(Stdio { from_reader, output })
     }
 }
@@ -78,18 +84,21 @@ struct Reader {
     running: Running,
     /// Where direct-lane calls send their progress (made once, shared).
     notify: Notify,
+    rt: Handle,
 }
 
 impl Reader {
-    async fn run(mut self) {
-        while let Some(message) = self.next_message().await {
+    fn run(mut self) {
+        // The runtime's handle is current here (spawning, timers, I/O
+        // registration work), but this thread is not one of its workers.
+        let _in_runtime = self.rt.enter();
+        while let Some(message) = self.next_message() {
             let message = match message {
                 JsonRpcMessage::Request(request) => {
                     let (ct, id) = (CancellationToken::new(), request.id.to_string());
                     match self.ludus.answer_directly(None, request, ct.clone(), self.notify.clone()) {
                         Ok(answer) => {
-                            let (output, running) = (self.output.clone(), self.running.clone());
-                            run_direct(answer, ct, output, running, id).await;
+                            self.run_direct(answer, ct, id);
                             continue;
                         }
                         Err(request) => JsonRpcMessage::Request(request),
@@ -98,7 +107,7 @@ impl Reader {
                 JsonRpcMessage::Notification(n) if self.cancels_running(&n.notification) => continue,
                 other => other,
             };
-            if self.to_rmcp.send(message).await.is_err() {
+            if self.to_rmcp.blocking_send(message).is_err() {
                 break;
             }
         }
@@ -117,17 +126,17 @@ impl Reader {
     }
 
     /// The next JSON-RPC message; lines that are not one are answered here.
-    async fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+    fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
             self.line.clear();
-            let n = (&mut self.input).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut self.line).await.ok()?;
+            let n = (&mut self.input).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut self.line).ok()?;
             if n == 0 {
                 return None;
             }
             if self.line.len() > MAX_LINE && !self.line.ends_with(b"\n") {
-                self.skip_rest_of_line().await?;
+                self.skip_rest_of_line()?;
                 let reply = error_reply(Value::Null, -32600, format!("a message has at most {MAX_LINE} bytes"));
-                let _ = write_line(&self.output, reply).await;
+                let _ = self.rt.block_on(write_line(&self.output, reply));
                 continue;
             }
             let text = self.line.trim_ascii();
@@ -137,7 +146,7 @@ impl Reader {
             match classify(text) {
                 Ok(message) => return Some(message),
                 Err(refusal) if !refusal.notification => {
-                    if write_line(&self.output, refusal.reply).await.is_err() {
+                    if self.rt.block_on(write_line(&self.output, refusal.reply)).is_err() {
                         return None;
                     }
                 }
@@ -146,10 +155,10 @@ impl Reader {
         }
     }
 
-    async fn skip_rest_of_line(&mut self) -> Option<()> {
+    fn skip_rest_of_line(&mut self) -> Option<()> {
         loop {
             self.line.clear();
-            let n = (&mut self.input).take(1 << 20).read_until(b'\n', &mut self.line).await.ok()?;
+            let n = (&mut self.input).take(1 << 20).read_until(b'\n', &mut self.line).ok()?;
             if n == 0 {
                 return None;
             }
@@ -157,6 +166,28 @@ impl Reader {
                 return Some(());
             }
         }
+    }
+
+    /// Runs a direct-lane call as far as it goes now, on this thread; answers
+    /// it if done, else lets it finish in a task of its own.
+    fn run_direct(&self, mut answer: DirectAnswer, ct: CancellationToken, id: String) {
+        // Polled here, not inside `block_on`: the guest's blocking WASI calls
+        // enter the runtime themselves, which they may not do inside it. A
+        // future that is not done moves to a task, which polls it with a real waker.
+        if let Poll::Ready(message) = answer.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            let _ = self.rt.block_on(write_message(&self.output, &message));
+            return;
+        }
+        let (output, running) = (self.output.clone(), self.running.clone());
+        lock(&running).insert(id.clone(), ct.clone());
+        self.rt.spawn(async move {
+            let message = answer.await;
+            lock(&running).remove(&id);
+            // A cancelled request gets no answer (MCP: the client has forgotten it).
+            if !ct.is_cancelled() {
+                let _ = write_message(&output, &message).await;
+            }
+        });
     }
 }
 
@@ -168,38 +199,39 @@ fn notifier(output: Writer) -> Notify {
     })
 }
 
-/// Runs a direct-lane call as far as it goes now; answers it if done, else
-/// lets it finish in a task of its own.
-async fn run_direct(mut answer: DirectAnswer, ct: CancellationToken, output: Writer, running: Running, id: String) {
-    // Out of tokio's cooperative budget, a lock that is free still answers
-    // "pending" once, to make the task yield; the reader yields between
-    // lines instead (its reads are budgeted), so a quick call is never moved
-    // aside, and out of request order, for that.
-    let first = tokio::task::unconstrained(std::future::poll_fn(|cx| Poll::Ready(answer.as_mut().poll(cx)))).await;
-    if let Poll::Ready(message) = first {
-        let _ = write_message(&output, &message).await;
-        return;
-    }
-    lock(&running).insert(id.clone(), ct.clone());
-    tokio::spawn(async move {
-        let message = answer.await;
-        lock(&running).remove(&id);
-        // A cancelled request gets no answer (MCP: the client has forgotten it).
-        if !ct.is_cancelled() {
-            let _ = write_message(&output, &message).await;
+/// Stdin read with plain blocking reads. A socket that a client shares
+/// between stdin and stdout is non-blocking for the writer's sake; then a
+/// read waits in poll(2) for input.
+struct Stdin(OwnedFd);
+
+impl Read for Stdin {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            match read_fd(&self.0, buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => wait_readable(&self.0)?,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
         }
-    });
+    }
 }
 
-/// Stdin as a non-blocking pipe or socket on the runtime's reactor; anything
-/// else (a terminal, a file) through tokio's blocking-thread stdin.
-fn reader() -> std::io::Result<Pin<Box<dyn AsyncRead + Send>>> {
-    let fd = std::io::stdin().as_fd().try_clone_to_owned()?;
-    Ok(match kind(&fd) {
-        Kind::Pipe => Box::pin(tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?),
-        Kind::Socket => Box::pin(unix_stream(fd)?),
-        Kind::Other => Box::pin(tokio::io::stdin()),
-    })
+fn read_fd(fd: &OwnedFd, buf: &mut [u8]) -> std::io::Result<usize> {
+    // SAFETY: reads into a buffer we own, from a descriptor we own.
+    let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 { Err(std::io::Error::last_os_error()) } else { Ok(n as usize) }
+}
+
+fn wait_readable(fd: &OwnedFd) -> std::io::Result<()> {
+    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, no timeout.
+    if unsafe { libc::poll(&mut p, 1, -1) } < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 fn writer() -> std::io::Result<Pin<Box<dyn AsyncWrite + Send>>> {
