@@ -18,9 +18,8 @@ use tokio::io::AsyncBufReadExt;
 
 mod common;
 
-use common::{post, rpc_result};
+use common::{BIN, post, rpc_result};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ludus");
 const CONCURRENCY: usize = 16;
 
 struct Server {

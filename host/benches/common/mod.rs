@@ -2,7 +2,19 @@
 //! reading its answer. Each benchmark uses part of it.
 #![allow(dead_code)]
 
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
 use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_ludus");
+
+/// p50 and p99.
+pub fn percentiles(mut d: Vec<Duration>) -> (Duration, Duration) {
+    d.sort();
+    (d[d.len() / 2], d[(d.len() * 99) / 100])
+}
 
 /// One Streamable HTTP request with the headers a plain client sends; the
 /// whole answer is read, as a buffering proxy (nginx) or Python's httpx do.
@@ -111,3 +123,72 @@ fn header(headers: &str, name: &str) -> Option<String> {
         k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
     })
 }
+
+/// The speed issue's minimal client: `ludus serve` on plain pipes, one
+/// JSON-RPC line written and its answer line read.
+pub struct RawClient {
+    pub child: std::process::Child,
+    pub input: std::io::BufWriter<std::process::ChildStdin>,
+    pub output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl RawClient {
+    pub fn start(cfg: &Path) -> RawClient {
+        RawClient::serve(&[], cfg)
+    }
+
+    /// `ludus serve` with these extra arguments (e.g. `--plugins DIR`).
+    pub fn serve(args: &[&str], cfg: &Path) -> RawClient {
+        let mut command = std::process::Command::new(BIN);
+        command.arg("serve").args(args).arg("--config").arg(cfg).env("LUDUS_LOG", "error");
+        let mut c = RawClient::spawn(command);
+        c.ask(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#);
+        c.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        c
+    }
+
+    pub fn spawn(mut command: std::process::Command) -> RawClient {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let input = std::io::BufWriter::new(child.stdin.take().unwrap());
+        let output = std::io::BufReader::new(child.stdout.take().unwrap());
+        RawClient { child, input, output }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        use std::io::Write;
+        writeln!(self.input, "{line}").unwrap();
+        self.input.flush().unwrap();
+    }
+
+    pub fn ask(&mut self, line: &str) -> Value {
+        self.send(line);
+        read_answer(&mut self.output)
+    }
+
+    /// p50 and p99 of 3,000 round trips after 500 to warm up.
+    pub fn round_trips(&mut self, request: impl Fn(usize) -> String) -> (Duration, Duration) {
+        for i in 0..500 {
+            self.ask(&request(i));
+        }
+        let mut d = Vec::with_capacity(3_000);
+        for i in 0..3_000 {
+            let t = Instant::now();
+            self.ask(&request(1_000 + i));
+            d.push(t.elapsed());
+        }
+        percentiles(d)
+    }
+}
+
+pub fn read_answer(output: &mut std::io::BufReader<std::process::ChildStdout>) -> Value {
+    use std::io::BufRead;
+    let mut line = String::new();
+    output.read_line(&mut line).unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+

@@ -2,7 +2,7 @@
 //! transport: which error answers it (`-32700` unparsable, `-32600` not a
 //! request, `-32602` a known method with unusable params) and with which id.
 
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, RequestId, RequestMetaObject};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, RequestId};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -112,6 +112,7 @@ pub fn error_reply(id: Value, code: i32, message: String) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmcp::model::RequestMetaObject;
 
     fn reply(line: &str) -> Value {
         match classify(line.as_bytes()) {
