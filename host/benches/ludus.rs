@@ -36,9 +36,7 @@ use tokio::sync::mpsc;
 
 mod common;
 
-use common::{RawHttp, rpc_result};
-
-const BIN: &str = env!("CARGO_BIN_EXE_ludus");
+use common::{BIN, RawClient, RawHttp, percentiles, read_answer, rpc_result};
 
 #[derive(Clone)]
 struct Notified(mpsc::UnboundedSender<Instant>);
@@ -62,11 +60,6 @@ async fn call(c: &Client, name: &str, a: Value) -> Value {
     let r = c.call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(args(a))).await.unwrap();
     assert_ne!(r.is_error, Some(true), "{name}: {:?}", r.content);
     r.structured_content.unwrap_or(Value::Null)
-}
-
-fn percentiles(mut d: Vec<Duration>) -> (Duration, Duration) {
-    d.sort();
-    (d[d.len() / 2], d[(d.len() * 99) / 100])
 }
 
 fn us(d: Duration) -> String {
@@ -211,88 +204,73 @@ async fn http_floor(answer: String) -> (Duration, Duration) {
     percentiles(d)
 }
 
-/// The speed issue's minimal client: `ludus serve` on plain pipes, one
-/// JSON-RPC line written and its answer line read.
-struct RawClient {
-    child: std::process::Child,
-    input: std::io::BufWriter<std::process::ChildStdin>,
-    output: std::io::BufReader<std::process::ChildStdout>,
-}
-
-impl RawClient {
-    fn start(cfg: &Path) -> RawClient {
-        let mut command = std::process::Command::new(BIN);
-        command.arg("serve").arg("--config").arg(cfg).env("LUDUS_LOG", "error");
-        let mut c = RawClient::spawn(command);
-        c.ask(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#);
-        c.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        c
-    }
-
-    fn spawn(mut command: std::process::Command) -> RawClient {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let input = std::io::BufWriter::new(child.stdin.take().unwrap());
-        let output = std::io::BufReader::new(child.stdout.take().unwrap());
-        RawClient { child, input, output }
-    }
-
-    fn send(&mut self, line: &str) {
-        use std::io::Write;
-        writeln!(self.input, "{line}").unwrap();
-        self.input.flush().unwrap();
-    }
-
-    fn ask(&mut self, line: &str) -> Value {
-        self.send(line);
-        read_answer(&mut self.output)
-    }
-
-    /// p50 and p99 of 3,000 round trips after 500 to warm up.
-    fn round_trips(&mut self, request: impl Fn(usize) -> String) -> (Duration, Duration) {
-        for i in 0..500 {
-            self.ask(&request(i));
-        }
-        let mut d = Vec::with_capacity(3_000);
-        for i in 0..3_000 {
-            let t = Instant::now();
-            self.ask(&request(1_000 + i));
-            d.push(t.elapsed());
-        }
-        percentiles(d)
-    }
-}
-
-fn read_answer(output: &mut std::io::BufReader<std::process::ChildStdout>) -> Value {
-    use std::io::BufRead;
-    let mut line = String::new();
-    output.read_line(&mut line).unwrap();
-    serde_json::from_str(&line).unwrap()
-}
-
 /// Chess over the minimal pipe client: a new game against the computer at
-/// level 1 and one `chess_finish_turn` (our 1.e4, the engine's reply), 300
-/// times; p50 and p99 of the `chess_finish_turn` round trips.
+/// level 1 and one `chess_finish_turn` (our 1.e4; the answer comes before the
+/// engine thinks, 20 ms later in a timer event), 230 times; p50 and p99 of the
+/// `chess_finish_turn` round trips. Each engine reply is waited for
+/// (`chess_wait_for_next_turn`, untimed) before the next game, so no engine
+/// thinks in the background of a measured call.
 fn chess_finish_turn(cfg: &Path) -> (Duration, Duration) {
     let mut c = RawClient::start(cfg);
     let call = |id: usize, name: &str, args: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}}).to_string();
     let mut d = Vec::new();
-    for i in 0..330 {
-        let game = c.ask(&call(2 * i + 1, "chess_create_game", json!({"type": "computer", "color": "white", "difficulty": 1})));
+    for i in 0..230 {
+        let game = c.ask(&call(3 * i + 1, "chess_create_game", json!({"type": "computer", "color": "white", "difficulty": 1})));
         let game = game["result"]["structuredContent"]["game_id"].clone();
         let t = Instant::now();
-        let answer = c.ask(&call(2 * i + 2, "chess_finish_turn", json!({"game_id": game, "move": "e2e4"})));
+        let answer = c.ask(&call(3 * i + 2, "chess_finish_turn", json!({"game_id": game, "move": "e2e4"})));
+        let took = t.elapsed();
         assert!(answer["result"]["isError"] != true, "{answer}");
+        c.ask(&call(3 * i + 3, "chess_wait_for_next_turn", json!({"game_id": game})));
         if i >= 30 {
-            d.push(t.elapsed());
+            d.push(took);
         }
     }
     let _ = c.child.kill();
     percentiles(d)
+}
+
+/// The same measurement as `chess_finish_turn` over stdio, inside the
+/// server (registry → session → component), without any transport.
+async fn chess_finish_turn_in_server(registry: &std::sync::Arc<ludus::registry::Registry>) -> (Duration, Duration) {
+    let (plugin, create) = registry.find_tool("chess_create_game").unwrap();
+    let (_, finish) = registry.find_tool("chess_finish_turn").unwrap();
+    let call = |tool: usize, a: Value| {
+        let (r, p) = (registry.clone(), plugin.clone());
+        async move {
+            match r.sessions.call(p, tool, &args(a), "bench".into(), Default::default(), None).await {
+                ludus::session::Reply::Value { value, .. } => value,
+                ludus::session::Reply::Failed(e) => panic!("{e}"),
+            }
+        }
+    };
+    let (_, wait) = registry.find_tool("chess_wait_for_next_turn").unwrap();
+    let mut d = Vec::new();
+    for i in 0..230 {
+        let game = call(create, json!({"type": "computer", "color": "white", "difficulty": 1})).await;
+        let id = string_field(game.as_ref().unwrap(), "game-id").expect("a game id");
+        let t = Instant::now();
+        call(finish, json!({"game_id": id, "move": "e2e4"})).await;
+        let took = t.elapsed();
+        call(wait, json!({"game_id": id})).await;
+        if i >= 30 {
+            d.push(took);
+        }
+    }
+    percentiles(d)
+}
+
+/// A string field of the record inside a tool's `ok` value.
+fn string_field(v: &wasmtime::component::Val, name: &str) -> Option<String> {
+    use wasmtime::component::Val;
+    match v {
+        Val::Result(Ok(Some(inner))) => string_field(inner, name),
+        Val::Record(fields) => fields.iter().find(|(n, _)| n == name).and_then(|(_, v)| match v {
+            Val::String(s) => Some(s.clone()),
+            _ => None,
+        }),
+        _ => None,
+    }
 }
 
 /// The floor under any stdio server here: the same client against `cat`,
@@ -440,13 +418,13 @@ async fn main() {
     let floor = tokio::task::spawn_blocking(stdio_floor).await.unwrap();
     row("stdio floor: the same client against `cat` (each line answered with itself), p50", us(floor));
     row("stdio, minimal pipe client: `ping` p50; `hanoi_get_state` p50 / p99", format!("{} ; {} / {} ({:.1}× ping)", us(ping), us(g50), us(g99), g50.as_secs_f64() / ping.as_secs_f64()));
-    let (c50, c99) = tokio::task::spawn_blocking({
+    let (chess_p50, c99) = tokio::task::spawn_blocking({
         let cfg = cfg.clone();
         move || chess_finish_turn(&cfg)
     })
     .await
     .unwrap();
-    row("stdio, minimal pipe client: chess `chess_finish_turn` against level 1 (our move and the engine's reply), p50 / p99", format!("{} / {}", us(c50), us(c99)));
+    row("stdio, minimal pipe client: chess `chess_finish_turn` against level 1 (our move; the engine replies 20 ms later, waited for untimed), p50 / p99", format!("{} / {}", us(chess_p50), us(c99)));
     row("stdio, minimal pipe client: 3,000 `hanoi_get_state` written at once", format!("{rate:.0} calls/s, answers {}", if in_order { "in request order" } else { "out of request order" }));
 
     // Inside the server: the library's call path without a transport.
@@ -499,6 +477,11 @@ async fn main() {
         task.await.unwrap();
     }
     row("new sessions per second inside the server (8 callers)", format!("{:.0}", n as f64 / t.elapsed().as_secs_f64()));
+    let (c50, c99) = chess_finish_turn_in_server(&registry).await;
+    row(
+        "chess `chess_finish_turn` against level 1 inside the server (no transport), p50 / p99",
+        format!("{} / {} (stdio adds {})", us(c50), us(c99), us(chess_p50.saturating_sub(c50))),
+    );
     drop((registry, direct));
 
     // Over stdio.
