@@ -62,7 +62,7 @@ impl Stdio {
     pub fn start(ludus: Ludus) -> std::io::Result<Stdio> {
         let output: Writer = Arc::new(Mutex::new(writer()?));
         let (to_rmcp, from_reader) = mpsc::channel(64);
-        let input = std::io::BufReader::with_capacity(64 << 10, Stdin(std::io::stdin().as_fd().try_clone_to_owned()?));
+        let input = std::io::BufReader::with_capacity(64 << 10, Stdin(std::io::stdin().as_fd().try_clone_to_owned()?.into()));
         let notify = notifier(output.clone());
         let rt = Handle::current();
         let reader = Reader { input, output: output.clone(), line: Vec::new(), ludus, to_rmcp, running: Default::default(), notify, rt };
@@ -202,12 +202,12 @@ fn notifier(output: Writer) -> Notify {
 /// Stdin read with plain blocking reads. A socket that a client shares
 /// between stdin and stdout is non-blocking for the writer's sake; then a
 /// read waits in poll(2) for input.
-struct Stdin(OwnedFd);
+struct Stdin(std::fs::File);
 
 impl Read for Stdin {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
-            match read_fd(&self.0, buf) {
+            match self.0.read(buf) {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => wait_readable(&self.0)?,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 other => return other,
@@ -216,13 +216,7 @@ impl Read for Stdin {
     }
 }
 
-fn read_fd(fd: &OwnedFd, buf: &mut [u8]) -> std::io::Result<usize> {
-    // SAFETY: reads into a buffer we own, from a descriptor we own.
-    let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-    if n < 0 { Err(std::io::Error::last_os_error()) } else { Ok(n as usize) }
-}
-
-fn wait_readable(fd: &OwnedFd) -> std::io::Result<()> {
+fn wait_readable(fd: &impl AsRawFd) -> std::io::Result<()> {
     let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
     // SAFETY: one valid pollfd, no timeout.
     if unsafe { libc::poll(&mut p, 1, -1) } < 0 {

@@ -23,7 +23,7 @@ use crate::sync::lock;
 
 pub use instance::{Invocation, Names, Session, SessionInfo};
 use gone::Gone;
-use wait::{Held, Wait};
+use wait::{Wait, Woken};
 
 /// The table of live sessions.
 pub struct Sessions {
@@ -52,21 +52,26 @@ pub struct SessionLimits {
     pub waits_per_caller: u64,
 }
 
-/// A caller's call counted as held waiting while this lives.
-struct CallerWait<'a> {
+/// A call counted as held waiting, in its session and for its caller (the
+/// two caps on held calls), for as long as this lives; it also ends the
+/// count when a cancelled request drops the waiting future.
+struct Held<'a> {
+    session: &'a std::sync::atomic::AtomicU64,
     waits: &'a Mutex<HashMap<String, u64>>,
     caller: &'a str,
 }
 
-impl<'a> CallerWait<'a> {
-    fn start(waits: &'a Mutex<HashMap<String, u64>>, caller: &'a str) -> Self {
+impl<'a> Held<'a> {
+    fn start(session: &'a Session, waits: &'a Mutex<HashMap<String, u64>>, caller: &'a str) -> Self {
+        session.waiting.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         *lock(waits).entry(caller.to_string()).or_default() += 1;
-        CallerWait { waits, caller }
+        Held { session: &session.waiting, waits, caller }
     }
 }
 
-impl Drop for CallerWait<'_> {
+impl Drop for Held<'_> {
     fn drop(&mut self) {
+        self.session.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         let mut waits = lock(self.waits);
         if let Some(n) = waits.get_mut(self.caller) {
             *n -= 1;
@@ -302,11 +307,11 @@ impl Sessions {
                 timed_out = true;
             } else {
                 let limit = if asked == 0 { tool.default_wait } else { Duration::from_millis(asked.into()).min(tool.max_wait) };
-                let _counted = CallerWait::start(&self.waits, &caller);
+                let _counted = Held::start(&session, &self.waits, &caller);
                 match wait.hold(&session, &mut changes, limit, &cancel, progress.as_ref()).await {
-                    Held::Changed => {}
-                    Held::Deadline => timed_out = true,
-                    Held::Cancelled => return Reply::Failed("the call was cancelled".into()),
+                    Woken::Changed => {}
+                    Woken::Deadline => timed_out = true,
+                    Woken::Cancelled => return Reply::Failed("the call was cancelled".into()),
                 }
             }
             rerun = true;

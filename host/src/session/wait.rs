@@ -2,7 +2,6 @@
 //! held until the session changes, its deadline passes or the client cancels,
 //! with progress every few seconds.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -12,7 +11,7 @@ use super::{Progress, WaitProgress};
 use super::instance::Session;
 
 /// Why a held call goes on.
-pub enum Held {
+pub enum Woken {
     Changed,
     Deadline,
     Cancelled,
@@ -44,10 +43,8 @@ impl Wait {
         limit: Duration,
         cancel: &CancellationToken,
         progress: Option<&Progress>,
-    ) -> Held {
+    ) -> Woken {
         let deadline = *self.deadline.get_or_insert(self.started + limit);
-        // Counted while held; the guard also runs when a cancelled request drops this future.
-        let _waiting = WaitGuard::new(&session.waiting);
         loop {
             // Registered before the news is read, so no line slips between the two.
             let news_arrived = session.news_arrived.notified();
@@ -59,9 +56,9 @@ impl Wait {
                 self.report(deadline, progress);
             }
             tokio::select! {
-                r = changes.changed() => return if r.is_ok() { Held::Changed } else { Held::Cancelled },
-                () = tokio::time::sleep_until(deadline) => return Held::Deadline,
-                () = cancel.cancelled() => return Held::Cancelled,
+                r = changes.changed() => return if r.is_ok() { Woken::Changed } else { Woken::Cancelled },
+                () = tokio::time::sleep_until(deadline) => return Woken::Deadline,
+                () = cancel.cancelled() => return Woken::Cancelled,
                 () = &mut news_arrived => {}
                 () = tokio::time::sleep_until(self.next_progress) => {
                     self.report(deadline, progress);
@@ -79,21 +76,5 @@ impl Wait {
                 news: self.told.clone(),
             });
         }
-    }
-}
-
-/// Counts a call as waiting for as long as it lives.
-struct WaitGuard<'a>(&'a AtomicU64);
-
-impl<'a> WaitGuard<'a> {
-    fn new(counter: &'a AtomicU64) -> Self {
-        counter.fetch_add(1, Ordering::Relaxed);
-        WaitGuard(counter)
-    }
-}
-
-impl Drop for WaitGuard<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
