@@ -374,3 +374,52 @@ async fn over_http_event_ids_do_not_repeat_in_a_session() {
     unique.dedup();
     assert_eq!(unique.len(), ids.len(), "repeated event ids: {ids:?}");
 }
+
+/// Node.js clients (Claude Desktop among them) give their children Unix
+/// sockets, not pipes, and a client may hand over one socket as both stdin
+/// and stdout: then the writer's non-blocking mode is the reader's too, and
+/// the reader must wait for input rather than take "would block" for an end.
+#[test]
+fn over_stdio_unix_sockets_work_separate_or_shared() {
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+    let work = scratch();
+    let cfg = config(work.path(), "");
+    for shared in [false, true] {
+        // The client writes to `to` and reads answers from `from`.
+        let (to, server_in) = UnixStream::pair().unwrap();
+        let (from, server_out) = if shared { (to.try_clone().unwrap(), server_in.try_clone().unwrap()) } else { UnixStream::pair().unwrap() };
+        let mut child = Command::new(BIN)
+            .args(["serve", "--config", cfg.to_str().unwrap()])
+            .env("LUDUS_LOG", "error")
+            .stdin(Stdio::from(OwnedFd::from(server_in)))
+            .stdout(Stdio::from(OwnedFd::from(server_out)))
+            .spawn()
+            .unwrap();
+        converse(&to, &from);
+        to.shutdown(std::net::Shutdown::Write).unwrap();
+        assert!(child.wait().unwrap().success(), "the server ends when its input does (shared: {shared})");
+    }
+}
+
+/// initialize, then a tool call and a ping with a pause between them (the
+/// reader must wait for the next line, not give up), over any two streams.
+fn converse(mut to: &std::os::unix::net::UnixStream, from: &std::os::unix::net::UnixStream) {
+    let mut from = BufReader::new(from);
+    let mut ask = |line: &str, answered: bool| -> Value {
+        writeln!(to, "{line}").unwrap();
+        if !answered {
+            return Value::Null;
+        }
+        let mut answer = String::new();
+        from.read_line(&mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
+    };
+    let init = ask(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#, true);
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    ask(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, false);
+    let game = ask(&call_line(1, "hanoi_init_simulator", json!({"n": 3})), true);
+    assert!(game["result"]["structuredContent"]["env_id"].is_string(), "{game}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(ask(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#, true)["id"], 2);
+}
