@@ -71,6 +71,11 @@ impl Server {
         self.child.id().unwrap()
     }
 
+    fn threads(&self) -> usize {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+    }
+
     /// (resident KiB, open file descriptors)
     fn footprint(&self) -> (u64, usize) {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
@@ -165,7 +170,7 @@ async fn main() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let base = server.footprint();
     println!("| phase | took | server resident memory after | open fds after |\n|---|---|---|---|");
-    println!("| baseline (after a warm-up) | | {:.0} MiB | {} |", base.0 as f64 / 1024.0, base.1);
+    println!("| baseline (after a warm-up; {} threads) | | {:.0} MiB | {} |", server.threads(), base.0 as f64 / 1024.0, base.1);
 
     // 1. 50,000 game sessions, created in waves and left to expire (1 s idle).
     let t = Instant::now();
@@ -186,8 +191,13 @@ async fn main() {
         // Growth that stops after the first waves is the allocator keeping
         // freed memory; growth with every wave would be a leak.
         let (rss, fds) = server.footprint();
-        println!("| … after wave {} of 10,000 expired | | {:.0} MiB | {fds} |", wave + 1, rss as f64 / 1024.0);
+        println!("| … after wave {} of 10,000 expired ({} threads) | | {:.0} MiB | {fds} |", wave + 1, server.threads(), rss as f64 / 1024.0);
     }
+    // tokio's blocking threads (instances start there) idle out after 10 s;
+    // what they hold (stacks, their allocator arenas) goes with them or not.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let (rss, fds) = server.footprint();
+    println!("| … 12 s later ({} threads) | | {:.0} MiB | {fds} |", server.threads(), rss as f64 / 1024.0);
     let left = games.call(9_999_999, "ludus_sessions", json!({"game": "hanoi"})).await["count"].clone();
     report(&format!("50,000 Hanoi sessions created (5 × 10,000) and expired ({left} left; peak {:.0} MiB)", peak as f64 / 1024.0), base, server.footprint(), t.elapsed());
 
