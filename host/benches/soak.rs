@@ -195,7 +195,10 @@ async fn main() {
     }
     // tokio's blocking threads (instances start there) idle out after 10 s;
     // what they hold (stacks, their allocator arenas) goes with them or not.
-    tokio::time::sleep(Duration::from_secs(12)).await;
+    // (The games' MCP session, idle meanwhile, must not expire: 10 s idle.)
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    games.call(9_999_998, "ludus_sessions", json!({"game": "hanoi"})).await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
     let (rss, fds) = server.footprint();
     println!("| … 12 s later ({} threads) | | {:.0} MiB | {fds} |", server.threads(), rss as f64 / 1024.0);
     let left = games.call(9_999_999, "ludus_sessions", json!({"game": "hanoi"})).await["count"].clone();

@@ -94,7 +94,10 @@ fn main() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    // Blocking threads (instances start there, slow tools run there) end
+    // after 2 s idle rather than tokio's 10 s, taking their stacks with them:
+    // a burst of new sessions leaves dozens behind otherwise.
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().thread_keep_alive(std::time::Duration::from_secs(2)).build()?;
     match cli.command {
         Command::Serve { plugins, http, config, no_builtin } => {
             let config = load_config(config.as_ref())?;
