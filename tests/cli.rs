@@ -15,7 +15,7 @@ fn run(args: &[&str]) -> (i32, String, String) {
 fn help_explains_the_commands() {
     let (code, out, _) = run(&["--help"]);
     assert_eq!(code, 0);
-    assert!(out.contains("serve") && out.contains("inspect"), "{out}");
+    assert!(out.contains("serve") && out.contains("inspect") && out.contains("pack"), "{out}");
     let (_, out, _) = run(&["serve", "--help"]);
     assert!(out.contains("--plugins") && out.contains("--http") && out.contains("--config"), "{out}");
     // Every bundled game is named where a new user first looks.
@@ -23,6 +23,43 @@ fn help_explains_the_commands() {
     for game in ["chess", "Pokémon Showdown", "Magic: The Gathering", "Tower of Hanoi", "River Crossing"] {
         assert!(out.contains(game), "`ludus --help` does not name the built-in game {game}:\n{out}");
     }
+}
+
+/// `ludus pack` embeds the WIT docs into a component as the toolchain built
+/// it (the host's build script leaves hello's raw build in
+/// target/ludus-wasm), and says what is wrong with bad input.
+#[test]
+fn pack_embeds_docs_and_refuses_bad_input() {
+    let work = scratch();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let (plugin_wit, hello_wit) = (root.join("wit/plugin"), root.join("sdk/examples/hello/wit"));
+    let out = work.path().join("hello.wasm");
+    let args = |input: &std::path::Path| vec![
+        "pack".to_string(), input.display().to_string(), out.display().to_string(),
+        plugin_wit.display().to_string(), hello_wit.display().to_string(),
+    ];
+    let raw = root.join("target/ludus-wasm/wasm32-wasip2/release/hello.wasm");
+    let (_, json, _) = run(&["inspect", raw.to_str().unwrap()]);
+    assert!(!json.contains("Add to a counter."), "the raw build has no docs to read");
+    let a = args(&raw);
+    let (code, _, err) = run(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 0, "{err}");
+    let (code, json, err) = run(&["inspect", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(json.contains("Add to a counter."), "the packed build carries the WIT docs: {json}");
+    let packed = component("hello");
+
+    let junk = work.path().join("junk.wasm");
+    std::fs::write(&junk, "hello").unwrap();
+    let a = args(&junk);
+    let (code, _, err) = run(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 1);
+    assert!(err.contains("not a WebAssembly component"), "{err}");
+    let (code, _, err) = run(&["pack", packed.to_str().unwrap(), out.to_str().unwrap(), "/no/such/wit"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("/no/such/wit"), "{err}");
+    let (code, _, err) = run(&["pack", packed.to_str().unwrap(), out.to_str().unwrap()]);
+    assert_eq!(code, 2, "no WIT directory is a usage error: {err}");
 }
 
 #[test]
