@@ -24,6 +24,10 @@ pub struct Mon {
     pub item: Option<String>,
     pub ability: Option<String>,
     pub tera: Option<String>,
+    /// Volatile conditions now on it (`-start` … `-end`), as the simulator
+    /// names them: Substitute, confusion, Leech Seed, Taunt, Encore, perish2…
+    /// They leave with it when it switches out or faints.
+    pub volatiles: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -146,6 +150,7 @@ impl Battle {
                     if m.active {
                         m.active = false;
                         m.boosts.clear();
+                        m.volatiles.clear();
                     }
                 }
                 let mon = view.mon(&name);
@@ -192,6 +197,7 @@ impl Battle {
                 let (side, name) = ident(arg(1));
                 let mon = self.sides.entry(side).or_default().mon(&name);
                 (mon.fainted, mon.hp_percent) = (true, 0);
+                mon.volatiles.clear();
                 self.note(format!("{name} fainted"));
             }
             "-status" => {
@@ -219,6 +225,23 @@ impl Battle {
                             m.boosts.retain(|_, v| kind == "-clearnegativeboost" && *v > 0);
                         }
                     }
+                }
+            }
+            "-start" | "-end" => {
+                let (side, name) = ident(arg(1));
+                let effect = effect_name(arg(2));
+                if effect.is_empty() {
+                    return;
+                }
+                let mon = self.sides.entry(side).or_default().mon(&name);
+                // Perish Song counts down as new effects (perish3, perish2, …).
+                let same = |v: &String| crate::data::to_id(v) == crate::data::to_id(&effect) || (effect.starts_with("perish") && v.starts_with("perish"));
+                mon.volatiles.retain(|v| !same(v));
+                if kind == "-start" {
+                    mon.volatiles.push(effect.clone());
+                    self.note(format!("{name}: {effect} started"));
+                } else {
+                    self.note(format!("{name}: {effect} ended"));
                 }
             }
             "-weather" => {
@@ -311,6 +334,13 @@ fn mon_label(details: &str) -> String {
     }
 }
 
+/// An effect as the protocol writes it (`move: Leech Seed`, `ability: Flash
+/// Fire`, `Substitute`), without its kind.
+fn effect_name(raw: &str) -> String {
+    let name = raw.split_once(": ").map_or(raw, |(kind, name)| if ["move", "ability", "item"].contains(&kind) { name } else { raw });
+    name.trim().to_string()
+}
+
 /// `55/100 par` → (55, Some(par), false); `0 fnt` → (0, None, true); exact
 /// numbers become a percentage.
 pub fn parse_condition(c: &str) -> (u32, Option<String>, bool) {
@@ -376,6 +406,32 @@ mod tests {
         assert!(b.my_side().unwrap().mons[0].fainted);
         assert_eq!((b.turn, b.winner.as_deref()), (1, Some("Bot")));
         assert!(b.recent.iter().any(|r| r == "Gyarados lost 88% HP, now 12%"), "{:?}", b.recent);
+    }
+
+    #[test]
+    fn volatile_conditions_start_end_and_leave_with_their_pokemon() {
+        let mut b = Battle { me: "p1".into(), ..Battle::default() };
+        for line in [
+            "|switch|p2a: Gengar|Gengar, L80|100/100",
+            "|-start|p2a: Gengar|Substitute",
+            "|-start|p2a: Gengar|confusion",
+            "|-start|p2a: Gengar|move: Leech Seed",
+            "|-start|p2a: Gengar|move: Taunt",
+            "|-start|p2a: Gengar|perish3",
+            "|-start|p2a: Gengar|perish2",
+            "|-end|p2a: Gengar|confusion",
+            "|-end|p2a: Gengar|move: Taunt|[silent]",
+        ] {
+            b.on_log(line);
+        }
+        let gengar = |b: &Battle| b.sides["p2"].mons.iter().find(|m| m.name == "Gengar").unwrap().volatiles.clone();
+        assert_eq!(gengar(&b), ["Substitute", "Leech Seed", "perish2"]);
+        b.on_log("|switch|p2a: Snorlax|Snorlax, L80|100/100");
+        assert!(gengar(&b).is_empty(), "volatiles leave with the Pokémon");
+        b.on_log("|switch|p2a: Gengar|Gengar, L80|100/100");
+        b.on_log("|-start|p2a: Gengar|Encore");
+        b.on_log("|faint|p2a: Gengar");
+        assert!(gengar(&b).is_empty(), "and with a knockout");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use poke_engine::choices::{Choices, MOVES};
 use poke_engine::engine::abilities::Abilities;
 use poke_engine::engine::evaluate::evaluate;
 use poke_engine::engine::items::Items;
-use poke_engine::engine::state::{MoveChoice, Terrain, Weather};
+use poke_engine::engine::state::{MoveChoice, PokemonVolatileStatus, Terrain, Weather};
 use poke_engine::pokemon::PokemonName;
 use poke_engine::search::expectiminimax_search;
 use poke_engine::state::{
@@ -226,9 +226,20 @@ fn their_side(battle: &Battle, rng: &mut Rng) -> Result<Side, String> {
     Ok(side)
 }
 
-/// The public facts of a side: boosts of the active Pokémon and hazards/screens.
+/// The public facts of a side: boosts and volatile conditions of the active
+/// Pokémon, and hazards/screens.
 fn apply_view(side: &mut Side, view: &SideView) {
     if let Some(active) = view.active() {
+        for name in &active.volatiles {
+            if let Some(status) = stateless_volatile(name) {
+                side.volatile_statuses.insert(status);
+            }
+        }
+        if side.volatile_statuses.contains(&PokemonVolatileStatus::SUBSTITUTE) {
+            // A substitute takes a quarter of the maximum HP; the damage it has
+            // taken since is not in the protocol, so assume it is whole.
+            side.substitute_health = side.get_active_immutable().maxhp / 4;
+        }
         let boost = |k: &str| active.boosts.get(k).copied().unwrap_or(0).clamp(-6, 6) as i8;
         side.attack_boost = boost("atk");
         side.defense_boost = boost("def");
@@ -239,6 +250,17 @@ fn apply_view(side: &mut Side, view: &SideView) {
         side.evasion_boost = boost("evasion");
     }
     side.side_conditions = side_conditions(&view.conditions);
+}
+
+/// A volatile condition the engine can take as a bare flag. Others need state
+/// the protocol does not give (Encore the last move, Taunt and Yawn their
+/// turns left, confusion its count) and poke-engine panics without it (an
+/// Encore fed bare crashed a battle in the tests), so they are shown to the
+/// agent but left out of the search.
+fn stateless_volatile(name: &str) -> Option<PokemonVolatileStatus> {
+    use PokemonVolatileStatus as V;
+    let status = V::from_str(&to_id(name)).ok()?;
+    [V::SUBSTITUTE, V::LEECHSEED, V::CURSE, V::AQUARING, V::INGRAIN, V::PERISH4, V::PERISH3, V::PERISH2, V::PERISH1].contains(&status).then_some(status)
 }
 
 fn side_conditions(names: &[String]) -> SideConditions {
@@ -456,6 +478,33 @@ mod tests {
         assert_eq!((best.optimality, best.regret, best.rank), (1.0, 0.0, 1));
         let weak = e.verdict("grassknot").unwrap();
         assert!(weak.optimality < 1.0 && weak.regret > 0.0 && weak.rank > 1, "{weak:?}");
+    }
+
+    #[test]
+    fn volatile_conditions_reach_the_engine_state() {
+        let (mut b, req) = position();
+        for l in [
+            "|-start|p2a: Gyarados|Substitute",
+            "|-start|p2a: Gyarados|move: Taunt",
+            "|-start|p2a: Gyarados|Encore",
+            "|-start|p1a: Pikachu|move: Leech Seed",
+            "|-start|p1a: Pikachu|confusion",
+            "|-start|p2a: Gyarados|typechange|Fire",
+        ] {
+            b.on_log(l);
+        }
+        let state = build_state(&b, &req, &mut Rng::new(1)).unwrap();
+        let (ours, theirs) = (&state.side_one, &state.side_two);
+        assert!(theirs.volatile_statuses.contains(&PokemonVolatileStatus::SUBSTITUTE));
+        assert_eq!(theirs.substitute_health, theirs.get_active_immutable().maxhp / 4);
+        assert!(ours.volatile_statuses.contains(&PokemonVolatileStatus::LEECHSEED));
+        // Those needing state the protocol lacks stay out (poke-engine panics on a bare Encore).
+        for v in [PokemonVolatileStatus::TAUNT, PokemonVolatileStatus::ENCORE] {
+            assert!(!theirs.volatile_statuses.contains(&v), "{v:?}");
+        }
+        assert!(!ours.volatile_statuses.contains(&PokemonVolatileStatus::CONFUSION));
+        // And the position still scores.
+        assert!(evaluate_actions(&b, &req, Settings::default()).is_ok());
     }
 
     #[test]

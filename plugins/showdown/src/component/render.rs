@@ -21,6 +21,7 @@ pub fn pokemon(m: &Mon) -> Pokemon {
         ability: m.ability.clone(),
         tera: m.tera.clone(),
         boosts: m.boosts.iter().filter(|(_, v)| **v != 0).map(|(k, v)| format!("{k}{v:+}")).collect(),
+        volatiles: m.volatiles.clone(),
     }
 }
 
@@ -42,6 +43,9 @@ pub fn mon_line(m: &Mon) -> String {
     let boosts: Vec<String> = m.boosts.iter().filter(|(_, v)| **v != 0).map(|(k, v)| format!("{k} {v:+}")).collect();
     if !boosts.is_empty() {
         s.push_str(&format!(", {}", boosts.join(" ")));
+    }
+    if !m.volatiles.is_empty() {
+        s.push_str(&format!(", {}", m.volatiles.join(", ")));
     }
     s
 }
