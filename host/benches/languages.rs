@@ -22,7 +22,11 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{BIN, RawClient, percentiles};
+use common::{BIN, RawClient, percentiles, rss_kib, tool_call};
+
+fn call(id: usize, name: &str, args: Value) -> String {
+    tool_call(id as u64, name, args).to_string()
+}
 
 struct Game {
     label: &'static str,
@@ -48,15 +52,6 @@ fn inspect(component: &Path, cfg: &Path) -> Duration {
     let out = Command::new(BIN).arg("inspect").arg(component).arg("--config").arg(cfg).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     t.elapsed()
-}
-
-fn call(id: usize, name: &str, args: Value) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}}).to_string()
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0)
 }
 
 fn session_id(answer: &Value, field: &str) -> String {

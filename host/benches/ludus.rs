@@ -36,7 +36,7 @@ use tokio::sync::mpsc;
 
 mod common;
 
-use common::{BIN, RawClient, RawHttp, percentiles, read_answer, rpc_result};
+use common::{BIN, RawClient, RawHttp, percentiles, read_answer, rpc_result, rss_kib, tool_call};
 
 #[derive(Clone)]
 struct Notified(mpsc::UnboundedSender<Instant>);
@@ -105,16 +105,6 @@ async fn http_server(cfg: &Path) -> HttpServer {
     HttpServer { child, url }
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 async fn latency(c: &Client, n: usize) -> (Duration, Duration) {
     let env = call(c, "hanoi_init_simulator", json!({"n": 3})).await["env_id"].clone();
     for _ in 0..200 {
@@ -132,13 +122,9 @@ async fn latency(c: &Client, n: usize) -> (Duration, Duration) {
 /// A minimal client's MCP session with one Hanoi puzzle: (client, env id).
 async fn http_hanoi_session(url: &str) -> (RawHttp, Value) {
     let mut c = RawHttp::initialize(url).await;
-    let (_, text) = c.post(&hanoi_call(1, "hanoi_init_simulator", json!({"n": 3}))).await;
+    let (_, text) = c.post(&tool_call(1, "hanoi_init_simulator", json!({"n": 3}))).await;
     let env = rpc_result(&text)["structuredContent"]["env_id"].clone();
     (c, env)
-}
-
-fn hanoi_call(id: u64, name: &str, args: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}})
 }
 
 /// `n` timed round trips of `request(id)` (after `warm` untimed ones) on one
@@ -157,7 +143,7 @@ async fn round_trips(c: &mut RawHttp, request: impl Fn(u64) -> Value, warm: usiz
 }
 
 fn get_state(env: &Value) -> impl Fn(u64) -> Value + '_ {
-    move |id| hanoi_call(id, "hanoi_get_state", json!({"env_id": env}))
+    move |id| tool_call(id, "hanoi_get_state", json!({"env_id": env}))
 }
 
 /// `clients` concurrent sessions, each on its own connection, each making
@@ -212,7 +198,7 @@ async fn http_floor(answer: String) -> (Duration, Duration) {
 /// thinks in the background of a measured call.
 fn chess_finish_turn(cfg: &Path) -> (Duration, Duration) {
     let mut c = RawClient::start(cfg);
-    let call = |id: usize, name: &str, args: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}}).to_string();
+    let call = |id: usize, name: &str, args: Value| tool_call(id as u64, name, args).to_string();
     let mut d = Vec::new();
     for i in 0..230 {
         let game = c.ask(&call(3 * i + 1, "chess_create_game", json!({"type": "computer", "color": "white", "difficulty": 1})));

@@ -18,7 +18,7 @@ use tokio::io::AsyncBufReadExt;
 
 mod common;
 
-use common::{BIN, post, rpc_result};
+use common::{BIN, post, proc_status, rpc_result, rss_kib, tool_call};
 
 const CONCURRENCY: usize = 16;
 
@@ -71,15 +71,13 @@ impl Server {
         self.child.id().unwrap()
     }
 
-    fn threads(&self) -> usize {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
-        status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+    fn threads(&self) -> u64 {
+        proc_status(self.pid(), "Threads")
     }
 
     /// (resident KiB, open file descriptors)
     fn footprint(&self) -> (u64, usize) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
-        let rss = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0);
+        let rss = rss_kib(self.pid());
         let fds = std::fs::read_dir(format!("/proc/{}/fd", self.pid())).map(|d| d.count()).unwrap_or(0);
         (rss, fds)
     }
@@ -105,8 +103,7 @@ impl Session {
     }
 
     async fn call(&self, rid: u64, tool: &str, args: Value) -> Value {
-        let body = json!({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": tool, "arguments": args}});
-        rpc_result(&post(&self.http, &self.url, Some(&self.id), body).await.1)["structuredContent"].clone()
+        rpc_result(&post(&self.http, &self.url, Some(&self.id), tool_call(rid, tool, args)).await.1)["structuredContent"].clone()
     }
 
     async fn delete(&self) {
@@ -225,8 +222,7 @@ async fn main() {
             let (u, c) = (url.clone(), counter.clone());
             tokio::spawn(async move {
                 let s = Session::open(&u).await;
-                let body = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                    "params": {"name": "hello_wait_for", "arguments": {"counter_id": c, "at_least": 1_000_000}}});
+                let body = tool_call(i, "hello_wait_for", json!({"counter_id": c, "at_least": 1_000_000}));
                 // Send, read the headers, then go away with the body unread.
                 let _ = s.http.post(&*s.url).header("accept", "application/json, text/event-stream")
                     .header("mcp-session-id", &*s.id).header("mcp-protocol-version", "2025-06-18").json(&body).send().await;

@@ -10,6 +10,23 @@ use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_ludus");
 
+/// A number from `/proc/PID/status` (`VmRSS` in KiB, `Threads`); 0 when unreadable.
+pub fn proc_status(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let value = status.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':'));
+    value.and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0)
+}
+
+/// Resident memory of a process, in KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    proc_status(pid, "VmRSS")
+}
+
+/// A `tools/call` request.
+pub fn tool_call(id: u64, name: &str, args: Value) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}})
+}
+
 /// p50 and p99.
 pub fn percentiles(mut d: Vec<Duration>) -> (Duration, Duration) {
     d.sort();
