@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressToken, RequestMetaObject, SubscriptionFilter};
+use rmcp::model::{CallToolRequestParams, NumberOrString, SubscriptionFilter};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
@@ -73,10 +73,7 @@ async fn long_waits_send_progress_when_asked() {
     let server = hello_server(work.path()).await;
     let mut c = http_client(&server).await;
     let id = c.ok("hello_start", json!({})).await["counter_id"].clone();
-    let mut params = CallToolRequestParams::new("hello_wait_for")
-        .with_arguments(json!({"counter_id": id, "at_least": 1}).as_object().unwrap().clone());
-    params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(NumberOrString::String("w1".into()))));
-    let r = c.service.call_tool(params).await.unwrap();
+    let r = c.call_with_progress("hello_wait_for", json!({"counter_id": id, "at_least": 1}), "w1").await;
     assert_eq!(r.is_error, Some(true), "no bump: the wait times out");
     let p = c.progress.try_recv().expect("a progress notification during a 5 s wait");
     // rmcp's client substitutes its own token per request; the server must echo whatever it got.
