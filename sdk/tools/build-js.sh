@@ -39,4 +39,3 @@ cp -r "$repo/wit/plugin" "$work/wit/deps/plugin"
 (cd "$app" && "$bin" "$entry" --wit "$work/wit" --world-name "$world" \
     --disable http fetch-event -o "$work/raw.wasm" >/dev/null)
 pack "$work/raw.wasm" "$out" "$app/wit"
-echo "built $out ($(stat -c %s "$out") bytes)" >&2

@@ -32,4 +32,3 @@ trap 'rm -f "$raw"' EXIT
 "$venv/bin/componentize-py" -q -d "$repo/wit/plugin" -d "$app/wit" -w "$world" \
     componentize -p "$app" "$module" -o "$raw"
 pack "$raw" "$out" "$app/wit"
-echo "built $out ($(stat -c %s "$out") bytes)" >&2

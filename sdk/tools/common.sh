@@ -16,13 +16,15 @@ with_tools_lock() {
 }
 
 # Embeds the WIT doc comments (tool and parameter descriptions, ranges) into
-# the component: the component toolchains drop them.
+# the component (the component toolchains drop them), with $LUDUS, else
+# `ludus` on the PATH, else the one built from this checkout.
 pack() { # IN OUT APP_WIT_DIR
+    local ludus=(cargo run -q --release --manifest-path "$repo/Cargo.toml" -p ludus --)
     if [[ -n "${LUDUS:-}" ]]; then
-        "$LUDUS" pack "$1" "$2" "$repo/wit/plugin" "$3"
+        ludus=("$LUDUS")
     elif command -v ludus >/dev/null; then
-        ludus pack "$1" "$2" "$repo/wit/plugin" "$3"
-    else
-        cargo run -q --release --manifest-path "$repo/Cargo.toml" -p ludus -- pack "$1" "$2" "$repo/wit/plugin" "$3"
+        ludus=(ludus)
     fi
+    "${ludus[@]}" pack "$1" "$2" "$repo/wit/plugin" "$3"
+    echo "built $2 ($(stat -c %s "$2") bytes)" >&2
 }
