@@ -91,7 +91,8 @@ pub enum Reply {
     Failed(String),
 }
 
-/// Called every few seconds while a call waits: (seconds waited, of at most).
+/// Called while a call waits: every few seconds, and when its session's
+/// channel process says something new.
 pub type Progress = Box<dyn Fn(WaitProgress) + Send + Sync>;
 
 /// Where a waiting call stands, for a progress notification.
