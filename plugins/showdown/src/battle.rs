@@ -15,19 +15,55 @@ pub struct Mon {
     pub level: u32,
     /// Percent of full HP (exact numbers for our own side come from the request).
     pub hp_percent: u32,
+    /// Our own side: exact (current, maximum) HP from the request.
+    pub hp: Option<(u32, u32)>,
     pub status: Option<String>,
     pub fainted: bool,
     pub active: bool,
     pub boosts: BTreeMap<String, i32>,
     /// Moves seen in battle (for the opponent: revealed only).
     pub moves: Vec<String>,
+    /// `Some("")` once the item is gone (knocked off, eaten, popped).
     pub item: Option<String>,
+    /// The item it lost last: a later `[from] item:` naming it is its last
+    /// act (a berry's heal), not a new item.
+    pub last_item: Option<String>,
     pub ability: Option<String>,
     pub tera: Option<String>,
+    /// A forme it holds only while in battle (Cramorant-Gulping,
+    /// Morpeko-Hangry, or what a Transform copied); shown as its species.
+    pub forme: Option<String>,
+    /// The Pokémon it transformed into (side, name): the moves it uses
+    /// while transformed are that one's.
+    pub copied_from: Option<(String, String)>,
     /// Volatile conditions now on it (`-start` … `-end`), as the simulator
     /// names them: Substitute, confusion, Leech Seed, Taunt, Encore, perish2…
     /// They leave with it when it switches out or faints.
     pub volatiles: Vec<String>,
+}
+
+impl Mon {
+    /// The species as it stands in battle now (a temporary forme if any).
+    pub fn shown_species(&self) -> &str {
+        self.forme.as_deref().unwrap_or(&self.species)
+    }
+
+    /// Notes a move it has shown.
+    fn learn(&mut self, name: &str) {
+        let id = crate::data::to_id(name);
+        if !id.is_empty() && !self.moves.contains(&id) {
+            self.moves.push(id);
+        }
+    }
+
+    /// What ends when it leaves the field: stat stages, volatile
+    /// conditions, a temporary forme.
+    fn leave_battle(&mut self) {
+        self.boosts.clear();
+        self.volatiles.clear();
+        self.forme = None;
+        self.copied_from = None;
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -63,6 +99,10 @@ pub struct Battle {
     pub weather: Option<String>,
     pub fields: Vec<String>,
     pub request: Option<Request>,
+    /// The simulator refused a choice as unavailable (a trap or a disabled
+    /// move the request could not show) and a corrected request follows:
+    /// until it arrives, the old one is not ours to answer.
+    pub correction_due: bool,
     /// Counts requests that asked us for a decision.
     pub decision_seq: u64,
     pub winner: Option<String>,
@@ -74,6 +114,9 @@ pub struct Battle {
     pub previous_turn: Vec<String>,
     /// Every public log line (kept for replays and reproducibility checks).
     pub log: Vec<String>,
+    /// Our `|request|` JSON, each with the length of `log` when it arrived:
+    /// with the log, the stream a Showdown client of our seat receives.
+    pub requests: Vec<(usize, String)>,
 }
 
 impl Battle {
@@ -95,7 +138,7 @@ impl Battle {
 
     /// The request we must answer now, if any.
     pub fn pending(&self) -> Option<&Request> {
-        self.request.as_ref().filter(|r| r.needs_decision() && !self.over())
+        self.request.as_ref().filter(|r| r.needs_decision() && !self.over() && !self.correction_due)
     }
 
     pub fn on_request(&mut self, request: Request) {
@@ -105,27 +148,69 @@ impl Battle {
         if request.needs_decision() {
             self.decision_seq += 1;
         }
+        self.correction_due = false;
         self.sync_own_side(&request);
         self.request = Some(request);
+    }
+
+    /// Keeps a request of ours as it arrived, for [`Battle::protocol`].
+    pub fn record_request(&mut self, json: &str) {
+        self.requests.push((self.log.len(), json.to_string()));
+    }
+
+    /// Our seat's protocol stream: the public log with each of our requests
+    /// where it arrived (`|request|{…}`), what a Showdown client library such
+    /// as `@pkmn/client` reads.
+    pub fn protocol(&self) -> String {
+        let mut out = String::new();
+        let mut requests = self.requests.iter().peekable();
+        for (i, line) in self.log.iter().enumerate() {
+            while let Some((_, json)) = requests.next_if(|(at, _)| *at == i) {
+                out.push_str("|request|");
+                out.push_str(json);
+                out.push('\n');
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
+        for (_, json) in requests {
+            out.push_str("|request|");
+            out.push_str(json);
+            out.push('\n');
+        }
+        out
     }
 
     /// Our own side is known exactly from the request.
     fn sync_own_side(&mut self, request: &Request) {
         let me = self.me.clone();
         let side = self.sides.entry(me).or_default();
+        let mut copied = None;
         for p in &request.side.pokemon {
             let mon = side.mon(p.name());
             mon.species = p.species().to_string();
-            mon.level = level_of(&p.details).unwrap_or(mon.level);
+            mon.level = level_of(&p.details).unwrap_or(100);
             let (hp, status, fainted) = parse_condition(&p.condition);
             mon.hp_percent = hp;
+            // A fainted Pokémon's condition (`0 fnt`) no longer says its maximum.
+            let known_max = mon.hp.map_or(0, |(_, max)| max);
+            mon.hp = exact_hp(&p.condition).map(|(cur, max)| (cur, if max == 0 { known_max } else { max }));
             mon.status = status;
             mon.fainted = fainted;
-            mon.active = p.active;
+            // A fainted Pokémon waiting to be replaced holds its slot but is not in battle.
+            mon.active = p.active && !fainted;
             mon.moves = p.moves.clone();
             mon.item = Some(p.item.clone()).filter(|s| !s.is_empty());
             mon.ability = Some(p.ability.clone()).filter(|s| !s.is_empty());
             mon.tera = p.terastallized.clone().filter(|s| !s.is_empty());
+            if let Some(target) = mon.copied_from.clone().filter(|_| mon.active) {
+                copied = Some((target, p.moves.clone()));
+            }
+        }
+        // Transformed, ours can use exactly the moves of the one it copied.
+        if let Some(((side, name), moves)) = copied {
+            let target = self.sides.entry(side).or_default().mon(&name);
+            moves.iter().for_each(|m| target.learn(m));
         }
     }
 
@@ -137,20 +222,21 @@ impl Battle {
             self.log.push(line.to_string());
         }
         let arg = |i: usize| f.get(i).copied().unwrap_or("");
+        self.reveal(kind, &f);
         match kind {
             "player" if !arg(2).is_empty() => self.sides.entry(arg(1).to_string()).or_default().player = arg(2).to_string(),
             "turn" => {
                 self.turn = arg(1).parse().unwrap_or(self.turn);
                 self.previous_turn = std::mem::take(&mut self.recent);
             }
-            "switch" | "drag" | "replace" => {
+            "replace" => self.unmask(ident(arg(1)), arg(2)),
+            "switch" | "drag" => {
                 let (side, name) = ident(arg(1));
                 let view = self.sides.entry(side.clone()).or_default();
                 for m in &mut view.mons {
                     if m.active {
                         m.active = false;
-                        m.boosts.clear();
-                        m.volatiles.clear();
+                        m.leave_battle();
                     }
                 }
                 let mon = view.mon(&name);
@@ -167,8 +253,16 @@ impl Battle {
                 let (side, name) = ident(arg(1));
                 let mon = self.sides.entry(side).or_default().mon(&name);
                 let m = arg(2).to_string();
-                if !mon.moves.iter().any(|x| crate::data::to_id(x) == crate::data::to_id(&m)) {
-                    mon.moves.push(crate::data::to_id(&m));
+                // A move called by another (Magic Bounce, Dancer, a locked-in
+                // repeat) is not one of its own; Sleep Talk calls its own.
+                let own = match tag(&f, "from") {
+                    None => true,
+                    Some(from) => from.ends_with("Sleep Talk") || from == "Pursuit",
+                };
+                match mon.copied_from.clone() {
+                    Some((side, name)) if own => self.sides.entry(side).or_default().mon(&name).learn(&m),
+                    _ if own => mon.learn(&m),
+                    _ => {}
                 }
                 let miss = f.iter().any(|x| *x == "[miss]");
                 self.note(format!("{name} used {m}{}", if miss { " (missed)" } else { "" }));
@@ -196,8 +290,8 @@ impl Battle {
             "faint" => {
                 let (side, name) = ident(arg(1));
                 let mon = self.sides.entry(side).or_default().mon(&name);
-                (mon.fainted, mon.hp_percent) = (true, 0);
-                mon.volatiles.clear();
+                (mon.fainted, mon.hp_percent, mon.active) = (true, 0, false);
+                mon.leave_battle();
                 self.note(format!("{name} fainted"));
             }
             "-status" => {
@@ -217,6 +311,20 @@ impl Battle {
                 *b = (*b + n).clamp(-6, 6);
                 self.note(format!("{name}'s {} {} {}", arg(2), if n >= 0 { "rose" } else { "fell" }, n.abs()));
             }
+            "-setboost" => {
+                let (side, name) = ident(arg(1));
+                let n: i32 = arg(3).parse().unwrap_or(0);
+                self.sides.entry(side).or_default().mon(&name).boosts.insert(arg(2).to_string(), n.clamp(-6, 6));
+            }
+            "-invertboost" => {
+                let (side, name) = ident(arg(1));
+                self.sides.entry(side).or_default().mon(&name).boosts.values_mut().for_each(|v| *v = -*v);
+            }
+            "-clearpositiveboost" => {
+                let (side, name) = ident(arg(1));
+                self.sides.entry(side).or_default().mon(&name).boosts.retain(|_, v| *v < 0);
+            }
+            "-swapboost" | "-copyboost" => self.move_boosts(kind, ident(arg(1)), ident(arg(2)), arg(3)),
             "-clearboost" | "-clearallboost" | "-clearnegativeboost" => {
                 let clear_all = kind == "-clearallboost";
                 for (side, view) in self.sides.iter_mut() {
@@ -234,20 +342,44 @@ impl Battle {
                     return;
                 }
                 let mon = self.sides.entry(side).or_default().mon(&name);
-                // Perish Song counts down as new effects (perish3, perish2, …).
-                let same = |v: &String| crate::data::to_id(v) == crate::data::to_id(&effect) || (effect.starts_with("perish") && v.starts_with("perish"));
+                // Perish Song and Stockpile count as new effects (perish3, perish2, …).
+                let counter = |v: &str| ["perish", "stockpile"].into_iter().find(|p| v.starts_with(p));
+                let same = |v: &String| crate::data::to_id(v) == crate::data::to_id(&effect) || (counter(v).is_some() && counter(v) == counter(&effect));
                 mon.volatiles.retain(|v| !same(v));
-                if kind == "-start" {
+                if effect == "Illusion" {
+                    mon.ability = Some(effect.clone());
+                }
+                // A terastallized Pokémon keeps its Tera type whatever changes its types.
+                if kind == "-start" && effect == "typechange" && mon.tera.is_some() {
+                } else if kind == "-start" {
                     mon.volatiles.push(effect.clone());
                     self.note(format!("{name}: {effect} started"));
                 } else {
                     self.note(format!("{name}: {effect} ended"));
                 }
             }
+            // A binding move (Whirlpool, Fire Spin…) holds its target: it ends with `-end`.
+            "-activate" if PARTIAL_TRAPS.contains(&crate::data::to_id(&effect_name(arg(2))).as_str()) => {
+                let (side, name) = ident(arg(1));
+                let effect = effect_name(arg(2));
+                let mon = self.sides.entry(side).or_default().mon(&name);
+                if !mon.volatiles.contains(&effect) {
+                    mon.volatiles.push(effect);
+                }
+            }
             "-weather" => {
                 self.weather = Some(arg(1)).filter(|w| *w != "none").map(str::to_string);
             }
-            "-fieldstart" => self.fields.push(arg(1).trim_start_matches("move: ").to_string()),
+            "-fieldstart" => {
+                let what = arg(1).trim_start_matches("move: ").to_string();
+                // One terrain at a time: a new one replaces the old without an `-fieldend`.
+                if what.ends_with(" Terrain") {
+                    self.fields.retain(|x| !x.ends_with(" Terrain"));
+                }
+                if !self.fields.contains(&what) {
+                    self.fields.push(what);
+                }
+            }
             "-fieldend" => {
                 let what = arg(1).trim_start_matches("move: ");
                 self.fields.retain(|x| x != what);
@@ -262,14 +394,24 @@ impl Battle {
                     view.conditions.retain(|c| *c != what);
                 }
             }
-            "-item" | "-enditem" => {
+            "-item" => {
+                let (side, name) = ident(arg(1));
+                self.sides.entry(side).or_default().mon(&name).item = Some(arg(2).to_string());
+            }
+            "-enditem" => {
                 let (side, name) = ident(arg(1));
                 let mon = self.sides.entry(side).or_default().mon(&name);
-                mon.item = if kind == "-item" { Some(arg(2).to_string()) } else { Some(String::new()) };
+                mon.item = Some(String::new());
+                mon.last_item = Some(arg(2).to_string());
             }
             "-ability" => {
                 let (side, name) = ident(arg(1));
-                self.sides.entry(side).or_default().mon(&name).ability = Some(arg(2).to_string());
+                let mon = self.sides.entry(side).or_default().mon(&name);
+                // As One announces itself, then the Unnerve and the Neigh it includes.
+                let part_of_as_one = ["Unnerve", "Chilling Neigh", "Grim Neigh"].contains(&arg(2));
+                if !(part_of_as_one && mon.ability.as_deref().is_some_and(|a| a.starts_with("As One"))) {
+                    mon.ability = Some(arg(2).to_string());
+                }
             }
             "-terastallize" => {
                 let (side, name) = ident(arg(1));
@@ -279,15 +421,43 @@ impl Battle {
             "detailschange" | "-formechange" => {
                 let (side, name) = ident(arg(1));
                 let species = arg(2).split(',').next().unwrap_or("").trim().to_string();
-                if !species.is_empty() {
-                    self.sides.entry(side).or_default().mon(&name).species = species;
+                let mon = self.sides.entry(side).or_default().mon(&name);
+                if species.is_empty() {
+                } else if kind == "detailschange" {
+                    // A lasting change (Ogerpon's Tera forme, and back when it faints): the
+                    // forme's ability, when the pool gives it only one (else as last shown).
+                    if let Some(ability) = crate::data::data().sole_ability(&species) {
+                        mon.ability = Some(ability.to_string());
+                    }
+                    (mon.species, mon.forme) = (species, None);
+                } else {
+                    mon.forme = Some(species);
                 }
+            }
+            "-transform" => {
+                let (side, name) = ident(arg(1));
+                let (their_side, their_name) = ident(arg(2));
+                let copied = self.sides.get(&their_side).and_then(|s| s.mons.iter().find(|m| m.name == their_name));
+                let (forme, boosts) = copied.map(|m| (m.shown_species().to_string(), m.boosts.clone())).unwrap_or_default();
+                let mon = self.sides.entry(side).or_default().mon(&name);
+                mon.copied_from = Some((their_side, their_name.clone()));
+                mon.forme = Some(forme).filter(|f| !f.is_empty());
+                mon.boosts = boosts;
+                mon.volatiles.push("Transform".into());
+                self.note(format!("{name} transformed into {their_name}"));
             }
             "-supereffective" => self.note("It's super effective!".into()),
             "-resisted" => self.note("It's not very effective…".into()),
             "-immune" => self.note(format!("{} is immune", ident(arg(1)).1)),
             "-crit" => self.note("A critical hit!".into()),
-            "cant" => self.note(format!("{} can't move ({})", ident(arg(1)).1, arg(2))),
+            "cant" => {
+                // `cant|p2a: X|move: Taunt|Moonlight` shows a move it has.
+                let (side, name) = ident(arg(1));
+                if !arg(3).is_empty() && !arg(3).starts_with('[') {
+                    self.sides.entry(side).or_default().mon(&name).learn(arg(3));
+                }
+                self.note(format!("{name} can't move ({})", arg(2)));
+            }
             "inactive" => self.timer = Some(arg(1).to_string()),
             "inactiveoff" => self.timer = None,
             "win" => {
@@ -299,6 +469,114 @@ impl Battle {
                 self.note("The battle ended in a tie".into());
             }
             _ => {}
+        }
+    }
+
+    /// `replace`: the active Pokémon was another in disguise (Illusion).
+    /// What the disguise seemed to suffer is the real one's; the Pokémon it
+    /// imitated is taken to be unhurt (what it really has is unknown).
+    fn unmask(&mut self, (side, name): (String, String), details: &str) {
+        let view = self.sides.entry(side).or_default();
+        let mut taken = (100, None, Vec::new(), None);
+        if let Some(shown) = view.mons.iter_mut().find(|m| m.active && m.name != name) {
+            taken = (shown.hp_percent, shown.status.take(), std::mem::take(&mut shown.volatiles), shown.tera.take());
+            (shown.active, shown.fainted, shown.hp_percent) = (false, false, 100);
+            shown.boosts.clear();
+        }
+        let mon = view.mon(&name);
+        mon.active = true;
+        mon.species = details.split(',').next().unwrap_or("").trim().to_string();
+        mon.level = level_of(details).unwrap_or(100);
+        mon.ability = Some("Illusion".into());
+        (mon.hp_percent, mon.status, mon.volatiles) = (taken.0, taken.1, taken.2);
+        mon.tera = taken.3.or(mon.tera.take());
+        self.note(format!("{name} was disguised by its Illusion"));
+    }
+
+    /// What a line tells about who holds an ability or an item, beyond its
+    /// own kind: `[from] ability: Drought|[of] p2a: Torkoal`, `[from] item:
+    /// Leftovers`, `-activate|p1a: X|ability: Disguise`. The holder is the
+    /// `[of]` Pokémon when named, else the line's own, except where the
+    /// protocol names the other one in `[of]` (a thief's victim, a
+    /// damage-dealer's target).
+    fn reveal(&mut self, kind: &str, f: &[&str]) {
+        let own = f.get(1).copied().filter(|a| a.starts_with('p') && a.contains(": "));
+        let of = tag(f, "of");
+        if kind == "-block" {
+            // `-block|p2a: X|ability: Aroma Veil|[of] p2a: Y`: Y's ability shielded X.
+            if let (Some(holder), Some(effect)) = (of.or(own), f.get(2)) {
+                self.reveal_effect(holder, effect);
+            }
+        }
+        if matches!(kind, "-start" | "-activate") {
+            if let (Some(holder), Some(effect)) = (own, f.get(2)) {
+                self.reveal_effect(holder, effect);
+                // Poltergeist names the target's item.
+                if *effect == "move: Poltergeist" {
+                    if let Some(item) = f.get(3).filter(|i| !i.starts_with('[')) {
+                        self.reveal_effect(holder, &format!("item: {item}"));
+                    }
+                }
+            }
+        }
+        let Some(from) = tag(f, "from") else { return };
+        let holder = if from.starts_with("ability: ") {
+            match kind {
+                // Volt Absorb and the like name the attacker in `[of]`.
+                "-heal" => own,
+                // Pickpocket and Magician: `[of]` is the Pokémon robbed.
+                "-item" if !from.ends_with("Frisk") => own,
+                "-enditem" => None,
+                _ => of.or(own),
+            }
+        } else if from.starts_with("item: ") {
+            match kind {
+                "-item" | "-enditem" => None,
+                "-heal" => own,
+                _ => of.or(own),
+            }
+        } else {
+            None
+        };
+        if let Some(holder) = holder {
+            self.reveal_effect(holder, from);
+        }
+    }
+
+    /// `ability: Levitate` or `item: Life Orb` shown by `holder` (`p2a: Name`).
+    fn reveal_effect(&mut self, holder: &str, effect: &str) {
+        let (side, name) = ident(holder);
+        if let Some(ability) = effect.strip_prefix("ability: ") {
+            self.sides.entry(side).or_default().mon(&name).ability = Some(ability.trim().to_string());
+        } else if let Some(item) = effect.strip_prefix("item: ") {
+            let mon = self.sides.entry(side).or_default().mon(&name);
+            let item = item.trim();
+            let spent = mon.item.as_deref() == Some("") && mon.last_item.as_deref().is_some_and(|l| crate::data::to_id(l) == crate::data::to_id(item));
+            if !spent {
+                mon.item = Some(item.to_string());
+            }
+        }
+    }
+
+    /// `-swapboost` (Guard Swap, Power Swap…) and `-copyboost` (Psych Up):
+    /// the named stats, or all of them.
+    fn move_boosts(&mut self, kind: &str, to: (String, String), from: (String, String), stats: &str) {
+        let get = |b: &Battle, (side, name): &(String, String)| {
+            b.sides.get(side).and_then(|s| s.mons.iter().find(|m| &m.name == name)).map(|m| m.boosts.clone()).unwrap_or_default()
+        };
+        let (mut a, mut b) = (get(self, &to), get(self, &from));
+        let all = ["atk", "def", "spa", "spd", "spe", "accuracy", "evasion"];
+        let stats: Vec<&str> = if stats.is_empty() || stats.starts_with('[') { all.to_vec() } else { stats.split(", ").collect() };
+        for stat in stats {
+            let (x, y) = (b.get(stat).copied().unwrap_or(0), a.get(stat).copied().unwrap_or(0));
+            a.insert(stat.to_string(), x);
+            if kind == "-swapboost" {
+                b.insert(stat.to_string(), y);
+            }
+        }
+        self.sides.entry(to.0.clone()).or_default().mon(&to.1).boosts = a;
+        if kind == "-swapboost" {
+            self.sides.entry(from.0.clone()).or_default().mon(&from.1).boosts = b;
         }
     }
 
@@ -314,15 +592,25 @@ impl Battle {
     }
 }
 
+/// The moves that bind their target for a few turns.
+const PARTIAL_TRAPS: [&str; 10] = ["bind", "wrap", "firespin", "whirlpool", "sandtomb", "clamp", "infestation", "magmastorm", "snaptrap", "thundercage"];
+
 /// `p2a: Great Tusk` → (`p2`, `Great Tusk`).
 pub fn ident(s: &str) -> (String, String) {
     let (pos, name) = s.split_once(": ").unwrap_or((s, ""));
     (pos.chars().take(2).collect(), name.trim().to_string())
 }
 
+/// The value of a line's `[key] value` part (`[from] item: Leftovers`;
+/// the space after `]` is optional in the protocol).
+pub fn tag<'a>(f: &[&'a str], key: &str) -> Option<&'a str> {
+    f.iter().find_map(|x| x.strip_prefix('[')?.strip_prefix(key)?.strip_prefix(']')).map(str::trim)
+}
+
 /// `Species, L84, F` → 84.
 pub fn level_of(details: &str) -> Option<u32> {
-    details.split(", ").find_map(|p| p.strip_prefix('L')).and_then(|l| l.parse().ok())
+    // The species comes first and may itself start with L (Lycanroc, Lapras).
+    details.split(", ").skip(1).find_map(|p| p.strip_prefix('L')?.parse().ok())
 }
 
 /// `Great Tusk, L84` → `Great Tusk (L84)`.
@@ -359,6 +647,16 @@ pub fn parse_condition(c: &str) -> (u32, Option<String>, bool) {
         None => hp.parse().unwrap_or(100),
     };
     (percent.min(100), rest.map(str::to_string), false)
+}
+
+/// `171/407 par` → (171, 407); `0 fnt` → (0, the maximum unknown: 0).
+pub fn exact_hp(c: &str) -> Option<(u32, u32)> {
+    let hp = c.split_whitespace().next()?;
+    if hp == "0" {
+        return Some((0, 0));
+    }
+    let (cur, max) = hp.split_once('/')?;
+    Some((cur.parse().ok()?, max.parse().ok()?))
 }
 
 pub fn status_name(s: &str) -> &str {
@@ -451,6 +749,100 @@ mod tests {
         }
         assert!(b.recent.iter().any(|r| r == "Alomomola lost 43% HP, now 0%"), "{:?}", b.recent);
         assert!(!b.recent.iter().any(|r| r.contains("lost 0% HP")), "{:?}", b.recent);
+    }
+
+    fn mon<'a>(b: &'a Battle, side: &str, name: &str) -> &'a Mon {
+        b.sides[side].mons.iter().find(|m| m.name == name).unwrap()
+    }
+
+    #[test]
+    fn the_log_reveals_items_abilities_and_moves_where_they_show() {
+        let mut b = Battle { me: "p1".into(), ..Battle::default() };
+        for l in [
+            "|switch|p1a: Plusle|Plusle, L90|100/100",
+            "|switch|p2a: Lycanroc|Lycanroc-Dusk, L81, M|100/100",
+            "|-heal|p2a: Lycanroc|100/100|[from] item: Leftovers",
+            "|-weather|SunnyDay|[from] ability: Drought|[of] p2a: Lycanroc",
+            "|move|p1a: Plusle|Thunderbolt|p2a: Lycanroc",
+            "|-heal|p2a: Lycanroc|100/100|[from] ability: Volt Absorb|[of] p1a: Plusle",
+        ] {
+            b.on_log(l);
+        }
+        assert_eq!(mon(&b, "p2", "Lycanroc").ability.as_deref(), Some("Volt Absorb"), "a heal's ability is the healed one's, whatever `[of]` says");
+        for l in [
+            "|cant|p2a: Lycanroc|move: Taunt|Moonlight",
+            "|move|p2a: Lycanroc|Outrage|p1a: Plusle|[from] lockedmove",
+            "|move|p2a: Lycanroc|Thunderbolt|p1a: Plusle|[from] ability: Magic Bounce",
+        ] {
+            b.on_log(l);
+        }
+        let l = mon(&b, "p2", "Lycanroc");
+        assert_eq!(l.level, 81, "the species starts with L, the level is L81");
+        assert_eq!(l.item.as_deref(), Some("Leftovers"));
+        assert_eq!(l.ability.as_deref(), Some("Magic Bounce"));
+        assert_eq!(l.moves, ["moonlight"], "called and locked-in moves are not counted; a blocked one is");
+
+        // A berry eaten and its heal: the item is gone, not revealed again.
+        b.on_log("|-enditem|p2a: Lycanroc|Sitrus Berry|[eat]");
+        b.on_log("|-heal|p2a: Lycanroc|100/100|[from] item: Sitrus Berry");
+        assert_eq!(mon(&b, "p2", "Lycanroc").item.as_deref(), Some(""));
+        b.on_log("|-activate|p2a: Lycanroc|move: Poltergeist|Air Balloon");
+        assert_eq!(mon(&b, "p2", "Lycanroc").item.as_deref(), Some("Air Balloon"));
+        b.on_log("|-block|p2a: Lycanroc|ability: Aroma Veil|[of] p2a: Lycanroc");
+        assert_eq!(mon(&b, "p2", "Lycanroc").ability.as_deref(), Some("Aroma Veil"));
+    }
+
+    #[test]
+    fn terrains_replace_each_other_and_traps_and_formes_hold_while_in_battle() {
+        let mut b = Battle { me: "p1".into(), ..Battle::default() };
+        for l in [
+            "|-fieldstart|move: Electric Terrain",
+            "|-fieldstart|move: Grassy Terrain|[from] ability: Grassy Surge|[of] p2a: Rillaboom",
+            "|-fieldstart|move: Grassy Terrain|[from] ability: Grassy Surge|[of] p2a: Rillaboom",
+            "|-fieldstart|move: Trick Room|[of] p1a: Cramorant",
+            "|switch|p1a: Cramorant|Cramorant, L86, M|100/100",
+            "|-formechange|p1a: Cramorant|Cramorant-Gulping|",
+            "|-activate|p1a: Cramorant|move: Whirlpool|[of] p2a: Rillaboom",
+            "|-setboost|p1a: Cramorant|atk|6",
+        ] {
+            b.on_log(l);
+        }
+        assert_eq!(b.fields, ["Grassy Terrain", "Trick Room"]);
+        let c = mon(&b, "p1", "Cramorant");
+        assert_eq!((c.shown_species(), c.species.as_str()), ("Cramorant-Gulping", "Cramorant"));
+        assert_eq!(c.volatiles, ["Whirlpool"]);
+        assert_eq!(c.boosts["atk"], 6);
+        b.on_log("|faint|p1a: Cramorant");
+        let c = mon(&b, "p1", "Cramorant");
+        assert!(!c.active && c.boosts.is_empty() && c.volatiles.is_empty() && c.forme.is_none());
+    }
+
+    #[test]
+    fn an_illusion_unmasked_takes_what_its_disguise_suffered() {
+        let mut b = Battle { me: "p1".into(), ..Battle::default() };
+        for l in [
+            "|switch|p2a: Bellossom|Bellossom, L84, M|100/100",
+            "|-damage|p2a: Bellossom|0 fnt",
+            "|replace|p2a: Zoroark|Zoroark-Hisui, L80, F",
+            "|-end|p2a: Zoroark|Illusion",
+            "|faint|p2a: Zoroark",
+        ] {
+            b.on_log(l);
+        }
+        let bellossom = mon(&b, "p2", "Bellossom");
+        assert!(!bellossom.fainted && !bellossom.active && bellossom.hp_percent == 100, "{bellossom:?}");
+        let zoroark = mon(&b, "p2", "Zoroark");
+        assert!(zoroark.fainted && zoroark.ability.as_deref() == Some("Illusion"), "{zoroark:?}");
+    }
+
+    #[test]
+    fn the_protocol_stream_puts_each_request_where_it_arrived() {
+        let mut b = Battle::default();
+        b.on_log("|turn|1");
+        b.record_request(r#"{"rqid":1}"#);
+        b.on_log("|move|p1a: A|Tackle|p2a: B");
+        b.record_request(r#"{"rqid":2}"#);
+        assert_eq!(b.protocol(), "|turn|1\n|request|{\"rqid\":1}\n|move|p1a: A|Tackle|p2a: B\n|request|{\"rqid\":2}\n");
     }
 
     #[test]

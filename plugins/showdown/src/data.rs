@@ -136,6 +136,14 @@ impl Data {
         self.sets.get(&id).or_else(|| self.sets.get(&name.split('-').next().map(to_id)?))
     }
 
+    /// The ability every random-battle set of exactly this forme has, if
+    /// there is one (no fallback to the base species: a forme may differ).
+    pub fn sole_ability(&self, forme: &str) -> Option<&str> {
+        let sets = &self.sets.get(&to_id(forme))?.sets;
+        let first = sets.first()?.abilities.first()?;
+        sets.iter().all(|s| s.abilities == [first.clone()]).then_some(first.as_str())
+    }
+
     /// Every species of the random-battle pool, in a stable order.
     pub fn random_species_ids(&self) -> &[String] {
         &self.set_ids

@@ -209,7 +209,10 @@ pub fn offline_event(g: &mut Game, event: Event) {
                     send(g.channel, &format!(">p2 {}", a.choice));
                 }
             }
-            Ok(req) => g.battle.on_request(req),
+            Ok(req) => {
+                g.battle.record_request(&json);
+                g.battle.on_request(req);
+            }
             Err(e) => ludus_sdk::log(LogLevel::Warn, &e),
         },
         Event::Error { side, text, .. } if side == "p2" => {
@@ -225,8 +228,11 @@ pub fn offline_event(g: &mut Game, event: Event) {
     }
 }
 
-/// The simulator refused our choice: let the agent choose again.
+/// The simulator refused our choice: let the agent choose again. An
+/// "[Unavailable choice]" (a trap or a disabled move revealed only by trying)
+/// comes with a corrected request right after it, which the agent must see.
 pub fn reject(g: &mut Game, text: String) {
+    g.battle.correction_due = text.starts_with("[Unavailable choice]");
     if let Some((seq, act)) = g.submitted.take() {
         g.rejected = Some((seq, act, text));
     }
@@ -326,6 +332,7 @@ pub fn online_event(g: &mut Game, event: Event) {
             match Request::parse(&json) {
                 Ok(req) => {
                     *rqid = req.rqid;
+                    g.battle.record_request(&json);
                     g.battle.on_request(req);
                 }
                 Err(e) => ludus_sdk::log(LogLevel::Warn, &e),

@@ -28,6 +28,7 @@ use game::{
 use render::{available_list, describe_action, mon_line, move_names, move_result, next_step, pokemon, state, summary};
 
 const LOG_URI: &str = "showdown://battle/{session}/log";
+const PROTOCOL_URI: &str = "showdown://battle/{session}/protocol";
 
 struct Showdown;
 
@@ -52,12 +53,23 @@ impl meta::Guest for Showdown {
                 ToolHint::uses("get-pokemon-details", "battle-id").title("Pokémon details").read_only(),
                 ToolHint::uses("forfeit-battle", "battle-id").title("Forfeit").destructive().open_world().waits(10_000, 30_000),
             ],
-            resources: vec![ResourceInfo {
-                uri: LOG_URI.into(),
-                name: "battle-log".into(),
-                description: "The battle's public protocol log (what a spectator sees), one line per event".into(),
-                mime_type: "text/plain".into(),
-            }],
+            resources: vec![
+                ResourceInfo {
+                    uri: LOG_URI.into(),
+                    name: "battle-log".into(),
+                    description: "The battle's public protocol log (what a spectator sees), one line per event".into(),
+                    mime_type: "text/plain".into(),
+                },
+                ResourceInfo {
+                    uri: PROTOCOL_URI.into(),
+                    name: "battle-protocol".into(),
+                    description: "Our seat's protocol stream: the public log with each of our `|request|` messages where \
+                                  it arrived, as a Showdown client receives it (replay it into @pkmn/client or any \
+                                  client library)"
+                        .into(),
+                    mime_type: "text/plain".into(),
+                },
+            ],
             idle_timeout_ms: None,
         }
     }
@@ -65,6 +77,9 @@ impl meta::Guest for Showdown {
     fn read_resource(uri: String) -> Result<String, String> {
         if uri.starts_with("showdown://battle/") && uri.ends_with("/log") {
             return with_game(|g| Ok(g.battle.log.join("\n")));
+        }
+        if uri.starts_with("showdown://battle/") && uri.ends_with("/protocol") {
+            return with_game(|g| Ok(g.battle.protocol()));
         }
         Err(format!("no resource {uri}"))
     }
@@ -350,6 +365,10 @@ impl Guest for Showdown {
 /// then the new state, or the simulator's refusal.
 fn finish_move(g: &mut Game, at: u64, submitted: &str, action: &str) -> Result<MoveResult, String> {
     if let Some((_, _, why)) = g.rejected.clone().filter(|(seq, _, _)| *seq == at) {
+        if g.battle.correction_due && !host::wait_timed_out() {
+            host::wait(0);
+            return Ok(move_result(g, action, Some(at)));
+        }
         g.in_flight = None;
         g.rejected = None;
         return Err(format!("the simulator refused `{submitted}`: {why}. {}", available_list(g)));
@@ -365,10 +384,6 @@ fn finish_move(g: &mut Game, at: u64, submitted: &str, action: &str) -> Result<M
     }
     Ok(move_result(g, action, Some(at)))
 }
-
-// ---------------------------------------------------------------- events
-
-// ---------------------------------------------------------------- answers
 
 // ---------------------------------------------------------------- events
 

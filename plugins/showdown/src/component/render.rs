@@ -10,9 +10,11 @@ use crate::request::{Kind, Request};
 pub fn pokemon(m: &Mon) -> Pokemon {
     Pokemon {
         name: m.name.clone(),
-        species: m.species.clone(),
+        species: m.shown_species().to_string(),
         level: m.level,
         hp_percent: m.hp_percent,
+        hp: m.hp.map(|(cur, _)| cur),
+        max_hp: m.hp.map(|(_, max)| max).filter(|max| *max > 0),
         status: m.status.clone(),
         fainted: m.fainted,
         active: m.active,
@@ -30,9 +32,9 @@ pub fn move_names(ids: &[String]) -> String {
 }
 
 pub fn mon_line(m: &Mon) -> String {
-    let mut s = format!("{} (L{}) {}%", m.species, m.level, m.hp_percent);
+    let mut s = format!("{} (L{}) {}%", m.shown_species(), m.level, m.hp_percent);
     if m.fainted {
-        s = format!("{} (L{}) fainted", m.species, m.level);
+        s = format!("{} (L{}) fainted", m.shown_species(), m.level);
     }
     if let Some(st) = &m.status {
         s.push_str(&format!(", {}", status_name(st)));
@@ -120,6 +122,11 @@ pub fn summary(g: &Game) -> String {
             out.push_str(&format!("Its revealed moves: {}\n", move_names(&m.moves)));
         }
     }
+    let field = field(g);
+    if g.battle.weather.is_some() || !field.is_empty() {
+        let all: Vec<&str> = g.battle.weather.iter().map(String::as_str).chain(field.iter().map(String::as_str)).collect();
+        out.push_str(&format!("Field: {}\n", all.join(", ")));
+    }
     if let Some(side) = g.battle.my_side() {
         let bench: Vec<String> = side.mons.iter().filter(|m| !m.active).map(mon_line).collect();
         if !bench.is_empty() {
@@ -143,14 +150,29 @@ pub fn summary(g: &Game) -> String {
     out
 }
 
-pub fn state(g: &Game) -> BattleState {
-    let side = |s: Option<&crate::battle::SideView>| s.map(|s| s.mons.iter().map(pokemon).collect()).unwrap_or_default();
+/// Field effects, then each side's conditions with their layers
+/// (`Spikes ×2 (opponent's side)`).
+fn field(g: &Game) -> Vec<String> {
     let mut field = g.battle.fields.clone();
     for (label, s) in [("your side", g.battle.my_side()), ("opponent's side", g.battle.their_side())] {
-        for c in s.map(|s| s.conditions.clone()).unwrap_or_default() {
-            field.push(format!("{c} ({label})"));
+        let conditions = s.map(|s| s.conditions.as_slice()).unwrap_or_default();
+        let mut seen: Vec<&String> = Vec::new();
+        for c in conditions {
+            if seen.contains(&c) {
+                continue;
+            }
+            seen.push(c);
+            match conditions.iter().filter(|x| *x == c).count() {
+                1 => field.push(format!("{c} ({label})")),
+                layers => field.push(format!("{c} ×{layers} ({label})")),
+            }
         }
     }
+    field
+}
+
+pub fn state(g: &Game) -> BattleState {
+    let side = |s: Option<&crate::battle::SideView>| s.map(|s| s.mons.iter().map(pokemon).collect()).unwrap_or_default();
     BattleState {
         battle_id: battle_id(),
         status: g.status.label().into(),
@@ -160,7 +182,7 @@ pub fn state(g: &Game) -> BattleState {
         your_team: side(g.battle.my_side()),
         opponent_team: side(g.battle.their_side()),
         weather: g.battle.weather.clone(),
-        field,
+        field: field(g),
         available_actions: g.battle.pending().map(|r| r.actions().into_iter().map(|a| a.name).collect()).unwrap_or_default(),
         recent_events: g.battle.previous_turn.iter().chain(&g.battle.recent).cloned().collect(),
         winner: g.battle.winner.clone(),
