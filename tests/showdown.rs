@@ -5,51 +5,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use common::showdown::*;
 use common::*;
 use serde_json::{Value, json};
-
-const PS_VERSION: &str = "0.11.11";
-
-/// The npm package, installed once into `target/pokemon-showdown` and reused.
-fn showdown_package() -> PathBuf {
-    static INSTALL: Mutex<()> = Mutex::new(());
-    let _once = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pokemon-showdown");
-    let package = root.join("node_modules/pokemon-showdown");
-    let installed = std::fs::read_to_string(package.join("package.json")).is_ok_and(|p| p.contains(&format!("\"version\": \"{PS_VERSION}\"")));
-    if !installed {
-        std::fs::create_dir_all(&root).unwrap();
-        eprintln!("installing pokemon-showdown@{PS_VERSION} from npm into {}", root.display());
-        let status = Command::new("npm")
-            .args(["install", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund", "--no-save"])
-            .arg(format!("pokemon-showdown@{PS_VERSION}"))
-            .current_dir(&root)
-            .status()
-            .expect("running npm (Node.js and npm are needed for the Showdown tests)");
-        assert!(status.success(), "npm install pokemon-showdown failed");
-    }
-    package.canonicalize().unwrap()
-}
-
-/// The `sim` endpoint: the simulator as a sidecar process.
-fn sim_endpoint(package: &Path) -> String {
-    format!(
-        "[plugins.showdown.channels.sim]\nprocess = {{ command = \"node\", args = [{:?}, \"simulate-battle\", \"--skip-build\"] }}\n",
-        package.join("pokemon-showdown").display().to_string()
-    )
-}
-
-async fn offline(c: &Client, bot: &str, seed: u64) -> String {
-    let v = c.ok("showdown_start_offline_battle", json!({"bot": bot, "seed": seed})).await;
-    assert_eq!(v["status"], "active", "{v}");
-    assert_eq!(v["seed"], seed);
-    v["battle_id"].as_str().unwrap().to_string()
-}
 
 /// A battle played out: the winner, the actions taken, and the engine's
 /// evaluation of each (without its timing).

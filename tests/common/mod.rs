@@ -1,6 +1,8 @@
 //! Drives the real `ludus` binary through rmcp's MCP client.
 #![allow(dead_code)]
 
+pub mod showdown;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;

@@ -1,0 +1,70 @@
+//! Showdown's simulator from npm for the tests that battle offline.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use serde_json::json;
+
+use super::Client;
+
+pub const PS_VERSION: &str = "0.11.11";
+
+/// The npm package, installed once into `target/pokemon-showdown` and reused.
+pub fn showdown_package() -> PathBuf {
+    let root = npm_install("pokemon-showdown", &[&format!("pokemon-showdown@{PS_VERSION}")]);
+    root.join("node_modules/pokemon-showdown").canonicalize().unwrap()
+}
+
+/// The referee's packages (`@pkmn/client` and the data it reads, versions
+/// pinned in `tests/fixtures/showdown-referee/package.json`), installed once
+/// into `target/showdown-referee`; their `node_modules`.
+pub fn referee_modules() -> PathBuf {
+    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(referee_dir().join("package.json")).unwrap()).unwrap();
+    let specs: Vec<String> = manifest["dependencies"].as_object().unwrap().iter().map(|(name, v)| format!("{name}@{}", v.as_str().unwrap())).collect();
+    let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
+    npm_install("showdown-referee", &specs).join("node_modules").canonicalize().unwrap()
+}
+
+pub fn referee_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/showdown-referee")
+}
+
+/// Installs `specs` (`name@version`) with npm into `target/<dir>` unless each is
+/// there at its version already; the directory.
+fn npm_install(dir: &str, specs: &[&str]) -> PathBuf {
+    static INSTALL: Mutex<()> = Mutex::new(());
+    let _once = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target").join(dir);
+    let installed = |spec: &&str| {
+        let (name, version) = spec.rsplit_once('@').unwrap();
+        std::fs::read_to_string(root.join("node_modules").join(name).join("package.json")).is_ok_and(|p| p.contains(&format!("\"version\": \"{version}\"")))
+    };
+    if !specs.iter().all(installed) {
+        std::fs::create_dir_all(&root).unwrap();
+        eprintln!("installing {} from npm into {}", specs.join(" "), root.display());
+        let status = Command::new("npm")
+            .args(["install", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund", "--no-save"])
+            .args(specs)
+            .current_dir(&root)
+            .status()
+            .expect("running npm (Node.js and npm are needed for the Showdown tests)");
+        assert!(status.success(), "npm install {specs:?} failed");
+    }
+    root
+}
+
+/// The `sim` endpoint: the simulator as a sidecar process.
+pub fn sim_endpoint(package: &Path) -> String {
+    format!(
+        "[plugins.showdown.channels.sim]\nprocess = {{ command = \"node\", args = [{:?}, \"simulate-battle\", \"--skip-build\"] }}\n",
+        package.join("pokemon-showdown").display().to_string()
+    )
+}
+
+pub async fn offline(c: &Client, bot: &str, seed: u64) -> String {
+    let v = c.ok("showdown_start_offline_battle", json!({"bot": bot, "seed": seed})).await;
+    assert_eq!(v["status"], "active", "{v}");
+    assert_eq!(v["seed"], seed);
+    v["battle_id"].as_str().unwrap().to_string()
+}
