@@ -10,15 +10,11 @@
 //! Prints the first player's win rate with a 95 % Wilson interval and the
 //! battles per minute.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+mod common;
+
 use std::time::Instant;
 
-use showdown::battle::Battle;
-use showdown::bot::{self, Bot};
-use showdown::rng::Rng;
-use showdown::protocol::{Event, SimReader};
-use showdown::request::Request;
+use showdown::bot::Bot;
 
 struct Args {
     showdown: String,
@@ -27,15 +23,6 @@ struct Args {
     battles: u64,
     jobs: u64,
     seed: u64,
-}
-
-fn bot(name: &str) -> Bot {
-    match name {
-        "random" => Bot::Random,
-        "heuristic" => Bot::Heuristic,
-        "search" => Bot::Search,
-        other => panic!("unknown bot {other:?} (random, heuristic, search)"),
-    }
 }
 
 fn args() -> Args {
@@ -52,8 +39,8 @@ fn args() -> Args {
         let v = pair.get(1).cloned().unwrap_or_default();
         match pair[0].as_str() {
             "--showdown" => a.showdown = v,
-            "--p1" => a.p1 = bot(&v),
-            "--p2" => a.p2 = bot(&v),
+            "--p1" => a.p1 = common::bot(&v),
+            "--p2" => a.p2 = common::bot(&v),
             "--battles" => a.battles = v.parse().expect("--battles N"),
             "--jobs" => a.jobs = v.parse().expect("--jobs N"),
             "--seed" => a.seed = v.parse().expect("--seed N"),
@@ -61,68 +48,6 @@ fn args() -> Args {
         }
     }
     a
-}
-
-/// One battle; true when p1 wins, none for a tie.
-fn battle(showdown: &str, p1: Bot, p2: Bot, seed: u64) -> Option<bool> {
-    let mut child = Command::new("node")
-        .arg(format!("{showdown}/pokemon-showdown"))
-        .args(["simulate-battle", "--skip-build"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starting node");
-    let mut stdin = child.stdin.take().unwrap();
-    // A battle that stalls (a choice the simulator never accepts) is killed after a minute and counted as a tie.
-    let pid = child.id();
-    let (done, watchdog) = std::sync::mpsc::channel::<()>();
-    std::thread::spawn(move || {
-        if watchdog.recv_timeout(std::time::Duration::from_secs(60)).is_err() {
-            eprintln!("seed {seed}: stalled, killed");
-            let _ = Command::new("kill").arg(pid.to_string()).status();
-        }
-    });
-    let mut rng = Rng::new(seed);
-    let s = |rng: &mut Rng| (0..4).map(|_| (rng.next_u64() % 65_536).to_string()).collect::<Vec<_>>().join(",");
-    writeln!(stdin, r#">start {{"formatid":"gen9randombattle","seed":"{}"}}"#, s(&mut rng)).unwrap();
-    writeln!(stdin, r#">player p1 {{"name":"One","seed":"{}"}}"#, s(&mut rng)).unwrap();
-    writeln!(stdin, r#">player p2 {{"name":"Two","seed":"{}"}}"#, s(&mut rng)).unwrap();
-    let mut views = [Battle { me: "p1".into(), ..Battle::default() }, Battle { me: "p2".into(), ..Battle::default() }];
-    let bots = [p1, p2];
-    let mut reader = SimReader::default();
-    let mut winner = None;
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let Ok(line) = line else { break };
-        match reader.line(&line) {
-            Some(Event::Log { line, .. }) => views.iter_mut().for_each(|v| v.on_log(&line)),
-            Some(Event::Request { side, json, .. }) => {
-                let i = usize::from(side == "p2");
-                let Ok(req) = Request::parse(&json) else { continue };
-                if let Some(a) = bot::choose(bots[i], &req, &views[i], &mut rng) {
-                    let _ = writeln!(stdin, ">{side} {}", a.choice);
-                }
-                views[i].on_request(req);
-            }
-            Some(Event::Error { side, text, .. }) if !text.starts_with("[Unavailable choice]") => {
-                eprintln!("seed {seed}: {side} refused: {text}");
-                let _ = writeln!(stdin, ">{side} default");
-            }
-            Some(Event::End { .. }) => break,
-            _ => {}
-        }
-        if views[0].over() {
-            winner = views[0].winner.clone();
-            if views[0].tie {
-                break;
-            }
-        }
-    }
-    drop(stdin);
-    let _ = done.send(());
-    let _ = child.kill();
-    let _ = child.wait();
-    winner.map(|w| w == "One")
 }
 
 fn wilson(wins: f64, n: f64) -> (f64, f64) {
@@ -143,7 +68,7 @@ fn main() {
                 scope.spawn(move || {
                     (0..a.battles)
                         .filter(|i| i % a.jobs == job)
-                        .map(|i| battle(&a.showdown, a.p1, a.p2, a.seed.wrapping_mul(1_000_003).wrapping_add(i)))
+                        .map(|i| common::battle(&a.showdown, [a.p1, a.p2], a.seed.wrapping_mul(1_000_003).wrapping_add(i), |_, _| {}))
                         .collect::<Vec<_>>()
                 })
             })

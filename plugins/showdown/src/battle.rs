@@ -40,6 +40,9 @@ pub struct Mon {
     /// names them: Substitute, confusion, Leech Seed, Taunt, Encore, perish2…
     /// They leave with it when it switches out or faints.
     pub volatiles: Vec<String>,
+    /// The turn each volatile condition began (by id): the engine counts
+    /// Taunt's and Yawn's turns from it.
+    pub volatile_since: BTreeMap<String, u32>,
 }
 
 impl Mon {
@@ -61,6 +64,7 @@ impl Mon {
     fn leave_battle(&mut self) {
         self.boosts.clear();
         self.volatiles.clear();
+        self.volatile_since.clear();
         self.forme = None;
         self.copied_from = None;
     }
@@ -341,7 +345,13 @@ impl Battle {
                 if effect.is_empty() {
                     return;
                 }
+                let turn = self.turn;
                 let mon = self.sides.entry(side).or_default().mon(&name);
+                if kind == "-start" {
+                    mon.volatile_since.insert(crate::data::to_id(&effect), turn);
+                } else {
+                    mon.volatile_since.remove(&crate::data::to_id(&effect));
+                }
                 // Perish Song and Stockpile count as new effects (perish3, perish2, …).
                 let counter = |v: &str| ["perish", "stockpile"].into_iter().find(|p| v.starts_with(p));
                 let same = |v: &String| crate::data::to_id(v) == crate::data::to_id(&effect) || (counter(v).is_some() && counter(v) == counter(&effect));

@@ -37,11 +37,22 @@ pub struct Settings {
     pub depth: i8,
     /// Draws of the opponent's hidden information.
     pub samples: u32,
+    /// How an action's row of outcomes (one per reply of the opponent) becomes its value.
+    pub rule: Rule,
+}
+
+/// How the opponent's replies are weighed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rule {
+    /// The reply that hurts most: safe, and pessimistic.
+    WorstCase,
+    /// Every reply alike.
+    Mean,
 }
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings { depth: 2, samples: 4 }
+        Settings { depth: 2, samples: 4, rule: Rule::WorstCase }
     }
 }
 
@@ -117,9 +128,15 @@ pub fn evaluate_actions(battle: &Battle, request: &Request, settings: Settings) 
         root += evaluate(&state) / samples as f32;
         let matrix = expectiminimax_search(&mut state, depth, ours.clone(), theirs.clone(), false, &Arc::new(Mutex::new(true)));
         for (row, value) in values.iter_mut().enumerate() {
-            let cells = &matrix[row * theirs.len()..(row + 1) * theirs.len()];
-            let worst = cells.iter().copied().filter(|v| !v.is_nan()).fold(f32::INFINITY, f32::min);
-            *value += if worst.is_finite() { worst } else { 0.0 } / samples as f32;
+            let cells = matrix[row * theirs.len()..(row + 1) * theirs.len()].iter().copied().filter(|v| !v.is_nan());
+            let row_value = match settings.rule {
+                Rule::WorstCase => Some(cells.fold(f32::INFINITY, f32::min)).filter(|v| v.is_finite()),
+                Rule::Mean => {
+                    let (sum, n) = cells.fold((0.0, 0), |(s, n), v| (s + v, n + 1));
+                    (n > 0).then(|| sum / n as f32)
+                }
+            };
+            *value += row_value.unwrap_or(0.0) / samples as f32;
         }
     }
     let actions: Vec<Scored> = actions
@@ -128,7 +145,7 @@ pub fn evaluate_actions(battle: &Battle, request: &Request, settings: Settings) 
         .map(|(a, value)| Scored { action: a.name.clone(), value, score: sigmoid(value - root) })
         .collect();
     let best = (0..actions.len()).fold(0, |b, i| if actions[i].value > actions[b].value { i } else { b });
-    Ok(Evaluation { actions, best, settings: Settings { depth, samples } })
+    Ok(Evaluation { actions, best, settings: Settings { depth, samples, rule: settings.rule } })
 }
 
 /// poke-engine's MCTS squashes evaluation differences with this curve.
@@ -199,7 +216,7 @@ fn our_side(battle: &Battle, request: &Request) -> Result<Side, String> {
     let active = members.iter().position(|m| m.active).ok_or("no active Pokémon in the request")?;
     side.active_index = pokemon_index(active);
     if let Some(view) = battle.my_side() {
-        apply_view(&mut side, view);
+        apply_view(&mut side, view, battle.turn);
     }
     Ok(side)
 }
@@ -222,16 +239,18 @@ fn their_side(battle: &Battle, rng: &mut Rng) -> Result<Side, String> {
         };
     }
     side.active_index = pokemon_index(active);
-    apply_view(&mut side, view);
+    apply_view(&mut side, view, battle.turn);
     Ok(side)
 }
 
 /// The public facts of a side: boosts and volatile conditions of the active
-/// Pokémon, and hazards/screens.
-fn apply_view(side: &mut Side, view: &SideView) {
+/// Pokémon, and hazards/screens. `turn` is the turn about to be played.
+fn apply_view(side: &mut Side, view: &SideView, turn: u32) {
     if let Some(active) = view.active() {
         for name in &active.volatiles {
             if let Some(status) = stateless_volatile(name) {
+                side.volatile_statuses.insert(status);
+            } else if let Some(status) = counted_volatile(side, name, active.volatile_since.get(&to_id(name)).map(|t| turn.saturating_sub(*t))) {
                 side.volatile_statuses.insert(status);
             }
         }
@@ -252,15 +271,32 @@ fn apply_view(side: &mut Side, view: &SideView) {
     side.side_conditions = side_conditions(&view.conditions);
 }
 
-/// A volatile condition the engine can take as a bare flag. Others need state
-/// the protocol does not give (Encore the last move, Taunt and Yawn their
-/// turns left, confusion its count) and poke-engine panics without it (an
-/// Encore fed bare crashed a battle in the tests), so they are shown to the
-/// agent but left out of the search.
+/// A volatile condition the engine can take as a bare flag. Confusion is one
+/// too: the engine gives each move its chance to hit itself and never ends it,
+/// which within a two-turn search is what a confused Pokémon faces.
 fn stateless_volatile(name: &str) -> Option<PokemonVolatileStatus> {
     use PokemonVolatileStatus as V;
     let status = V::from_str(&to_id(name)).ok()?;
-    [V::SUBSTITUTE, V::LEECHSEED, V::CURSE, V::AQUARING, V::INGRAIN, V::PERISH4, V::PERISH3, V::PERISH2, V::PERISH1].contains(&status).then_some(status)
+    [V::SUBSTITUTE, V::LEECHSEED, V::CURSE, V::AQUARING, V::INGRAIN, V::PERISH4, V::PERISH3, V::PERISH2, V::PERISH1, V::CONFUSION]
+        .contains(&status)
+        .then_some(status)
+}
+
+/// Taunt and Yawn, whose turns the engine counts (`volatile_status_durations`):
+/// the count is the turns played since the condition began (Taunt ends after
+/// three of the taunted Pokémon's moves, Yawn puts it to sleep at the end of
+/// the next turn). Encore stays out: the engine needs the encored move, which
+/// the tracker does not keep, and panics without it.
+fn counted_volatile(side: &mut Side, name: &str, turns: Option<u32>) -> Option<PokemonVolatileStatus> {
+    use PokemonVolatileStatus as V;
+    let turns = turns?.min(2) as i8;
+    let status = V::from_str(&to_id(name)).ok()?;
+    match status {
+        V::TAUNT => side.volatile_status_durations.taunt = turns,
+        V::YAWN => side.volatile_status_durations.yawn = turns.min(1),
+        _ => return None,
+    }
+    Some(status)
 }
 
 fn side_conditions(names: &[String]) -> SideConditions {
@@ -498,12 +534,19 @@ mod tests {
         assert!(theirs.volatile_statuses.contains(&PokemonVolatileStatus::SUBSTITUTE));
         assert_eq!(theirs.substitute_health, theirs.get_active_immutable().maxhp / 4);
         assert!(ours.volatile_statuses.contains(&PokemonVolatileStatus::LEECHSEED));
-        // Those needing state the protocol lacks stay out (poke-engine panics on a bare Encore).
-        for v in [PokemonVolatileStatus::TAUNT, PokemonVolatileStatus::ENCORE] {
-            assert!(!theirs.volatile_statuses.contains(&v), "{v:?}");
+        assert!(ours.volatile_statuses.contains(&PokemonVolatileStatus::CONFUSION));
+        // Taunt with the turns it has run (begun on turn 1, now turn 1: none yet).
+        assert!(theirs.volatile_statuses.contains(&PokemonVolatileStatus::TAUNT));
+        assert_eq!(theirs.volatile_status_durations.taunt, 0);
+        // Encore needs the encored move, which is not tracked (poke-engine panics on a bare one).
+        assert!(!theirs.volatile_statuses.contains(&PokemonVolatileStatus::ENCORE));
+        // And the position still scores, also two turns on with Yawn begun.
+        assert!(evaluate_actions(&b, &req, Settings::default()).is_ok());
+        for l in ["|turn|2", "|-start|p1a: Pikachu|move: Yawn|[of] p2a: Gyarados", "|turn|3"] {
+            b.on_log(l);
         }
-        assert!(!ours.volatile_statuses.contains(&PokemonVolatileStatus::CONFUSION));
-        // And the position still scores.
+        let state = build_state(&b, &req, &mut Rng::new(1)).unwrap();
+        assert_eq!((state.side_two.volatile_status_durations.taunt, state.side_one.volatile_status_durations.yawn), (2, 1));
         assert!(evaluate_actions(&b, &req, Settings::default()).is_ok());
     }
 

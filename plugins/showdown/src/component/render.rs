@@ -232,8 +232,13 @@ pub fn evaluation(g: &Game, at: Option<u64>) -> Result<MoveEvaluation, String> {
         rank: verdict.rank as u32,
         scores: e.actions.iter().map(|s| ActionScore { action: s.action.clone(), score: round(s.score) }).collect(),
         method: format!(
-            "poke-engine expectiminimax, depth {}, worst case over the opponent's replies, mean of {} seeded guesses of its hidden sets",
-            e.settings.depth, e.settings.samples
+            "poke-engine expectiminimax, depth {}, {} over the opponent's replies, mean of {} seeded guesses of its hidden sets",
+            e.settings.depth,
+            match e.settings.rule {
+                crate::engine::Rule::WorstCase => "worst case",
+                crate::engine::Rule::Mean => "mean",
+            },
+            e.settings.samples
         ),
         millis: (card.millis * 10.0).round() / 10.0,
     })
