@@ -8,7 +8,7 @@
 //! Seeded offline battles through the real binary and the real
 //! `pokemon-showdown@0.11.11`, bots in turn random, heuristic and search, our
 //! side choosing at random (seeded). Differences the plugin makes on purpose
-//! are named in [`deliberate`] with the reason; anything else fails the test.
+//! are named in [`DELIBERATE`] with the reason; anything else fails the test.
 
 mod common;
 
@@ -22,11 +22,12 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 const BATTLES: u64 = 50;
-// REFEREE_BATTLES=n plays fewer (or more) while debugging.
+const BOTS: [&str; 3] = ["random", "heuristic", "search"];
+
+/// `REFEREE_BATTLES=n` plays fewer (or more) while debugging.
 fn battles() -> u64 {
     std::env::var("REFEREE_BATTLES").ok().and_then(|n| n.parse().ok()).unwrap_or(BATTLES)
 }
-const BOTS: [&str; 3] = ["random", "heuristic", "search"];
 
 /// `tests/fixtures/showdown-referee/referee.js` as a child process.
 struct Referee {
