@@ -359,10 +359,11 @@ impl Battle {
                 if effect == "Illusion" {
                     mon.ability = Some(effect.clone());
                 }
-                // A terastallized Pokémon keeps its Tera type whatever changes its types.
-                if kind == "-start" && effect == "typechange" && mon.tera.is_some() {
-                } else if kind == "-start" {
-                    mon.volatiles.push(effect.clone());
+                if kind == "-start" {
+                    // A terastallized Pokémon keeps its Tera type whatever changes its types.
+                    if !(effect == "typechange" && mon.tera.is_some()) {
+                        mon.volatiles.push(effect.clone());
+                    }
                     self.note(format!("{name}: {effect} started"));
                 } else {
                     self.note(format!("{name}: {effect} ended"));
@@ -433,7 +434,9 @@ impl Battle {
                 let species = arg(2).split(',').next().unwrap_or("").trim().to_string();
                 let mon = self.sides.entry(side).or_default().mon(&name);
                 if species.is_empty() {
-                } else if kind == "detailschange" {
+                    return;
+                }
+                if kind == "detailschange" {
                     // A lasting change (Ogerpon's Tera forme, and back when it faints): the
                     // forme's ability, when the pool gives it only one (else as last shown).
                     if let Some(ability) = crate::data::data().sole_ability(&species) {
