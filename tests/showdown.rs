@@ -82,10 +82,7 @@ async fn log_of(c: &Client, id: &str) -> String {
 
 #[tokio::test]
 async fn offline_battles_against_both_bots_end_and_replay_identically() {
-    let package = showdown_package();
-    let work = scratch();
-    let cfg = config(work.path(), &sim_endpoint(&package));
-    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (_work, c) = sim_client().await;
 
     for bot in ["random", "heuristic", "search"] {
         let first = offline(&c, bot, 20261121).await;
@@ -122,10 +119,7 @@ async fn offline_battles_against_both_bots_end_and_replay_identically() {
 
 #[tokio::test]
 async fn bad_actions_forfeit_and_a_killed_simulator() {
-    let package = showdown_package();
-    let work = scratch();
-    let cfg = config(work.path(), &sim_endpoint(&package));
-    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (_work, c) = sim_client().await;
 
     let id = offline(&c, "heuristic", 5).await;
     let avail = c.ok("showdown_get_available_actions", json!({"battle_id": id})).await;

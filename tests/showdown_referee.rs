@@ -389,10 +389,7 @@ async fn referee_battle(c: &Client, referee: &mut Referee, bot: &str, seed: u64,
 
 #[tokio::test]
 async fn the_tracked_battle_agrees_with_pkmn_client_at_every_decision() {
-    let package = showdown_package();
-    let work = scratch();
-    let cfg = config(work.path(), &sim_endpoint(&package));
-    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (_work, c) = sim_client().await;
     let mut referee = Referee::start();
 
     let mut tally = Tally::default();

@@ -62,6 +62,16 @@ pub fn sim_endpoint(package: &Path) -> String {
     )
 }
 
+/// An MCP client of a server whose `sim` endpoint is the npm package, and
+/// the scratch directory it runs in (dropped with it).
+pub async fn sim_client() -> (tempfile::TempDir, Client) {
+    let package = showdown_package();
+    let work = super::scratch();
+    let cfg = super::config(work.path(), &sim_endpoint(&package));
+    let c = super::stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    (work, c)
+}
+
 pub async fn offline(c: &Client, bot: &str, seed: u64) -> String {
     let v = c.ok("showdown_start_offline_battle", json!({"bot": bot, "seed": seed})).await;
     assert_eq!(v["status"], "active", "{v}");

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::data::to_id;
 use crate::protocol::fields;
 use crate::request::Request;
 
@@ -53,15 +54,16 @@ impl Mon {
 
     /// Notes a move it has shown.
     fn learn(&mut self, name: &str) {
-        let id = crate::data::to_id(name);
+        let id = to_id(name);
         if !id.is_empty() && !self.moves.contains(&id) {
             self.moves.push(id);
         }
     }
 
-    /// What ends when it leaves the field: stat stages, volatile
-    /// conditions, a temporary forme.
+    /// What ends when it leaves the field: being active, stat stages,
+    /// volatile conditions, a temporary forme.
     fn leave_battle(&mut self) {
+        self.active = false;
         self.boosts.clear();
         self.volatiles.clear();
         self.volatile_since.clear();
@@ -168,19 +170,17 @@ impl Battle {
     pub fn protocol(&self) -> String {
         let mut out = String::new();
         let mut requests = self.requests.iter().peekable();
-        for (i, line) in self.log.iter().enumerate() {
+        // Up to and including the log's end: a request may follow the last line.
+        for i in 0..=self.log.len() {
             while let Some((_, json)) = requests.next_if(|(at, _)| *at == i) {
                 out.push_str("|request|");
                 out.push_str(json);
                 out.push('\n');
             }
-            out.push_str(line);
-            out.push('\n');
-        }
-        for (_, json) in requests {
-            out.push_str("|request|");
-            out.push_str(json);
-            out.push('\n');
+            if let Some(line) = self.log.get(i) {
+                out.push_str(line);
+                out.push('\n');
+            }
         }
         out
     }
@@ -239,13 +239,12 @@ impl Battle {
                 let view = self.sides.entry(side.clone()).or_default();
                 for m in &mut view.mons {
                     if m.active {
-                        m.active = false;
                         m.leave_battle();
                     }
                 }
                 let mon = view.mon(&name);
                 mon.active = true;
-                mon.species = arg(2).split(',').next().unwrap_or("").trim().to_string();
+                mon.species = species_of(arg(2)).to_string();
                 mon.level = level_of(arg(2)).unwrap_or(100);
                 let (hp, status, fainted) = parse_condition(arg(3));
                 if side != self.me {
@@ -287,14 +286,14 @@ impl Battle {
                     }
                 }
                 let after = mon.hp_percent;
-                let from = f.iter().find_map(|x| x.strip_prefix("[from] ")).map(|s| format!(" ({s})")).unwrap_or_default();
+                let from = tag(&f, "from").map(|s| format!(" ({s})")).unwrap_or_default();
                 let verb = if kind == "-damage" { "lost" } else { "gained" };
                 self.note(format!("{name} {verb} {}% HP, now {after}%{from}", before.abs_diff(after)));
             }
             "faint" => {
                 let (side, name) = ident(arg(1));
                 let mon = self.sides.entry(side).or_default().mon(&name);
-                (mon.fainted, mon.hp_percent, mon.active) = (true, 0, false);
+                (mon.fainted, mon.hp_percent) = (true, 0);
                 mon.leave_battle();
                 self.note(format!("{name} fainted"));
             }
@@ -304,8 +303,7 @@ impl Battle {
                 self.note(format!("{name} is now {}", status_name(arg(2))));
             }
             "-curestatus" => {
-                let (side, name) = ident(arg(1));
-                self.sides.entry(side).or_default().mon(&name).status = None;
+                self.mon_at(arg(1)).status = None;
             }
             "-boost" | "-unboost" => {
                 let (side, name) = ident(arg(1));
@@ -321,12 +319,10 @@ impl Battle {
                 self.sides.entry(side).or_default().mon(&name).boosts.insert(arg(2).to_string(), n.clamp(-6, 6));
             }
             "-invertboost" => {
-                let (side, name) = ident(arg(1));
-                self.sides.entry(side).or_default().mon(&name).boosts.values_mut().for_each(|v| *v = -*v);
+                self.mon_at(arg(1)).boosts.values_mut().for_each(|v| *v = -*v);
             }
             "-clearpositiveboost" => {
-                let (side, name) = ident(arg(1));
-                self.sides.entry(side).or_default().mon(&name).boosts.retain(|_, v| *v < 0);
+                self.mon_at(arg(1)).boosts.retain(|_, v| *v < 0);
             }
             "-swapboost" | "-copyboost" => self.move_boosts(kind, ident(arg(1)), ident(arg(2)), arg(3)),
             "-clearboost" | "-clearallboost" | "-clearnegativeboost" => {
@@ -348,13 +344,13 @@ impl Battle {
                 let turn = self.turn;
                 let mon = self.sides.entry(side).or_default().mon(&name);
                 if kind == "-start" {
-                    mon.volatile_since.insert(crate::data::to_id(&effect), turn);
+                    mon.volatile_since.insert(to_id(&effect), turn);
                 } else {
-                    mon.volatile_since.remove(&crate::data::to_id(&effect));
+                    mon.volatile_since.remove(&to_id(&effect));
                 }
                 // Perish Song and Stockpile count as new effects (perish3, perish2, …).
                 let counter = |v: &str| ["perish", "stockpile"].into_iter().find(|p| v.starts_with(p));
-                let same = |v: &String| crate::data::to_id(v) == crate::data::to_id(&effect) || (counter(v).is_some() && counter(v) == counter(&effect));
+                let same = |v: &String| to_id(v) == to_id(&effect) || (counter(v).is_some() && counter(v) == counter(&effect));
                 mon.volatiles.retain(|v| !same(v));
                 if effect == "Illusion" {
                     mon.ability = Some(effect.clone());
@@ -370,7 +366,7 @@ impl Battle {
                 }
             }
             // A binding move (Whirlpool, Fire Spin…) holds its target: it ends with `-end`.
-            "-activate" if PARTIAL_TRAPS.contains(&crate::data::to_id(&effect_name(arg(2))).as_str()) => {
+            "-activate" if PARTIAL_TRAPS.contains(&to_id(&effect_name(arg(2))).as_str()) => {
                 let (side, name) = ident(arg(1));
                 let effect = effect_name(arg(2));
                 let mon = self.sides.entry(side).or_default().mon(&name);
@@ -406,18 +402,15 @@ impl Battle {
                 }
             }
             "-item" => {
-                let (side, name) = ident(arg(1));
-                self.sides.entry(side).or_default().mon(&name).item = Some(arg(2).to_string());
+                self.mon_at(arg(1)).item = Some(arg(2).to_string());
             }
             "-enditem" => {
-                let (side, name) = ident(arg(1));
-                let mon = self.sides.entry(side).or_default().mon(&name);
+                let mon = self.mon_at(arg(1));
                 mon.item = Some(String::new());
                 mon.last_item = Some(arg(2).to_string());
             }
             "-ability" => {
-                let (side, name) = ident(arg(1));
-                let mon = self.sides.entry(side).or_default().mon(&name);
+                let mon = self.mon_at(arg(1));
                 // As One announces itself, then the Unnerve and the Neigh it includes.
                 let part_of_as_one = ["Unnerve", "Chilling Neigh", "Grim Neigh"].contains(&arg(2));
                 if !(part_of_as_one && mon.ability.as_deref().is_some_and(|a| a.starts_with("As One"))) {
@@ -431,7 +424,7 @@ impl Battle {
             }
             "detailschange" | "-formechange" => {
                 let (side, name) = ident(arg(1));
-                let species = arg(2).split(',').next().unwrap_or("").trim().to_string();
+                let species = species_of(arg(2)).to_string();
                 let mon = self.sides.entry(side).or_default().mon(&name);
                 if species.is_empty() {
                     return;
@@ -493,12 +486,12 @@ impl Battle {
         let mut taken = (100, None, Vec::new(), None);
         if let Some(shown) = view.mons.iter_mut().find(|m| m.active && m.name != name) {
             taken = (shown.hp_percent, shown.status.take(), std::mem::take(&mut shown.volatiles), shown.tera.take());
-            (shown.active, shown.fainted, shown.hp_percent) = (false, false, 100);
-            shown.boosts.clear();
+            (shown.fainted, shown.hp_percent) = (false, 100);
+            shown.leave_battle();
         }
         let mon = view.mon(&name);
         mon.active = true;
-        mon.species = details.split(',').next().unwrap_or("").trim().to_string();
+        mon.species = species_of(details).to_string();
         mon.level = level_of(details).unwrap_or(100);
         mon.ability = Some("Illusion".into());
         (mon.hp_percent, mon.status, mon.volatiles) = (taken.0, taken.1, taken.2);
@@ -564,7 +557,7 @@ impl Battle {
         } else if let Some(item) = effect.strip_prefix("item: ") {
             let mon = self.sides.entry(side).or_default().mon(&name);
             let item = item.trim();
-            let spent = mon.item.as_deref() == Some("") && mon.last_item.as_deref().is_some_and(|l| crate::data::to_id(l) == crate::data::to_id(item));
+            let spent = mon.item.as_deref() == Some("") && mon.last_item.as_deref().is_some_and(|l| to_id(l) == to_id(item));
             if !spent {
                 mon.item = Some(item.to_string());
             }
@@ -591,6 +584,12 @@ impl Battle {
         if kind == "-swapboost" {
             self.sides.entry(from.0.clone()).or_default().mon(&from.1).boosts = b;
         }
+    }
+
+    /// The Pokémon a protocol ident names (`p2a: Name`), noted if new.
+    fn mon_at(&mut self, who: &str) -> &mut Mon {
+        let (side, name) = ident(who);
+        self.sides.entry(side).or_default().mon(&name)
     }
 
     fn note(&mut self, s: String) {
@@ -620,6 +619,11 @@ pub fn tag<'a>(f: &[&'a str], key: &str) -> Option<&'a str> {
     f.iter().find_map(|x| x.strip_prefix('[')?.strip_prefix(key)?.strip_prefix(']')).map(str::trim)
 }
 
+/// `Great Tusk, L84` → `Great Tusk`.
+pub fn species_of(details: &str) -> &str {
+    details.split(',').next().unwrap_or("").trim()
+}
+
 /// `Species, L84, F` → 84.
 pub fn level_of(details: &str) -> Option<u32> {
     // The species comes first and may itself start with L (Lycanroc, Lapras).
@@ -628,7 +632,7 @@ pub fn level_of(details: &str) -> Option<u32> {
 
 /// `Great Tusk, L84` → `Great Tusk (L84)`.
 fn mon_label(details: &str) -> String {
-    let species = details.split(',').next().unwrap_or("").trim();
+    let species = species_of(details);
     match level_of(details) {
         Some(l) => format!("{species} (L{l})"),
         None => species.to_string(),

@@ -60,9 +60,9 @@ pub fn battle(showdown: &str, bots: [Bot; 2], seed: u64, mut at_decision: impl F
                 let i = usize::from(side == "p2");
                 let Ok(req) = Request::parse(&json) else { continue };
                 let pick = bot::choose(bots[i], &req, &views[i], &mut rng);
-                views[i].on_request(req.clone());
-                if i == 0 && views[0].pending().is_some() {
-                    at_decision(&views[0], &req);
+                views[i].on_request(req);
+                if let Some(req) = views[0].pending().filter(|_| i == 0) {
+                    at_decision(&views[0], req);
                 }
                 if let Some(a) = pick {
                     let _ = writeln!(stdin, ">{side} {}", a.choice);
