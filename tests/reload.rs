@@ -95,3 +95,49 @@ async fn a_plugin_present_at_start_is_served_and_a_refused_one_is_reported() {
     assert!(game(&g, "bad_import").is_none());
     c.close().await;
 }
+
+/// Threads of a process, from /proc.
+fn threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().count()
+}
+
+/// A watched directory must not keep the server busy: reading it raised an
+/// event that scheduled the next read, 150 ms apart, for as long as the
+/// server ran, and those reads, handed to one idle blocking thread after
+/// another, kept a burst's dozen extra threads from ever timing out.
+#[tokio::test]
+async fn after_a_burst_a_server_watching_plugins_goes_back_to_its_threads() {
+    let work = scratch();
+    let dir = work.path().join("plugins");
+    std::fs::create_dir(&dir).unwrap();
+    install(&dir, &component("hello"), "hello.wasm");
+    let server = http_server(&["--plugins", dir.to_str().unwrap()], work.path()).await;
+    let c = http_client(&server).await;
+    c.ok("hanoi_init_simulator", json!({"n": 3})).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = threads(server.pid());
+
+    // Many calls at once: each running guest call hands its worker's queue
+    // to another thread, so the burst grows the runtime's thread pool.
+    let peer = c.service.peer().clone();
+    let burst = (0..400).map(|_| {
+        let peer = peer.clone();
+        async move {
+            let args = json!({"n": 3}).as_object().cloned().unwrap();
+            peer.call_tool(rmcp::model::CallToolRequestParams::new("hanoi_init_simulator").with_arguments(args)).await.unwrap();
+        }
+    });
+    futures_util::future::join_all(burst).await;
+    let during = threads(server.pid());
+
+    // Idle threads end after 2 s; give them 8.
+    let start = std::time::Instant::now();
+    let mut now = threads(server.pid());
+    while now > before + 1 && start.elapsed() < Duration::from_secs(8) {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        now = threads(server.pid());
+    }
+    eprintln!("threads: {before} before the burst, {during} after it, {now} {:?} later", start.elapsed());
+    assert!(now <= before + 1, "{now} threads 8 s after a burst, {before} before it ({during} right after)");
+    c.close().await;
+}

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use notify::{RecursiveMode, Watcher};
+use notify::event::{AccessKind, AccessMode};
+use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use crate::plugin::Source;
@@ -93,7 +94,16 @@ pub fn initial_scan(registry: &Registry, dir: &Path) {
 /// Watches the directory until the process ends.
 pub fn spawn(registry: Arc<Registry>, dir: PathBuf) -> anyhow::Result<()> {
     let (tx, mut rx) = mpsc::unbounded_channel::<()>();
-    let mut watcher = notify::recommended_watcher(move |_event| {
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // Reading the directory is itself an event (inotify's open and
+        // close-without-write): waking on it made every scan schedule the
+        // next, 150 ms apart, forever — a busy loop that also kept a dozen
+        // idle blocking threads from ever timing out.
+        // A file closed after writing is still news.
+        let written = |k: &EventKind| matches!(k, EventKind::Access(AccessKind::Close(AccessMode::Write)));
+        if event.is_ok_and(|e| e.kind.is_access() && !written(&e.kind)) {
+            return;
+        }
         let _ = tx.send(());
     })?;
     watcher.watch(&dir, RecursiveMode::NonRecursive)?;
