@@ -97,7 +97,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     // Blocking threads (instances start there, slow tools run there) end
     // after 2 s idle rather than tokio's 10 s, taking their stacks with them:
     // a burst of new sessions leaves dozens behind otherwise.
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().thread_keep_alive(std::time::Duration::from_secs(2)).build()?;
+    // Their ending hands their allocator caches back; the session sweep
+    // then returns those pages to the system (runtime::release_freed_memory_after_sweep).
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_keep_alive(std::time::Duration::from_secs(2))
+        .on_thread_stop(ludus::runtime::note_thread_end)
+        .build()?;
     match cli.command {
         Command::Serve { plugins, http, config, no_builtin } => {
             let config = load_config(config.as_ref())?;

@@ -86,9 +86,7 @@ impl Sessions {
         }
         // An MCP session holds about 50 KB; without a trim glibc keeps what
         // 2,000 expired ones freed (+107 MiB, measured) for good.
-        if many {
-            crate::runtime::release_freed_memory();
-        }
+        crate::runtime::release_freed_memory_after_sweep(many);
     }
 
     /// A tool call or ping as a one-answer stream (progress first), or the

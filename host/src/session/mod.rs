@@ -200,9 +200,7 @@ impl Sessions {
         for (id, limit) in expired {
             self.remove(&id, &format!("it expired after {} s without calls", limit.as_secs()));
         }
-        if many {
-            crate::runtime::release_freed_memory();
-        }
+        crate::runtime::release_freed_memory_after_sweep(many);
     }
 
     fn new_id() -> String {
