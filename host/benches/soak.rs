@@ -63,7 +63,12 @@ impl Server {
                 break u.to_string();
             }
         };
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        // Only errors are logged (LUDUS_LOG=error): show them.
+        tokio::spawn(async move {
+            while let Ok(Some(l)) = lines.next_line().await {
+                eprintln!("server: {l}");
+            }
+        });
         Server { child, url }
     }
 

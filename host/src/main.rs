@@ -73,6 +73,7 @@ fn load_config(path: Option<&PathBuf>) -> anyhow::Result<Config> {
 }
 
 fn main() {
+    ludus::runtime::limit_allocator_arenas();
     ludus::capability::channels::install_tls_provider();
     // Logs go to stderr: in stdio mode stdout carries only MCP messages.
     tracing_subscriber::fmt()
