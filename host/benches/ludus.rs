@@ -86,14 +86,14 @@ struct HttpServer {
 }
 
 async fn http_server(cfg: &Path) -> HttpServer {
-    let mut child = tokio::process::Command::new(BIN)
-        .args(["serve", "--http", "127.0.0.1:0", "--config"])
-        .arg(cfg)
-        .env("LUDUS_LOG", "error")
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    http_server_on(cfg, false).await
+}
+
+/// `ludus serve --http` on a free port; with `cpu0`, confined to CPU 0.
+async fn http_server_on(cfg: &Path, cpu0: bool) -> HttpServer {
+    let command = common::serve_command(&["--http", "127.0.0.1:0"], cfg);
+    let command = if cpu0 { common::on_cpu0(&command) } else { command };
+    let mut child = tokio::process::Command::from(command).stderr(Stdio::piped()).kill_on_drop(true).spawn().unwrap();
     let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let url = loop {
         let l = lines.next_line().await.unwrap().expect("server exited");
@@ -169,8 +169,8 @@ async fn http_load(url: &str, clients: usize, calls: usize) -> (f64, Duration, D
 
 /// The floor under any HTTP server here: a minimal hyper server (in this
 /// process) answering every POST with a fixed SSE answer the size of a
-/// `hanoi_get_state` answer, timed with the same minimal client.
-async fn http_floor(answer: String) -> (Duration, Duration) {
+/// `hanoi_get_state` answer. Returns its URL; it serves until aborted.
+async fn http_floor_server(answer: String) -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
     use axum::serve::{Listener, ListenerExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap().tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
@@ -183,11 +183,54 @@ async fn http_floor(answer: String) -> (Duration, Duration) {
             async move { ([("content-type", "text/event-stream")], answer) }
         }),
     );
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
-    let mut c = RawHttp::connect(&format!("http://{addr}/mcp")).await;
-    let d = round_trips(&mut c, |_| json!({}), 500, 3_000).await;
-    server.abort();
-    percentiles(d)
+    (format!("http://{addr}/mcp"), tokio::spawn(async move { axum::serve(listener, app).await }))
+}
+
+/// p50 and p99 of each kind of request (`clients[i]` posting `request(id)`),
+/// asked in turn, 3,000 each after 500 each untimed: every kind meets the
+/// same moments of a machine whose speed swings, so their ratios mean
+/// something.
+async fn alternating_http(clients: &mut [RawHttp], kinds: &[(usize, &dyn Fn(u64) -> Value)]) -> Vec<(Duration, Duration)> {
+    let mut d = vec![Vec::with_capacity(3_000); kinds.len()];
+    for i in 0..3_500u64 {
+        for ((c, request), times) in kinds.iter().zip(&mut d) {
+            let t = Instant::now();
+            let (_, text) = clients[*c].post(&request(2 + i)).await;
+            assert!(!rpc_result(&text).is_null(), "{text}");
+            if i >= 500 {
+                times.push(t.elapsed());
+            }
+        }
+    }
+    d.into_iter().map(percentiles).collect()
+}
+
+/// One request at a time, in turn, over HTTP: the floor (a minimal hyper
+/// server answering a `hanoi_get_state` answer's bytes), `ping` and
+/// `hanoi_get_state` to the server at `url`; (p50, p99) of each.
+async fn http_one_at_a_time(url: &str) -> [(Duration, Duration); 3] {
+    let (mut raw, env) = http_hanoi_session(url).await;
+    let (_, sample) = raw.post(&get_state(&env)(1)).await;
+    let (floor_url, floor_server) = http_floor_server(sample).await;
+    let mut clients = [RawHttp::connect(&floor_url).await, raw];
+    let ping = |id| json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+    let get = get_state(&env);
+    let times = alternating_http(&mut clients, &[(0, &|_| json!({})), (1, &ping), (1, &get)]).await;
+    floor_server.abort();
+    times.try_into().unwrap()
+}
+
+/// `http_one_at_a_time` with everything on CPU 0: a server of its own
+/// confined there, and the client and the floor on a one-thread runtime
+/// on a thread confined there.
+fn http_on_cpu0(cfg: &Path) -> [(Duration, Duration); 3] {
+    common::on_cpu0_here(|| {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let server = http_server_on(cfg, true).await;
+            http_one_at_a_time(&server.url).await
+        })
+    })
 }
 
 /// Chess over the minimal pipe client: a new game against the computer at
@@ -259,25 +302,34 @@ fn string_field(v: &wasmtime::component::Val, name: &str) -> Option<String> {
     }
 }
 
-/// The floor under any stdio server here: the same client against `cat`,
-/// which answers each line with itself. p50 of a round trip.
-fn stdio_floor() -> Duration {
-    let mut c = RawClient::spawn(std::process::Command::new("cat"));
-    let (p50, _) = c.round_trips(|id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
-    let _ = c.child.kill();
-    p50
-}
-
-/// Returns (ping p50, hanoi_get_state p50 and p99, pipelined hanoi_get_state
-/// calls per second, whether the answers came in request order).
-fn raw_stdio(cfg: &Path) -> (Duration, Duration, Duration, f64, bool) {
-    use std::io::Write;
-    let mut c = RawClient::start(cfg);
+/// One request at a time, in turn: the floor (the same client against
+/// `cat`, which answers each line with itself), `ping`, `hanoi_get_state`;
+/// (p50, p99) of each, and the server's client for more. With `same_cpu`,
+/// the client, `cat` and the server all run on CPU 0 only, so no answer or
+/// request has to wake a thread on the other core.
+fn one_at_a_time(cfg: &Path, same_cpu: bool) -> ([(Duration, Duration); 3], RawClient, String) {
+    let (cat, server) = (std::process::Command::new("cat"), common::serve_command(&[], cfg));
+    let (cat, server) = if same_cpu { (common::on_cpu0(&cat), common::on_cpu0(&server)) } else { (cat, server) };
+    let (cat, mut c) = (RawClient::spawn(cat), RawClient::initialize(server));
     let init = c.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#);
     let env = init["result"]["structuredContent"]["env_id"].as_str().unwrap().to_string();
     let get = |id: usize| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"hanoi_get_state","arguments":{{"env_id":"{env}"}}}}}}"#);
-    let (ping, _) = c.round_trips(|id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
-    let (g50, g99) = c.round_trips(&get);
+    let ping = |id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+    let mut clients = [cat, c];
+    let kinds: [(usize, &dyn Fn(usize) -> String); 3] = [(0, &ping), (1, &ping), (1, &get)];
+    let times = if same_cpu { common::on_cpu0_here(|| common::alternating(&mut clients, &kinds)) } else { common::alternating(&mut clients, &kinds) };
+    let [mut cat, c] = clients;
+    let _ = cat.child.kill();
+    (times.try_into().unwrap(), c, env)
+}
+
+/// Returns one request at a time (`one_at_a_time`, across cores), then
+/// pipelined hanoi_get_state calls per second and whether the answers came
+/// in request order.
+fn raw_stdio(cfg: &Path) -> ([(Duration, Duration); 3], f64, bool) {
+    use std::io::Write;
+    let (times, c, env) = one_at_a_time(cfg, false);
+    let get = |id: usize| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"hanoi_get_state","arguments":{{"env_id":"{env}"}}}}}}"#);
     // Pipelined: every request written at once (from another thread, so
     // neither side blocks on a full pipe), every answer read here.
     let n = 3_000;
@@ -296,7 +348,7 @@ fn raw_stdio(cfg: &Path) -> (Duration, Duration, Duration, f64, bool) {
     let rate = n as f64 / t.elapsed().as_secs_f64();
     drop(writer.join().unwrap());
     let _ = child.wait();
-    (ping, g50, g99, rate, in_order)
+    (times, rate, in_order)
 }
 
 /// A seat of a Magic game answering every decision at random (seeded), timing
@@ -395,15 +447,24 @@ async fn main() {
     row("cold start to first tools/list, warm cache (mean of 3)", format!("{:.0} ms ({:.1}× faster)", warm.as_secs_f64() * 1e3, cold[0].as_secs_f64() / warm.as_secs_f64()));
 
     // The minimal client of the speed issue: plain pipes, one line each way.
-    let (ping, g50, g99, rate, in_order) = tokio::task::spawn_blocking({
+    let ([(floor, _), (ping, _), (g50, g99)], rate, in_order) = tokio::task::spawn_blocking({
         let cfg = cfg.clone();
         move || raw_stdio(&cfg)
     })
     .await
     .unwrap();
-    let floor = tokio::task::spawn_blocking(stdio_floor).await.unwrap();
     row("stdio floor: the same client against `cat` (each line answered with itself), p50", us(floor));
     row("stdio, minimal pipe client: `ping` p50; `hanoi_get_state` p50 / p99", format!("{} ; {} / {} ({:.1}× ping)", us(ping), us(g50), us(g99), g50.as_secs_f64() / ping.as_secs_f64()));
+    let ([(floor1, _), (ping1, _), (g1, g1_99)], mut c, _) = tokio::task::spawn_blocking({
+        let cfg = cfg.clone();
+        move || one_at_a_time(&cfg, true)
+    })
+    .await
+    .unwrap();
+    let _ = c.child.kill();
+    row("the same three on one core (client, `cat` and server on CPU 0): floor p50; `ping` p50; `hanoi_get_state` p50 / p99", format!(
+        "{} ; {} ; {} / {} ({:.1}× ping)", us(floor1), us(ping1), us(g1), us(g1_99), g1.as_secs_f64() / ping1.as_secs_f64()
+    ));
     let (chess_p50, c99) = tokio::task::spawn_blocking({
         let cfg = cfg.clone();
         move || chess_finish_turn(&cfg)
@@ -488,15 +549,19 @@ async fn main() {
     let h: Client = Notified(tx).serve(StreamableHttpClientTransport::from_uri(server.url.clone())).await.unwrap();
     let (h50, h99) = latency(&h, 3_000).await;
     row("trivial session call over HTTP (rmcp client), p50 / p99", format!("{} / {} ({:.1}× stdio)", us(h50), us(h99), h50.as_secs_f64() / s50.as_secs_f64()));
-    let (mut raw, env) = http_hanoi_session(&server.url).await;
-    let ping = |id| json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
-    let (p50, _) = percentiles(round_trips(&mut raw, ping, 500, 3_000).await);
-    let (w50, w99) = percentiles(round_trips(&mut raw, get_state(&env), 500, 3_000).await);
-    let (_, sample) = raw.post(&get_state(&env)(1)).await;
-    let (f50, _) = http_floor(sample).await;
+    let [(f50, _), (p50, _), (w50, w99)] = http_one_at_a_time(&server.url).await;
     row("HTTP floor: minimal keep-alive client against a minimal hyper server answering a fixed body, p50", us(f50));
     row("HTTP, minimal keep-alive client reading whole answers: `ping` p50; `hanoi_get_state` p50 / p99", format!(
         "{} ; {} / {} ({:.1}× the floor)", us(p50), us(w50), us(w99), w50.as_secs_f64() / f50.as_secs_f64()
+    ));
+    let [(f1, _), (p1, _), (w1, w1_99)] = tokio::task::spawn_blocking({
+        let cfg = cfg.clone();
+        move || http_on_cpu0(&cfg)
+    })
+    .await
+    .unwrap();
+    row("the same three on one core (client, minimal server and Ludus on CPU 0): floor p50; `ping` p50; `hanoi_get_state` p50 / p99", format!(
+        "{} ; {} ; {} / {} ({:.1}× the floor)", us(f1), us(p1), us(w1), us(w1_99), w1.as_secs_f64() / f1.as_secs_f64()
     ));
     let (one, _, _) = http_load(&server.url, 1, 2_000).await;
     let (sixteen, _, _) = http_load(&server.url, 16, 250).await;

@@ -149,6 +149,41 @@ pub struct RawClient {
     pub output: std::io::BufReader<std::process::ChildStdout>,
 }
 
+/// `ludus serve` with these extra arguments and config, logging errors only.
+pub fn serve_command(args: &[&str], cfg: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(BIN);
+    command.arg("serve").args(args).arg("--config").arg(cfg).env("LUDUS_LOG", "error");
+    command
+}
+
+/// The same command confined to CPU 0 (`taskset`, util-linux).
+pub fn on_cpu0(command: &std::process::Command) -> std::process::Command {
+    let mut pinned = std::process::Command::new("taskset");
+    pinned.args(["-c", "0"]).arg(command.get_program()).args(command.get_args());
+    for (k, v) in command.get_envs() {
+        if let Some(v) = v {
+            pinned.env(k, v);
+        }
+    }
+    pinned
+}
+
+/// Runs `f` with the calling thread confined to CPU 0, then restores its
+/// CPUs.
+pub fn on_cpu0_here<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: cpu_set_t is plain data; the calls only read and write it.
+    unsafe {
+        let mut before: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut before);
+        let mut cpu0: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut cpu0);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &cpu0);
+        let out = f();
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &before);
+        out
+    }
+}
+
 impl RawClient {
     pub fn start(cfg: &Path) -> RawClient {
         RawClient::serve(&[], cfg)
@@ -156,8 +191,11 @@ impl RawClient {
 
     /// `ludus serve` with these extra arguments (e.g. `--plugins DIR`).
     pub fn serve(args: &[&str], cfg: &Path) -> RawClient {
-        let mut command = std::process::Command::new(BIN);
-        command.arg("serve").args(args).arg("--config").arg(cfg).env("LUDUS_LOG", "error");
+        RawClient::initialize(serve_command(args, cfg))
+    }
+
+    /// Starts `command` (a `ludus serve`) and opens the MCP session.
+    pub fn initialize(command: std::process::Command) -> RawClient {
         let mut c = RawClient::spawn(command);
         c.ask(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#);
         c.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
@@ -189,17 +227,26 @@ impl RawClient {
 
     /// p50 and p99 of 3,000 round trips after 500 to warm up.
     pub fn round_trips(&mut self, request: impl Fn(usize) -> String) -> (Duration, Duration) {
-        for i in 0..500 {
-            self.ask(&request(i));
-        }
-        let mut d = Vec::with_capacity(3_000);
-        for i in 0..3_000 {
-            let t = Instant::now();
-            self.ask(&request(1_000 + i));
-            d.push(t.elapsed());
-        }
-        percentiles(d)
+        alternating(std::slice::from_mut(self), &[(0, &request)])[0]
     }
+}
+
+/// p50 and p99 of each kind of request (`clients[i]` asked `request(id)`),
+/// asked in turn (3,000 each after 500 each to warm up), so every kind meets
+/// the same moments of a machine whose speed swings from one second to the
+/// next, and their ratios mean something.
+pub fn alternating(clients: &mut [RawClient], kinds: &[(usize, &dyn Fn(usize) -> String)]) -> Vec<(Duration, Duration)> {
+    let mut d = vec![Vec::with_capacity(3_000); kinds.len()];
+    for i in 0..3_500 {
+        for ((c, request), times) in kinds.iter().zip(&mut d) {
+            let t = Instant::now();
+            clients[*c].ask(&request(i));
+            if i >= 500 {
+                times.push(t.elapsed());
+            }
+        }
+    }
+    d.into_iter().map(percentiles).collect()
 }
 
 pub fn read_answer(output: &mut std::io::BufReader<std::process::ChildStdout>) -> Value {
