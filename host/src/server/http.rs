@@ -29,7 +29,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::http_sessions::Sessions;
+use super::http_sessions::{Admitted, Sessions};
 use super::jsonrpc;
 use crate::mcp::Ludus;
 use crate::registry::Registry;
@@ -41,7 +41,7 @@ pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     let sessions = Sessions::new(Ludus::new(registry.clone()), idle_limit);
     let r = registry.clone();
     let service = StreamableHttpService::new(move || Ok(Ludus::new(r.clone())), sessions.clone(), mcp_config(&registry, max_body, &ct));
-    let gate = Gate { sessions, max_body, max_sessions: registry.config.limits.max_mcp_sessions, in_flight: Default::default() };
+    let gate = Gate { sessions, max_body, max_sessions: registry.config.limits.max_mcp_sessions };
     let app = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(Arc::new(gate), check_request));
@@ -124,8 +124,6 @@ struct Gate {
     sessions: Arc<Sessions>,
     max_body: usize,
     max_sessions: usize,
-    /// (session, request id) of every request whose answer is streaming.
-    in_flight: std::sync::Mutex<std::collections::HashSet<(Arc<str>, String)>>,
 }
 
 async fn check_request(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
@@ -166,11 +164,11 @@ async fn check_post(gate: &Arc<Gate>, request: Request, next: Next) -> Response 
             return json_error(StatusCode::SERVICE_UNAVAILABLE, jsonrpc::error_reply(serde_json::Value::Null, -32000, why));
         }
     }
-    // A request of a session is tracked while its answer streams, so the same
-    // id twice in flight is refused (the second would take over the first's
-    // answer and leave it unanswered). A client that goes away cancels its
-    // request: its answer stream is dropped (`http_sessions`; tests/http.rs
-    // checks it).
+    // A request of a session is in the session manager's in-flight table
+    // while its answer streams (`Sessions::admit`), so the same id twice in
+    // flight is refused, and a `notifications/cancelled` finds the call it
+    // names. A client that goes away cancels its request: its answer stream
+    // is dropped (tests/http.rs checks both).
     let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
     let request_id = match &message {
         rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.to_string()),
@@ -179,7 +177,7 @@ async fn check_post(gate: &Arc<Gate>, request: Request, next: Next) -> Response 
     let (Some(session), Some(request_id)) = (session, request_id) else {
         return next.run(Request::from_parts(parts, Body::from(bytes))).await;
     };
-    let Some(in_flight) = InFlight::start(gate, session, request_id) else {
+    let Some(in_flight) = gate.sessions.admit(session, request_id) else {
         let why = "this request id is already in flight in this session; give each request its own id";
         return json_error(StatusCode::CONFLICT, jsonrpc::error_reply(serde_json::Value::Null, -32600, why.into()));
     };
@@ -188,30 +186,10 @@ async fn check_post(gate: &Arc<Gate>, request: Request, next: Next) -> Response 
     Response::from_parts(parts, Body::from_stream(Tracked { inner: body.into_data_stream(), in_flight: Some(in_flight) }))
 }
 
-/// A session's request whose answer is still streaming (until its body ends
-/// or is dropped).
-struct InFlight {
-    gate: Arc<Gate>,
-    key: (Arc<str>, String),
-}
-
-impl InFlight {
-    fn start(gate: &Arc<Gate>, session: Arc<str>, id: String) -> Option<InFlight> {
-        let key = (session, id);
-        gate.in_flight.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone()).then(|| InFlight { gate: gate.clone(), key })
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.gate.in_flight.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.key);
-    }
-}
-
 /// An answer's body that ends its request's time in flight when it ends.
 struct Tracked<S> {
     inner: S,
-    in_flight: Option<InFlight>,
+    in_flight: Option<Admitted>,
 }
 
 impl<S: futures_util::Stream + Unpin> futures_util::Stream for Tracked<S> {

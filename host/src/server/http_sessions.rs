@@ -34,10 +34,14 @@ pub struct Sessions {
     ludus: Ludus,
     idle_limit: Duration,
     last_used: Mutex<HashMap<SessionId, Instant>>,
-    /// Direct-lane requests still running, by (session, request id), so a
-    /// `notifications/cancelled` can reach them.
-    running: Arc<Mutex<HashMap<(SessionId, String), CancellationToken>>>,
+    in_flight: InFlight,
 }
+
+/// Every request of a session whose answer is still streaming, by (session,
+/// request id): the HTTP gate admits each one (`Sessions::admit`, refusing an
+/// id already in flight), and a direct-lane call files its cancellation token
+/// there, so a `notifications/cancelled` can reach it.
+type InFlight = Arc<Mutex<HashMap<(SessionId, String), Option<CancellationToken>>>>;
 
 impl Sessions {
     /// Sessions for `ludus`'s registry that close after `idle_limit` without
@@ -48,7 +52,7 @@ impl Sessions {
         inner.session_config.keep_alive = None;
         // No SSE priming events (see `http::mcp_config`).
         inner.session_config.sse_retry = None;
-        let sessions = Arc::new(Sessions { inner, ludus, idle_limit, last_used: Default::default(), running: Default::default() });
+        let sessions = Arc::new(Sessions { inner, ludus, idle_limit, last_used: Default::default(), in_flight: Default::default() });
         let weak = Arc::downgrade(&sessions);
         let every = (idle_limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
         tokio::spawn(async move {
@@ -63,6 +67,20 @@ impl Sessions {
 
     pub async fn count(&self) -> usize {
         self.inner.sessions.read().await.len()
+    }
+
+    /// Enters a request in the in-flight table until the returned guard is
+    /// dropped (its answer ended or was abandoned); None when its id is in
+    /// flight already in this session (a second answer would take over the
+    /// first's stream and leave it unanswered).
+    pub fn admit(&self, session: SessionId, request: String) -> Option<Admitted> {
+        let key = (session, request);
+        let mut table = lock(&self.in_flight);
+        if table.contains_key(&key) {
+            return None;
+        }
+        table.insert(key.clone(), None);
+        Some(Admitted { table: self.in_flight.clone(), key })
     }
 
     fn touch(&self, id: &SessionId) {
@@ -107,11 +125,12 @@ impl Sessions {
             .ludus
             .answer_directly(Some(caller_for_session(id)), request, ct.clone(), notify)
             .map_err(ClientJsonRpcMessage::Request)?;
-        lock(&self.running).insert(key.clone(), ct.clone());
-        // Dropping the stream (the client went away) cancels the call and
-        // forgets it.
-        let running = Running { map: self.running.clone(), key, _cancel: ct.drop_guard() };
-        Ok(DirectStream { progress: progress_rx, answer: Some(SyncWrapper::new(answer)), _running: running })
+        // The gate admitted the request; from now on a cancellation reaches it.
+        if let Some(slot) = lock(&self.in_flight).get_mut(&key) {
+            *slot = Some(ct.clone());
+        }
+        // Dropping the stream (the client went away) cancels the call.
+        Ok(DirectStream { progress: progress_rx, answer: Some(SyncWrapper::new(answer)), _cancel: ct.drop_guard() })
     }
 }
 
@@ -119,7 +138,7 @@ impl Sessions {
 struct DirectStream {
     progress: tokio::sync::mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
     answer: Option<SyncWrapper<DirectAnswer>>,
-    _running: Running,
+    _cancel: tokio_util::sync::DropGuard,
 }
 
 impl Stream for DirectStream {
@@ -142,16 +161,15 @@ impl Stream for DirectStream {
     }
 }
 
-/// A direct-lane request in the running table until it ends or is dropped.
-struct Running {
-    map: Arc<Mutex<HashMap<(SessionId, String), CancellationToken>>>,
+/// A request in the in-flight table until its answer ends or is dropped.
+pub struct Admitted {
+    table: InFlight,
     key: (SessionId, String),
-    _cancel: tokio_util::sync::DropGuard,
 }
 
-impl Drop for Running {
+impl Drop for Admitted {
     fn drop(&mut self) {
-        lock(&self.map).remove(&self.key);
+        lock(&self.table).remove(&self.key);
     }
 }
 
@@ -195,7 +213,7 @@ impl SessionManager for Sessions {
         if let ClientJsonRpcMessage::Notification(n) = &message
             && let ClientNotification::CancelledNotification(c) = &n.notification
             && let Some(request) = &c.params.request_id
-            && let Some(ct) = lock(&self.running).get(&(id.clone(), request.to_string()))
+            && let Some(Some(ct)) = lock(&self.in_flight).get(&(id.clone(), request.to_string()))
         {
             ct.cancel();
             return Ok(());
