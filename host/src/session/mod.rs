@@ -27,7 +27,7 @@ use wait::{Wait, Woken};
 
 /// The table of live sessions.
 pub struct Sessions {
-    map: Mutex<HashMap<String, Arc<Session>>>,
+    live: Mutex<Live>,
     /// Each plugin's instance for tools with role `none`, by plugin name;
     /// remade after a trap or when the plugin's version changed.
     shared: Mutex<HashMap<String, Arc<Session>>>,
@@ -37,6 +37,46 @@ pub struct Sessions {
     waits: Mutex<HashMap<String, u64>>,
     limits: SessionLimits,
     rt: tokio::runtime::Handle,
+}
+
+/// Live sessions by id, with how many each plugin and each caller runs,
+/// kept as sessions come and go: counting them for every new session was a
+/// pass over all of them (two string compares each) under this table's lock,
+/// which every call takes.
+#[derive(Default)]
+struct Live {
+    by_id: HashMap<String, Arc<Session>>,
+    per_plugin: HashMap<String, usize>,
+    per_caller: HashMap<String, usize>,
+}
+
+impl Live {
+    fn insert(&mut self, s: Arc<Session>) {
+        *self.per_plugin.entry(s.plugin.name.clone()).or_default() += 1;
+        *self.per_caller.entry(s.created_by.clone()).or_default() += 1;
+        if let Some(old) = self.by_id.insert(s.id(), s) {
+            self.uncount(&old);
+        }
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Arc<Session>> {
+        let s = self.by_id.remove(id)?;
+        self.uncount(&s);
+        Some(s)
+    }
+
+    /// Forgets a count that reaches zero, so the tables hold only who runs
+    /// sessions now (callers come and go with their connections).
+    fn uncount(&mut self, s: &Session) {
+        for (counts, key) in [(&mut self.per_plugin, &s.plugin.name), (&mut self.per_caller, &s.created_by)] {
+            if let Some(n) = counts.get_mut(key) {
+                *n -= 1;
+                if *n == 0 {
+                    counts.remove(key);
+                }
+            }
+        }
+    }
 }
 
 /// How many sessions may live at once.
@@ -105,15 +145,15 @@ pub struct WaitProgress {
 
 impl Sessions {
     pub fn new(limits: SessionLimits, rt: tokio::runtime::Handle) -> Arc<Sessions> {
-        Arc::new(Sessions { map: Mutex::default(), shared: Mutex::default(), gone: Mutex::default(), waits: Mutex::default(), limits, rt })
+        Arc::new(Sessions { live: Mutex::default(), shared: Mutex::default(), gone: Mutex::default(), waits: Mutex::default(), limits, rt })
     }
 
     pub fn len(&self) -> usize {
-        lock(&self.map).len()
+        lock(&self.live).by_id.len()
     }
 
     pub fn list(&self) -> Vec<SessionInfo> {
-        let mut v: Vec<SessionInfo> = lock(&self.map).values().map(|s| s.info()).collect();
+        let mut v: Vec<SessionInfo> = lock(&self.live).by_id.values().map(|s| s.info()).collect();
         v.sort_by(|a, b| a.id.cmp(&b.id));
         v
     }
@@ -124,13 +164,9 @@ impl Sessions {
 
     /// Live sessions in all, of `plugin`, and started by `caller`.
     fn counts(&self, plugin: &str, caller: &str) -> (usize, usize, usize) {
-        let map = lock(&self.map);
-        let (mut of_plugin, mut of_caller) = (0, 0);
-        for s in map.values() {
-            of_plugin += usize::from(s.plugin.name == plugin);
-            of_caller += usize::from(s.created_by == caller);
-        }
-        (map.len(), of_plugin, of_caller)
+        let live = lock(&self.live);
+        let count = |counts: &HashMap<String, usize>, key: &str| counts.get(key).copied().unwrap_or(0);
+        (live.by_id.len(), count(&live.per_plugin, plugin), count(&live.per_caller, caller))
     }
 
     /// Why a new session of `plugin` for `caller` cannot start, if it cannot.
@@ -156,7 +192,7 @@ impl Sessions {
 
     /// Finds a session for a `uses` tool, or explains why there is none.
     pub fn get(&self, id: &str, plugin: &Plugin, param: &str) -> Result<Arc<Session>, String> {
-        if let Some(s) = lock(&self.map).get(id) {
+        if let Some(s) = lock(&self.live).by_id.get(id) {
             if s.plugin.name != plugin.name {
                 return Err(format!("`{param}` {id} belongs to a {} game, not {}", s.plugin.name, plugin.name));
             }
@@ -178,11 +214,11 @@ impl Sessions {
     }
 
     fn insert(&self, s: Arc<Session>) {
-        lock(&self.map).insert(s.id(), s);
+        lock(&self.live).insert(s);
     }
 
     pub fn remove(&self, id: &str, why: &str) {
-        let removed = lock(&self.map).remove(id);
+        let removed = lock(&self.live).remove(id);
         if let Some(session) = removed {
             session.stop_io();
             lock(&self.gone).record(id, why);
@@ -191,7 +227,8 @@ impl Sessions {
 
     /// Drops sessions idle longer than their plugin allows.
     pub fn reap_idle(&self) {
-        let expired: Vec<(String, Duration)> = lock(&self.map)
+        let expired: Vec<(String, Duration)> = lock(&self.live)
+            .by_id
             .iter()
             .filter(|(_, s)| s.idle_for() > s.plugin.limits.idle_timeout)
             .map(|(id, s)| (id.clone(), s.plugin.limits.idle_timeout))
@@ -381,12 +418,12 @@ impl Sessions {
 
 impl Names for Sessions {
     fn rename(&self, old: &str, new: &str) -> Result<(), String> {
-        let mut map = lock(&self.map);
-        if map.contains_key(new) {
+        let mut live = lock(&self.live);
+        if live.by_id.contains_key(new) {
             return Err(format!("a session named {new} already exists"));
         }
-        if let Some(s) = map.remove(old) {
-            map.insert(new.to_string(), s);
+        if let Some(s) = live.by_id.remove(old) {
+            live.by_id.insert(new.to_string(), s);
         }
         Ok(())
     }
