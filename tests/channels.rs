@@ -14,9 +14,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 /// A server with the relay plugin and the given `[plugins.relay…]` TOML.
 async fn relay_server(work: &Path, extra: &str) -> Client {
-    let dir = work.join("plugins");
-    std::fs::create_dir_all(&dir).unwrap();
-    install(&dir, &component("relay"), "relay.wasm");
+    let dir = plugins_dir(work, &["relay"]);
     let cfg = config(work, extra);
     stdio(&["--plugins", dir.to_str().unwrap(), "--config", cfg.to_str().unwrap()], work).await
 }
@@ -243,8 +241,7 @@ async fn tcp_websocket_and_http_endpoints() {
 async fn a_plugin_built_against_the_first_contract_still_loads() {
     // `tests/prebuilt/hello-plugin-0.1.0.wasm` was built against ludus:plugin@0.1.0, before channels.
     let work = scratch();
-    let dir = work.path().join("plugins");
-    std::fs::create_dir(&dir).unwrap();
+    let dir = plugins_dir(work.path(), &[]);
     let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/prebuilt/hello-plugin-0.1.0.wasm");
     install(&dir, &old, "hello.wasm");
     let c = stdio(&["--plugins", dir.to_str().unwrap()], work.path()).await;

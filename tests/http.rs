@@ -17,9 +17,7 @@ async fn hello_server(work: &std::path::Path) -> HttpServer {
 
 /// An HTTP server with the hello plugin and `config_toml` as its config.
 async fn hello_server_with(work: &std::path::Path, config_toml: &str) -> HttpServer {
-    let dir = work.join("plugins");
-    std::fs::create_dir_all(&dir).unwrap();
-    install(&dir, &component("hello"), "hello.wasm");
+    let dir = plugins_dir(work, &["hello"]);
     let cfg = config(work, config_toml);
     http_server(&["--plugins", dir.to_str().unwrap(), "--config", cfg.to_str().unwrap()], work).await
 }
@@ -86,8 +84,7 @@ async fn long_waits_send_progress_when_asked() {
 #[tokio::test]
 async fn modern_clients_hear_tool_changes_on_subscriptions_listen() {
     let work = scratch();
-    let dir = work.path().join("plugins");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = plugins_dir(work.path(), &[]);
     let server = http_server(&["--plugins", dir.to_str().unwrap()], work.path()).await;
     let transport = StreamableHttpClientTransport::from_uri(server.url.clone());
     let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![rmcp::model::ProtocolVersion::LATEST] };

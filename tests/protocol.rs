@@ -71,9 +71,7 @@ impl Pipes {
 
     /// Pipes with the hello plugin loaded, and one of its counters.
     fn with_hello_counter(work: &std::path::Path) -> (Pipes, Value) {
-        let dir = work.join("plugins");
-        std::fs::create_dir_all(&dir).unwrap();
-        install(&dir, &component("hello"), "hello.wasm");
+        let dir = plugins_dir(work, &["hello"]);
         let mut p = Pipes::start_with(work, &["--plugins", dir.to_str().unwrap()]);
         let counter = p.tool(1, "hello_start", json!({}))["counter_id"].clone();
         assert!(counter.is_string(), "{counter}");

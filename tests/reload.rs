@@ -27,8 +27,7 @@ fn game<'a>(g: &'a Value, name: &str) -> Option<&'a Value> {
 #[tokio::test]
 async fn add_change_corrupt_and_remove_a_plugin_without_restarting() {
     let work = scratch();
-    let dir = work.path().join("plugins");
-    std::fs::create_dir(&dir).unwrap();
+    let dir = plugins_dir(work.path(), &[]);
     let mut c = stdio(&["--plugins", dir.to_str().unwrap()], work.path()).await;
     assert!(!c.tool_names().await.contains(&"hello_greet".to_string()));
 
@@ -79,10 +78,7 @@ async fn add_change_corrupt_and_remove_a_plugin_without_restarting() {
 #[tokio::test]
 async fn a_plugin_present_at_start_is_served_and_a_refused_one_is_reported() {
     let work = scratch();
-    let dir = work.path().join("plugins");
-    std::fs::create_dir(&dir).unwrap();
-    install(&dir, &component("hello"), "hello.wasm");
-    install(&dir, &component("bad_import"), "bad_import.wasm");
+    let dir = plugins_dir(work.path(), &["hello", "bad_import"]);
     std::fs::write(dir.join("notes.txt"), "not a plugin").unwrap();
     let c = stdio(&["--plugins", dir.to_str().unwrap()], work.path()).await;
     assert_eq!(text(&c.call("hello_greet", json!({"name": "Bo"})).await), "Hello, Bo!");
@@ -108,9 +104,7 @@ fn threads(pid: u32) -> usize {
 #[tokio::test]
 async fn after_a_burst_a_server_watching_plugins_goes_back_to_its_threads() {
     let work = scratch();
-    let dir = work.path().join("plugins");
-    std::fs::create_dir(&dir).unwrap();
-    install(&dir, &component("hello"), "hello.wasm");
+    let dir = plugins_dir(work.path(), &["hello"]);
     let server = http_server(&["--plugins", dir.to_str().unwrap()], work.path()).await;
     let c = http_client(&server).await;
     c.ok("hanoi_init_simulator", json!({"n": 3})).await;

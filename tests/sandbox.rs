@@ -11,9 +11,7 @@ use serde_json::json;
 #[tokio::test]
 async fn runaway_memory_bomb_panic_and_flood_are_contained() {
     let work = scratch();
-    let dir = work.path().join("plugins");
-    std::fs::create_dir(&dir).unwrap();
-    install(&dir, &component("hostile"), "hostile.wasm");
+    let dir = plugins_dir(work.path(), &["hostile"]);
     let cfg = config(work.path(), "[plugins.hostile]\ncall_timeout_ms = 400\nmemory_mb = 32\n");
     let c = stdio(&["--plugins", dir.to_str().unwrap(), "--config", cfg.to_str().unwrap()], work.path()).await;
     let start = || c.call("hostile_start", json!({}));

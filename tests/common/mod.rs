@@ -240,6 +240,17 @@ pub type Shared<T> = Arc<T>;
 
 /// Puts a component into a plugins directory the way writers should: write a
 /// hidden temporary file, then rename it into place.
+/// `work/plugins` with these test components in it (`component(name)` as
+/// `name.wasm`), for `--plugins`.
+pub fn plugins_dir(work: &Path, components: &[&str]) -> PathBuf {
+    let dir = work.join("plugins");
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in components {
+        install(&dir, &component(name), &format!("{name}.wasm"));
+    }
+    dir
+}
+
 pub fn install(dir: &Path, src: &Path, name: &str) {
     let tmp = dir.join(format!(".{name}.tmp"));
     std::fs::copy(src, &tmp).unwrap();
