@@ -127,17 +127,15 @@ async fn http_hanoi_session(url: &str) -> (RawHttp, Value) {
     (c, env)
 }
 
-/// `n` timed round trips of `request(id)` (after `warm` untimed ones) on one
-/// keep-alive connection whose client waits for each answer's end.
-async fn round_trips(c: &mut RawHttp, request: impl Fn(u64) -> Value, warm: usize, n: usize) -> Vec<Duration> {
+/// `n` timed round trips of `request(id)` on one keep-alive connection whose
+/// client waits for each answer's end.
+async fn round_trips(c: &mut RawHttp, request: impl Fn(u64) -> Value, n: usize) -> Vec<Duration> {
     let mut d = Vec::with_capacity(n);
-    for i in 0..warm + n {
+    for i in 0..n {
         let t = Instant::now();
         let (_, text) = c.post(&request(2 + i as u64)).await;
         assert!(!rpc_result(&text).is_null(), "{text}");
-        if i >= warm {
-            d.push(t.elapsed());
-        }
+        d.push(t.elapsed());
     }
     d
 }
@@ -156,7 +154,7 @@ async fn http_load(url: &str, clients: usize, calls: usize) -> (f64, Duration, D
     let t = Instant::now();
     let tasks: Vec<_> = ready
         .into_iter()
-        .map(|(mut c, env)| tokio::spawn(async move { round_trips(&mut c, get_state(&env), 0, calls).await }))
+        .map(|(mut c, env)| tokio::spawn(async move { round_trips(&mut c, get_state(&env), calls).await }))
         .collect();
     let mut all = Vec::new();
     for task in tasks {
@@ -302,6 +300,11 @@ fn string_field(v: &wasmtime::component::Val, name: &str) -> Option<String> {
     }
 }
 
+/// `hanoi_get_state` of the puzzle `env` as a JSON-RPC line with this id.
+fn get_state_line(env: &str) -> impl Fn(usize) -> String + '_ {
+    move |id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"hanoi_get_state","arguments":{{"env_id":"{env}"}}}}}}"#)
+}
+
 /// One request at a time, in turn: the floor (the same client against
 /// `cat`, which answers each line with itself), `ping`, `hanoi_get_state`;
 /// (p50, p99) of each, and the server's client for more. With `same_cpu`,
@@ -313,14 +316,15 @@ fn one_at_a_time(cfg: &Path, same_cpu: bool) -> ([(Duration, Duration); 3], RawC
     let (cat, mut c) = (RawClient::spawn(cat), RawClient::initialize(server));
     let init = c.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#);
     let env = init["result"]["structuredContent"]["env_id"].as_str().unwrap().to_string();
-    let get = |id: usize| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"hanoi_get_state","arguments":{{"env_id":"{env}"}}}}}}"#);
+    let get = get_state_line(&env);
     let ping = |id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
     let mut clients = [cat, c];
     let kinds: [(usize, &dyn Fn(usize) -> String); 3] = [(0, &ping), (1, &ping), (1, &get)];
-    let times = if same_cpu { common::on_cpu0_here(|| common::alternating(&mut clients, &kinds)) } else { common::alternating(&mut clients, &kinds) };
+    let mut measure = || common::alternating(&mut clients, &kinds);
+    let times = if same_cpu { common::on_cpu0_here(measure) } else { measure() };
     let [mut cat, c] = clients;
     let _ = cat.child.kill();
-    (times.try_into().unwrap(), c, env)
+    (times.try_into().unwrap(), c, env.clone())
 }
 
 /// Returns one request at a time (`one_at_a_time`, across cores), then
@@ -329,7 +333,7 @@ fn one_at_a_time(cfg: &Path, same_cpu: bool) -> ([(Duration, Duration); 3], RawC
 fn raw_stdio(cfg: &Path) -> ([(Duration, Duration); 3], f64, bool) {
     use std::io::Write;
     let (times, c, env) = one_at_a_time(cfg, false);
-    let get = |id: usize| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"hanoi_get_state","arguments":{{"env_id":"{env}"}}}}}}"#);
+    let get = get_state_line(&env);
     // Pipelined: every request written at once (from another thread, so
     // neither side blocks on a full pipe), every answer read here.
     let n = 3_000;
