@@ -1,5 +1,5 @@
-//! The wasmtime side: one engine for every plugin, the epoch ticker that makes
-//! CPU limits real, the on-disk cache of compiled components, and stores with
+//! The wasmtime side: one engine for every plugin, the clock thread that makes
+//! CPU limits real and fires timers (`clock`), the on-disk cache of compiled components, and stores with
 //! their memory cap and CPU budget. It knows nothing of what a plugin may
 //! import (`capability`) or of sessions; a store's state is whatever its
 //! caller hands it.
@@ -16,6 +16,7 @@ use wasmtime::component::Component;
 use wasmtime::{Engine, Store};
 
 pub mod bindings;
+pub mod clock;
 
 /// How a guest function has run so far, which decides where its next call
 /// runs (`run_guest`). One per tool; a function that once computed longer
@@ -182,6 +183,8 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
 
 pub struct Runtime {
     pub engine: Engine,
+    /// Plugins' timers, fired by the thread that advances the epoch.
+    pub timers: Arc<clock::Timers>,
     cache_dir: Option<PathBuf>,
 }
 
@@ -202,8 +205,9 @@ impl Runtime {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
         let engine = Engine::new(&config)?;
-        start_epoch_ticker(&engine);
-        Ok(Arc::new(Runtime { engine, cache_dir }))
+        let timers = Arc::new(clock::Timers::default());
+        clock::start(&engine, timers.clone());
+        Ok(Arc::new(Runtime { engine, timers, cache_dir }))
     }
 
     /// Compiles a component, or loads it from the cache of precompiled
@@ -271,22 +275,6 @@ pub fn hex(bytes: &[u8]) -> String {
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
-}
-
-/// Epoch interruption does nothing unless something advances the epoch. The
-/// thread ends when the engine is dropped.
-fn start_epoch_ticker(engine: &Engine) {
-    let weak = engine.weak();
-    std::thread::Builder::new()
-        .name("ludus-epoch".into())
-        .spawn(move || {
-            while let Some(engine) = weak.upgrade() {
-                engine.increment_epoch();
-                drop(engine);
-                std::thread::sleep(TICK);
-            }
-        })
-        .expect("spawning the epoch ticker thread");
 }
 
 /// Default cache location: `$XDG_CACHE_HOME/ludus` or `~/.cache/ludus`.

@@ -17,6 +17,7 @@ use crate::capability::channels::{ChannelInfo, Channels, Inbox, Input};
 use crate::capability::host::SessionControl;
 use crate::capability::{self, CallInfo, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
 use crate::plugin::Plugin;
+use crate::runtime::clock::TimerKey;
 use crate::runtime::{run_guest, ticks};
 use crate::sync::lock;
 
@@ -70,7 +71,8 @@ pub struct Session {
     pub(super) news_arrived: tokio::sync::Notify,
     /// Bumped on every change; waiting calls watch it.
     pub(super) changed: watch::Sender<u64>,
-    timers: Mutex<HashMap<u64, tokio::task::AbortHandle>>,
+    /// Pending timers by the id the guest knows them by.
+    timers: Mutex<HashMap<u64, TimerKey>>,
     next_timer: AtomicU64,
     pub channels: Arc<Channels>,
     /// The table that lists this session (none for a plugin's shared instance).
@@ -229,8 +231,8 @@ impl Session {
     /// The session ended: no more timers, and every channel closed (its
     /// processes killed).
     pub fn stop_io(&self) {
-        for (_, t) in lock(&self.timers).drain() {
-            t.abort();
+        for (_, key) in lock(&self.timers).drain() {
+            self.plugin.runtime.timers.disarm(key);
         }
         self.channels.close_all();
     }
@@ -301,21 +303,26 @@ impl SessionControl for Session {
             return 0;
         }
         let id = self.next_timer.fetch_add(1, Ordering::Relaxed) + 1;
-        let weak = Arc::downgrade(&self);
-        let task = self.rt.spawn(async move {
-            tokio::time::sleep(Duration::from_millis(delay_ms.into())).await;
-            if let Some(s) = weak.upgrade() {
-                lock(&s.timers).remove(&id);
-                s.fire_timer(id).await;
-            }
+        let (weak, rt) = (Arc::downgrade(&self), self.rt.clone());
+        // Armed on the runtime's clock (no thread woken inside the call); when
+        // due, the event goes to a task. A timer cancelled in between has
+        // left the table and does not fire.
+        let key = self.plugin.runtime.timers.arm(Duration::from_millis(delay_ms.into()), move || {
+            rt.spawn(async move {
+                let Some(s) = weak.upgrade() else { return };
+                let pending = lock(&s.timers).remove(&id).is_some();
+                if pending {
+                    s.fire_timer(id).await;
+                }
+            });
         });
-        timers.insert(id, task.abort_handle());
+        timers.insert(id, key);
         id
     }
 
     fn cancel_timer(&self, id: u64) {
-        if let Some(t) = lock(&self.timers).remove(&id) {
-            t.abort();
+        if let Some(key) = lock(&self.timers).remove(&id) {
+            self.plugin.runtime.timers.disarm(key);
         }
     }
 }
