@@ -139,23 +139,32 @@ impl Match {
         };
         let outcome = g.outcome.as_ref();
         let pgn = outcome.map(|_| g.pgn(&self.player_name(Color::White), &self.player_name(Color::Black), &today()));
-        let mut body = String::new();
+        let fen = g.fen();
+        // Pushed piece by piece rather than through `format!`: this runs on every answer.
+        let mut body = String::with_capacity(512);
         if !headline.is_empty() {
             body.push_str(headline);
             body.push_str("\n\n");
         }
         body.push_str(&g.diagram(yours == Some(Color::Black)));
-        body.push_str(&format!(
-            "\n{} to move. Last move: {}. You play: {}.\nFEN: {}",
+        for part in [
+            "\n",
             color_name(g.turn()),
+            " to move. Last move: ",
             g.san.last().map_or("none", String::as_str),
+            ". You play: ",
             yours.map_or("no side", color_name),
-            g.fen()
-        ));
+            ".\nFEN: ",
+            &fen,
+        ] {
+            body.push_str(part);
+        }
         if let Some(o) = outcome {
             body.push_str(&format!("\n\nGame over: {} ({}).\n\n{}", o.result, o.reason, pgn.as_deref().unwrap_or("")));
         } else if !g.board.checkers().is_empty() {
-            body.push_str(&format!("\n{} is in check.", color_name(g.turn())));
+            body.push('\n');
+            body.push_str(color_name(g.turn()));
+            body.push_str(" is in check.");
         }
         let game_id = ludus_sdk::session_id().unwrap_or_default();
         let legal_moves = if outcome.is_some() { Vec::new() } else { g.legal_in(Notation::Uci) };
@@ -164,7 +173,7 @@ impl Match {
             let state = format!(
                 "{{\"game_id\":{},\"fen\":{},\"your_color\":{},\"status\":{},\"last_move_uci\":{},\"legal_moves\":[{}]}}",
                 json_str(&game_id),
-                json_str(&g.fen()),
+                json_str(&fen),
                 yours.map_or("null".into(), |c| json_str(&color_name(c).to_lowercase())),
                 json_str(match status {
                     TurnStatus::YourTurn => "your-turn",
@@ -182,7 +191,7 @@ impl Match {
         });
         Board {
             game_id,
-            fen: g.fen(),
+            fen,
             turn: side(g.turn()),
             your_color: yours.map(side),
             status,
@@ -349,15 +358,14 @@ impl Guest for Plugin {
                 }
             };
             let san = m.game.san_of(mv);
-            let mut after = m.game.clone();
-            after.play(mv);
-            let mates = after.outcome.as_ref().is_some_and(|o| o.reason.contains("checkmate"));
+            // SAN marks a mate with `#`: no need to play the move on a copy to know.
+            let mates = san.ends_with('#');
             if claim_win == Some(true) && !mates {
                 return Err(format!(
                     "Claim rejected: {san} does not checkmate, so the move was not played. Play it without claim_win, or find the mate."
                 ));
             }
-            m.game = after;
+            m.game.play_written(mv, san.clone());
             m.wake_computer();
             let shown = if notation == Notation::Uci { m.game.uci.last().cloned().unwrap_or_default() } else { san.clone() };
             let headline = if mates && claim_win == Some(true) {

@@ -2,8 +2,8 @@
 //! SAN), every rule that ends a game, and PGN. Move generation is
 //! cozy-chess (MIT); everything else here is this project's.
 
-use cozy_chess::util::{display_san_move, display_uci_move, parse_san_move, parse_uci_move};
-use cozy_chess::{Board, Color, GameStatus, Move, Piece, Square};
+use cozy_chess::util::{display_san_move, parse_san_move, parse_uci_move};
+use cozy_chess::{Board, Color, File, GameStatus, Move, Piece, Square};
 
 /// How a game ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,8 +101,25 @@ impl Game {
         out
     }
 
+    /// A move in UCI (`e2e4`, `e7e8q`, castling as `e1g1`). Written by hand,
+    /// not through `fmt`: every answer lists all legal moves, and formatting
+    /// them was a tenth of a move's cost inside the component (`perf`).
     pub fn uci_of(&self, mv: Move) -> String {
-        display_uci_move(&self.board, mv).to_string()
+        let me = self.turn();
+        let mut to = mv.to;
+        // cozy-chess writes castling as the king taking its own rook.
+        if mv.from == self.board.king(me) && self.board.colors(me).has(mv.to) {
+            to = Square::new(if mv.to.file() > mv.from.file() { File::G } else { File::C }, mv.to.rank());
+        }
+        let mut s = String::with_capacity(5);
+        for sq in [mv.from, to] {
+            s.push((b'a' + sq.file() as u8) as char);
+            s.push((b'1' + sq.rank() as u8) as char);
+        }
+        if let Some(p) = mv.promotion {
+            s.push(piece_char(p));
+        }
+        s
     }
 
     pub fn san_of(&self, mv: Move) -> String {
@@ -195,7 +212,13 @@ impl Game {
 
     /// Plays a legal move and updates the outcome.
     pub fn play(&mut self, mv: Move) {
-        self.san.push(self.san_of(mv));
+        let san = self.san_of(mv);
+        self.play_written(mv, san);
+    }
+
+    /// `play` for a caller that has written the move in SAN already.
+    pub fn play_written(&mut self, mv: Move, san: String) {
+        self.san.push(san);
         self.uci.push(self.uci_of(mv));
         self.board.play(mv);
         self.positions.push(self.board.clone());
@@ -263,40 +286,53 @@ impl Game {
     }
 
     /// The board as Markdown: ranks 8→1 (from White's side) or 1→8 (Black's).
+    /// Pushed character by character: this is in every answer.
     pub fn diagram(&self, from_black: bool) -> String {
-        let mut ranks: Vec<usize> = (0..8).rev().collect();
-        let mut files: Vec<usize> = (0..8).collect();
-        if from_black {
-            ranks.reverse();
-            files.reverse();
+        // Files a→h and ranks 8→1 as seen from White; the other way round from Black.
+        let file_at = |i: usize| if from_black { 7 - i } else { i };
+        let rank_at = |i: usize| if from_black { i } else { 7 - i };
+        let mut letters = String::with_capacity(16);
+        for i in 0..8 {
+            letters.push(' ');
+            letters.push((b'a' + file_at(i) as u8) as char);
         }
-        let letters: String = files.iter().map(|&f| format!(" {}", (b'a' + f as u8) as char)).collect();
-        let mut s = format!("```\n {letters}\n");
-        for &r in &ranks {
-            s.push_str(&format!("{}", r + 1));
-            for &f in &files {
-                let sq = Square::index(r * 8 + f);
-                let c = match (self.board.piece_on(sq), self.board.color_on(sq)) {
-                    (Some(p), Some(col)) => {
-                        let ch = match p {
-                            Piece::Pawn => 'p',
-                            Piece::Knight => 'n',
-                            Piece::Bishop => 'b',
-                            Piece::Rook => 'r',
-                            Piece::Queen => 'q',
-                            Piece::King => 'k',
-                        };
-                        if col == Color::White { ch.to_ascii_uppercase() } else { ch }
-                    }
-                    _ => '.',
-                };
+        let mut s = String::with_capacity(320);
+        s.push_str("```\n ");
+        s.push_str(&letters);
+        s.push('\n');
+        for i in 0..8 {
+            let r = rank_at(i);
+            let label = (b'1' + r as u8) as char;
+            s.push(label);
+            for j in 0..8 {
+                let sq = Square::index(r * 8 + file_at(j));
                 s.push(' ');
-                s.push(c);
+                s.push(match (self.board.piece_on(sq), self.board.color_on(sq)) {
+                    (Some(p), Some(Color::White)) => piece_char(p).to_ascii_uppercase(),
+                    (Some(p), _) => piece_char(p),
+                    _ => '.',
+                });
             }
-            s.push_str(&format!(" {}\n", r + 1));
+            s.push(' ');
+            s.push(label);
+            s.push('\n');
         }
-        s.push_str(&format!(" {letters}\n```\nUppercase = White, lowercase = Black."));
+        s.push(' ');
+        s.push_str(&letters);
+        s.push_str("\n```\nUppercase = White, lowercase = Black.");
         s
+    }
+}
+
+/// A piece's letter, lowercase (as UCI promotions and Black's pieces are written).
+fn piece_char(p: Piece) -> char {
+    match p {
+        Piece::Pawn => 'p',
+        Piece::Knight => 'n',
+        Piece::Bishop => 'b',
+        Piece::Rook => 'r',
+        Piece::Queen => 'q',
+        Piece::King => 'k',
     }
 }
 
@@ -458,5 +494,41 @@ mod tests {
         assert!(g.outcome.is_none());
         play_all(&mut g, &["Kd7"]);
         assert!(g.outcome.as_ref().unwrap().reason.contains("fifty-move"));
+    }
+
+    #[test]
+    fn uci_is_written_as_cozy_chess_writes_it() {
+        // Castling both ways for both sides, promotions with and without capture, en passant.
+        let fens = [
+            "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+            "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R b KQkq - 0 1",
+            "n1n5/PPPk4/8/8/8/8/4Kppp/5N1N b - - 0 1",
+            "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3",
+        ];
+        for fen in fens {
+            let g = Game::from_fen(fen).unwrap();
+            for mv in g.legal_moves() {
+                let ours = g.uci_of(mv);
+                assert_eq!(ours, cozy_chess::util::display_uci_move(&g.board, mv).to_string(), "{fen}");
+                let mut after = g.clone();
+                after.play(mv);
+                for reply in after.legal_moves() {
+                    assert_eq!(after.uci_of(reply), cozy_chess::util::display_uci_move(&after.board, reply).to_string(), "{fen} {ours}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_diagram_is_seen_from_the_players_side() {
+        let mut g = Game::default();
+        play_all(&mut g, &["e4"]);
+        let white = "```\n  a b c d e f g h\n8 r n b q k b n r 8\n7 p p p p p p p p 7\n6 . . . . . . . . 6\n5 . . . . . . . . 5\n\
+                     4 . . . . P . . . 4\n3 . . . . . . . . 3\n2 P P P P . P P P 2\n1 R N B Q K B N R 1\n  a b c d e f g h\n```\n\
+                     Uppercase = White, lowercase = Black.";
+        assert_eq!(g.diagram(false), white);
+        let black = g.diagram(true);
+        assert!(black.starts_with("```\n  h g f e d c b a\n1 R N B K Q B N R 1\n2 P P P . P P P P 2\n"), "{black}");
+        assert!(black.contains("8 r n b k q b n r 8\n  h g f e d c b a\n```"), "{black}");
     }
 }
