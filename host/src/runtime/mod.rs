@@ -7,7 +7,7 @@
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -19,14 +19,20 @@ pub mod bindings;
 pub mod clock;
 
 /// How a guest function has run so far, which decides where its next call
-/// runs (`run_guest`). One per tool; a function that once computed longer
-/// than `SLOW` is slow for good.
+/// runs (`run_guest`). One per tool; a function whose calls ran long twice in
+/// a row is slow for good.
+///
+/// One long call is not enough. A first call pays for its instance's first
+/// touches of code and memory (page faults count as its CPU time), and on a
+/// virtual machine a thread's CPU clock also counts the time the hypervisor
+/// took the vCPU away: `hanoi_get_state` (20 µs) was seen at 2.4 and 6.7 ms
+/// of "CPU" once in a few thousand calls, which made every later call of it
+/// take the slower blocking-thread path for the rest of the run.
 #[derive(Default)]
 pub struct Pace {
     slow: AtomicBool,
-    /// The first call is excused: it pays for the instance's first touches
-    /// of its code and memory (page faults count as its CPU time).
-    warmed: AtomicBool,
+    /// Calls in a row that ran long.
+    long_in_a_row: AtomicU8,
 }
 
 /// A call that computes longer than this would hold a runtime worker too
@@ -50,7 +56,7 @@ fn thread_cpu_time() -> Duration {
 /// Runs guest code (a blocking call into a component) from async code.
 ///
 /// Where depends on how the function has run before (`pace`):
-/// - **Slow** (it once computed for over 2 ms: an engine thinking, a deep
+/// - **Slow** (it computed for over 2 ms twice in a row: an engine thinking, a deep
 ///   search): on a blocking thread. The caller's task waits without holding
 ///   a worker, and a transport that runs calls in arrival order (stdio) sees
 ///   the call pending and goes on with the next request.
@@ -80,9 +86,10 @@ pub async fn run_guest<T: Send + 'static>(pace: &Pace, f: impl FnOnce() -> T + S
     });
     let (cpu, wall) = (cpu_after.saturating_sub(cpu), started.elapsed());
     tracing::trace!(cpu_us = cpu.as_micros() as u64, wall_us = wall.as_micros() as u64, "guest call");
-    let warmed = pace.warmed.swap(true, Ordering::Relaxed);
-    if warmed && (cpu > SLOW || wall > STALLED) {
-        tracing::debug!(cpu_us = cpu.as_micros() as u64, wall_us = wall.as_micros() as u64, "a guest function ran long; its calls run on blocking threads from now on");
+    if cpu <= SLOW && wall <= STALLED {
+        pace.long_in_a_row.store(0, Ordering::Relaxed);
+    } else if pace.long_in_a_row.fetch_add(1, Ordering::Relaxed) >= 1 {
+        tracing::debug!(cpu_us = cpu.as_micros() as u64, wall_us = wall.as_micros() as u64, "a guest function ran long twice in a row; its calls run on blocking threads from now on");
         pace.slow.store(true, Ordering::Relaxed);
     }
     outcome.map_err(|_| "the call panicked in the host".to_string())
@@ -283,4 +290,29 @@ pub fn default_cache_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .map(|d| d.join("ludus").join("components"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Computes (not sleeps) for `d` of this thread's CPU time.
+    fn burn(d: Duration) {
+        let start = thread_cpu_time();
+        while thread_cpu_time() - start < d {
+            std::hint::spin_loop();
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_function_is_slow_after_two_long_calls_in_a_row_not_one() {
+        let pace = Pace::default();
+        let long = || burn(SLOW * 2);
+        run_guest(&pace, long).await.unwrap();
+        run_guest(&pace, || ()).await.unwrap();
+        run_guest(&pace, long).await.unwrap();
+        assert!(!pace.slow.load(Ordering::Relaxed), "long calls with a quick one between them are hiccups");
+        run_guest(&pace, long).await.unwrap();
+        assert!(pace.slow.load(Ordering::Relaxed), "two long calls in a row make the function slow");
+    }
 }
