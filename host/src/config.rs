@@ -64,6 +64,9 @@ pub struct Limits {
     pub max_mcp_sessions: usize,
     /// HTTP: an MCP session without requests this long is closed.
     pub mcp_session_idle_ms: u64,
+    /// stdio and HTTP: after an answer, watch this long for the client's next
+    /// request before the thread sleeps (spends CPU to skip a wake-up; 0: off).
+    pub busy_poll_us: u64,
 }
 
 impl Default for Limits {
@@ -87,6 +90,7 @@ impl Default for Limits {
             http_header_timeout_ms: 10_000,
             max_mcp_sessions: 10_000,
             mcp_session_idle_ms: 30 * 60 * 1000,
+            busy_poll_us: 100,
         }
     }
 }

@@ -5,6 +5,8 @@
 //! The accept loop (hyper directly rather than `axum::serve`) is here for the
 //! limits `axum::serve` cannot set: a cap on open connections, and a deadline
 //! for a request's headers, so half-open or idle connections cannot pile up.
+//! Each connection is then served on a thread of its own (`http_thread`), so
+//! a tool call's guest runs where its request was read, as on stdio.
 //! The gate answers what rmcp answers badly: a body that is not JSON-RPC gets
 //! 400 with `-32700`/`-32600` (rmcp: 415 and plain text), a known method with
 //! unusable params gets `-32602` with the request's id (rmcp: "method not
@@ -30,6 +32,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::http_sessions::{Admitted, Sessions};
+use super::http_thread::{Socket, drive};
 use super::jsonrpc;
 use crate::mcp::Ludus;
 use crate::registry::Registry;
@@ -88,20 +91,50 @@ pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
             tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
         }
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        let ct = ct.clone();
-        tokio::spawn(async move {
+        let (ct, rt) = (ct.clone(), tokio::runtime::Handle::current());
+        let serve = move || {
             let _permit = permit;
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(header_timeout)
-                .serve_connection(TokioIo::new(tcp), service);
-            tokio::pin!(conn);
-            tokio::select! {
-                r = conn.as_mut() => if let Err(e) = r { tracing::debug!(%peer, "connection ended: {e}") },
-                () = ct.cancelled() => conn.as_mut().graceful_shutdown(),
+            // On this thread tokio's timers, spawns and channels still work;
+            // it is just not one of the runtime's workers.
+            let _in_runtime = rt.enter();
+            if let Err(e) = serve_connection(tcp, service, header_timeout, &ct) {
+                tracing::debug!(%peer, "connection ended: {e}");
             }
-        });
+        };
+        // The guest runs on this thread: room for its 2 MiB stack limit and the host's frames.
+        if let Err(e) = std::thread::Builder::new().name("ludus-http".into()).stack_size(4 << 20).spawn(serve) {
+            tracing::warn!(%peer, "refusing a connection: no thread for it ({e})");
+        }
     }
+}
+
+/// Serves one connection on this thread (`http_thread`) until it closes, or
+/// the server shuts down and the answers in progress are done.
+fn serve_connection<S>(tcp: tokio::net::TcpStream, service: S, header_timeout: Duration, ct: &CancellationToken) -> Result<()>
+where
+    S: hyper::service::HttpService<hyper::body::Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S::ResBody: 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let (socket, interest) = Socket::new(tcp.into_std()?)?;
+    let fd = socket.fd();
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .serve_connection(TokioIo::new(socket), service);
+    let served = async {
+        let mut conn = std::pin::pin!(conn);
+        let stop = std::pin::pin!(ct.cancelled());
+        match futures_util::future::select(conn.as_mut(), stop).await {
+            futures_util::future::Either::Left((done, _)) => done,
+            futures_util::future::Either::Right(((), _)) => {
+                conn.as_mut().graceful_shutdown();
+                conn.await
+            }
+        }
+    };
+    Ok(drive(served, fd, &interest)??)
 }
 
 fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> StreamableHttpServerConfig {

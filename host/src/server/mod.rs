@@ -3,9 +3,11 @@
 //! or Streamable HTTP.
 
 mod bundled;
+mod busy_poll;
 pub mod doctor;
 mod http;
 mod http_sessions;
+mod http_thread;
 mod jsonrpc;
 mod stdio;
 mod watch;
@@ -144,6 +146,7 @@ fn write_sidecar(dir: &std::path::Path, car: &bundled::Sidecar) -> Result<()> {
 
 pub async fn serve(opts: ServeOptions) -> Result<()> {
     let registry = start(&opts).await?;
+    busy_poll::configure(Duration::from_micros(registry.config.limits.busy_poll_us));
     match opts.http {
         None => {
             let ludus = Ludus::new(registry);

@@ -62,7 +62,7 @@ impl Stdio {
     pub fn start(ludus: Ludus) -> std::io::Result<Stdio> {
         let output: Writer = Arc::new(Mutex::new(writer()?));
         let (to_rmcp, from_reader) = mpsc::channel(64);
-        let input = std::io::BufReader::with_capacity(64 << 10, Stdin(std::io::stdin().as_fd().try_clone_to_owned()?.into()));
+        let input = std::io::BufReader::with_capacity(64 << 10, Stdin { file: std::io::stdin().as_fd().try_clone_to_owned()?.into(), answered: false });
         let notify = notifier(output.clone());
         let rt = Handle::current();
         let reader = Reader { input, output: output.clone(), line: Vec::new(), ludus, to_rmcp, running: Default::default(), notify, rt };
@@ -170,12 +170,13 @@ impl Reader {
 
     /// Runs a direct-lane call as far as it goes now, on this thread; answers
     /// it if done, else lets it finish in a task of its own.
-    fn run_direct(&self, mut answer: DirectAnswer, ct: CancellationToken, id: String) {
+    fn run_direct(&mut self, mut answer: DirectAnswer, ct: CancellationToken, id: String) {
         // Polled here, not inside `block_on`: the guest's blocking WASI calls
         // enter the runtime themselves, which they may not do inside it. A
         // future that is not done moves to a task, which polls it with a real waker.
         if let Poll::Ready(message) = answer.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
             let _ = self.rt.block_on(write_message(&self.output, &message));
+            self.input.get_mut().answered = true;
             return;
         }
         let (output, running) = (self.output.clone(), self.running.clone());
@@ -202,13 +203,22 @@ fn notifier(output: Writer) -> Notify {
 /// Stdin read with plain blocking reads. A socket that a client shares
 /// between stdin and stdout is non-blocking for the writer's sake; then a
 /// read waits in poll(2) for input.
-struct Stdin(std::fs::File);
+struct Stdin {
+    file: std::fs::File,
+    /// The reader just wrote an answer: the client's next request is likely
+    /// on its way, and worth watching for before the read sleeps
+    /// (`busy_poll`). Not after a call moved to a task: its client waits.
+    answered: bool,
+}
 
 impl Read for Stdin {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if std::mem::take(&mut self.answered) {
+            super::busy_poll::watch(&mut [libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 }])?;
+        }
         loop {
-            match self.0.read(buf) {
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => wait_readable(&self.0)?,
+            match self.file.read(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => wait_readable(&self.file)?,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 other => return other,
             }
