@@ -16,7 +16,8 @@
 //! answered is often woken on that same CPU.
 
 use std::io;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// `limits.busy_poll_us`, set once at start.
@@ -67,6 +68,47 @@ pub fn watch(fds: &mut [libc::pollfd]) -> io::Result<bool> {
         unsafe { libc::sched_yield() };
     }
     Ok(false)
+}
+
+/// A thread's doorbell: an eventfd it polls next to its input, rung from
+/// other threads (an HTTP connection's waker; the stdio reader's "an answer
+/// went out from a task").
+pub struct Bell {
+    fd: OwnedFd,
+    rung: AtomicBool,
+}
+
+impl Bell {
+    pub fn new() -> io::Result<Bell> {
+        // SAFETY: eventfd takes no pointers; a valid fd is owned from here on.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd was just created and is owned by nothing else.
+        Ok(Bell { fd: unsafe { OwnedFd::from_raw_fd(fd) }, rung: AtomicBool::new(false) })
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    pub fn ring(&self) {
+        // One write until the thread has answered: the eventfd only needs to be readable.
+        if !self.rung.swap(true, Ordering::AcqRel) {
+            let one = 1u64;
+            // SAFETY: writes 8 bytes from a u64 to our own eventfd.
+            unsafe { libc::write(self.fd.as_raw_fd(), (&raw const one).cast(), 8) };
+        }
+    }
+
+    /// Called by the thread after poll(2) found the bell readable.
+    pub fn answer(&self) {
+        self.rung.store(false, Ordering::Release);
+        let mut count = 0u64;
+        // SAFETY: reads 8 bytes into a u64 from our own eventfd.
+        unsafe { libc::read(self.fd.as_raw_fd(), (&raw mut count).cast(), 8) };
+    }
 }
 
 fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<i32> {

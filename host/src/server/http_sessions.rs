@@ -4,7 +4,7 @@
 //! rmcp still opens and closes sessions, runs `initialize` and every other
 //! request, and checks each POST (Origin, Host, protocol version, session id)
 //! before it reaches `create_stream`. What changes is where a tool call goes
-//! after that: into the connection's own task (`Ludus::answer_directly`),
+//! after that: into the connection's own thread (`Ludus::answer_directly`),
 //! not through the session's worker task and back. The answer is the same
 //! one-message SSE stream rmcp would send, progress notifications first.
 //!

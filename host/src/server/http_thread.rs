@@ -17,12 +17,13 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::pin::{Pin, pin};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
+
+use super::busy_poll::{self, Bell};
 
 /// What the connection last found its socket not ready for.
 #[derive(Default)]
@@ -101,7 +102,7 @@ impl tokio::io::AsyncWrite for Socket {
 /// sleeps in poll(2) until the socket is ready for what the connection last
 /// waited for, or something the connection waits on calls its waker.
 pub fn drive<F: Future>(future: F, socket: RawFd, interest: &Interest) -> io::Result<F::Output> {
-    let alarm = Arc::new(Alarm::new()?);
+    let alarm = Arc::new(Alarm(Bell::new()?));
     let waker = Waker::from(alarm.clone());
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
@@ -115,43 +116,27 @@ pub fn drive<F: Future>(future: F, socket: RawFd, interest: &Interest) -> io::Re
     }
 }
 
-/// The thread's waker: an eventfd it sleeps on next to its socket.
-struct Alarm {
-    fd: OwnedFd,
-    rung: AtomicBool,
-}
+/// The thread's waker: a bell it sleeps on next to its socket.
+struct Alarm(Bell);
 
 impl Alarm {
-    fn new() -> io::Result<Alarm> {
-        // SAFETY: eventfd takes no pointers; a valid fd is owned from here on.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd was just created and is owned by nothing else.
-        Ok(Alarm { fd: unsafe { OwnedFd::from_raw_fd(fd) }, rung: AtomicBool::new(false) })
-    }
-
     fn sleep(&self, socket: RawFd, interest: &Interest) -> io::Result<()> {
         let events = if interest.read.get() { libc::POLLIN } else { 0 } | if interest.write.get() { libc::POLLOUT } else { 0 };
         // A socket the connection is not waiting on is left out (poll ignores
         // fd -1): input it has not asked for would wake the thread in a loop.
-        // The connection's next request is watched for before the thread sleeps (`busy_poll`).
         let mut fds = [
             libc::pollfd { fd: if events == 0 { -1 } else { socket }, events, revents: 0 },
-            libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: self.0.fd(), events: libc::POLLIN, revents: 0 },
         ];
         if events == libc::POLLIN {
-            super::busy_poll::wait(&mut fds)?;
+            // Waiting for the next request: watch for it before sleeping.
+            busy_poll::wait(&mut fds)?;
         } else {
-            // Not waiting for a request: an answer is pending or being sent.
-            super::busy_poll::sleep(&mut fds)?;
+            // An answer is pending or being sent.
+            busy_poll::sleep(&mut fds)?;
         }
         if fds[1].revents != 0 {
-            self.rung.store(false, Ordering::Release);
-            let mut count = 0u64;
-            // SAFETY: reads 8 bytes into a u64 from our own eventfd.
-            unsafe { libc::read(self.fd.as_raw_fd(), (&raw mut count).cast(), 8) };
+            self.0.answer();
         }
         Ok(())
     }
@@ -159,16 +144,11 @@ impl Alarm {
 
 impl Wake for Alarm {
     fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
+        self.0.ring();
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        // One write until the thread has woken: the eventfd only needs to be readable.
-        if !self.rung.swap(true, Ordering::AcqRel) {
-            let one = 1u64;
-            // SAFETY: writes 8 bytes from a u64 to our own eventfd.
-            unsafe { libc::write(self.fd.as_raw_fd(), (&raw const one).cast(), 8) };
-        }
+        self.0.ring();
     }
 }
 

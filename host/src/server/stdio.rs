@@ -7,8 +7,9 @@
 //!   rmcp's transport answers nothing to an unparsable line, so the client
 //!   waits for its own timeout, and reads bad params as an unknown method.
 //! - Tool calls and pings take the direct lane (`Ludus::answer_directly`),
-//!   on a reader thread of our own: it reads stdin with plain blocking reads
-//!   (the kernel wakes it, no reactor in between), runs each call as it reads
+//!   on a reader thread of our own: it sleeps in poll(2) on stdin (the kernel
+//!   wakes it, no reactor in between; `busy_poll` first watches for the next
+//!   request after an answer), runs each call as it reads
 //!   it, in arrival order, guest included, and writes its answer before
 //!   reading on. On that thread the guest needs no `block_in_place` (which
 //!   handed the worker's core, reactor and all, to another thread on every
@@ -40,6 +41,7 @@ use tokio::runtime::Handle;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::busy_poll::{self, Bell};
 use super::jsonrpc::{classify, error_reply};
 use crate::mcp::{DirectAnswer, Ludus, Notify};
 use crate::sync::lock;
@@ -61,11 +63,12 @@ impl Stdio {
     /// Starts reading stdin on a thread of its own.
     pub fn start(ludus: Ludus) -> std::io::Result<Stdio> {
         let output: Writer = Arc::new(Mutex::new(writer()?));
+        let bell = Arc::new(Bell::new()?);
         let (to_rmcp, from_reader) = mpsc::channel(64);
-        let input = std::io::BufReader::with_capacity(64 << 10, Stdin { file: std::io::stdin().as_fd().try_clone_to_owned()?.into(), answered: false });
+        let input = std::io::BufReader::with_capacity(64 << 10, Stdin { file: std::io::stdin().as_fd().try_clone_to_owned()?.into(), answered: false, bell: bell.clone() });
         let notify = notifier(output.clone());
         let rt = Handle::current();
-        let reader = Reader { input, output: output.clone(), line: Vec::new(), ludus, to_rmcp, running: Default::default(), notify, rt };
+        let reader = Reader { input, output: output.clone(), line: Vec::new(), ludus, to_rmcp, running: Default::default(), notify, rt, bell };
         std::thread::Builder::new().name("ludus-stdin".into()).spawn(move || reader.run())?;
         Ok(Stdio { from_reader, output })
     }
@@ -85,6 +88,8 @@ struct Reader {
     /// Where direct-lane calls send their progress (made once, shared).
     notify: Notify,
     rt: Handle,
+    /// Rung when a call that moved to a task has written its answer.
+    bell: Arc<Bell>,
 }
 
 impl Reader {
@@ -179,7 +184,7 @@ impl Reader {
             self.input.get_mut().answered = true;
             return;
         }
-        let (output, running) = (self.output.clone(), self.running.clone());
+        let (output, running, bell) = (self.output.clone(), self.running.clone(), self.bell.clone());
         lock(&running).insert(id.clone(), ct.clone());
         self.rt.spawn(async move {
             let message = answer.await;
@@ -187,6 +192,7 @@ impl Reader {
             // A cancelled request gets no answer (MCP: the client has forgotten it).
             if !ct.is_cancelled() {
                 let _ = write_message(&output, &message).await;
+                bell.ring();
             }
         });
     }
@@ -200,42 +206,45 @@ fn notifier(output: Writer) -> Notify {
     })
 }
 
-/// Stdin read with plain blocking reads. A socket that a client shares
-/// between stdin and stdout is non-blocking for the writer's sake; then a
-/// read waits in poll(2) for input.
+/// Stdin, read when poll(2) says it has input (a socket that a client
+/// shares between stdin and stdout is non-blocking for the writer's sake).
+/// The reader sleeps on stdin and a bell, rung when a call it handed to a
+/// task has been answered.
 struct Stdin {
     file: std::fs::File,
-    /// The reader just wrote an answer: the client's next request is likely
-    /// on its way, and worth watching for before the read sleeps
-    /// (`busy_poll`). Not after a call moved to a task: its client waits.
+    /// The client was just answered: its next request is likely on its way,
+    /// and worth watching for before the thread sleeps (`busy_poll`).
     answered: bool,
+    /// Rung by a task that wrote its answer: then the reader watches too,
+    /// since the client answered last is the one most likely to send next.
+    bell: Arc<Bell>,
 }
 
 impl Read for Stdin {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if std::mem::take(&mut self.answered) {
-            super::busy_poll::watch(&mut [libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 }])?;
-        }
         loop {
+            let mut fds = [
+                libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: self.bell.fd(), events: libc::POLLIN, revents: 0 },
+            ];
+            if std::mem::take(&mut self.answered) {
+                busy_poll::wait(&mut fds)?;
+            } else {
+                busy_poll::sleep(&mut fds)?;
+            }
+            if fds[1].revents != 0 {
+                self.bell.answer();
+                self.answered = true;
+            }
+            if fds[0].revents == 0 {
+                continue;
+            }
             match self.file.read(buf) {
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => wait_readable(&self.file)?,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted) => {}
                 other => return other,
             }
         }
     }
-}
-
-fn wait_readable(fd: &impl AsRawFd) -> std::io::Result<()> {
-    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    // SAFETY: one valid pollfd, no timeout.
-    if unsafe { libc::poll(&mut p, 1, -1) } < 0 {
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-    Ok(())
 }
 
 fn writer() -> std::io::Result<Pin<Box<dyn AsyncWrite + Send>>> {
