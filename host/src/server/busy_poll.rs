@@ -102,12 +102,19 @@ impl Bell {
         }
     }
 
-    /// Called by the thread after poll(2) found the bell readable.
+    /// Called by the thread after poll(2) found the bell readable, before it
+    /// looks again at what it waits for.
     pub fn answer(&self) {
-        self.rung.store(false, Ordering::Release);
+        // Drain first, then re-arm. The other order lost wake-ups for good: a
+        // ring between the two saw the bell still rung (no write), the drain
+        // then ate the earlier write, and with `rung` left set no later ring
+        // ever wrote again (an HTTP connection hung in the soak benchmark).
+        // In this order a ring between the two is not written either, but
+        // the thread looks at its work right after this call and sees it.
         let mut count = 0u64;
         // SAFETY: reads 8 bytes into a u64 from our own eventfd.
         unsafe { libc::read(self.fd.as_raw_fd(), (&raw mut count).cast(), 8) };
+        self.rung.store(false, Ordering::Release);
     }
 }
 
@@ -176,5 +183,34 @@ mod tests {
         let mut ready = fds();
         wait(&mut ready).unwrap();
         assert_ne!(ready[0].revents, 0, "waiting returns at once on pending input");
+    }
+
+    #[test]
+    fn a_bell_rung_without_pause_is_never_lost() {
+        // A ringer that never waits, against a thread that answers and
+        // sleeps in a loop: any ring lost in between would leave the last
+        // one unheard (the waiter times out).
+        let bell = std::sync::Arc::new(Bell::new().unwrap());
+        let done = std::sync::Arc::new(AtomicBool::new(false));
+        let ringer = std::thread::spawn({
+            let (bell, done) = (bell.clone(), done.clone());
+            move || {
+                let until = Instant::now() + Duration::from_millis(500);
+                while Instant::now() < until {
+                    bell.ring();
+                }
+                done.store(true, Ordering::SeqCst);
+                bell.ring();
+            }
+        });
+        loop {
+            let mut fds = [libc::pollfd { fd: bell.fd(), events: libc::POLLIN, revents: 0 }];
+            assert_eq!(poll(&mut fds, 2_000).unwrap(), 1, "a ring was lost: the bell stayed silent");
+            bell.answer();
+            if done.load(Ordering::SeqCst) {
+                break;
+            }
+        }
+        ringer.join().unwrap();
     }
 }
