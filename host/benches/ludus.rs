@@ -20,6 +20,10 @@
 //!
 //! Timings are wall-clock on whatever machine runs it; ratios between rows
 //! are the comparable part. Nothing here is asserted.
+//!
+//! `LUDUS_BENCH=chess cargo bench -p ludus --bench ludus` measures only chess
+//! `finish_turn` (three rounds over stdio, then inside the server): a minute
+//! instead of five, for working on that path.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -421,6 +425,25 @@ async fn magic_round_trips(url: &str) -> Result<(Vec<Duration>, usize, Duration)
     Ok((times, n, took))
 }
 
+/// `LUDUS_BENCH=chess`: chess `finish_turn` only, over stdio three times
+/// (the machine's swings show), then inside the server.
+async fn chess_only(cfg: &Path) {
+    for round in 1..=3 {
+        let cfg = cfg.to_path_buf();
+        let (p50, p99) = tokio::task::spawn_blocking(move || chess_finish_turn(&cfg)).await.unwrap();
+        eprintln!("chess `chess_finish_turn` L1 over stdio, round {round}: p50 {} / p99 {}", us(p50), us(p99));
+    }
+    let opts = ludus::server::ServeOptions {
+        plugins: None,
+        http: None,
+        config: toml::from_str(&std::fs::read_to_string(cfg).unwrap()).unwrap(),
+        builtins: true,
+    };
+    let registry = ludus::server::start(&opts).await.unwrap();
+    let (p50, p99) = chess_finish_turn_in_server(&registry).await;
+    eprintln!("chess `chess_finish_turn` L1 inside the server: p50 {} / p99 {}", us(p50), us(p99));
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     ludus::capability::channels::install_tls_provider();
@@ -428,6 +451,9 @@ async fn main() {
     let work = tempfile::tempdir().unwrap();
     let cache = work.path().join("cache");
     let cfg = config_file(work.path(), &cache);
+    if std::env::var("LUDUS_BENCH").as_deref() == Ok("chess") {
+        return chess_only(&cfg).await;
+    }
     let mut rows: Vec<(String, String)> = Vec::new();
     let mut row = |k: &str, v: String| {
         eprintln!("{k}: {v}");
