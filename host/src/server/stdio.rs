@@ -191,8 +191,10 @@ impl Reader {
             lock(&running).remove(&id);
             // A cancelled request gets no answer (MCP: the client has forgotten it).
             if !ct.is_cancelled() {
-                let _ = write_message(&output, &message).await;
+                // Rung first: the reader's wake-up overlaps the write and the
+                // client's, so it is watching when the next request comes.
                 bell.ring();
+                let _ = write_message(&output, &message).await;
             }
         });
     }
