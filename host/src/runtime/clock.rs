@@ -61,7 +61,8 @@ impl Timers {
     }
 
     /// Timers armed and not yet fired.
-    pub fn pending(&self) -> usize {
+    #[cfg(test)]
+    fn pending(&self) -> usize {
         lock(&self.queue).due.len()
     }
 

@@ -29,25 +29,34 @@ pub fn configure(watch: Duration) {
     WATCH_US.store(watch.as_micros() as u64, Ordering::Relaxed);
 }
 
-/// Waits until one of `fds` has an event (its `revents` set): first by
-/// watching, then asleep in poll(2).
-pub fn wait(fds: &mut [libc::pollfd]) -> io::Result<()> {
-    if !watch(fds)? {
-        sleep(fds)?;
-    }
-    Ok(())
+/// What woke a thread from `wait_for`.
+pub struct Woken {
+    /// Its input has an event (readable, writable, closed: whatever it asked for).
+    pub input: bool,
+    /// Its bell rang (and has been answered).
+    pub bell: bool,
 }
 
-/// Sleeps in poll(2) until one of `fds` has an event.
-pub fn sleep(fds: &mut [libc::pollfd]) -> io::Result<()> {
-    while poll(fds, -1)? == 0 {}
-    Ok(())
+/// Sleeps until `input` has an event or `bell` rings; when `watch_first`,
+/// watches both without blocking first. A stdio reader and an HTTP
+/// connection's thread wait here between requests. `input.fd` may be -1
+/// (poll(2) then ignores it: the thread waits only for its bell).
+pub fn wait_for(input: libc::pollfd, bell: &Bell, watch_first: bool) -> io::Result<Woken> {
+    let mut fds = [input, libc::pollfd { fd: bell.fd(), events: libc::POLLIN, revents: 0 }];
+    if !(watch_first && watch(&mut fds)?) {
+        while poll(&mut fds, -1)? == 0 {}
+    }
+    let woken = Woken { input: fds[0].revents != 0, bell: fds[1].revents != 0 };
+    if woken.bell {
+        bell.answer();
+    }
+    Ok(woken)
 }
 
 /// Watches `fds` for up to `limits.busy_poll_us` with non-blocking polls,
 /// if no more than the allowed threads already watch; true once one of them
 /// has an event.
-pub fn watch(fds: &mut [libc::pollfd]) -> io::Result<bool> {
+fn watch(fds: &mut [libc::pollfd]) -> io::Result<bool> {
     let watch = WATCH_US.load(Ordering::Relaxed);
     if watch == 0 {
         return Ok(false);
@@ -180,9 +189,9 @@ mod tests {
         let _tx = writer.join().unwrap();
         configure(Duration::ZERO);
         assert!(!watch(&mut fds()).unwrap(), "off: it does not look at all");
-        let mut ready = fds();
-        wait(&mut ready).unwrap();
-        assert_ne!(ready[0].revents, 0, "waiting returns at once on pending input");
+        let bell = Bell::new().unwrap();
+        let woken = wait_for(fds()[0], &bell, true).unwrap();
+        assert!(woken.input && !woken.bell, "waiting returns at once on pending input");
     }
 
     #[test]

@@ -124,20 +124,10 @@ impl Alarm {
         let events = if interest.read.get() { libc::POLLIN } else { 0 } | if interest.write.get() { libc::POLLOUT } else { 0 };
         // A socket the connection is not waiting on is left out (poll ignores
         // fd -1): input it has not asked for would wake the thread in a loop.
-        let mut fds = [
-            libc::pollfd { fd: if events == 0 { -1 } else { socket }, events, revents: 0 },
-            libc::pollfd { fd: self.0.fd(), events: libc::POLLIN, revents: 0 },
-        ];
-        if events == libc::POLLIN {
-            // Waiting for the next request: watch for it before sleeping.
-            busy_poll::wait(&mut fds)?;
-        } else {
-            // An answer is pending or being sent.
-            busy_poll::sleep(&mut fds)?;
-        }
-        if fds[1].revents != 0 {
-            self.0.answer();
-        }
+        let socket = libc::pollfd { fd: if events == 0 { -1 } else { socket }, events, revents: 0 };
+        // Waiting for the next request: watch for it before sleeping (not while
+        // an answer is pending or being sent).
+        busy_poll::wait_for(socket, &self.0, events == libc::POLLIN)?;
         Ok(())
     }
 }

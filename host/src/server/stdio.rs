@@ -225,20 +225,10 @@ struct Stdin {
 impl Read for Stdin {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
-            let mut fds = [
-                libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-                libc::pollfd { fd: self.bell.fd(), events: libc::POLLIN, revents: 0 },
-            ];
-            if std::mem::take(&mut self.answered) {
-                busy_poll::wait(&mut fds)?;
-            } else {
-                busy_poll::sleep(&mut fds)?;
-            }
-            if fds[1].revents != 0 {
-                self.bell.answer();
-                self.answered = true;
-            }
-            if fds[0].revents == 0 {
+            let stdin = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+            let woken = busy_poll::wait_for(stdin, &self.bell, std::mem::take(&mut self.answered))?;
+            self.answered = woken.bell;
+            if !woken.input {
                 continue;
             }
             match self.file.read(buf) {
