@@ -14,13 +14,13 @@ pub mod channels;
 pub mod host;
 pub mod wasi;
 
-use wasmtime::Store;
+use wasmtime::{Engine, Store};
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::config::PluginLimits;
 use crate::runtime::bindings::ludus::plugin as contract;
-use crate::runtime::{MemoryLimiter, Runtime};
+use crate::runtime::{self, MemoryLimiter};
 
 pub use channels::ChannelsCtx;
 pub use host::{CallInfo, HostCtx};
@@ -44,8 +44,8 @@ impl WasiView for HostState {
 /// The linker with every grant: WASI p2 as a Rust std guest needs it plus the
 /// Ludus host and channels interfaces (what a channel reaches is the
 /// operator's config).
-pub fn linker(runtime: &Runtime) -> anyhow::Result<Linker<HostState>> {
-    let mut linker = Linker::<HostState>::new(&runtime.engine);
+pub fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
+    let mut linker = Linker::<HostState>::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
     contract::host::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
     contract::types::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
@@ -73,7 +73,7 @@ pub struct Output {
 /// A fresh store for one instance, with the plugin's memory cap and CPU
 /// budget, randomness seeded from `host.seed`, and the environment the
 /// operator granted.
-pub fn new_store(runtime: &Runtime, limits: &PluginLimits, host: HostCtx, channels: ChannelsCtx, output: Output) -> Store<HostState> {
+pub fn new_store(engine: &Engine, limits: &PluginLimits, host: HostCtx, channels: ChannelsCtx, output: Output) -> Store<HostState> {
     let state = HostState {
         wasi: wasi::context(host.seed, &limits.env, output.stdout, output.stderr),
         table: ResourceTable::new(),
@@ -81,5 +81,5 @@ pub fn new_store(runtime: &Runtime, limits: &PluginLimits, host: HostCtx, channe
         host,
         channels,
     };
-    runtime.new_store(state, |s| &mut s.limiter, limits.call_timeout)
+    runtime::new_store(engine, state, |s| &mut s.limiter, limits.call_timeout)
 }

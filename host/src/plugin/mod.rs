@@ -166,8 +166,8 @@ impl Plugin {
         let component = runtime
             .compile(bytes)
             .map_err(|e| format!("not a valid WebAssembly component (build it for wasm32-wasip2): {e:#}"))?;
-        let imports = imports_of(runtime, &component);
-        let linker = capability::linker(runtime).map_err(|e| format!("the host could not link its grants: {e:#}"))?;
+        let imports = imports_of(&component);
+        let linker = capability::linker(component.engine()).map_err(|e| format!("the host could not link its grants: {e:#}"))?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {
             let ungranted: Vec<&str> =
                 imports.iter().map(String::as_str).filter(|i| !i.starts_with("wasi:") && !i.starts_with("ludus:plugin/")).collect();
@@ -177,7 +177,7 @@ impl Plugin {
                 if ungranted.is_empty() { "an interface".to_string() } else { format!("`{}`", ungranted.join("`, `")) }
             )
         })?;
-        let info = describe(runtime, &pre)?;
+        let info = describe(&pre)?;
         validate_plugin_name(&info.name)?;
         let docs = match ludus_pack::package_docs(bytes) {
             Some(json) => Docs::parse(json)?,
@@ -188,8 +188,11 @@ impl Plugin {
         };
         let prefix = config.plugins.get(&info.name).and_then(|p| p.prefix.clone()).unwrap_or_else(|| info.name.clone());
         validate_plugin_name(&prefix)?;
-        let limits = config.limits_for(&info.name, info.idle_timeout_ms);
-        let tools = derive_tools(runtime, &component, &info, &docs, &prefix, &limits)?;
+        let mut limits = config.limits_for(&info.name, info.idle_timeout_ms);
+        if runtime.maps_data(&component) {
+            cap_mapped_sessions(&info.name, &mut limits);
+        }
+        let tools = derive_tools(&component, &info, &docs, &prefix, &limits)?;
         let read_resource = component
             .get_export_index(None, META)
             .and_then(|m| component.get_export_index(Some(&m), "read-resource"))
@@ -239,19 +242,34 @@ impl Plugin {
     }
 }
 
-fn imports_of(runtime: &Runtime, component: &Component) -> Vec<String> {
-    component.component_type().imports(&runtime.engine).map(|(name, _)| name.to_string()).collect()
+/// A plugin whose instances map their data segments (chess: 4.4 MB of move
+/// tables) takes two more memory mappings per session than the server-wide
+/// cap counts on: its own cap keeps it below the kernel's map limit.
+fn cap_mapped_sessions(plugin: &str, limits: &mut PluginLimits) {
+    let Some((allowed, max_maps)) = crate::runtime::instances_the_kernel_allows(true) else { return };
+    if allowed < limits.max_sessions {
+        tracing::info!(
+            plugin,
+            "{plugin} maps its large data into each session (fast starts, little memory per session, more memory mappings): \
+             at most {allowed} of its sessions at vm.max_map_count {max_maps}"
+        );
+        limits.max_sessions = allowed;
+    }
+}
+
+fn imports_of(component: &Component) -> Vec<String> {
+    component.component_type().imports(component.engine()).map(|(name, _)| name.to_string()).collect()
 }
 
 /// Runs `meta.describe` in a throwaway instance.
-fn describe(runtime: &Runtime, pre: &InstancePre<HostState>) -> Result<PluginInfo, String> {
+fn describe(pre: &InstancePre<HostState>) -> Result<PluginInfo, String> {
     let game_pre = LinkedPre::new(pre.clone())
         .map_err(|e| format!("it is not a Ludus game: it must export {META} (include ludus:plugin/game in its world): {e:#}"))?;
     let limits = Config::default().limits_for("", None);
     let out = GuestOutput::new(limits.max_output_bytes);
     let host = HostCtx::new("(loading)", 0, None);
     let output = Output { stdout: out.clone(), stderr: out.clone() };
-    let mut store = capability::new_store(runtime, &limits, host, ChannelsCtx::default(), output);
+    let mut store = capability::new_store(pre.engine(), &limits, host, ChannelsCtx::default(), output);
     let game = game_pre.instantiate(&mut store).map_err(|e| format!("it failed to start: {e:#}"))?;
     let info = game.ludus_plugin_meta().call_describe(&mut store).map_err(|e| {
         let (text, _) = out.take();
@@ -269,15 +287,15 @@ fn validate_plugin_name(name: &str) -> Result<(), String> {
 
 /// Finds the exported `tools` interface: the one instance export whose name
 /// is `<namespace>:<package>/tools` (with or without a version).
-fn tools_interface(runtime: &Runtime, component: &Component) -> Result<(String, Vec<(String, wasmtime::component::types::ComponentFunc)>), String> {
+fn tools_interface(component: &Component) -> Result<(String, Vec<(String, wasmtime::component::types::ComponentFunc)>), String> {
     let ty = component.component_type();
     let mut found = Vec::new();
-    for (name, ext) in ty.exports(&runtime.engine) {
+    for (name, ext) in ty.exports(component.engine()) {
         let short = name.split('@').next().unwrap_or(name);
         if short.ends_with("/tools") {
             if let ComponentItem::ComponentInstance(inst) = ext.ty {
                 let funcs = inst
-                    .exports(&runtime.engine)
+                    .exports(component.engine())
                     .filter_map(|(f, e)| match e.ty {
                         ComponentItem::ComponentFunc(func) => Some((f.to_string(), func)),
                         _ => None,
@@ -295,14 +313,13 @@ fn tools_interface(runtime: &Runtime, component: &Component) -> Result<(String, 
 }
 
 fn derive_tools(
-    runtime: &Runtime,
     component: &Component,
     info: &PluginInfo,
     docs: &Docs,
     prefix: &str,
     limits: &PluginLimits,
 ) -> Result<Vec<ToolDef>, String> {
-    let (iface, funcs) = tools_interface(runtime, component)?;
+    let (iface, funcs) = tools_interface(component)?;
     for hint in &info.tools {
         if !funcs.iter().any(|(f, _)| *f == hint.name) {
             let names: Vec<&str> = funcs.iter().map(|(f, _)| f.as_str()).collect();

@@ -88,21 +88,23 @@ impl Timers {
 }
 
 /// Starts the clock thread; it ends when the engine is dropped.
-pub fn start(engine: &Engine, timers: Arc<Timers>) {
-    let weak = engine.weak();
+pub fn start(engines: &[&Engine], timers: Arc<Timers>) {
+    let weak: Vec<EngineWeak> = engines.iter().map(|e| e.weak()).collect();
     std::thread::Builder::new()
         .name("ludus-epoch".into())
-        .spawn(move || run(weak, &timers))
+        .spawn(move || run(&weak, &timers))
         .expect("spawning the clock thread");
 }
 
-fn run(engine: EngineWeak, timers: &Timers) {
+fn run(engines: &[EngineWeak], timers: &Timers) {
     let mut next_tick = Instant::now();
     loop {
         let now = Instant::now();
         if now >= next_tick {
-            let Some(engine) = engine.upgrade() else { return };
-            engine.increment_epoch();
+            for engine in engines {
+                let Some(engine) = engine.upgrade() else { return };
+                engine.increment_epoch();
+            }
             next_tick = now + TICK;
         }
         for action in timers.take_due(now) {
@@ -121,7 +123,7 @@ mod tests {
     fn clock() -> (Engine, Arc<Timers>) {
         let engine = Engine::default();
         let timers = Arc::new(Timers::default());
-        start(&engine, timers.clone());
+        start(&[&engine], timers.clone());
         (engine, timers)
     }
 

@@ -1,4 +1,5 @@
-//! The wasmtime side: one engine for every plugin, the clock thread that makes
+//! The wasmtime side: the engines (one for plugins with little data, one for
+//! plugins with a lot, `Runtime::compile`), the clock thread that makes
 //! CPU limits real and fires timers (`clock`), the on-disk cache of compiled components, and stores with
 //! their memory cap and CPU budget. It knows nothing of what a plugin may
 //! import (`capability`) or of sessions; a store's state is whatever its
@@ -149,19 +150,23 @@ pub fn release_freed_memory_after_sweep(freed_much: bool) {
     }
 }
 
-/// Memory mappings one instance adds (measured: 2.03 with copied memory
-/// images; a margin for the channels' threads and buffers).
+/// Memory mappings one instance adds, with a margin for the channels'
+/// threads and buffers: measured 2.03 with copied data segments, 4.00 with
+/// mapped ones (`MAPPED_DATA_BYTES`).
 const MAPS_PER_INSTANCE: u64 = 3;
+const MAPS_PER_MAPPED_INSTANCE: u64 = 5;
 
 /// How many instances the kernel's limit on memory mappings leaves room for,
 /// and that limit: each instance reserves its linear memory as its own
 /// mappings, and past `vm.max_map_count` every new one fails with "Cannot
-/// allocate memory". None where the limit cannot be read.
-pub fn instances_the_kernel_allows() -> Option<(usize, u64)> {
+/// allocate memory". `mapped`: instances that map their data segments. None
+/// where the limit cannot be read.
+pub fn instances_the_kernel_allows(mapped: bool) -> Option<(usize, u64)> {
     let max_maps: u64 = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok()?.trim().parse().ok()?;
     // What the server itself maps (code, heaps, threads, compiled games).
     let headroom = 4_096;
-    Some((max_maps.saturating_sub(headroom) as usize / MAPS_PER_INSTANCE as usize, max_maps))
+    let per_instance = if mapped { MAPS_PER_MAPPED_INSTANCE } else { MAPS_PER_INSTANCE };
+    Some((max_maps.saturating_sub(headroom) as usize / per_instance as usize, max_maps))
 }
 
 /// The epoch advances this often; CPU limits are counted in these ticks.
@@ -189,78 +194,125 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
 }
 
 pub struct Runtime {
-    pub engine: Engine,
+    /// For components with little data: an instance's memory starts as a
+    /// copy of the data segments.
+    copied: Engine,
+    /// For components with `MAPPED_DATA_BYTES` of data or more: an instance
+    /// maps them copy-on-write.
+    mapped: Engine,
     /// Plugins' timers, fired by the thread that advances the epoch.
     pub timers: Arc<clock::Timers>,
     cache_dir: Option<PathBuf>,
 }
 
+/// Data segments from which a component's instances map their memory's
+/// initial contents copy-on-write instead of copying them.
+///
+/// A copy costs two memory mappings fewer per instance (2.03 against 4.08),
+/// and the kernel's map limit is what caps live sessions: right for the
+/// puzzles' few KB. Chess carries 4.4 MB of move tables: copied, every new
+/// game spent 2.5 ms writing them (most are never read) and kept them
+/// resident, and the first move after it found every cache cold.
+pub const MAPPED_DATA_BYTES: usize = 1 << 20;
+
+/// Bytes of active data segments in a component's core modules (a copy of
+/// each starts an instance's linear memory); 0 for what does not parse.
+pub fn data_bytes(wasm: &[u8]) -> usize {
+    let mut total = 0;
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        let Ok(wasmparser::Payload::DataSection(reader)) = payload else { continue };
+        for data in reader.into_iter().flatten() {
+            if matches!(data.kind, wasmparser::DataKind::Active { .. }) {
+                total += data.data.len();
+            }
+        }
+    }
+    total
+}
+
 impl Runtime {
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Arc<Runtime>> {
-        let mut config = wasmtime::Config::new();
-        config.epoch_interruption(true);
-        config.wasm_component_model(true);
-        config.max_wasm_stack(2 << 20);
-        // Linear memory starts as a copy of the data segments rather than a
-        // copy-on-write mapping of the compiled file: that mapping cost each
-        // instance two more memory mappings (4.1 instead of 2.0), and the
-        // kernel's map limit is what caps live sessions.
-        config.memory_init_cow(false);
-        // LUDUS_PERF_MAP=1 writes /tmp/perf-PID.map, so `perf report` names
-        // the games' own functions (profiling a game; off by default).
-        if std::env::var_os("LUDUS_PERF_MAP").is_some() {
-            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
-        }
-        let engine = Engine::new(&config)?;
+        let (copied, mapped) = (Engine::new(&config(false))?, Engine::new(&config(true))?);
         let timers = Arc::new(clock::Timers::default());
-        clock::start(&engine, timers.clone());
-        Ok(Arc::new(Runtime { engine, timers, cache_dir }))
+        clock::start(&[&copied, &mapped], timers.clone());
+        Ok(Arc::new(Runtime { copied, mapped, timers, cache_dir }))
+    }
+
+    /// Whether `component`'s instances map their data segments rather than
+    /// copy them (`MAPPED_DATA_BYTES`).
+    pub fn maps_data(&self, component: &Component) -> bool {
+        Engine::same(component.engine(), &self.mapped)
+    }
+
+    /// The engine for a component of these bytes (see `MAPPED_DATA_BYTES`).
+    fn engine_for(&self, bytes: &[u8]) -> &Engine {
+        if data_bytes(bytes) >= MAPPED_DATA_BYTES { &self.mapped } else { &self.copied }
     }
 
     /// Compiles a component, or loads it from the cache of precompiled
     /// artifacts keyed by content hash, engine settings and wasmtime version.
     pub fn compile(&self, bytes: &[u8]) -> Result<Component> {
+        let engine = self.engine_for(bytes);
         let Some(dir) = &self.cache_dir else {
-            return Ok(Component::new(&self.engine, bytes)?);
+            return Ok(Component::new(engine, bytes)?);
         };
-        let path = dir.join(format!("{}.cwasm", self.cache_key(bytes)));
+        let path = dir.join(format!("{}.cwasm", cache_key(engine, bytes)));
         if path.exists() {
             // SAFETY: the file was written by `Component::serialize` of this
             // engine configuration (the key covers it) into the operator's
             // own cache directory; a damaged file fails to deserialize and is
             // rebuilt below.
-            match unsafe { Component::deserialize_file(&self.engine, &path) } {
+            match unsafe { Component::deserialize_file(engine, &path) } {
                 Ok(c) => return Ok(c),
                 Err(e) => tracing::warn!(path = %path.display(), "ignoring unusable cached component: {e:#}"),
             }
         }
-        let component = Component::new(&self.engine, bytes)?;
+        let component = Component::new(engine, bytes)?;
         if let Err(e) = write_cache(dir, &path, &component) {
             tracing::warn!(dir = %dir.display(), "cannot cache compiled component: {e:#}");
         }
         Ok(component)
     }
 
-    fn cache_key(&self, bytes: &[u8]) -> String {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        self.engine.precompile_compatibility_hash().hash(&mut h);
-        let mut sha = Sha256::new();
-        sha.update(bytes);
-        sha.update(h.finish().to_le_bytes());
-        sha.update(env!("CARGO_PKG_VERSION"));
-        hex(&sha.finalize()[..16])
-    }
+}
 
-    /// A store for one instance with `data` as its state: linear memory capped
-    /// through the limiter the state carries, and the per-call CPU budget armed
-    /// (the caller re-arms it before each call).
-    pub fn new_store<T: 'static>(&self, data: T, limiter: fn(&mut T) -> &mut MemoryLimiter, call_timeout: Duration) -> Store<T> {
-        let mut store = Store::new(&self.engine, data);
-        store.limiter(move |s| limiter(s) as &mut dyn wasmtime::ResourceLimiter);
-        store.epoch_deadline_trap();
-        store.set_epoch_deadline(ticks(call_timeout));
-        store
+/// The engine settings both engines share; `mapped` is how an instance's
+/// memory gets its data segments (`MAPPED_DATA_BYTES`).
+fn config(mapped: bool) -> wasmtime::Config {
+    let mut config = wasmtime::Config::new();
+    config.epoch_interruption(true);
+    config.wasm_component_model(true);
+    config.max_wasm_stack(2 << 20);
+    config.memory_init_cow(mapped);
+    // LUDUS_PERF_MAP=1 writes /tmp/perf-PID.map, so `perf report` names
+    // the games' own functions (profiling a game; off by default).
+    if std::env::var_os("LUDUS_PERF_MAP").is_some() {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
     }
+    config
+}
+
+/// The cache file name of a component compiled by `engine`: its bytes, the
+/// engine's settings and wasmtime's version, and this host's version.
+fn cache_key(engine: &Engine, bytes: &[u8]) -> String {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut h);
+    let mut sha = Sha256::new();
+    sha.update(bytes);
+    sha.update(h.finish().to_le_bytes());
+    sha.update(env!("CARGO_PKG_VERSION"));
+    hex(&sha.finalize()[..16])
+}
+
+/// A store in `engine` for one instance with `data` as its state: linear
+/// memory capped through the limiter the state carries, and the per-call CPU
+/// budget armed (the caller re-arms it before each call).
+pub fn new_store<T: 'static>(engine: &Engine, data: T, limiter: fn(&mut T) -> &mut MemoryLimiter, call_timeout: Duration) -> Store<T> {
+    let mut store = Store::new(engine, data);
+    store.limiter(move |s| limiter(s) as &mut dyn wasmtime::ResourceLimiter);
+    store.epoch_deadline_trap();
+    store.set_epoch_deadline(ticks(call_timeout));
+    store
 }
 
 /// Epoch ticks for a time budget (at least one).
@@ -314,5 +366,26 @@ mod tests {
         assert!(!pace.slow.load(Ordering::Relaxed), "long calls with a quick one between them are hiccups");
         run_guest(&pace, long).await.unwrap();
         assert!(pace.slow.load(Ordering::Relaxed), "two long calls in a row make the function slow");
+    }
+
+    #[test]
+    fn large_data_segments_are_mapped_and_small_ones_copied() {
+        let dir = std::path::Path::new(env!("LUDUS_WASM_DIR"));
+        let (chess, hanoi) = (std::fs::read(dir.join("chess.wasm")).unwrap(), std::fs::read(dir.join("hanoi.wasm")).unwrap());
+        assert!(data_bytes(&chess) >= MAPPED_DATA_BYTES, "chess carries {} bytes of data", data_bytes(&chess));
+        assert!((1..MAPPED_DATA_BYTES).contains(&data_bytes(&hanoi)), "hanoi carries {} bytes of data", data_bytes(&hanoi));
+        assert_eq!(data_bytes(b"not wasm"), 0);
+        let runtime = Runtime::new(None).unwrap();
+        assert!(runtime.maps_data(&runtime.compile(&chess).unwrap()));
+        assert!(!runtime.maps_data(&runtime.compile(&hanoi).unwrap()));
+    }
+
+    #[test]
+    fn mapped_instances_are_counted_with_their_extra_mappings() {
+        let (Some((copied, max)), Some((mapped, _))) = (instances_the_kernel_allows(false), instances_the_kernel_allows(true)) else {
+            return; // no /proc here: nothing is capped
+        };
+        assert!(mapped < copied, "{mapped} mapped vs {copied} copied instances at vm.max_map_count {max}");
+        assert!(mapped as u64 * 4 < max, "4 mappings per mapped instance must fit");
     }
 }

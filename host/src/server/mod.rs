@@ -86,7 +86,7 @@ fn session_limits(limits: &crate::config::Limits) -> SessionLimits {
         per_caller: limits.max_sessions_per_caller,
         waits_per_caller: limits.max_waits_per_caller,
     };
-    if let Some((allowed, max_maps)) = crate::runtime::instances_the_kernel_allows()
+    if let Some((allowed, max_maps)) = crate::runtime::instances_the_kernel_allows(false)
         && allowed < limits.max_sessions
     {
         let note = format!(

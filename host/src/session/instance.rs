@@ -124,7 +124,7 @@ impl Session {
             (HostCtx::new(&plugin.name, seed, None), ChannelsCtx::default())
         };
         let output = Output { stdout: session.stdout.clone(), stderr: session.stderr.clone() };
-        let mut store = capability::new_store(&plugin.runtime, &plugin.limits, host, channels, output);
+        let mut store = capability::new_store(plugin.pre.engine(), &plugin.limits, host, channels, output);
         let instance = plugin.pre.instantiate(&mut store);
         session.flush_output();
         let instance = instance.map_err(|e| format!("the plugin failed to start: {e:#}"))?;
