@@ -75,6 +75,13 @@ fn inspect_prints_what_the_host_derives() {
     assert_eq!(bump["inputSchema"]["required"], serde_json::json!(["counter_id"]), "option parameters are not required");
     assert_eq!(bump["outputSchema"]["properties"]["count"]["description"], "Current value.");
     assert!(bump["outputSchema"]["properties"].get("text").is_none(), "the text field is the agent's text, not data");
+    assert_eq!(v["plugin"]["data"]["mapped"], false, "a few KB of data are copied into each session: {}", v["plugin"]["data"]);
+    // Chess's 4.4 MB of move tables are mapped, and its session cap counts the mappings that costs.
+    let (code, out, err) = run(&["inspect", component("chess").to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let chess: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(chess["plugin"]["data"]["mapped"], true, "{}", chess["plugin"]["data"]);
+    assert!(chess["plugin"]["maxSessions"].as_u64().unwrap() <= v["plugin"]["maxSessions"].as_u64().unwrap());
 }
 
 #[test]

@@ -46,6 +46,9 @@ pub fn describe(p: &Plugin) -> Value {
             "imports": p.imports,
             "events": p.on_timer.is_some(),
             "idleTimeoutMs": p.limits.idle_timeout.as_millis() as u64,
+            "maxSessions": p.limits.max_sessions,
+            // Sessions start from a copy of the data, or map it copy-on-write from 1 MiB up.
+            "data": {"bytes": p.data_bytes, "mapped": p.maps_data},
             "resources": p.resources.iter().map(|r| json!({"uri": r.uri, "name": r.name, "description": r.description, "mimeType": r.mime_type})).collect::<Vec<_>>(),
         },
         "tools": tools,

@@ -154,6 +154,10 @@ pub struct Plugin {
     pub imports: Vec<String>,
     pub loaded_at: SystemTime,
     pub runtime: Arc<Runtime>,
+    /// Bytes of data segments, and whether each instance maps them
+    /// copy-on-write rather than copying them (`runtime::MAPPED_DATA_BYTES`).
+    pub data_bytes: usize,
+    pub maps_data: bool,
     /// How starting a session has run; and the other calls (timer and
     /// channel events, resource reads).
     pub start_pace: Pace,
@@ -189,7 +193,8 @@ impl Plugin {
         let prefix = config.plugins.get(&info.name).and_then(|p| p.prefix.clone()).unwrap_or_else(|| info.name.clone());
         validate_plugin_name(&prefix)?;
         let mut limits = config.limits_for(&info.name, info.idle_timeout_ms);
-        if runtime.maps_data(&component) {
+        let maps_data = runtime.maps_data(&component);
+        if maps_data {
             cap_mapped_sessions(&info.name, &mut limits);
         }
         let tools = derive_tools(&component, &info, &docs, &prefix, &limits)?;
@@ -234,6 +239,8 @@ impl Plugin {
             imports,
             loaded_at: SystemTime::now(),
             runtime: runtime.clone(),
+            data_bytes: crate::runtime::data_bytes(bytes),
+            maps_data,
         })
     }
 
