@@ -78,14 +78,21 @@ pub async fn run_guest<T: Send + 'static>(pace: &Pace, f: impl FnOnce() -> T + S
     if !on_workers || pace.slow.load(Ordering::Relaxed) {
         return tokio::task::spawn_blocking(f).await.map_err(|e| e.to_string());
     }
-    let (started, cpu) = (Instant::now(), thread_cpu_time());
+    // The thread's CPU clock is two system calls (1.2 µs of a 40 µs
+    // `hanoi_get_state`), so it is read only after a call that looked long:
+    // a call short in wall time was short in CPU time too, and one that looks
+    // long in wall time counts as the first of two, the second measured on
+    // the CPU clock (which a preempted quick call passes).
+    let started = Instant::now();
+    let cpu_before = (pace.long_in_a_row.load(Ordering::Relaxed) > 0).then(thread_cpu_time);
     // block_in_place runs the call on this same thread, so the thread's CPU
     // clock measures it.
     let (outcome, cpu_after) = tokio::task::block_in_place(move || {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-        (outcome, thread_cpu_time())
+        (outcome, cpu_before.map(|_| thread_cpu_time()))
     });
-    let (cpu, wall) = (cpu_after.saturating_sub(cpu), started.elapsed());
+    let wall = started.elapsed();
+    let cpu = cpu_before.zip(cpu_after).map_or(wall, |(before, after)| after.saturating_sub(before));
     tracing::trace!(cpu_us = cpu.as_micros() as u64, wall_us = wall.as_micros() as u64, "guest call");
     if cpu <= SLOW && wall <= STALLED {
         pace.long_in_a_row.store(0, Ordering::Relaxed);
