@@ -229,7 +229,7 @@ impl Ludus {
         progress: Option<Progress>,
     ) -> Result<CallToolResult, McpError> {
         let limits = &self.registry.config.limits;
-        let size = serde_json::to_vec(&args).map(|v| v.len()).unwrap_or(0);
+        let size = json_len(&args);
         if size > limits.max_argument_bytes {
             return Ok(error_result(format!(
                 "the arguments are {size} bytes; this server accepts at most {} bytes per call",
@@ -240,6 +240,24 @@ impl Ludus {
         let reply = self.registry.sessions.call(plugin.clone(), index, &args, caller, ct, progress).await;
         Ok(render(reply))
     }
+}
+
+/// The length of `value` written as JSON, counted without writing it out
+/// (every call checks its arguments' and its answer's size).
+fn json_len(value: &impl Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// Progress of a waiting call, as notifications handed to `send`.
@@ -296,7 +314,7 @@ fn render(reply: Reply) -> CallToolResult {
             });
         }
     }
-    let size = text.as_ref().map_or(0, String::len) + json.to_string().len();
+    let size = text.as_ref().map_or(0, String::len) + json_len(&json);
     if size > plugin.limits.max_result_bytes {
         return error_result(format!(
             "the game's answer is {size} bytes, over this server's limit of {} bytes",
