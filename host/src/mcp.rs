@@ -21,12 +21,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::{CancellationToken, DropGuard};
-use wasmtime::component::Val;
 
-use crate::plugin::{is_embedded_field, is_text_field, ok_shape};
 use crate::registry::Registry;
-use crate::plugin::schema::Shape;
-use crate::session::{Progress, Reply, WaitProgress};
+use crate::session::{Progress, WaitProgress};
+
+mod answer;
+use answer::{error_result, json_len};
+pub use answer::Answer;
 
 /// Clients that ignore list_changed re-list after this long.
 const TOOLS_TTL_MS: u64 = 10_000;
@@ -76,7 +77,31 @@ pub fn caller_for_session(session_id: &str) -> String {
 pub type Notify = Arc<dyn Fn(ServerJsonRpcMessage) + Send + Sync>;
 
 /// A request the direct lane answers, ready to run.
-pub type DirectAnswer = std::pin::Pin<Box<dyn std::future::Future<Output = ServerJsonRpcMessage> + Send>>;
+pub type DirectAnswer = std::pin::Pin<Box<dyn std::future::Future<Output = Direct> + Send>>;
+
+/// What the direct lane answers: a message, or a tool's answer, which the
+/// transport writes itself (`into_line`) or hands to rmcp (`into_message`).
+pub enum Direct {
+    Message(ServerJsonRpcMessage),
+    Tool(RequestId, Answer),
+}
+
+impl Direct {
+    pub fn into_message(self) -> ServerJsonRpcMessage {
+        match self {
+            Direct::Message(m) => m,
+            Direct::Tool(id, answer) => ServerJsonRpcMessage::response(ServerResult::CallToolResult(answer.into_result()), id),
+        }
+    }
+
+    /// The answer as one line of JSON (without its newline).
+    pub fn into_line(self) -> Vec<u8> {
+        match self {
+            Direct::Message(m) => serde_json::to_vec(&m).unwrap_or_default(),
+            Direct::Tool(id, answer) => answer.into_response(id),
+        }
+    }
+}
 
 impl Ludus {
     /// Answers a tool call or a ping without rmcp's service loop; gives any
@@ -93,7 +118,7 @@ impl Ludus {
         let id = request.id.clone();
         match request.request {
             ClientRequest::PingRequest(_) => {
-                Ok(Box::pin(std::future::ready(ServerJsonRpcMessage::response(ServerResult::empty(()), id))))
+                Ok(Box::pin(std::future::ready(Direct::Message(ServerJsonRpcMessage::response(ServerResult::empty(()), id)))))
             }
             ClientRequest::CallToolRequest(call) => {
                 let this = self.clone();
@@ -104,8 +129,8 @@ impl Ludus {
                 });
                 Ok(Box::pin(async move {
                     match this.call_tool_as(caller, call.params, ct, progress).await {
-                        Ok(result) => ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id),
-                        Err(e) => ServerJsonRpcMessage::error(e, Some(id)),
+                        Ok(answer) => Direct::Tool(id, answer),
+                        Err(e) => Direct::Message(ServerJsonRpcMessage::error(e, Some(id))),
                     }
                 }))
             }
@@ -120,10 +145,10 @@ impl Ludus {
         request: CallToolRequestParams,
         ct: CancellationToken,
         progress: Option<Progress>,
-    ) -> Result<CallToolResult, McpError> {
+    ) -> Result<Answer, McpError> {
         let args = request.arguments.unwrap_or_default();
         if let Some(r) = self.host_call(&request.name, &args) {
-            return Ok(r);
+            return Ok(Answer::Result(r));
         }
         self.plugin_call(&request.name, args, caller, ct, progress).await
     }
@@ -182,10 +207,6 @@ fn build_host_tools() -> Vec<Tool> {
     ]
 }
 
-fn error_result(text: impl Into<String>) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(text.into())])
-}
-
 fn json_result(value: Value) -> CallToolResult {
     let mut r = CallToolResult::success(vec![ContentBlock::text(serde_json::to_string_pretty(&value).unwrap_or_default())]);
     r.structured_content = Some(value);
@@ -227,37 +248,19 @@ impl Ludus {
         caller: String,
         ct: CancellationToken,
         progress: Option<Progress>,
-    ) -> Result<CallToolResult, McpError> {
+    ) -> Result<Answer, McpError> {
         let limits = &self.registry.config.limits;
         let size = json_len(&args);
         if size > limits.max_argument_bytes {
-            return Ok(error_result(format!(
+            return Ok(Answer::Result(error_result(format!(
                 "the arguments are {size} bytes; this server accepts at most {} bytes per call",
                 limits.max_argument_bytes
-            )));
+            ))));
         }
         let (plugin, index) = self.registry.find_tool(name).map_err(|e| McpError::invalid_params(e, None))?;
         let reply = self.registry.sessions.call(plugin.clone(), index, &args, caller, ct, progress).await;
-        Ok(render(reply))
+        Ok(Answer::of(reply))
     }
-}
-
-/// The length of `value` written as JSON, counted without writing it out
-/// (every call checks its arguments' and its answer's size).
-fn json_len(value: &impl Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 /// Progress of a waiting call, as notifications handed to `send`.
@@ -270,67 +273,6 @@ fn progress_reporter(token: ProgressToken, send: impl Fn(ProgressNotificationPar
         }
         send(ProgressNotificationParam::new(token.clone(), waited as f64).with_total(total as f64).with_message(message))
     })
-}
-
-/// Turns a plugin's answer into an MCP result. The text convention: when the
-/// ok value is a record with a `text: string` field, that field is what the
-/// agent reads and the other fields are `structuredContent`; otherwise the
-/// text is the value itself (strings) or its JSON.
-fn render(reply: Reply) -> CallToolResult {
-    let (value, plugin, index) = match reply {
-        Reply::Failed(e) => return error_result(e),
-        Reply::Value { value, plugin, tool } => (value, plugin, tool),
-    };
-    let tool = &plugin.tools[index];
-    let (shape, value) = match (&tool.result, value) {
-        (None, _) | (_, None) => return CallToolResult::success(vec![ContentBlock::text("Done.")]),
-        (Some(Shape::Result { err, .. }), Some(Val::Result(Err(e)))) => {
-            let text = match (err.as_deref(), e) {
-                (Some(s), Some(v)) => match s.to_json(&v) {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                },
-                _ => "The game refused the call.".into(),
-            };
-            return error_result(text);
-        }
-        (Some(Shape::Result { .. }), Some(Val::Result(Ok(v)))) => (ok_shape(tool.result.as_ref()), v.map(|b| *b)),
-        (Some(s), Some(v)) => (Some(s), Some(v)),
-    };
-    let (Some(shape), Some(value)) = (shape, value) else {
-        return CallToolResult::success(vec![ContentBlock::text("Done.")]);
-    };
-    let mut json = shape.to_json(&value);
-    let mut text = None;
-    let mut embedded = None;
-    if let (Shape::Record { fields, .. }, Value::Object(obj)) = (shape, &mut json) {
-        if fields.iter().any(is_text_field) {
-            text = obj.remove("text").and_then(|t| t.as_str().map(str::to_string));
-        }
-        if fields.iter().any(is_embedded_field) {
-            embedded = obj.remove("embedded").filter(|e| e.is_object()).map(|e| {
-                let field = |k: &str| e[k].as_str().unwrap_or_default().to_string();
-                ContentBlock::resource(ResourceContents::text(field("text"), field("uri")).with_mime_type(field("mime_type")))
-            });
-        }
-    }
-    let size = text.as_ref().map_or(0, String::len) + json_len(&json);
-    if size > plugin.limits.max_result_bytes {
-        return error_result(format!(
-            "the game's answer is {size} bytes, over this server's limit of {} bytes",
-            plugin.limits.max_result_bytes
-        ));
-    }
-    match (shape, json) {
-        (Shape::Record { .. }, obj) => {
-            let text = text.unwrap_or_else(|| obj.to_string());
-            let mut r = CallToolResult::success(std::iter::once(ContentBlock::text(text)).chain(embedded).collect());
-            r.structured_content = Some(obj);
-            r
-        }
-        (_, Value::String(s)) => CallToolResult::success(vec![ContentBlock::text(s)]),
-        (_, other) => CallToolResult::success(vec![ContentBlock::text(other.to_string())]),
-    }
 }
 
 impl ServerHandler for Ludus {
@@ -363,7 +305,7 @@ impl ServerHandler for Ludus {
                 tokio::spawn(async move { peer.notify_progress(p).await });
             })
         });
-        Ok(self.call_tool_as(self.caller_of(&context), request, context.ct.clone(), progress).await?.into())
+        Ok(self.call_tool_as(self.caller_of(&context), request, context.ct.clone(), progress).await?.into_result().into())
     }
 
     async fn list_resources(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListResourcesResult, McpError> {

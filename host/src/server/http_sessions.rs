@@ -156,7 +156,7 @@ impl Stream for DirectStream {
         let answer = self.answer.as_mut().expect("checked above").get_mut().as_mut().poll(cx);
         answer.map(|m| {
             self.answer = None;
-            Some(ServerSseMessage::from_message(m))
+            Some(ServerSseMessage::from_message(m.into_message()))
         })
     }
 }

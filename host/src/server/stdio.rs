@@ -179,22 +179,22 @@ impl Reader {
         // Polled here, not inside `block_on`: the guest's blocking WASI calls
         // enter the runtime themselves, which they may not do inside it. A
         // future that is not done moves to a task, which polls it with a real waker.
-        if let Poll::Ready(message) = answer.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-            let _ = self.rt.block_on(write_message(&self.output, &message));
+        if let Poll::Ready(answer) = answer.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            let _ = self.rt.block_on(write_line(&self.output, answer.into_line()));
             self.input.get_mut().answered = true;
             return;
         }
         let (output, running, bell) = (self.output.clone(), self.running.clone(), self.bell.clone());
         lock(&running).insert(id.clone(), ct.clone());
         self.rt.spawn(async move {
-            let message = answer.await;
+            let answer = answer.await;
             lock(&running).remove(&id);
             // A cancelled request gets no answer (MCP: the client has forgotten it).
             if !ct.is_cancelled() {
                 // Rung first: the reader's wake-up overlaps the write and the
                 // client's, so it is watching when the next request comes.
                 bell.ring();
-                let _ = write_message(&output, &message).await;
+                let _ = write_line(&output, answer.into_line()).await;
             }
         });
     }
