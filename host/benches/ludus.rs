@@ -23,7 +23,9 @@
 //!
 //! `LUDUS_BENCH=chess cargo bench -p ludus --bench ludus` measures only chess
 //! `finish_turn` (three rounds over stdio, then inside the server): a minute
-//! instead of five, for working on that path.
+//! instead of five, for working on that path. `LUDUS_BENCH=stdio` measures
+//! only `ping` and `hanoi_get_state` one at a time over stdio (three rounds
+//! across cores, one on CPU 0).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -241,12 +243,28 @@ fn http_on_cpu0(cfg: &Path) -> [(Duration, Duration); 3] {
 /// `chess_finish_turn` round trips. Each engine reply is waited for
 /// (`chess_wait_for_next_turn`, untimed) before the next game, so no engine
 /// thinks in the background of a measured call.
-fn chess_finish_turn(cfg: &Path) -> (Duration, Duration) {
+///
+/// Also returns the p50 of those `chess_create_game` calls and the server's
+/// resident growth per game over the first 200 (taken before any engine
+/// move, which brings the engine's 6 MiB table).
+fn chess_finish_turn(cfg: &Path) -> ChessFigures {
     let mut c = RawClient::start(cfg);
     let call = |id: usize, name: &str, args: Value| tool_call(id as u64, name, args).to_string();
+    let create = json!({"type": "computer", "color": "white", "difficulty": 1});
+    let pid = c.child.id();
+    let resident = || (rss_kib(pid), common::proc_status(pid, "RssAnon"));
+    let (before, mut creates) = (resident(), Vec::new());
+    for i in 0..200 {
+        let t = Instant::now();
+        c.ask(&call(1_000_000 + i, "chess_create_game", create.clone()));
+        creates.push(t.elapsed());
+    }
+    let after = resident();
+    let per_game = |a: u64, b: u64| a.saturating_sub(b) as f64 / 200.0;
+    let kib_per_game = (per_game(after.0, before.0), per_game(after.1, before.1));
     let mut d = Vec::new();
     for i in 0..230 {
-        let game = c.ask(&call(3 * i + 1, "chess_create_game", json!({"type": "computer", "color": "white", "difficulty": 1})));
+        let game = c.ask(&call(3 * i + 1, "chess_create_game", create.clone()));
         let game = game["result"]["structuredContent"]["game_id"].clone();
         let t = Instant::now();
         let answer = c.ask(&call(3 * i + 2, "chess_finish_turn", json!({"game_id": game, "move": "e2e4"})));
@@ -258,7 +276,17 @@ fn chess_finish_turn(cfg: &Path) -> (Duration, Duration) {
         }
     }
     let _ = c.child.kill();
-    percentiles(d)
+    ChessFigures { finish: percentiles(d), create: percentiles(creates).0, kib_per_game }
+}
+
+struct ChessFigures {
+    /// `chess_finish_turn` p50, p99.
+    finish: (Duration, Duration),
+    /// `chess_create_game` p50.
+    create: Duration,
+    /// Resident growth per new game: all (VmRSS, which counts each mapped
+    /// page of shared data again), and anonymous (RssAnon, the game's own).
+    kib_per_game: (f64, f64),
 }
 
 /// The same measurement as `chess_finish_turn` over stdio, inside the
@@ -430,8 +458,12 @@ async fn magic_round_trips(url: &str) -> Result<(Vec<Duration>, usize, Duration)
 async fn chess_only(cfg: &Path) {
     for round in 1..=3 {
         let cfg = cfg.to_path_buf();
-        let (p50, p99) = tokio::task::spawn_blocking(move || chess_finish_turn(&cfg)).await.unwrap();
-        eprintln!("chess `chess_finish_turn` L1 over stdio, round {round}: p50 {} / p99 {}", us(p50), us(p99));
+        let f = tokio::task::spawn_blocking(move || chess_finish_turn(&cfg)).await.unwrap();
+        let (p50, p99) = f.finish;
+        eprintln!(
+            "chess `chess_finish_turn` L1 over stdio, round {round}: p50 {} / p99 {}; `chess_create_game` p50 {}, {:.0} KiB resident ({:.0} KiB anonymous) per new game",
+            us(p50), us(p99), us(f.create), f.kib_per_game.0, f.kib_per_game.1
+        );
     }
     let opts = ludus::server::ServeOptions {
         plugins: None,
@@ -444,6 +476,19 @@ async fn chess_only(cfg: &Path) {
     eprintln!("chess `chess_finish_turn` L1 inside the server: p50 {} / p99 {}", us(p50), us(p99));
 }
 
+/// `LUDUS_BENCH=stdio`: `ping` and `hanoi_get_state` one at a time over
+/// stdio, three rounds across cores, then one on CPU 0.
+fn stdio_only(cfg: &Path) {
+    for round in 1..=3 {
+        let ([(floor, _), (ping, _), (get, get99)], mut c, _) = one_at_a_time(cfg, false);
+        let _ = c.child.kill();
+        eprintln!("stdio round {round}: floor {}; ping {}; hanoi_get_state {} / {} ({:.1}× ping)", us(floor), us(ping), us(get), us(get99), get.as_secs_f64() / ping.as_secs_f64());
+    }
+    let ([(floor, _), (ping, _), (get, get99)], mut c, _) = one_at_a_time(cfg, true);
+    let _ = c.child.kill();
+    eprintln!("stdio on CPU 0: floor {}; ping {}; hanoi_get_state {} / {} ({:.1}× ping)", us(floor), us(ping), us(get), us(get99), get.as_secs_f64() / ping.as_secs_f64());
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     ludus::capability::channels::install_tls_provider();
@@ -451,8 +496,10 @@ async fn main() {
     let work = tempfile::tempdir().unwrap();
     let cache = work.path().join("cache");
     let cfg = config_file(work.path(), &cache);
-    if std::env::var("LUDUS_BENCH").as_deref() == Ok("chess") {
-        return chess_only(&cfg).await;
+    match std::env::var("LUDUS_BENCH").as_deref() {
+        Ok("chess") => return chess_only(&cfg).await,
+        Ok("stdio") => return tokio::task::spawn_blocking(move || stdio_only(&cfg)).await.unwrap(),
+        _ => {}
     }
     let mut rows: Vec<(String, String)> = Vec::new();
     let mut row = |k: &str, v: String| {
@@ -495,13 +542,18 @@ async fn main() {
     row("the same three on one core (client, `cat` and server on CPU 0): floor p50; `ping` p50; `hanoi_get_state` p50 / p99", format!(
         "{} ; {} ; {} / {} ({:.1}× ping)", us(floor1), us(ping1), us(g1), us(g1_99), g1.as_secs_f64() / ping1.as_secs_f64()
     ));
-    let (chess_p50, c99) = tokio::task::spawn_blocking({
+    let chess = tokio::task::spawn_blocking({
         let cfg = cfg.clone();
         move || chess_finish_turn(&cfg)
     })
     .await
     .unwrap();
+    let (chess_p50, c99) = chess.finish;
     row("stdio, minimal pipe client: chess `chess_finish_turn` against level 1 (our move; the engine replies 20 ms later, waited for untimed), p50 / p99", format!("{} / {}", us(chess_p50), us(c99)));
+    row(
+        "stdio, minimal pipe client: chess `chess_create_game` p50; server resident growth per new game (200 games, before any engine move): all (VmRSS) / anonymous",
+        format!("{:.2} ms; {:.0} KiB / {:.0} KiB", chess.create.as_secs_f64() * 1e3, chess.kib_per_game.0, chess.kib_per_game.1),
+    );
     row("stdio, minimal pipe client: 3,000 `hanoi_get_state` written at once", format!("{rate:.0} calls/s, answers {}", if in_order { "in request order" } else { "out of request order" }));
 
     // Inside the server: the library's call path without a transport.

@@ -1,7 +1,7 @@
 //! The MCP surface: a thin rmcp `ServerHandler` over the registry. A tool call
 //! reads top to bottom: look the tool up → check and convert the arguments →
 //! run it in its session → render the answer (text for the agent, structured
-//! content for programs).
+//! content for programs; `answer`).
 //!
 //! Tool calls and pings also have a direct lane (`Ludus::answer_directly`):
 //! the transports hand them here themselves instead of through rmcp's service
