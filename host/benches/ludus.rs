@@ -25,7 +25,8 @@
 //! `finish_turn` (three rounds over stdio, then inside the server): a minute
 //! instead of five, for working on that path. `LUDUS_BENCH=stdio` measures
 //! only `ping` and `hanoi_get_state` one at a time over stdio (three rounds
-//! across cores, one on CPU 0).
+//! across cores, one on CPU 0); `LUDUS_BENCH=http` only the HTTP rows of the
+//! minimal and concurrent clients (three rounds).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -489,6 +490,22 @@ fn stdio_only(cfg: &Path) {
     eprintln!("stdio on CPU 0: floor {}; ping {}; hanoi_get_state {} / {} ({:.1}× ping)", us(floor), us(ping), us(get), us(get99), get.as_secs_f64() / ping.as_secs_f64());
 }
 
+/// `LUDUS_BENCH=http`: the minimal HTTP client's round trips and the
+/// concurrent-client rows, three rounds on one server.
+async fn http_only(cfg: &Path) {
+    let server = http_server(cfg).await;
+    for round in 1..=3 {
+        let [(floor, _), (ping, _), (get, get99)] = http_one_at_a_time(&server.url).await;
+        let (one, _, _) = http_load(&server.url, 1, 2_000).await;
+        let (sixteen, _, _) = http_load(&server.url, 16, 250).await;
+        let (rate, p50, p99) = http_load(&server.url, 200, 30).await;
+        eprintln!(
+            "http round {round}: floor {}; ping {}; hanoi_get_state {} / {}; 16 clients {:.2}× one; 200 sessions {rate:.0} calls/s, p50 {} / p99 {}",
+            us(floor), us(ping), us(get), us(get99), sixteen / one, us(p50), us(p99)
+        );
+    }
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     ludus::capability::channels::install_tls_provider();
@@ -499,6 +516,7 @@ async fn main() {
     match std::env::var("LUDUS_BENCH").as_deref() {
         Ok("chess") => return chess_only(&cfg).await,
         Ok("stdio") => return tokio::task::spawn_blocking(move || stdio_only(&cfg)).await.unwrap(),
+        Ok("http") => return http_only(&cfg).await,
         _ => {}
     }
     let mut rows: Vec<(String, String)> = Vec::new();
