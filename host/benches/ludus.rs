@@ -26,7 +26,9 @@
 //! instead of five, for working on that path. `LUDUS_BENCH=stdio` measures
 //! only `ping` and `hanoi_get_state` one at a time over stdio (three rounds
 //! across cores, one on CPU 0); `LUDUS_BENCH=http` only the HTTP rows of the
-//! minimal and concurrent clients (three rounds).
+//! minimal and concurrent clients (three rounds); with
+//! `LUDUS_BENCH_BASELINE=/path/to/ludus` as well, those against another build
+//! of Ludus in the same run (before and after a change).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -99,7 +101,11 @@ async fn http_server(cfg: &Path) -> HttpServer {
 /// `ludus serve --http` on a free port; with `cpu0`, confined to CPU 0.
 async fn http_server_on(cfg: &Path, cpu0: bool) -> HttpServer {
     let command = common::serve_command(&["--http", "127.0.0.1:0"], cfg);
-    let command = if cpu0 { common::on_cpu0(&command) } else { command };
+    http_server_of(if cpu0 { common::on_cpu0(&command) } else { command }).await
+}
+
+/// Starts `command` (a `ludus serve --http` on port 0) and reads its URL.
+async fn http_server_of(command: std::process::Command) -> HttpServer {
     let mut child = tokio::process::Command::from(command).stderr(Stdio::piped()).kill_on_drop(true).spawn().unwrap();
     let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let url = loop {
@@ -506,6 +512,29 @@ async fn http_only(cfg: &Path) {
     }
 }
 
+/// `LUDUS_BENCH=http LUDUS_BENCH_BASELINE=/path/to/ludus`: this build against
+/// another binary of Ludus in one run — `hanoi_get_state` one at a time over
+/// a kept-alive connection to each, asked in turn, then 200 concurrent
+/// sessions on each, in turn, three times — so a change is measured before
+/// and after on the same moments of the machine.
+async fn http_against(cfg: &Path, baseline: &str) {
+    let args = ["--http", "127.0.0.1:0"];
+    let old = http_server_of(common::serve_command_of(baseline, &args, cfg)).await;
+    let new = http_server(cfg).await;
+    let ((old_client, old_env), (new_client, new_env)) = (http_hanoi_session(&old.url).await, http_hanoi_session(&new.url).await);
+    let (get_old, get_new) = (get_state(&old_env), get_state(&new_env));
+    let mut clients = [old_client, new_client];
+    let [(o50, o99), (n50, n99)]: [(Duration, Duration); 2] =
+        alternating_http(&mut clients, &[(0, &get_old), (1, &get_new)]).await.try_into().unwrap();
+    eprintln!("http hanoi_get_state one at a time: baseline {} / {}; this build {} / {}", us(o50), us(o99), us(n50), us(n99));
+    for round in 1..=3 {
+        for (name, server) in [("baseline", &old), ("this build", &new)] {
+            let (rate, p50, p99) = http_load(&server.url, 200, 30).await;
+            eprintln!("http 200 sessions, round {round}, {name}: {rate:.0} calls/s, p50 {} / p99 {}", us(p50), us(p99));
+        }
+    }
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     ludus::capability::channels::install_tls_provider();
@@ -516,7 +545,10 @@ async fn main() {
     match std::env::var("LUDUS_BENCH").as_deref() {
         Ok("chess") => return chess_only(&cfg).await,
         Ok("stdio") => return tokio::task::spawn_blocking(move || stdio_only(&cfg)).await.unwrap(),
-        Ok("http") => return http_only(&cfg).await,
+        Ok("http") => match std::env::var("LUDUS_BENCH_BASELINE") {
+            Ok(baseline) => return http_against(&cfg, &baseline).await,
+            Err(_) => return http_only(&cfg).await,
+        },
         _ => {}
     }
     let mut rows: Vec<(String, String)> = Vec::new();

@@ -151,7 +151,12 @@ pub struct RawClient {
 
 /// `ludus serve` with these extra arguments and config, logging errors only.
 pub fn serve_command(args: &[&str], cfg: &Path) -> std::process::Command {
-    let mut command = std::process::Command::new(BIN);
+    serve_command_of(BIN, args, cfg)
+}
+
+/// `serve_command` for another `ludus` binary (a baseline to compare with).
+pub fn serve_command_of(bin: &str, args: &[&str], cfg: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(bin);
     command.arg("serve").args(args).arg("--config").arg(cfg).env("LUDUS_LOG", "error");
     command
 }

@@ -173,7 +173,7 @@ pub fn error_result(text: impl Into<String>) -> CallToolResult {
 }
 
 /// The response to `id` carrying `result`, as JSON.
-pub fn response(result: CallToolResult, id: RequestId) -> Vec<u8> {
+fn response(result: CallToolResult, id: RequestId) -> Vec<u8> {
     serde_json::to_vec(&ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id)).unwrap_or_default()
 }
 
