@@ -176,11 +176,21 @@ const MAPS_PER_MAPPED_INSTANCE: u64 = 5;
 /// allocate memory". `mapped`: instances that map their data segments. None
 /// where the limit cannot be read.
 pub fn instances_the_kernel_allows(mapped: bool) -> Option<(usize, u64)> {
+    let (budget, max_maps) = maps_for_instances()?;
+    Some((budget as usize / maps_per_instance(mapped) as usize, max_maps))
+}
+
+/// Memory mappings the kernel's limit leaves for instances, and that limit.
+pub fn maps_for_instances() -> Option<(u64, u64)> {
     let max_maps: u64 = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok()?.trim().parse().ok()?;
     // What the server itself maps (code, heaps, threads, compiled games).
     let headroom = 4_096;
-    let per_instance = if mapped { MAPS_PER_MAPPED_INSTANCE } else { MAPS_PER_INSTANCE };
-    Some((max_maps.saturating_sub(headroom) as usize / per_instance as usize, max_maps))
+    Some((max_maps.saturating_sub(headroom), max_maps))
+}
+
+/// Mappings counted for one instance (with a margin).
+pub fn maps_per_instance(mapped: bool) -> u64 {
+    if mapped { MAPS_PER_MAPPED_INSTANCE } else { MAPS_PER_INSTANCE }
 }
 
 /// The epoch advances this often; CPU limits are counted in these ticks.

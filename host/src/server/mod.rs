@@ -85,6 +85,7 @@ fn session_limits(limits: &crate::config::Limits) -> SessionLimits {
         total_reason: "limits.max_sessions".into(),
         per_caller: limits.max_sessions_per_caller,
         waits_per_caller: limits.max_waits_per_caller,
+        maps: crate::runtime::maps_for_instances(),
     };
     if let Some((allowed, max_maps)) = crate::runtime::instances_the_kernel_allows(false)
         && allowed < limits.max_sessions

@@ -18,7 +18,7 @@ use wasmtime::component::Val;
 
 use crate::capability::CallInfo;
 use crate::plugin::{Plugin, Role, ToolDef};
-use crate::runtime::run_guest;
+use crate::runtime::{maps_per_instance, run_guest};
 use crate::sync::lock;
 
 pub use instance::{Invocation, Names, Session, SessionInfo};
@@ -48,12 +48,15 @@ struct Live {
     by_id: HashMap<String, Arc<Session>>,
     per_plugin: HashMap<String, usize>,
     per_caller: HashMap<String, usize>,
+    /// Sessions whose instance maps its data (more memory mappings each).
+    mapped: usize,
 }
 
 impl Live {
     fn insert(&mut self, s: Arc<Session>) {
         *self.per_plugin.entry(s.plugin.name.clone()).or_default() += 1;
         *self.per_caller.entry(s.created_by.clone()).or_default() += 1;
+        self.mapped += usize::from(s.plugin.maps_data);
         if let Some(old) = self.by_id.insert(s.id(), s) {
             self.uncount(&old);
         }
@@ -68,6 +71,7 @@ impl Live {
     /// Forgets a count that reaches zero, so the tables hold only who runs
     /// sessions now (callers come and go with their connections).
     fn uncount(&mut self, s: &Session) {
+        self.mapped -= usize::from(s.plugin.maps_data);
         for (counts, key) in [(&mut self.per_plugin, &s.plugin.name), (&mut self.per_caller, &s.created_by)] {
             if let Some(n) = counts.get_mut(key) {
                 *n -= 1;
@@ -90,6 +94,17 @@ pub struct SessionLimits {
     pub per_caller: usize,
     /// Calls of one caller held waiting at once, over all its sessions.
     pub waits_per_caller: u64,
+    /// Memory mappings the kernel's limit leaves for instances, and that
+    /// limit: sessions that map their data take more than `total` counts
+    /// on (`runtime::maps_per_instance`). None where it cannot be read.
+    pub maps: Option<(u64, u64)>,
+}
+
+/// Whether one more session (`mapped` or not) fits in `budget` mappings next
+/// to `all` live sessions, `mapped_live` of them mapping their data.
+fn maps_allow(budget: u64, all: usize, mapped_live: usize, mapped: bool) -> bool {
+    let used = (all - mapped_live) as u64 * maps_per_instance(false) + mapped_live as u64 * maps_per_instance(true);
+    used + maps_per_instance(mapped) <= budget
 }
 
 /// A call counted as held waiting, in its session and for its caller (the
@@ -162,19 +177,27 @@ impl Sessions {
         lock(&self.waits).get(caller).copied().unwrap_or(0)
     }
 
-    /// Live sessions in all, of `plugin`, and started by `caller`.
-    fn counts(&self, plugin: &str, caller: &str) -> (usize, usize, usize) {
+    /// Live sessions in all, of `plugin`, started by `caller`, and mapping their data.
+    fn counts(&self, plugin: &str, caller: &str) -> (usize, usize, usize, usize) {
         let live = lock(&self.live);
         let count = |counts: &HashMap<String, usize>, key: &str| counts.get(key).copied().unwrap_or(0);
-        (live.by_id.len(), count(&live.per_plugin, plugin), count(&live.per_caller, caller))
+        (live.by_id.len(), count(&live.per_plugin, plugin), count(&live.per_caller, caller), live.mapped)
     }
 
     /// Why a new session of `plugin` for `caller` cannot start, if it cannot.
     fn refuse_new(&self, plugin: &Plugin, caller: &str) -> Option<String> {
-        let (all, of_plugin, of_caller) = self.counts(&plugin.name, caller);
+        let (all, of_plugin, of_caller, mapped) = self.counts(&plugin.name, caller);
         let l = &self.limits;
         if all >= l.total {
             return Some(format!("the server already runs {all} game sessions, its limit ({}); finish some first", l.total_reason));
+        }
+        if let Some((budget, max_maps)) = l.maps
+            && !maps_allow(budget, all, mapped, plugin.maps_data)
+        {
+            return Some(format!(
+                "the server already runs {all} game sessions ({mapped} of them games that map their data, which take more memory \
+                 mappings), all the kernel's vm.max_map_count of {max_maps} allows; finish some first (the operator can raise it with sysctl)"
+            ));
         }
         if of_plugin >= plugin.limits.max_sessions {
             return Some(format!(
@@ -440,4 +463,23 @@ struct Prepared {
 fn rand_seed() -> u64 {
     let u = uuid::Uuid::new_v4();
     u.as_u64_pair().0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_that_map_their_data_count_their_extra_mappings() {
+        let (copied, mapped) = (maps_per_instance(false), maps_per_instance(true));
+        let budget = 10 * copied;
+        // Ten copied sessions fill a budget of ten; a mapped one takes more room.
+        assert!(maps_allow(budget, 9, 0, false));
+        assert!(!maps_allow(budget, 10, 0, false));
+        assert_eq!(maps_allow(budget, 9, 0, true), 9 * copied + mapped <= budget);
+        // Mixed: what the mapped ones use leaves less for the others.
+        let mixed = ((budget - 2 * mapped) / copied) as usize;
+        assert!(maps_allow(budget, 2 + mixed - 1, 2, false));
+        assert!(!maps_allow(budget, 2 + mixed, 2, false));
+    }
 }
