@@ -90,7 +90,7 @@ impl Answer {
         // rmcp writes the envelope (its field names are its business); the
         // structured content goes where it wrote a null for it. The pattern
         // cannot occur inside a string, where quotes are escaped.
-        let mut line = response(with_structured(text.clone(), Value::Null), id.clone());
+        let mut line = response(with_structured(text, Value::Null), id);
         const PLACE: &[u8] = b"\"structuredContent\":null";
         match line.windows(PLACE.len()).rposition(|w| w == PLACE) {
             Some(at) => {
@@ -98,7 +98,13 @@ impl Answer {
                 line.splice(null..null + 4, structured);
                 line
             }
-            None => response(with_structured(text, serde_json::from_slice(&structured).unwrap_or_default()), id),
+            // Not where expected (rmcp writes it otherwise): set it in the
+            // written response rather than keep a copy of the text for this.
+            None => {
+                let mut message: Value = serde_json::from_slice(&line).unwrap_or_default();
+                message["result"]["structuredContent"] = serde_json::from_slice(&structured).unwrap_or_default();
+                serde_json::to_vec(&message).unwrap_or_default()
+            }
         }
     }
 }
