@@ -12,10 +12,11 @@ use crate::runtime::Runtime;
 pub fn inspect(path: &Path, config: &Config, runtime: &Arc<Runtime>) -> Result<Value, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let p = Plugin::load(runtime, config, &bytes, Source::File(path.to_path_buf()))?;
-    Ok(describe(&p))
+    Ok(describe(&p, crate::runtime::data_bytes(&bytes)))
 }
 
-pub fn describe(p: &Plugin) -> Value {
+/// `data_bytes`: the size of the component's data segments.
+pub fn describe(p: &Plugin, data_bytes: usize) -> Value {
     let tools: Vec<Value> = p
         .tools
         .iter()
@@ -48,7 +49,7 @@ pub fn describe(p: &Plugin) -> Value {
             "idleTimeoutMs": p.limits.idle_timeout.as_millis() as u64,
             "maxSessions": p.limits.max_sessions,
             // Sessions start from a copy of the data, or map it copy-on-write from 1 MiB up.
-            "data": {"bytes": p.data_bytes, "mapped": p.maps_data},
+            "data": {"bytes": data_bytes, "mapped": p.maps_data},
             "resources": p.resources.iter().map(|r| json!({"uri": r.uri, "name": r.name, "description": r.description, "mimeType": r.mime_type})).collect::<Vec<_>>(),
         },
         "tools": tools,

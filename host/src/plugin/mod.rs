@@ -154,9 +154,8 @@ pub struct Plugin {
     pub imports: Vec<String>,
     pub loaded_at: SystemTime,
     pub runtime: Arc<Runtime>,
-    /// Bytes of data segments, and whether each instance maps them
-    /// copy-on-write rather than copying them (`runtime::MAPPED_DATA_BYTES`).
-    pub data_bytes: usize,
+    /// Whether each instance maps its data segments copy-on-write rather
+    /// than copying them (`runtime::MAPPED_DATA_BYTES`).
     pub maps_data: bool,
     /// How starting a session has run; and the other calls (timer and
     /// channel events, resource reads).
@@ -239,7 +238,6 @@ impl Plugin {
             imports,
             loaded_at: SystemTime::now(),
             runtime: runtime.clone(),
-            data_bytes: crate::runtime::data_bytes(bytes),
             maps_data,
         })
     }
