@@ -337,14 +337,26 @@ async fn the_first_games_install_the_engine_once_and_say_so_while_they_wait() {
     let (a, b) = tokio::join!(c.ok("cards_start_game", json!({"seed": 1})), c.ok("cards_start_game", json!({"seed": 2})));
     let mut games = [(a, Vec::new()), (b, Vec::new())];
     let started = std::time::Instant::now();
+    let c = &c;
+    // The next state of a game still starting (waits until it changes).
+    let next = |st: &Value| {
+        let st = st.clone();
+        async move {
+            if st["action_pending"] == true { st } else { c.ok("cards_wait_for_action", json!({"game_id": st["game_id"]})).await }
+        }
+    };
     while games.iter().any(|(st, _)| st["action_pending"] != true) {
         assert!(started.elapsed().as_secs() < 300, "the engine was not installed within 5 minutes: {games:?}");
         for (st, heard) in games.iter_mut().filter(|(st, _)| st["action_pending"] != true) {
             if let Some(m) = st["message"].as_str() {
                 heard.push(m.to_string());
             }
-            *st = c.ok("cards_wait_for_action", json!({"game_id": st["game_id"]})).await;
         }
+        // Both games at once: asked in turn, a short install step of one
+        // (pip takes a second or two here) came and went while the test
+        // waited on the other, and its notice was never seen.
+        let (a, b) = tokio::join!(next(&games[0].0), next(&games[1].0));
+        (games[0].0, games[1].0) = (a, b);
     }
     let said = |i: usize, what: &str| games[i].1.iter().any(|m| m.contains(what));
     let installer = (0..2).find(|&i| said(i, "installing phase-python==0.103.0")).expect("neither game said it was installing the engine");
