@@ -11,14 +11,14 @@
 #[allow(missing_docs)]
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "ludus:plugin/sdk@0.1.1",
+        world: "ludus:plugin/sdk@0.1.2",
         path: "../wit/plugin",
         // Types no host function mentions (e.g. embedded-resource) are still shared.
         generate_unused_types: true,
     });
 }
 
-pub use bindings::ludus::plugin::{channels, host, types};
+pub use bindings::ludus::plugin::{channels, host, lifecycle, types};
 /// The bindings generator, for [`bindings!`]: a game needs no dependency of its own on it.
 pub use wit_bindgen;
 
@@ -27,23 +27,39 @@ pub use wit_bindgen;
 /// path relative to the crate's manifest. The contract's shared interfaces map
 /// onto this crate's types, so `describe()` returns [`PluginInfo`] and the
 /// helpers here work for every game. Add `channels` when the world includes
-/// `ludus:plugin/game-with-channels`, and `module: "crate::path"` when the
-/// bindings are generated somewhere other than where `export!` is called.
-/// The game crate must name this crate `ludus_sdk` (the default for the
-/// `ludus-sdk` package).
+/// `ludus:plugin/game-with-channels`, `lifecycle` when it imports
+/// `ludus:plugin/lifecycle` (as `ludus:plugin/game-with-seats` does; both:
+/// `channels, lifecycle`), and `module: "crate::path"` when the bindings are
+/// generated somewhere other than where `export!` is called. The game crate
+/// must name this crate `ludus_sdk` (the default for the `ludus-sdk` package).
 #[macro_export]
 macro_rules! bindings {
     (world: $world:literal, contract: $contract:literal $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.1": ludus_sdk::types,
-            "ludus:plugin/host@0.1.1": ludus_sdk::host,
+            "ludus:plugin/types@0.1.2": ludus_sdk::types,
+            "ludus:plugin/host@0.1.2": ludus_sdk::host,
         });
     };
     (world: $world:literal, contract: $contract:literal, channels $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.1": ludus_sdk::types,
-            "ludus:plugin/host@0.1.1": ludus_sdk::host,
-            "ludus:plugin/channels@0.1.1": ludus_sdk::channels,
+            "ludus:plugin/types@0.1.2": ludus_sdk::types,
+            "ludus:plugin/host@0.1.2": ludus_sdk::host,
+            "ludus:plugin/channels@0.1.2": ludus_sdk::channels,
+        });
+    };
+    (world: $world:literal, contract: $contract:literal, lifecycle $(, module: $module:literal)?) => {
+        $crate::__generate!($world, $contract, [$($module)?], {
+            "ludus:plugin/types@0.1.2": ludus_sdk::types,
+            "ludus:plugin/host@0.1.2": ludus_sdk::host,
+            "ludus:plugin/lifecycle@0.1.2": ludus_sdk::lifecycle,
+        });
+    };
+    (world: $world:literal, contract: $contract:literal, channels, lifecycle $(, module: $module:literal)?) => {
+        $crate::__generate!($world, $contract, [$($module)?], {
+            "ludus:plugin/types@0.1.2": ludus_sdk::types,
+            "ludus:plugin/host@0.1.2": ludus_sdk::host,
+            "ludus:plugin/channels@0.1.2": ludus_sdk::channels,
+            "ludus:plugin/lifecycle@0.1.2": ludus_sdk::lifecycle,
         });
     };
 }

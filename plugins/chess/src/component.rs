@@ -2,12 +2,13 @@
 //! id). The computer thinks in a timer event after the agent's move, never
 //! inside `finish_turn`; players are told apart by their MCP connection.
 
-ludus_sdk::bindings!(world: "ludus:chess/chess", contract: "../../wit/plugin", module: "crate::component");
+ludus_sdk::bindings!(world: "ludus:chess/chess", contract: "../../wit/plugin", lifecycle, module: "crate::component");
 
 use std::cell::RefCell;
 
 use cozy_chess::Color;
 use exports::ludus::chess::tools::{Board, Color as Side, GameType, Guest, TurnStatus};
+use exports::ludus::plugin::access::{Audience, Grant};
 use ludus_sdk::types::EmbeddedResource;
 use ludus_sdk::{PluginInfo, ResourceInfo, ToolHint, reply};
 use crate::engine;
@@ -112,6 +113,14 @@ impl Match {
     fn wake_computer(&self) {
         if self.game.outcome.is_none() && self.seats[idx(self.game.turn())] == Seat::Computer {
             ludus_sdk::host::set_timer(THINK_DELAY_MS);
+        }
+    }
+
+    /// Tells the host when the game has ended (it then shows the seed and
+    /// frees what the session holds).
+    fn tell_if_over(&self) {
+        if self.game.outcome.is_some() {
+            ludus_sdk::lifecycle::game_over();
         }
     }
 
@@ -329,8 +338,10 @@ impl Guest for Plugin {
     fn wait_for_next_turn(_game_id: String) -> Result<Board, String> {
         let me = ludus_sdk::host::caller();
         with_match(|m| {
+            // Chess hides nothing: anyone with the game id may watch (the
+            // host lets spectators call this tool); they get the position at once.
             if m.your_color(&me).is_none() {
-                return Err("you do not play in this game; call `chess_join_game` to take a free side".into());
+                return Ok(m.view(&me, "You are watching this game (to play, take a free side with `chess_join_game`)."));
             }
             if m.game.outcome.is_some() || m.may_move(&me).is_ok() {
                 return Ok(m.view(&me, ""));
@@ -367,6 +378,7 @@ impl Guest for Plugin {
             }
             m.game.play_written(mv, san.clone());
             m.wake_computer();
+            m.tell_if_over();
             let shown = if notation == Notation::Uci { m.game.uci.last().cloned().unwrap_or_default() } else { san.clone() };
             let headline = if mates && claim_win == Some(true) {
                 format!("{} played {shown}: checkmate, claim accepted.", color_name(mover))
@@ -395,6 +407,18 @@ impl Guest for Plugin {
     }
 }
 
+impl exports::ludus::plugin::access::Guest for Plugin {
+    /// Seats by join code; the position is public (chess hides nothing).
+    fn grants() -> Vec<Grant> {
+        vec![
+            Grant { name: "join-game".into(), audience: Audience::Joins },
+            Grant { name: "wait-for-next-turn".into(), audience: Audience::Spectators },
+            Grant { name: "chess://game/{session}/pgn".into(), audience: Audience::Spectators },
+            Grant { name: "chess://game/{session}/fen".into(), audience: Audience::Spectators },
+        ]
+    }
+}
+
 impl exports::ludus::plugin::events::Guest for Plugin {
     /// The computer's move: searched here, in a timer event, not in a tool call.
     fn on_timer(_id: u64) {
@@ -408,6 +432,7 @@ impl exports::ludus::plugin::events::Guest for Plugin {
             if let Some(mv) = m.engine.choose(&m.game.board, &history, lvl) {
                 m.game.play(mv);
             }
+            m.tell_if_over();
         });
     }
 

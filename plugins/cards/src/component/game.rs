@@ -168,6 +168,26 @@ impl Game {
     }
 
     /// A line from the backend.
+    /// When an answer says the game has ended, tells the host (which closes
+    /// the backend, freeing its process) and answers every later call with
+    /// the result.
+    pub fn note_if_over(&mut self, answer: &Value) {
+        let over = answer.get("game_over").and_then(Value::as_bool) == Some(true)
+            || answer.get("conceded").and_then(Value::as_bool) == Some(true);
+        if !over || self.failed.is_some() {
+            return;
+        }
+        let winner = match answer.get("winner") {
+            Some(Value::Null) | None => "no winner".to_string(),
+            Some(Value::String(w)) => format!("winner: {w}"),
+            Some(w) => format!("winner: {w}"),
+        };
+        self.failed = Some(format!(
+            "the game is over ({winner}); its engine has shut down. Start a new game with `cards_start_game`"
+        ));
+        ludus_sdk::lifecycle::game_over();
+    }
+
     pub fn receive(&mut self, line: &str) {
         match rpc::parse(line) {
             Incoming::Response { id, result } if Some(id) == self.list_request => {

@@ -11,6 +11,7 @@ mod render;
 use bindings::exports::ludus::cards::tools::{ActionChoices, ActionStatus, GameState, Guest, Opponent, Oracle};
 use bindings::exports::ludus::plugin::{events, meta};
 use ludus_sdk::{PluginInfo, ToolHint, host};
+use bindings::exports::ludus::plugin::access::{self, Audience, Grant};
 use serde_json::{Value, json};
 
 use crate::decision::{self, Answer};
@@ -68,7 +69,11 @@ fn call<T>(key: &str, tool: &str, args: Value, done: impl FnOnce(&mut Game, usiz
         let caller = host::caller();
         let seat = g.seat_of(&caller)?;
         match g.step(&caller, key, seat, tool, args) {
-            Step::Done(r) => done(g, seat, r?),
+            Step::Done(r) => {
+                let answer = r?;
+                g.note_if_over(&answer);
+                done(g, seat, answer)
+            }
             Step::Waiting => {
                 if !host::wait_timed_out() {
                     host::wait(0);
@@ -258,6 +263,14 @@ impl Guest for Cards {
 
     fn concede(_game_id: String) -> Result<ActionStatus, String> {
         status_call("concede", json!({}))
+    }
+}
+
+impl access::Guest for Cards {
+    /// The second seat is taken with the join code; every other tool is for
+    /// the players (a hand is hidden information).
+    fn grants() -> Vec<Grant> {
+        vec![Grant { name: "join-game".into(), audience: Audience::Joins }]
     }
 }
 

@@ -191,6 +191,16 @@ pub fn choose(g: &mut Game, choice: &str) {
     }
 }
 
+/// The battle has ended: the host is told, and closes the simulator or the
+/// server connection (freeing its processes) while the battle's state and
+/// protocol stay readable.
+fn finish(g: &mut Game) {
+    if g.status != Status::Finished {
+        g.status = Status::Finished;
+        ludus_sdk::lifecycle::game_over();
+    }
+}
+
 pub fn offline_event(g: &mut Game, event: Event) {
     let Mode::Offline { bot, rng, bot_view, .. } = &mut g.mode else { return };
     match event {
@@ -198,7 +208,7 @@ pub fn offline_event(g: &mut Game, event: Event) {
             g.battle.on_log(&line);
             bot_view.on_log(&line);
             if g.battle.over() {
-                g.status = Status::Finished;
+                finish(g);
             }
         }
         Event::Request { side, json, .. } => match Request::parse(&json) {
@@ -321,7 +331,7 @@ pub fn online_event(g: &mut Game, event: Event) {
             if room.as_deref() == Some(r.as_str()) {
                 g.battle.on_log(&line);
                 if g.battle.over() {
-                    g.status = Status::Finished;
+                    finish(g);
                 }
             }
         }
