@@ -54,11 +54,28 @@ pub struct Limits {
     pub max_channels_per_session: usize,
     /// Largest message (line, frame, response) sent or received on a channel.
     pub max_channel_message_bytes: usize,
-    /// HTTP: open connections at once; beyond it new ones are closed at once.
+    /// HTTP: open connections at once. At the cap a new connection takes the
+    /// place of the oldest one that is not being answered (idle, or still
+    /// sending its request); only when every one is being answered is it refused.
     pub max_http_connections: usize,
+    /// HTTP: open connections from one address, under the same rule; the
+    /// rest of `max_http_connections` stays for other addresses.
+    pub max_http_connections_per_address: usize,
     /// HTTP: how long a client has to send a request's headers, on a new
     /// connection or between requests on a kept-alive one.
     pub http_header_timeout_ms: u64,
+    /// HTTP: time a request's body may take, plus one second per
+    /// `http_min_body_rate` bytes of it; a slower body is cut off (408).
+    pub http_body_timeout_ms: u64,
+    /// HTTP: the slowest rate (bytes per second) a large body may arrive at.
+    pub http_min_body_rate: u64,
+    /// HTTP: server-sent event streams (GET) open at once from one address.
+    pub max_sse_streams_per_address: usize,
+    /// Game processes (channel endpoints of kind `process`, counted by their
+    /// weight) running at once in the whole server.
+    pub max_processes: usize,
+    /// The same, for the sessions of one caller.
+    pub max_processes_per_caller: usize,
     /// HTTP: MCP sessions (initialize-era clients) at once; a new one beyond
     /// it is refused until one is deleted or expires.
     pub max_mcp_sessions: usize,
@@ -87,7 +104,13 @@ impl Default for Limits {
             max_channels_per_session: 4,
             max_channel_message_bytes: 1 << 20,
             max_http_connections: 1024,
+            max_http_connections_per_address: 512,
             http_header_timeout_ms: 10_000,
+            http_body_timeout_ms: 10_000,
+            http_min_body_rate: 64 << 10,
+            max_sse_streams_per_address: 128,
+            max_processes: 32,
+            max_processes_per_caller: 8,
             max_mcp_sessions: 10_000,
             mcp_session_idle_ms: 30 * 60 * 1000,
             busy_poll_us: 100,
@@ -117,21 +140,53 @@ pub struct PluginConfig {
     pub pass_env: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub limits: Limits,
     pub plugins: BTreeMap<String, PluginConfig>,
     /// Directory for precompiled components (default: the user cache dir).
     pub cache_dir: Option<std::path::PathBuf>,
-    /// Extra allowed HTTP Origins besides localhost.
+    /// HTTP Origins a browser may send requests from (`scheme://host:port`,
+    /// or `:*` for any port); the operator's list replaces the default.
     pub allowed_origins: Vec<String>,
+    /// HTTP Host names (optionally `:port`) besides the loopback names.
+    pub allowed_hosts: Vec<String>,
+    /// Bearer tokens the operator issued (`ludus token NAME`). With any
+    /// configured, every HTTP request must carry one.
+    pub tokens: Vec<Token>,
+}
+
+/// A bearer token: the caller's name, and the SHA-256 of the token (the
+/// token itself is never stored).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Token {
+    pub name: String,
+    pub sha256: String,
+}
+
+/// Origins allowed when the operator names none: local pages, any port.
+pub const DEFAULT_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            limits: Limits::default(),
+            plugins: BTreeMap::new(),
+            cache_dir: None,
+            allowed_origins: DEFAULT_ORIGINS.iter().map(|o| o.to_string()).collect(),
+            allowed_hosts: Vec::new(),
+            tokens: Vec::new(),
+        }
+    }
 }
 
 impl Config {
     pub fn load(path: &Path) -> anyhow::Result<Config> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
         let config: Config = toml::from_str(&text).with_context(|| format!("in config {}", path.display()))?;
+        check_tokens(&config.tokens).with_context(|| format!("in config {}", path.display()))?;
         for (plugin, p) in &config.plugins {
             if let Some(name) = p.channels.iter().find_map(|(name, e)| (*e == Endpoint::Disabled(false)).then_some(name)) {
                 anyhow::bail!(
@@ -171,6 +226,38 @@ impl Config {
     }
 }
 
+/// A new token for caller `name`: the token, and the config lines that
+/// admit it (its SHA-256, never the token).
+pub fn issue_token(name: &str) -> anyhow::Result<(String, String)> {
+    use sha2::{Digest, Sha256};
+    let token = format!("ludus_{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+    let sha256 = format!("{:x}", Sha256::digest(token.as_bytes()));
+    check_tokens(&[Token { name: name.to_string(), sha256: sha256.clone() }])?;
+    Ok((token, format!("[[tokens]]\nname = \"{name}\"\nsha256 = \"{sha256}\"")))
+}
+
+/// Token names are callers' names: distinct, and unlike a connection's
+/// (`client-…`); hashes are SHA-256 in hex, as `ludus token` prints them.
+fn check_tokens(tokens: &[Token]) -> anyhow::Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for t in tokens {
+        let name_ok = !t.name.is_empty()
+            && t.name.len() <= 64
+            && !t.name.starts_with("client-")
+            && t.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c));
+        if !name_ok {
+            anyhow::bail!("[[tokens]] name {:?}: 1-64 characters of A-Z a-z 0-9 - _ . @, not starting with `client-`", t.name);
+        }
+        if t.sha256.len() != 64 || !t.sha256.chars().all(|c| c.is_ascii_hexdigit()) {
+            anyhow::bail!("[[tokens]] {}: sha256 must be 64 hex digits (`ludus token {}` prints the line to use)", t.name, t.name);
+        }
+        if !seen.insert(&t.name) {
+            anyhow::bail!("[[tokens]] name {} appears twice", t.name);
+        }
+    }
+    Ok(())
+}
+
 /// What one endpoint name reaches, as the operator declared it.
 ///
 /// ```toml
@@ -189,6 +276,10 @@ pub enum Endpoint {
         #[serde(default)]
         args: Vec<String>,
         cwd: Option<std::path::PathBuf>,
+        /// How many processes it counts as against `limits.max_processes`
+        /// (a launcher that starts a second process counts 2).
+        #[serde(default = "one")]
+        weight: u32,
     },
     /// A WebSocket URL (`ws://` or `wss://`); text frames both ways.
     Websocket(String),
@@ -199,6 +290,10 @@ pub enum Endpoint {
     /// `disabled = true`: turned off, including a bundled game's default for
     /// this name (`disabled = false` is refused: name what it reaches instead).
     Disabled(bool),
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl Endpoint {

@@ -52,6 +52,16 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Issue a bearer token for HTTP clients: prints a new random token (give
+    /// it to the client, once: it is not stored) and the `[[tokens]]` lines
+    /// to add to the server's config, which keep only its SHA-256. With any
+    /// token configured, every HTTP request must carry one
+    /// (`Authorization: Bearer TOKEN`), and a client keeps its games across
+    /// reconnects and on stateless requests: its caller is NAME.
+    Token {
+        /// The caller the token stands for (games and `ludus_sessions` show it).
+        name: String,
+    },
     /// Copy a game component with its WIT doc comments embedded, so the host
     /// can turn them into tool descriptions, parameter docs and ranges.
     /// Component toolchains (cargo, componentize-py, componentize-js) drop
@@ -131,6 +141,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let _guard = rt.enter();
             let out = ludus::plugin::inspect::inspect(&file, &config, &runtime).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             println!("{}", serde_json::to_string_pretty(&out)?);
+            Ok(())
+        }
+        Command::Token { name } => {
+            let (token, lines) = ludus::config::issue_token(&name)?;
+            println!("token for {name} (give it to the client; it is not stored anywhere):\n\n    {token}\n");
+            println!("add to the server's config (--config FILE):\n\n{lines}");
             Ok(())
         }
         Command::Pack { input, output, wit } => {

@@ -23,7 +23,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::registry::Registry;
-use crate::session::{Progress, WaitProgress};
+use crate::session::{Caller, Progress, WaitProgress};
 
 mod answer;
 use answer::{error_result, json_len};
@@ -35,7 +35,8 @@ const TOOLS_TTL_MS: u64 = 10_000;
 #[derive(Clone)]
 pub struct Ludus {
     registry: Arc<Registry>,
-    /// This MCP client session, as plugins see it (`host.caller`).
+    /// This client, as plugins see it (`host.caller`), where the transport
+    /// does not say (stdio: one client, one caller).
     caller: String,
     /// Cancelled when the MCP session's handler is dropped (the client
     /// closed, was deleted or expired): ends the tasks serving only it.
@@ -50,21 +51,22 @@ impl Ludus {
         Ludus { registry, caller, _drop: Arc::new(gone.clone().drop_guard()), gone }
     }
 
-    /// Who is calling: over HTTP the MCP session (named by its header, which
-    /// rmcp hands the handler with the request), otherwise this client.
-    fn caller_of(&self, context: &RequestContext<RoleServer>) -> String {
-        context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.headers.get("mcp-session-id"))
-            .and_then(|id| id.to_str().ok())
-            .map_or_else(|| self.caller.clone(), caller_for_session)
+    /// Who is calling: over HTTP what the transport found (a bearer token's
+    /// name, the MCP session, or a stateless request), otherwise this client.
+    fn caller_of(&self, context: &RequestContext<RoleServer>) -> Caller {
+        caller_in(&context.extensions).unwrap_or_else(|| Caller::Connection(self.caller.clone()))
     }
 }
 
-/// The caller name of an HTTP MCP session: the same for both lanes, and not
-/// the session id itself (callers are shown to plugins and in
-/// `ludus_sessions`; the id is what authorises requests).
+/// The caller the HTTP transport filed with a request (rmcp hands the
+/// handler the request's HTTP parts in its extensions).
+pub fn caller_in(extensions: &Extensions) -> Option<Caller> {
+    extensions.get::<axum::http::request::Parts>().and_then(|parts| parts.extensions.get::<Caller>()).cloned()
+}
+
+/// The caller name of an HTTP MCP session: not the session id itself
+/// (callers are shown to plugins and in `ludus_sessions`; the id is what
+/// authorises requests).
 pub fn caller_for_session(session_id: &str) -> String {
     use sha2::{Digest, Sha256};
     static KEY: std::sync::OnceLock<[u8; 16]> = std::sync::OnceLock::new();
@@ -110,7 +112,7 @@ impl Ludus {
     /// `notifications/cancelled`); progress goes to `notify`.
     pub fn answer_directly(
         &self,
-        caller: Option<String>,
+        caller: Option<Caller>,
         request: JsonRpcRequest<ClientRequest>,
         ct: CancellationToken,
         notify: Notify,
@@ -122,7 +124,7 @@ impl Ludus {
             }
             ClientRequest::CallToolRequest(call) => {
                 let this = self.clone();
-                let caller = caller.unwrap_or_else(|| self.caller.clone());
+                let caller = caller.unwrap_or_else(|| Caller::Connection(self.caller.clone()));
                 // rmcp's parser moves a request's `_meta` into its extensions.
                 let progress = call.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token).map(|token| {
                     progress_reporter(token, move |p| notify(ServerJsonRpcMessage::notification(ProgressNotification::new(p).into())))
@@ -141,13 +143,13 @@ impl Ludus {
     /// `tools/call`, whichever lane it came by.
     async fn call_tool_as(
         &self,
-        caller: String,
+        caller: Caller,
         request: CallToolRequestParams,
         ct: CancellationToken,
         progress: Option<Progress>,
     ) -> Result<Answer, McpError> {
         let args = request.arguments.unwrap_or_default();
-        if let Some(r) = self.host_call(&request.name, &args) {
+        if let Some(r) = self.host_call(&request.name, &args, &caller) {
             return Ok(Answer::Result(r));
         }
         self.plugin_call(&request.name, args, caller, ct, progress).await
@@ -176,8 +178,33 @@ struct GamesOutput {
 /// What `ludus_sessions` answers (its `outputSchema`).
 #[derive(Serialize, JsonSchema)]
 struct SessionsOutput {
+    /// Who this server takes you for: the caller your games belong to.
+    you: You,
     count: usize,
+    /// Your sessions only: the ones you created or joined.
     sessions: Vec<crate::session::SessionInfo>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct You {
+    /// Your caller name, as games see it.
+    caller: String,
+    /// How the server knows you, and how long your games stay yours.
+    identity: String,
+}
+
+impl You {
+    fn of(caller: &Caller) -> You {
+        let identity = match caller {
+            Caller::Token(_) => "a bearer token: your games stay yours across reconnects and on stateless requests",
+            Caller::Connection(_) => {
+                "this connection (its MCP session): a reconnect makes you a new caller, without these games; an operator \
+                 who issues bearer tokens (`ludus token NAME`) lets a client keep its games across reconnects"
+            }
+            Caller::Stateless => crate::session::STATELESS_REFUSAL,
+        };
+        You { caller: caller.name().to_string(), identity: identity.to_string() }
+    }
 }
 
 /// The host's own tools, built once (their schemas come from schemars).
@@ -199,7 +226,13 @@ fn build_host_tools() -> Vec<Tool> {
         .with_output_schema::<GamesOutput>()
         .with_title("Loaded games")
         .annotate(ro.clone()),
-        Tool::new("ludus_sessions", "List live game sessions: id, game, version, seed, idle time, calls made, calls waiting, and why a session ended.", Arc::new(JsonObject::new()))
+        Tool::new(
+            "ludus_sessions",
+            "List your live game sessions (the ones you created or joined): id, game, version, players, the join code \
+             of a game with seats, idle time, calls made, calls waiting, whether the game is over (then also its seed), \
+             and why a session ended; and who the server takes you for.",
+            Arc::new(JsonObject::new()),
+        )
             .with_input_schema::<SessionsArgs>()
             .with_output_schema::<SessionsOutput>()
             .with_title("Live game sessions")
@@ -214,7 +247,7 @@ fn json_result(value: Value) -> CallToolResult {
 }
 
 impl Ludus {
-    fn host_call(&self, name: &str, args: &JsonObject) -> Option<CallToolResult> {
+    fn host_call(&self, name: &str, args: &JsonObject, caller: &Caller) -> Option<CallToolResult> {
         let bad = |e: serde_json::Error| error_result(format!("invalid arguments for `{name}`: {e}"));
         match name {
             "ludus_games" => Some(match serde_json::from_value::<GamesArgs>(Value::Object(args.clone())) {
@@ -229,11 +262,12 @@ impl Ludus {
                     let sessions: Vec<_> = self
                         .registry
                         .sessions
-                        .list()
+                        .list_for(caller)
                         .into_iter()
                         .filter(|s| a.game.as_ref().is_none_or(|g| &s.plugin == g))
                         .collect();
-                    json_result(serde_json::to_value(SessionsOutput { count: sessions.len(), sessions }).unwrap_or_default())
+                    let out = SessionsOutput { you: You::of(caller), count: sessions.len(), sessions };
+                    json_result(serde_json::to_value(out).unwrap_or_default())
                 }
                 Err(e) => bad(e),
             }),
@@ -245,7 +279,7 @@ impl Ludus {
         &self,
         name: &str,
         args: JsonObject,
-        caller: String,
+        caller: Caller,
         ct: CancellationToken,
         progress: Option<Progress>,
     ) -> Result<Answer, McpError> {
@@ -346,19 +380,20 @@ impl ServerHandler for Ludus {
         Ok(ListResourceTemplatesResult::with_all_items(templates))
     }
 
-    async fn read_resource(&self, request: ReadResourceRequestParams, _: RequestContext<RoleServer>) -> Result<ReadResourceResponse, McpError> {
+    async fn read_resource(&self, request: ReadResourceRequestParams, context: RequestContext<RoleServer>) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri;
         let found = self.registry.plugins().into_iter().find_map(|p| {
             let hit = p.resources.iter().find_map(|r| match r.session_in(&uri) {
-                Some(id) => Some((r.mime_type.clone(), Some(id.to_string()))),
+                Some(id) => Some((r.mime_type.clone(), Some((id.to_string(), r.audience)))),
                 None => (r.uri == uri).then(|| (r.mime_type.clone(), None)),
             });
             hit.map(|h| (p, h))
         });
         let Some((plugin, (mime, session))) = found else {
-            return Err(McpError::invalid_params(format!("no resource {uri}"), None));
+            return Err(McpError::invalid_params(format!("no resource {}", answer::brief(uri)), None));
         };
-        match self.registry.sessions.read_resource(&plugin, &uri, session.as_deref()).await {
+        let session = session.as_ref().map(|(id, audience)| (id.as_str(), *audience));
+        match self.registry.sessions.read_resource(&plugin, &uri, session, &self.caller_of(&context)).await {
             Ok(text) => Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)]).into()),
             Err(e) => Err(McpError::invalid_params(e, None)),
         }

@@ -231,7 +231,7 @@ impl Registry {
 
     pub fn status(&self) -> (Vec<GameStatus>, Vec<FileStatus>) {
         let st = self.read();
-        let sessions = self.sessions.list();
+        let live = self.sessions.count_by_plugin();
         let games = st
             .plugins
             .values()
@@ -244,7 +244,7 @@ impl Registry {
                     source: p.source.to_string(),
                     status: if e.error.is_some() { "error (serving last good version)" } else { "ok" },
                     tools: p.tools.iter().map(|t| t.name.clone()).collect(),
-                    live_sessions: sessions.iter().filter(|s| s.plugin == p.name).count(),
+                    live_sessions: live.get(&p.name).copied().unwrap_or(0),
                     last_error: e.error.clone(),
                 }
             })

@@ -1,10 +1,11 @@
-//! The `ludus:plugin/host` interface: log, identity, seed, timers and waits.
+//! The `ludus:plugin/host` interface: log, identity, seed, timers and waits;
+//! and `ludus:plugin/lifecycle`, through which a game says it is over.
 //! Each import is a short, non-blocking step; anything that takes time (a
 //! timer, a wait) is only recorded here and carried out by the session.
 
 use std::sync::{Arc, Weak};
 
-use crate::runtime::bindings::ludus::plugin::{host, types};
+use crate::runtime::bindings::ludus::plugin::{host, lifecycle, types};
 
 /// Who is calling, and why: set by the session before each call into the guest.
 #[derive(Clone, Debug, Default)]
@@ -33,13 +34,16 @@ pub struct HostCtx {
     pub call: CallInfo,
     /// Set by `host.wait`: the answer of the current call is provisional.
     pub wait: Option<u32>,
+    /// Set by `lifecycle.game-over`: the session releases its channels
+    /// when the current call returns.
+    pub game_over: bool,
     /// The session this instance serves (none for a plugin's shared instance).
     pub session: Option<Weak<dyn SessionControl>>,
 }
 
 impl HostCtx {
     pub fn new(plugin: &str, seed: u64, session: Option<Weak<dyn SessionControl>>) -> HostCtx {
-        HostCtx { plugin: plugin.into(), seed, call: CallInfo::default(), wait: None, session }
+        HostCtx { plugin: plugin.into(), seed, call: CallInfo::default(), wait: None, game_over: false, session }
     }
 
     fn session(&self) -> Option<Arc<dyn SessionControl>> {
@@ -52,6 +56,12 @@ impl HostCtx {
 }
 
 impl types::Host for HostCtx {}
+
+impl lifecycle::Host for HostCtx {
+    fn game_over(&mut self) {
+        self.game_over = true;
+    }
+}
 
 impl host::Host for HostCtx {
     fn log(&mut self, level: types::LogLevel, message: String) {

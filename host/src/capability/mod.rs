@@ -1,7 +1,7 @@
 //! What a plugin may reach, one module per host interface it imports (as
 //! wasmtime's `crates/wasi` and Spin's factors are cut): `wasi` (WASI p2 with
 //! nothing to reach), `host` (`ludus:plugin/host`: log, identity, seed,
-//! timers, waits) and `channels` (`ludus:plugin/channels`: processes, TCP,
+//! timers, waits; and `ludus:plugin/lifecycle`, the game's end) and `channels` (`ludus:plugin/channels`: processes, TCP,
 //! WebSocket, HTTP). Each keeps its own context in the store and sees the
 //! session only through a narrow trait of its own (`SessionControl`,
 //! `Inbox`), which the session implements.
@@ -50,6 +50,7 @@ pub fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
     contract::host::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
     contract::types::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
     contract::channels::add_to_linker::<_, Channels>(&mut linker, |s| &mut s.channels)?;
+    contract::lifecycle::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
     Ok(linker)
 }
 

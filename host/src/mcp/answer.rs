@@ -37,10 +37,29 @@ fn content_field(f: &Field) -> bool {
 impl Answer {
     /// A plugin's reply under the text convention.
     pub fn of(reply: Reply) -> Answer {
-        let (value, plugin, index) = match reply {
+        let (value, plugin, index, note) = match reply {
             Reply::Failed(e) => return Answer::Result(error_result(e)),
-            Reply::Value { value, plugin, tool } => (value, plugin, tool),
+            Reply::Value { value, plugin, tool, note } => (value, plugin, tool, note),
         };
+        let mut answer = Answer::of_value(value, plugin, index);
+        if let Some(note) = note {
+            answer.add_note(note);
+        }
+        answer
+    }
+
+    /// What the host adds for the agent goes after the game's own text.
+    fn add_note(&mut self, note: String) {
+        match self {
+            Answer::Record { text, .. } => {
+                text.push_str("\n\n");
+                text.push_str(&note);
+            }
+            Answer::Result(r) => r.content.push(ContentBlock::text(note)),
+        }
+    }
+
+    fn of_value(value: Option<Val>, plugin: Arc<Plugin>, index: usize) -> Answer {
         let tool = &plugin.tools[index];
         let (shape, value) = match (&tool.result, value) {
             (None, _) | (_, None) => return Answer::Result(done()),
@@ -174,8 +193,29 @@ fn done() -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text("Done.")])
 }
 
+/// An error for the agent. Errors often quote what they refuse; however
+/// large that was, the error stays short.
 pub fn error_result(text: impl Into<String>) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(text.into())])
+    CallToolResult::error(vec![ContentBlock::text(brief(text.into()))])
+}
+
+/// Longest error text sent: room for a list of legal moves, not for an
+/// echo of a 4 MB argument.
+const MAX_ERROR_CHARS: usize = 4000;
+
+/// `text` cut to [`MAX_ERROR_CHARS`], saying how much was left out.
+pub fn brief(mut text: String) -> String {
+    if text.len() <= MAX_ERROR_CHARS {
+        return text;
+    }
+    let mut end = MAX_ERROR_CHARS;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let rest = text.len() - end;
+    text.truncate(end);
+    text.push_str(&format!("… ({rest} more bytes not shown)"));
+    text
 }
 
 /// The response to `id` carrying `result`, as JSON.
@@ -219,7 +259,7 @@ mod tests {
     fn reply(plugin: &Arc<Plugin>, tool: usize, value: &Value) -> Reply {
         let shape = ok_shape(plugin.tools[tool].result.as_ref()).unwrap();
         let ok = shape.to_val(value, "result").unwrap();
-        Reply::Value { value: Some(Val::Result(Ok(Some(Box::new(ok))))), plugin: plugin.clone(), tool }
+        Reply::Value { value: Some(Val::Result(Ok(Some(Box::new(ok))))), plugin: plugin.clone(), tool, note: None }
     }
 
     fn snapshot(text: &str) -> Value {

@@ -24,8 +24,9 @@ use crate::runtime::bindings::ludus::plugin::types::{PluginInfo, SessionRole};
 use docs::Docs;
 use schema::{Field, Shape, object_schema};
 
-const META: &str = "ludus:plugin/meta@0.1.1";
-const EVENTS: &str = "ludus:plugin/events@0.1.1";
+const META: &str = "ludus:plugin/meta@0.1.2";
+const ACCESS: &str = "ludus:plugin/access@0.1.2";
+const EVENTS: &str = "ludus:plugin/events@0.1.2";
 
 /// Where a plugin version came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +53,24 @@ pub enum Role {
     Shared,
 }
 
+/// Who may call a tool that uses a session, or read a per-session resource
+/// (`ludus:plugin/access`; the host checks it for every plugin).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Audience {
+    /// The session's players: its creator and the callers that joined it.
+    #[default]
+    Players,
+    /// Anyone who names the session (a view that hides nothing).
+    Spectators,
+    /// Takes a seat, given the session's join code.
+    Joins,
+}
+
+/// The argument a `joins` tool takes besides its own: the join code the
+/// session's creator hands out. The host checks it and does not pass it on.
+pub const JOIN_CODE: &str = "join_code";
+
 /// One tool, derived from one exported function.
 pub struct ToolDef {
     /// MCP name, `<prefix>_<function>`.
@@ -63,6 +82,7 @@ pub struct ToolDef {
     /// The function's result type (none for functions without one).
     pub result: Option<Shape>,
     pub role: Role,
+    pub audience: Audience,
     pub read_only: bool,
     pub default_wait: Duration,
     pub max_wait: Duration,
@@ -110,6 +130,7 @@ impl ToolDef {
 }
 
 pub struct ResourceDef {
+    pub audience: Audience,
     pub uri: String,
     pub name: String,
     pub description: String,
@@ -180,7 +201,7 @@ impl Plugin {
                 if ungranted.is_empty() { "an interface".to_string() } else { format!("`{}`", ungranted.join("`, `")) }
             )
         })?;
-        let info = describe(&pre)?;
+        let (info, grants) = describe(&pre)?;
         validate_plugin_name(&info.name)?;
         let docs = match ludus_pack::package_docs(bytes) {
             Some(json) => Docs::parse(json)?,
@@ -196,7 +217,8 @@ impl Plugin {
         if maps_data {
             cap_mapped_sessions(&info.name, &mut limits);
         }
-        let tools = derive_tools(&component, &info, &docs, &prefix, &limits)?;
+        let tools = derive_tools(&component, &info, &docs, &prefix, &limits, &grants)?;
+        check_grants(&grants, &tools, &info)?;
         let read_resource = component
             .get_export_index(None, META)
             .and_then(|m| component.get_export_index(Some(&m), "read-resource"))
@@ -204,6 +226,7 @@ impl Plugin {
         let event = |name: &str| component.get_export_index(None, EVENTS).and_then(|e| component.get_export_index(Some(&e), name));
         let channels = Arc::new(ChannelGrant {
             plugin: info.name.clone(),
+            processes: runtime.processes.clone(),
             endpoints: config.plugins.get(&info.name).map(|p| p.channels.clone()).unwrap_or_default(),
             limits: config.channel_limits(),
             receives: event("on-message").is_some(),
@@ -216,6 +239,7 @@ impl Plugin {
                 .resources
                 .iter()
                 .map(|r| ResourceDef {
+                    audience: audience_of(&grants, &r.uri),
                     uri: r.uri.clone(),
                     name: r.name.clone(),
                     description: r.description.clone(),
@@ -245,6 +269,11 @@ impl Plugin {
     pub fn tool(&self, name: &str) -> Option<&ToolDef> {
         self.tools.iter().find(|t| t.name == name)
     }
+
+    /// Its sessions have seats another caller takes with a join code.
+    pub fn has_seats(&self) -> bool {
+        self.tools.iter().any(|t| t.audience == Audience::Joins)
+    }
 }
 
 /// A plugin whose instances map their data segments (chess: 4.4 MB of move
@@ -266,8 +295,11 @@ fn imports_of(component: &Component) -> Vec<String> {
     component.component_type().imports(component.engine()).map(|(name, _)| name.to_string()).collect()
 }
 
-/// Runs `meta.describe` in a throwaway instance.
-fn describe(pre: &InstancePre<HostState>) -> Result<PluginInfo, String> {
+/// What a plugin grants beyond its players: (tool function or resource URI, audience).
+type Grants = Vec<(String, Audience)>;
+
+/// Runs `meta.describe` (and `access.grants`, if exported) in a throwaway instance.
+fn describe(pre: &InstancePre<HostState>) -> Result<(PluginInfo, Grants), String> {
     let game_pre = LinkedPre::new(pre.clone())
         .map_err(|e| format!("it is not a Ludus game: it must export {META} (include ludus:plugin/game in its world): {e:#}"))?;
     let limits = Config::default().limits_for("", None);
@@ -275,12 +307,66 @@ fn describe(pre: &InstancePre<HostState>) -> Result<PluginInfo, String> {
     let host = HostCtx::new("(loading)", 0, None);
     let output = Output { stdout: out.clone(), stderr: out.clone() };
     let mut store = capability::new_store(pre.engine(), &limits, host, ChannelsCtx::default(), output);
-    let game = game_pre.instantiate(&mut store).map_err(|e| format!("it failed to start: {e:#}"))?;
-    let info = game.ludus_plugin_meta().call_describe(&mut store).map_err(|e| {
+    let instance = game_pre.instance_pre().instantiate(&mut store).map_err(|e| format!("it failed to start: {e:#}"))?;
+    let game = crate::runtime::bindings::Linked::new(&mut store, &instance).map_err(|e| format!("it is not a Ludus game: {e:#}"))?;
+    let failed = |what: &str, e: wasmtime::Error| {
         let (text, _) = out.take();
-        format!("its describe() failed: {e:#} {}", text.trim())
-    })?;
-    Ok(info)
+        format!("its {what} failed: {e:#} {}", text.trim())
+    };
+    let info = game.ludus_plugin_meta().call_describe(&mut store).map_err(|e| failed("describe()", e))?;
+    let grants = read_grants(&mut store, &instance).map_err(|e| failed("access.grants()", e))?;
+    Ok((info, grants))
+}
+
+/// Calls `access.grants` when the plugin exports it (a 0.1.2 interface,
+/// looked up by name so that older plugins keep loading).
+fn read_grants(store: &mut wasmtime::Store<HostState>, instance: &wasmtime::component::Instance) -> wasmtime::Result<Grants> {
+    use wasmtime::component::Val;
+    let Some(iface) = instance.get_export_index(&mut *store, None, ACCESS) else { return Ok(Vec::new()) };
+    let Some(func) = instance.get_export_index(&mut *store, Some(&iface), "grants").and_then(|f| instance.get_func(&mut *store, f)) else {
+        wasmtime::bail!("{ACCESS} has no `grants` function");
+    };
+    let mut out = [Val::Bool(false)];
+    func.call(&mut *store, &[], &mut out)?;
+    let Val::List(items) = &out[0] else { wasmtime::bail!("grants() returned no list") };
+    let mut grants = Vec::new();
+    for item in items {
+        let Val::Record(fields) = item else { continue };
+        let (mut name, mut audience) = (None, Audience::Players);
+        for (field, value) in fields {
+            match (field.as_str(), value) {
+                ("name", Val::String(s)) => name = Some(s.clone()),
+                ("audience", Val::Enum(a)) if a == "spectators" => audience = Audience::Spectators,
+                ("audience", Val::Enum(a)) if a == "joins" => audience = Audience::Joins,
+                _ => {}
+            }
+        }
+        grants.extend(name.map(|n| (n, audience)));
+    }
+    Ok(grants)
+}
+
+fn audience_of(grants: &Grants, name: &str) -> Audience {
+    grants.iter().find(|(n, _)| n == name).map_or(Audience::Players, |(_, a)| *a)
+}
+
+/// Every grant names a tool that uses a session, or a per-session resource;
+/// only a tool can take seats.
+fn check_grants(grants: &Grants, tools: &[ToolDef], info: &PluginInfo) -> Result<(), String> {
+    for (name, audience) in grants {
+        if let Some(tool) = tools.iter().find(|t| &t.func == name) {
+            if !matches!(tool.role, Role::Uses(_)) {
+                return Err(format!("access.grants() opens tool `{name}`, which does not use a session (only such tools have an audience)"));
+            }
+        } else if info.resources.iter().any(|r| &r.uri == name && r.uri.contains(SESSION_SLOT)) {
+            if *audience == Audience::Joins {
+                return Err(format!("access.grants(): resource `{name}` cannot take seats (only a tool can)"));
+            }
+        } else {
+            return Err(format!("access.grants() names `{name}`, which is neither a tool nor a per-session resource of this plugin"));
+        }
+    }
+    Ok(())
 }
 
 fn validate_plugin_name(name: &str) -> Result<(), String> {
@@ -323,6 +409,7 @@ fn derive_tools(
     docs: &Docs,
     prefix: &str,
     limits: &PluginLimits,
+    grants: &Grants,
 ) -> Result<Vec<ToolDef>, String> {
     let (iface, funcs) = tools_interface(component)?;
     for hint in &info.tools {
@@ -379,7 +466,8 @@ fn derive_tools(
         if let Role::Uses(i) = role {
             params[i].doc.get_or_insert_with(|| "Id of the game session to act on.".into());
         }
-        let tool = mcp_tool(&name, &func, &fdocs.summary, &params, result.as_ref(), hint)?;
+        let audience = audience_of(grants, &func);
+        let tool = mcp_tool(&name, &func, &fdocs.summary, &params, result.as_ref(), hint, audience)?;
         tools.push(ToolDef {
             export: component
                 .get_export_index(Some(&iface_index), func.as_str())
@@ -389,6 +477,7 @@ fn derive_tools(
             params,
             result,
             role,
+            audience,
             read_only: hint.is_some_and(|h| h.read_only),
             default_wait: default_wait.min(max_wait),
             max_wait,
@@ -443,9 +532,13 @@ fn mcp_tool(
     params: &[Field],
     result: Option<&Shape>,
     hint: Option<&crate::runtime::bindings::ludus::plugin::types::ToolHint>,
+    audience: Audience,
 ) -> Result<Tool, String> {
     let description = summary.clone().unwrap_or_else(|| format!("Calls `{func}`."));
-    let input = as_object(object_schema(params));
+    let mut input = as_object(object_schema(params));
+    if audience == Audience::Joins {
+        add_join_code(&mut input);
+    }
     let mut tool = Tool::new(name.to_string(), description, Arc::new(input));
     if let Some(Shape::Record { fields, doc }) = ok_shape(result) {
         let mut schema = object_schema(&structured_fields(fields));
@@ -470,6 +563,15 @@ fn mcp_tool(
         tool = tool.with_meta(meta);
     }
     Ok(tool)
+}
+
+/// A `joins` tool asks for the session's join code besides its own parameters.
+fn add_join_code(schema: &mut JsonObject) {
+    let doc = "The join code the game's creator hands out (it is in the answer that started the game, and in their \
+               `ludus_sessions`). Needed to take a seat; a player already seated may leave it out.";
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        props.insert(JOIN_CODE.into(), json!({"type": "string", "description": doc}));
+    }
 }
 
 fn as_object(v: Value) -> JsonObject {

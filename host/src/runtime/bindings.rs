@@ -7,8 +7,9 @@ wasmtime::component::bindgen!({
     inline: "
         package ludus:host;
         world linked {
-            include ludus:plugin/game@0.1.1;
-            import ludus:plugin/channels@0.1.1;
+            include ludus:plugin/game@0.1.2;
+            import ludus:plugin/channels@0.1.2;
+            import ludus:plugin/lifecycle@0.1.2;
         }
     ",
     path: "../wit/plugin",

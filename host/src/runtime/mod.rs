@@ -18,6 +18,7 @@ use wasmtime::{Engine, Store};
 
 pub mod bindings;
 pub mod clock;
+pub mod processes;
 
 /// How a guest function has run so far, which decides where its next call
 /// runs (`run_guest`). One per tool; a function whose calls ran long twice in
@@ -226,6 +227,8 @@ pub struct Runtime {
     mapped: Engine,
     /// Plugins' timers, fired by the thread that advances the epoch.
     pub timers: Arc<clock::Timers>,
+    /// The game processes plugins' sessions may run.
+    pub processes: Arc<processes::ProcessBudget>,
     cache_dir: Option<PathBuf>,
 }
 
@@ -259,7 +262,9 @@ impl Runtime {
         let (copied, mapped) = (Engine::new(&config(false))?, Engine::new(&config(true))?);
         let timers = Arc::new(clock::Timers::default());
         clock::start(&[&copied, &mapped], timers.clone());
-        Ok(Arc::new(Runtime { copied, mapped, timers, cache_dir }))
+        let defaults = crate::config::Limits::default();
+        let processes = processes::ProcessBudget::new(defaults.max_processes, defaults.max_processes_per_caller);
+        Ok(Arc::new(Runtime { copied, mapped, timers, processes, cache_dir }))
     }
 
     /// Whether `component`'s instances map their data segments rather than
@@ -354,6 +359,11 @@ fn write_cache(dir: &std::path::Path, path: &std::path::Path, component: &Compon
 
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether two secrets are equal, in time that depends only on their lengths.
+pub fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -53,6 +53,14 @@ pub struct Session {
     pub seed: u64,
     pub created_by: String,
     pub created_at: SystemTime,
+    /// Who may call the session's tools: its creator, then each caller that
+    /// took a seat with the join code (`plugin::Audience`).
+    players: Mutex<Vec<String>>,
+    /// What the creator hands out for a seat (plugins with `joins` tools).
+    join_code: Option<String>,
+    /// The game said it is over (`lifecycle.game-over`): its channels are
+    /// closed, it stays readable until it expires.
+    over: AtomicBool,
     last_used: Mutex<Instant>,
     calls: AtomicU64,
     /// Calls currently held in a wait on this session.
@@ -98,6 +106,9 @@ impl Session {
             seed,
             created_by: caller.to_string(),
             created_at: SystemTime::now(),
+            players: Mutex::new(vec![caller.to_string()]),
+            join_code: plugin.has_seats().then(new_join_code),
+            over: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
             calls: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
@@ -111,7 +122,7 @@ impl Session {
             changed: watch::channel(0).0,
             timers: Mutex::new(HashMap::new()),
             next_timer: AtomicU64::new(0),
-            channels: Arc::new(Channels::new(plugin.channels.clone(), rt.clone())),
+            channels: Arc::new(Channels::new(plugin.channels.clone(), caller, rt.clone())),
             table,
             rt,
         });
@@ -134,6 +145,31 @@ impl Session {
 
     pub fn id(&self) -> String {
         lock(&self.id).clone()
+    }
+
+    pub fn is_player(&self, caller: &str) -> bool {
+        !caller.is_empty() && lock(&self.players).iter().any(|p| p == caller)
+    }
+
+    /// Seats `caller` (it joined with the code); once only.
+    pub fn seat(&self, caller: &str) {
+        let mut players = lock(&self.players);
+        if !players.iter().any(|p| p == caller) {
+            players.push(caller.to_string());
+        }
+    }
+
+    pub fn join_code(&self) -> Option<&str> {
+        self.join_code.as_deref()
+    }
+
+    /// Whether `code` is this session's join code (compared in constant time).
+    pub fn join_code_is(&self, code: &str) -> bool {
+        self.join_code.as_deref().is_some_and(|mine| crate::runtime::same_secret(mine.as_bytes(), code.as_bytes()))
+    }
+
+    pub fn is_over(&self) -> bool {
+        self.over.load(Ordering::Relaxed)
     }
 
     pub fn idle_for(&self) -> Duration {
@@ -181,7 +217,15 @@ impl Session {
         let outcome = func.call(&mut *store, params, &mut out);
         self.flush_output();
         match outcome {
-            Ok(()) => Ok(Invocation { value: out.pop(), wait: store.data_mut().host.wait.take() }),
+            Ok(()) => {
+                let host = &mut store.data_mut().host;
+                let (wait, over) = (host.wait.take(), std::mem::take(&mut host.game_over));
+                drop(slot);
+                if over {
+                    self.end_game();
+                }
+                Ok(Invocation { value: out.pop(), wait })
+            }
             Err(e) => {
                 let why = self.trap_reason(&e, store.data().limiter.hit);
                 tracing::warn!(plugin = self.plugin.name, session = self.id(), "session ended: {why}");
@@ -228,6 +272,15 @@ impl Session {
         }
     }
 
+    /// The game is over (`lifecycle.game-over`): its channels close now (its
+    /// processes are killed, their budget freed); its state stays readable.
+    fn end_game(&self) {
+        if !self.over.swap(true, Ordering::Relaxed) {
+            tracing::debug!(plugin = self.plugin.name, session = self.id(), "the game is over; closing its channels");
+        }
+        self.channels.close_all();
+    }
+
     /// The session ended: no more timers, and every channel closed (its
     /// processes killed).
     pub fn stop_io(&self) {
@@ -251,18 +304,25 @@ impl Session {
         }
     }
 
+    /// The session as its players see it in `ludus_sessions`: the seed only
+    /// once the game is over (it would let a player foresee a running game).
     pub fn info(&self) -> SessionInfo {
+        let ended = self.is_dead();
+        let over = self.is_over();
         SessionInfo {
             id: self.id(),
             plugin: self.plugin.name.clone(),
             plugin_version: self.plugin.version.clone(),
-            seed: self.seed,
+            seed: (over || ended.is_some()).then_some(self.seed),
             created_by: self.created_by.clone(),
+            players: lock(&self.players).len(),
+            join_code: self.join_code.clone(),
+            game_over: over,
             idle_seconds: self.idle_for().as_secs(),
             calls: self.calls.load(Ordering::Relaxed),
             waiting_calls: self.waiting.load(Ordering::Relaxed),
             channels: self.channels.list(),
-            ended: self.is_dead(),
+            ended,
         }
     }
 }
@@ -373,8 +433,17 @@ pub struct SessionInfo {
     pub id: String,
     pub plugin: String,
     pub plugin_version: String,
-    pub seed: u64,
+    /// Shown once the game is over or ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     pub created_by: String,
+    /// Callers that may play: the creator and those who joined.
+    pub players: usize,
+    /// For games with seats: what to hand the agent who should take one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub join_code: Option<String>,
+    /// The game said it is over; its processes are gone, its state readable.
+    pub game_over: bool,
     pub idle_seconds: u64,
     pub calls: u64,
     pub waiting_calls: u64,
@@ -382,6 +451,13 @@ pub struct SessionInfo {
     pub channels: Vec<ChannelInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended: Option<String>,
+}
+
+/// A join code: 16 characters from a v4 UUID's random bits (about 64 bits),
+/// grouped for reading aloud or copying.
+fn new_join_code() -> String {
+    let hex = uuid::Uuid::new_v4().simple().to_string();
+    format!("{}-{}-{}-{}", &hex[0..4], &hex[4..8], &hex[8..12], &hex[16..20])
 }
 
 /// What a guest said on stderr as it crashed: a Python exception

@@ -17,13 +17,51 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::Val;
 
 use crate::capability::CallInfo;
-use crate::plugin::{Plugin, Role, ToolDef};
+use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, ToolDef};
 use crate::runtime::{maps_per_instance, run_guest};
 use crate::sync::lock;
 
 pub use instance::{Invocation, Names, Session, SessionInfo};
 use gone::Gone;
 use wait::{Wait, Woken};
+
+/// Who makes a call. Sessions belong to callers, so every call has one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// A connection: the stdio client, or an HTTP MCP session. Known until
+    /// it closes; a reconnecting client is a new caller.
+    Connection(String),
+    /// The name of an operator's bearer token: the same caller on every
+    /// connection and on stateless requests.
+    Token(String),
+    /// A stateless HTTP request without a token: nothing ties it to the next.
+    Stateless,
+}
+
+impl Caller {
+    /// The name plugins see (`host.caller`); empty for a stateless request.
+    pub fn name(&self) -> &str {
+        match self {
+            Caller::Connection(name) | Caller::Token(name) => name,
+            Caller::Stateless => "",
+        }
+    }
+}
+
+/// Why a stateless request without a token cannot start or play a game.
+pub const STATELESS_REFUSAL: &str = "this request carries no caller identity (a stateless HTTP request without a bearer \
+    token), so no game can be yours: a game it started could not be played by the next request. Send \
+    `Authorization: Bearer <token>` with a token the operator issued (`ludus token NAME`), or open an MCP session \
+    with `initialize`";
+
+/// The one refusal for a call on a session the caller does not play in.
+fn not_yours(param: &str, id: &str, what: &str, joins: Option<&str>) -> String {
+    let join = match joins {
+        Some(tool) => format!(" To take a free seat, call `{tool}` with the join code its creator hands out."),
+        None => String::new(),
+    };
+    format!("`{param}` {id} is not one of your game sessions: only its players may {what}.{join}")
+}
 
 /// The table of live sessions.
 pub struct Sessions {
@@ -140,8 +178,9 @@ impl Drop for Held<'_> {
 /// How a tool call that reached a plugin ended.
 pub enum Reply {
     /// The function's value (none for functions without a result), with the
-    /// plugin version and tool that produced it (the session's version).
-    Value { value: Option<Val>, plugin: Arc<Plugin>, tool: usize },
+    /// plugin version and tool that produced it (the session's version), and
+    /// what the host adds for the agent (a new game's join code).
+    Value { value: Option<Val>, plugin: Arc<Plugin>, tool: usize, note: Option<String> },
     /// The host could not run the call (session unknown/ended, limits, trap).
     Failed(String),
 }
@@ -167,8 +206,17 @@ impl Sessions {
         lock(&self.live).by_id.len()
     }
 
-    pub fn list(&self) -> Vec<SessionInfo> {
-        let mut v: Vec<SessionInfo> = lock(&self.live).by_id.values().map(|s| s.info()).collect();
+    /// Live sessions per plugin name.
+    pub fn count_by_plugin(&self) -> HashMap<String, usize> {
+        lock(&self.live).per_plugin.clone()
+    }
+
+    /// The sessions `caller` plays in (no one else's: ids, join codes and
+    /// what they run are the players' business).
+    pub fn list_for(&self, caller: &Caller) -> Vec<SessionInfo> {
+        let name = caller.name();
+        let mut v: Vec<SessionInfo> =
+            lock(&self.live).by_id.values().filter(|s| s.is_player(name)).map(|s| s.info()).collect();
         v.sort_by(|a, b| a.id.cmp(&b.id));
         v
     }
@@ -274,29 +322,45 @@ impl Sessions {
         plugin: Arc<Plugin>,
         tool_index: usize,
         args: &serde_json::Map<String, serde_json::Value>,
-        caller: String,
+        caller: Caller,
         cancel: CancellationToken,
         progress: Option<Progress>,
     ) -> Reply {
         match self.prepare(&plugin, tool_index, args, &caller).await {
-            Ok(call) => self.run(call, caller, cancel, progress).await,
+            Ok(call) => self.run(call, caller.name().to_string(), cancel, progress).await,
             Err(e) => Reply::Failed(e),
         }
     }
 
-    /// Checks the arguments, finds or starts the session, and picks the tool
-    /// of the version that session runs (it keeps the one it started on).
+    /// Checks the arguments, finds or starts the session (and that the
+    /// caller may use it), and picks the tool of the version that session
+    /// runs (it keeps the one it started on).
     async fn prepare(
         self: &Arc<Self>,
         plugin: &Arc<Plugin>,
         tool_index: usize,
         args: &serde_json::Map<String, serde_json::Value>,
-        caller: &str,
+        caller: &Caller,
     ) -> Result<Prepared, String> {
         let current = &plugin.tools[tool_index];
+        // A `joins` tool's join code is the host's, not the game's.
+        let (args, code) = match current.audience {
+            Audience::Joins => split_join_code(args)?,
+            _ => (std::borrow::Cow::Borrowed(args), None),
+        };
+        let args = args.as_ref();
+        // Whose session it is comes first: a stranger learns nothing from
+        // its arguments being checked.
+        let named = match current.role {
+            Role::Uses(i) => self.named_session(plugin, current, &current.params[i].json, args, caller, code.as_deref())?,
+            _ => None,
+        };
         let params = current.convert_args(args)?;
         let seed = current.seed_argument(&params);
-        let session = self.session_for(plugin, current, &params, caller, seed).await?;
+        let session = match named {
+            Some(session) => session,
+            None => self.session_for(plugin, current, &params, caller, seed).await?,
+        };
         let version = session.plugin.clone();
         if Arc::ptr_eq(&version, plugin) {
             return Ok(Prepared { session, version, tool: tool_index, params });
@@ -319,6 +383,7 @@ impl Sessions {
         let Prepared { session, version, tool: index, params } = call;
         let tool = &version.tools[index];
         let creates = tool.role == Role::Creates;
+        let joins = tool.audience == Audience::Joins;
         let results = usize::from(tool.result.is_some());
         let mut changes = session.changed.subscribe();
         let mut wait = Wait::new();
@@ -350,7 +415,12 @@ impl Sessions {
                 if !rerun && !tool.read_only {
                     session.bump();
                 }
-                return Reply::Value { value: inv.value, plugin: version.clone(), tool: index };
+                let ok = !matches!(inv.value, Some(Val::Result(Err(_))));
+                if joins && ok {
+                    session.seat(&caller);
+                }
+                let note = if creates && ok { join_note(&session, &version) } else { None };
+                return Reply::Value { value: inv.value, plugin: version.clone(), tool: index, note };
             };
             // Each held call is cheap but not free. Beyond the cap a call is not
             // held at all: it is answered at once as if its wait had run out (the
@@ -377,12 +447,30 @@ impl Sessions {
         }
     }
 
+    /// The live session a `uses` tool's id names, if the caller may make
+    /// this call on it; None when the id is missing or not a string (the
+    /// argument check says so).
+    fn named_session(
+        &self,
+        plugin: &Plugin,
+        tool: &ToolDef,
+        param: &str,
+        args: &serde_json::Map<String, serde_json::Value>,
+        caller: &Caller,
+        code: Option<&str>,
+    ) -> Result<Option<Arc<Session>>, String> {
+        let Some(id) = args.get(param).and_then(serde_json::Value::as_str) else { return Ok(None) };
+        let session = self.live(id, plugin, param)?;
+        admit(&session, tool, caller, code, param)?;
+        Ok(Some(session))
+    }
+
     async fn session_for(
         self: &Arc<Self>,
         plugin: &Arc<Plugin>,
         tool: &ToolDef,
         params: &[Val],
-        caller: &str,
+        caller: &Caller,
         seed: Option<u64>,
     ) -> Result<Arc<Session>, String> {
         match tool.role {
@@ -391,6 +479,10 @@ impl Sessions {
                 self.live(id, plugin, &tool.params[i].json)
             }
             Role::Creates => {
+                if *caller == Caller::Stateless {
+                    return Err(STATELESS_REFUSAL.into());
+                }
+                let caller = caller.name();
                 if let Some(why) = self.refuse_new(plugin, caller) {
                     return Err(why);
                 }
@@ -418,10 +510,26 @@ impl Sessions {
     }
 
     /// Reads a plugin resource through `meta.read-resource`: in the named
-    /// session's instance for per-session resources, else in the shared one.
-    pub async fn read_resource(&self, plugin: &Arc<Plugin>, uri: &str, session: Option<&str>) -> Result<String, String> {
+    /// session's instance for per-session resources (for its players, or
+    /// anyone when the plugin opens it to spectators), else in the shared one.
+    pub async fn read_resource(
+        &self,
+        plugin: &Arc<Plugin>,
+        uri: &str,
+        session: Option<(&str, Audience)>,
+        caller: &Caller,
+    ) -> Result<String, String> {
         let session = match session {
-            Some(id) => self.live(id, plugin, "session")?,
+            Some((id, audience)) => {
+                let s = self.live(id, plugin, "session")?;
+                if audience != Audience::Spectators && !s.is_player(caller.name()) {
+                    if *caller == Caller::Stateless {
+                        return Err(STATELESS_REFUSAL.into());
+                    }
+                    return Err(not_yours("session", id, &format!("read {uri}"), None));
+                }
+                s
+            }
             None => self.shared_session(plugin)?,
         };
         let (export, uri) = (session.plugin.read_resource, uri.to_string());
@@ -450,6 +558,53 @@ impl Names for Sessions {
         }
         Ok(())
     }
+}
+
+/// Whether `caller` may make this call on `session`: spectators' tools are
+/// open to all, a `joins` tool to whoever brings the join code, every other
+/// tool to the players only.
+fn admit(session: &Session, tool: &ToolDef, caller: &Caller, code: Option<&str>, param: &str) -> Result<(), String> {
+    if tool.audience == Audience::Spectators || session.is_player(caller.name()) {
+        return Ok(());
+    }
+    if *caller == Caller::Stateless {
+        return Err(STATELESS_REFUSAL.into());
+    }
+    let id = session.id();
+    match (tool.audience, code) {
+        (Audience::Joins, Some(code)) if session.join_code_is(code) => Ok(()),
+        (Audience::Joins, Some(_)) => Err(format!("wrong `{JOIN_CODE}` for `{param}` {id}: ask the game's creator for its join code")),
+        (Audience::Joins, None) => {
+            Err(format!("taking a seat in `{param}` {id} needs its `{JOIN_CODE}`, which the game's creator hands out"))
+        }
+        _ => Err(not_yours(param, &id, &format!("call `{}`", tool.name), joins_tool(&session.plugin))),
+    }
+}
+
+/// The tool that takes a seat in this plugin's games, if any.
+fn joins_tool(plugin: &Plugin) -> Option<&str> {
+    plugin.tools.iter().find(|t| t.audience == Audience::Joins).map(|t| t.name.as_str())
+}
+
+/// What the creator of a game with seats is told: the code to hand out.
+fn join_note(session: &Session, plugin: &Plugin) -> Option<String> {
+    let (code, tool) = (session.join_code()?, joins_tool(plugin)?);
+    Some(format!(
+        "Join code: {code}. To let another agent take a seat, give them the game id and this code; they pass both to \
+         `{tool}` (`{JOIN_CODE}`). Anyone else is refused. `ludus_sessions` shows the code again."
+    ))
+}
+
+/// The arguments without the join code, and the code.
+fn split_join_code(
+    args: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(std::borrow::Cow<'_, serde_json::Map<String, serde_json::Value>>, Option<String>), String> {
+    let Some(code) = args.get(JOIN_CODE) else { return Ok((std::borrow::Cow::Borrowed(args), None)) };
+    let Some(code) = code.as_str() else { return Err(format!("`{JOIN_CODE}` must be a string")) };
+    let code = code.to_string();
+    let mut rest = args.clone();
+    rest.remove(JOIN_CODE);
+    Ok((std::borrow::Cow::Owned(rest), Some(code)))
 }
 
 /// A call on its way: the session, the version it runs, and that version's tool.

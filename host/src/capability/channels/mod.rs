@@ -19,6 +19,7 @@ use std::sync::{Arc, Weak};
 use tokio::sync::mpsc;
 
 use crate::config::{ChannelLimits, Endpoint};
+use crate::runtime::processes::ProcessBudget;
 use crate::runtime::bindings::ludus::plugin::channels;
 
 pub use table::ChannelInfo;
@@ -28,6 +29,8 @@ pub use transport::{Inbox, Input, install_tls_provider};
 /// and whether the plugin can receive input at all.
 pub struct ChannelGrant {
     pub plugin: String,
+    /// The server's budget of game processes.
+    pub processes: Arc<ProcessBudget>,
     pub endpoints: BTreeMap<String, Endpoint>,
     pub limits: ChannelLimits,
     /// The plugin exports `events.on-message`.
@@ -37,13 +40,15 @@ pub struct ChannelGrant {
 /// The channels of one session.
 pub struct Channels {
     grant: Arc<ChannelGrant>,
+    /// The caller whose budget this session's processes count against.
+    owner: String,
     table: Arc<table::Table>,
     rt: tokio::runtime::Handle,
 }
 
 impl Channels {
-    pub fn new(grant: Arc<ChannelGrant>, rt: tokio::runtime::Handle) -> Channels {
-        Channels { grant, table: Arc::default(), rt }
+    pub fn new(grant: Arc<ChannelGrant>, owner: &str, rt: tokio::runtime::Handle) -> Channels {
+        Channels { grant, owner: owner.to_string(), table: Arc::default(), rt }
     }
 
     pub fn list(&self) -> Vec<ChannelInfo> {
@@ -71,6 +76,10 @@ impl Channels {
         if let Endpoint::Disabled(_) = endpoint {
             return Err(format!("channel endpoint `{name}` of plugin {p} is turned off by the operator ([plugins.{p}.channels.{name}] disabled = true)"));
         }
+        let permit = match endpoint {
+            Endpoint::Process { weight, .. } => Some(grant.processes.take(&self.owner, *weight as usize)?),
+            _ => None,
+        };
         let table = Arc::downgrade(&self.table);
         self.table.open(grant.limits.max_per_session, |id| {
             let (tx, rx) = mpsc::unbounded_channel();
@@ -84,7 +93,7 @@ impl Channels {
             })?;
             tracing::debug!(plugin = p, channel = id, endpoint = name, "channel opened");
             let info = ChannelInfo { channel: id, endpoint: name.to_string(), kind: endpoint.kind(), pid };
-            Ok(table::Open { info, outgoing: tx, task })
+            Ok(table::Open { info, outgoing: tx, task, _permit: permit })
         })
     }
 

@@ -16,7 +16,8 @@ pub struct ChannelInfo {
     pub channel: u32,
     pub endpoint: String,
     pub kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Not shown to clients: a process id is the server's business.
+    #[serde(skip)]
     pub pid: Option<u32>,
 }
 
@@ -24,6 +25,8 @@ pub struct Open {
     pub info: ChannelInfo,
     pub outgoing: mpsc::UnboundedSender<String>,
     pub task: tokio::task::AbortHandle,
+    /// A process's place in the server's budget, returned when the channel closes.
+    pub _permit: Option<crate::runtime::processes::ProcessPermit>,
 }
 
 #[derive(Default)]

@@ -72,7 +72,7 @@ pub fn start(
     rt: &tokio::runtime::Handle,
 ) -> std::io::Result<(tokio::task::AbortHandle, Option<u32>)> {
     let task = match endpoint {
-        Endpoint::Process { command, args, cwd } => {
+        Endpoint::Process { command, args, cwd, .. } => {
             let _in_runtime = rt.enter();
             let mut cmd = tokio::process::Command::new(command);
             cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);

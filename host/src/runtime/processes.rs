@@ -1,0 +1,102 @@
+//! The server's budget of game processes: channel endpoints of kind
+//! `process` (a Showdown simulator, the phase bridge) cost tens of MiB and a
+//! share of the CPU each, where a session of a pure-WebAssembly game costs
+//! kilobytes. So they are counted apart from sessions: in all, and per
+//! caller, each by its weight. A permit is held while the process runs and
+//! returned when its channel closes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::sync::lock;
+
+pub struct ProcessBudget {
+    state: Mutex<Counts>,
+}
+
+#[derive(Default)]
+struct Counts {
+    /// Most in all, and for one caller.
+    max_total: usize,
+    max_per_caller: usize,
+    total: usize,
+    per_caller: HashMap<String, usize>,
+}
+
+/// Processes counted against the budget while this lives.
+pub struct ProcessPermit {
+    budget: Arc<ProcessBudget>,
+    caller: String,
+    weight: usize,
+}
+
+impl ProcessBudget {
+    pub fn new(max_total: usize, max_per_caller: usize) -> Arc<ProcessBudget> {
+        Arc::new(ProcessBudget { state: Mutex::new(Counts { max_total, max_per_caller, ..Counts::default() }) })
+    }
+
+    pub fn set_limits(&self, max_total: usize, max_per_caller: usize) {
+        let mut s = lock(&self.state);
+        (s.max_total, s.max_per_caller) = (max_total, max_per_caller);
+    }
+
+    /// Processes running now, in all.
+    pub fn running(&self) -> usize {
+        lock(&self.state).total
+    }
+
+    /// Counts `weight` processes for `caller`, or says which limit refuses them.
+    pub fn take(self: &Arc<Self>, caller: &str, weight: usize) -> Result<ProcessPermit, String> {
+        let mut s = lock(&self.state);
+        let mine = s.per_caller.get(caller).copied().unwrap_or(0);
+        if s.total + weight > s.max_total {
+            return Err(format!(
+                "the server already runs {} game processes, its limit (limits.max_processes = {}); a game that ends frees \
+                 its processes at once, so finish one first, or ask the operator to raise the limit",
+                s.total, s.max_total
+            ));
+        }
+        if mine + weight > s.max_per_caller {
+            return Err(format!(
+                "your games already run {mine} game processes, the limit for one caller (limits.max_processes_per_caller \
+                 = {}); a game that ends frees its processes at once, so finish one first, or ask the operator to raise the limit",
+                s.max_per_caller
+            ));
+        }
+        s.total += weight;
+        *s.per_caller.entry(caller.to_string()).or_default() += weight;
+        Ok(ProcessPermit { budget: self.clone(), caller: caller.to_string(), weight })
+    }
+}
+
+impl Drop for ProcessPermit {
+    fn drop(&mut self) {
+        let mut s = lock(&self.budget.state);
+        s.total -= self.weight;
+        if let Some(n) = s.per_caller.get_mut(&self.caller) {
+            *n -= self.weight;
+            if *n == 0 {
+                s.per_caller.remove(&self.caller);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permits_count_by_weight_in_all_and_per_caller_until_dropped() {
+        let budget = ProcessBudget::new(5, 3);
+        let a = budget.take("a", 2).unwrap();
+        assert!(budget.take("a", 2).err().unwrap().contains("limits.max_processes_per_caller = 3"));
+        let b = budget.take("b", 3).unwrap();
+        assert!(budget.take("c", 1).err().unwrap().contains("limits.max_processes = 5"));
+        drop(a);
+        assert_eq!(budget.running(), 3);
+        let _c = budget.take("c", 2).unwrap();
+        drop(b);
+        assert_eq!(budget.running(), 2);
+    }
+}
