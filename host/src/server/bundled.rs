@@ -18,6 +18,8 @@ pub struct Sidecar {
     pub command: &'static str,
     /// The file passed to `command`.
     pub entry: &'static str,
+    /// Processes it runs (`limits.max_processes` counts them).
+    pub weight: u32,
     pub files: &'static [(&'static str, &'static str)],
     /// What it needs on the machine (`ludus doctor` checks it).
     pub needs: Needs,
@@ -51,6 +53,7 @@ pub const SIDECARS: &[Sidecar] = &[
         endpoint: "phase",
         command: "python3",
         entry: "phase_bridge.py",
+        weight: 1,
         files: &[
             ("phase_bridge.py", include_str!("../../../plugins/cards/bridge/phase_bridge.py")),
             ("pool.json", include_str!("../../../plugins/cards/bridge/pool.json")),
@@ -74,6 +77,8 @@ pub const SIDECARS: &[Sidecar] = &[
         endpoint: "sim",
         command: "node",
         entry: "showdown_sim.js",
+        // The launcher installs the simulator, then runs it as a second node process.
+        weight: 2,
         files: &[("showdown_sim.js", include_str!("../../../plugins/showdown/sidecar/showdown_sim.js"))],
         needs: Needs {
             what: "Node.js",

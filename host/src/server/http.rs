@@ -14,6 +14,12 @@
 //! 202 for both, which the official Python SDK reports as a failed close).
 //! It also refuses a request id already in flight in its session, and an
 //! `initialize` beyond `limits.max_mcp_sessions` (503).
+//!
+//! Before any of that, `http_guard` decides who may send the request (Host,
+//! Origin, bearer token) and who the caller is; `http_conns` keeps slow and
+//! idle connections from locking new clients out; and a body is read into
+//! one buffer against a deadline that grows with its size, so a client
+//! trickling a body one byte at a time neither holds memory nor a slot.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,14 +34,16 @@ use axum::response::{IntoResponse, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use super::http_conns::{Answering, ConnRef, Conns};
+use super::http_guard::{Guard, METADATA_PATHS, refuse};
 use super::http_sessions::{Admitted, Sessions};
 use super::http_thread::{Socket, drive};
 use super::jsonrpc;
 use crate::mcp::Ludus;
 use crate::registry::Registry;
+use crate::session::Caller;
 
 pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     let ct = CancellationToken::new();
@@ -44,23 +52,31 @@ pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     let sessions = Sessions::new(Ludus::new(registry.clone()), idle_limit);
     let r = registry.clone();
     let service = StreamableHttpService::new(move || Ok(Ludus::new(r.clone())), sessions.clone(), mcp_config(&registry, max_body, &ct));
-    let gate = Gate { sessions, max_body, max_sessions: registry.config.limits.max_mcp_sessions };
+    let limits = &registry.config.limits;
+    let gate = Gate {
+        sessions,
+        guard: Guard::new(&registry.config),
+        max_body,
+        max_sessions: limits.max_mcp_sessions,
+        body_time: Duration::from_millis(limits.http_body_timeout_ms),
+        min_body_rate: limits.http_min_body_rate.max(1),
+    };
+    let gate = Arc::new(gate);
     let app = axum::Router::new()
         .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(Arc::new(gate), check_request));
+        .layer(axum::middleware::from_fn_with_state(gate.clone(), check_request));
 
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
     let local = listener.local_addr()?;
-    if !local.ip().is_loopback() {
-        tracing::warn!("serving on {local}, which is reachable from other machines; Ludus has no authentication");
+    if !local.ip().is_loopback() && !gate.guard.uses_tokens() {
+        tracing::warn!("serving on {local}, which is reachable from other machines, without bearer tokens ([[tokens]] in the config)");
     }
     tracing::info!("serving MCP over Streamable HTTP at http://{local}/mcp");
     // Tests and scripts read the actual address (port 0 picks a free one) from stderr.
     eprintln!("LUDUS_HTTP_URL=http://{local}/mcp");
 
-    let limits = &registry.config.limits;
-    let (max_connections, header_timeout) = (limits.max_http_connections, Duration::from_millis(limits.http_header_timeout_ms));
-    let open = Arc::new(Semaphore::new(max_connections));
+    let header_timeout = Duration::from_millis(limits.http_header_timeout_ms);
+    let conns = Conns::new(limits.max_http_connections, limits.max_http_connections_per_address, limits.max_sse_streams_per_address);
     let shutdown = ct.clone();
     tokio::spawn(async move {
         let _ = tokio::signal::ctrl_c().await;
@@ -79,9 +95,12 @@ pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
                 }
             },
         };
-        let Ok(permit) = open.clone().try_acquire_owned() else {
-            tracing::warn!(%peer, "refusing a connection: {max_connections} are open (limits.max_http_connections)");
-            continue;
+        let slot = match conns.admit(peer.ip()) {
+            Ok(slot) => slot,
+            Err(why) => {
+                tracing::warn!(%peer, "refusing a connection: {why}");
+                continue;
+            }
         };
         // An answer goes out in several small writes (the message, the chunk
         // end); with Nagle's algorithm each waits for the client's delayed
@@ -90,16 +109,16 @@ pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
         }
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let service = WithConn { inner: hyper_util::service::TowerToHyperService::new(app.clone()), conn: slot.conn.clone() };
         let (ct, rt) = (ct.clone(), tokio::runtime::Handle::current());
         let serve = move || {
-            let _permit = permit;
             // On this thread tokio's timers, spawns and channels still work;
             // it is just not one of the runtime's workers.
             let _in_runtime = rt.enter();
-            if let Err(e) = serve_connection(tcp, service, header_timeout, &ct) {
+            if let Err(e) = serve_connection(tcp, service, header_timeout, &ct, &slot.evicted) {
                 tracing::debug!(%peer, "connection ended: {e}");
             }
+            drop(slot);
         };
         // The guest runs on this thread: room for its 2 MiB stack limit and the host's frames.
         if let Err(e) = std::thread::Builder::new().name("ludus-http".into()).stack_size(4 << 20).spawn(serve) {
@@ -108,9 +127,35 @@ pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     }
 }
 
-/// Serves one connection on this thread (`http_thread`) until it closes, or
-/// the server shuts down and the answers in progress are done.
-fn serve_connection<S>(tcp: tokio::net::TcpStream, service: S, header_timeout: Duration, ct: &CancellationToken) -> Result<()>
+/// Files the connection in each of its requests, for the gate.
+struct WithConn {
+    inner: hyper_util::service::TowerToHyperService<axum::Router>,
+    conn: ConnRef,
+}
+
+type Incoming = axum::http::Request<hyper::body::Incoming>;
+
+impl hyper::service::Service<Incoming> for WithConn {
+    type Response = <hyper_util::service::TowerToHyperService<axum::Router> as hyper::service::Service<Incoming>>::Response;
+    type Error = <hyper_util::service::TowerToHyperService<axum::Router> as hyper::service::Service<Incoming>>::Error;
+    type Future = <hyper_util::service::TowerToHyperService<axum::Router> as hyper::service::Service<Incoming>>::Future;
+
+    fn call(&self, mut request: Incoming) -> Self::Future {
+        request.extensions_mut().insert(self.conn.clone());
+        self.inner.call(request)
+    }
+}
+
+/// Serves one connection on this thread (`http_thread`) until it closes, a
+/// newer connection takes its place (`http_conns`), or the server shuts
+/// down and the answers in progress are done.
+fn serve_connection<S>(
+    tcp: tokio::net::TcpStream,
+    service: S,
+    header_timeout: Duration,
+    ct: &CancellationToken,
+    evicted: &CancellationToken,
+) -> Result<()>
 where
     S: hyper::service::HttpService<hyper::body::Incoming>,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -125,10 +170,12 @@ where
         .serve_connection(TokioIo::new(socket), service);
     let served = async {
         let mut conn = std::pin::pin!(conn);
-        let stop = std::pin::pin!(ct.cancelled());
-        match futures_util::future::select(conn.as_mut(), stop).await {
-            futures_util::future::Either::Left((done, _)) => done,
-            futures_util::future::Either::Right(((), _)) => {
+        tokio::select! {
+            done = conn.as_mut() => done,
+            // Its place went to a newer connection: it was idle or slow, so
+            // closing it loses no answer.
+            () = evicted.cancelled() => Ok(()),
+            () = ct.cancelled() => {
                 conn.as_mut().graceful_shutdown();
                 conn.await
             }
@@ -138,10 +185,12 @@ where
 }
 
 fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> StreamableHttpServerConfig {
-    let mut origins = vec!["http://localhost:*".to_string(), "http://127.0.0.1:*".to_string(), "http://[::1]:*".to_string()];
-    origins.extend(registry.config.allowed_origins.iter().cloned());
+    // The gate checks Host and Origin first (`http_guard`); rmcp checks the same lists again.
+    let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+    hosts.extend(registry.config.allowed_hosts.iter().cloned());
     StreamableHttpServerConfig::default()
-        .with_allowed_origins(origins)
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(registry.config.allowed_origins.iter().cloned())
         .with_legacy_session_mode(true)
         // No SSE priming event (`id: 0`, empty `data:`): clients that negotiated
         // a version before 2025-11-25 read it as a broken message (Python SDK
@@ -155,34 +204,131 @@ fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> S
 
 struct Gate {
     sessions: Arc<Sessions>,
+    guard: Guard,
     max_body: usize,
     max_sessions: usize,
+    /// A body's time: this, plus a second per `min_body_rate` bytes.
+    body_time: Duration,
+    min_body_rate: u64,
 }
 
+/// Every request, top down: the path, Host and Origin, the caller (bearer
+/// token), then what its method needs.
 async fn check_request(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    if let Err(refusal) = gate.guard.check_origin(&parts.headers) {
+        return refusal;
+    }
+    let path = parts.uri.path();
+    if gate.guard.uses_tokens() && parts.method == Method::GET && METADATA_PATHS.contains(&path) {
+        return gate.guard.metadata(&parts);
+    }
+    if path != "/mcp" {
+        return refuse(StatusCode::NOT_FOUND, "nothing here: the MCP endpoint is /mcp");
+    }
+    let caller = match gate.guard.caller(&parts) {
+        Ok(caller) => caller,
+        Err(challenge) => return challenge,
+    };
+    if let Err(refusal) = gate.check_session_owner(&parts, &caller) {
+        return refusal;
+    }
+    let conn = parts.extensions.get::<ConnRef>().cloned();
+    parts.extensions.insert(caller.clone());
+    let request = Request::from_parts(parts, body);
     match *request.method() {
-        Method::POST => check_post(&gate, request, next).await,
+        Method::POST => check_post(&gate, request, next, caller, conn).await,
         Method::DELETE => check_delete(&gate, request, next).await,
+        Method::GET => match conn.as_ref().map(ConnRef::stream).transpose() {
+            Ok(stream) => track(next.run(request).await, None, stream),
+            Err(why) => refuse(StatusCode::TOO_MANY_REQUESTS, &why),
+        },
         _ => next.run(request).await,
     }
 }
 
-/// A POST body is read here (within the size limit) and checked as JSON-RPC
-/// before rmcp sees it.
-async fn check_post(gate: &Arc<Gate>, request: Request, next: Next) -> Response {
-    let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, gate.max_body).await {
-        Ok(b) => b,
-        Err(_) => {
-            let why = format!("the request body is larger than {} bytes (this server's limit) or was cut off", gate.max_body);
-            return json_error(StatusCode::PAYLOAD_TOO_LARGE, jsonrpc::error_reply(serde_json::Value::Null, -32600, why));
+impl Gate {
+    /// With bearer tokens, an MCP session is its creator's: another token
+    /// naming it finds no such session.
+    fn check_session_owner(&self, parts: &axum::http::request::Parts, caller: &Caller) -> Result<(), Response> {
+        let Caller::Token(name) = caller else { return Ok(()) };
+        let Some(id) = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else { return Ok(()) };
+        match self.sessions.owner(id) {
+            Some(owner) if owner != *name => {
+                let reply = jsonrpc::error_reply(serde_json::Value::Null, -32600, "no such MCP session (it ended, or never existed)".into());
+                Err(json_error(StatusCode::NOT_FOUND, reply))
+            }
+            _ => Ok(()),
         }
+    }
+
+    /// Reads a body into one buffer as it arrives, within the size limit
+    /// and a deadline that grows with the size declared (or the limit).
+    async fn read_body(&self, body: Body, declared: Option<usize>) -> Result<Vec<u8>, Response> {
+        use http_body_util::BodyExt;
+        let too_large = || {
+            let why = format!("the request body is larger than {} bytes (this server's limit)", self.max_body);
+            closing(json_error(StatusCode::PAYLOAD_TOO_LARGE, jsonrpc::error_reply(serde_json::Value::Null, -32600, why)))
+        };
+        if declared.is_some_and(|n| n > self.max_body) {
+            return Err(too_large());
+        }
+        let size = declared.unwrap_or(self.max_body) as u64;
+        let allowed = self.body_time + Duration::from_secs(size / self.min_body_rate);
+        let deadline = tokio::time::Instant::now() + allowed;
+        let mut bytes = Vec::with_capacity(declared.unwrap_or(0).min(64 << 10));
+        let mut body = body;
+        loop {
+            let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+                Err(_) => {
+                    let why = format!(
+                        "the request body did not arrive within {} s (limits.http_body_timeout_ms, plus a second per \
+                         limits.http_min_body_rate bytes); the connection is closed",
+                        allowed.as_secs()
+                    );
+                    return Err(closing(json_error(StatusCode::REQUEST_TIMEOUT, jsonrpc::error_reply(serde_json::Value::Null, -32600, why))));
+                }
+                Ok(None) => return Ok(bytes),
+                Ok(Some(Err(_))) => {
+                    let why = "the request body was cut off".to_string();
+                    return Err(closing(json_error(StatusCode::BAD_REQUEST, jsonrpc::error_reply(serde_json::Value::Null, -32600, why))));
+                }
+                Ok(Some(Ok(frame))) => frame,
+            };
+            if let Ok(data) = frame.into_data() {
+                if bytes.len() + data.len() > self.max_body {
+                    return Err(too_large());
+                }
+                bytes.extend_from_slice(&data);
+            }
+        }
+    }
+}
+
+/// A refusal after which the connection closes (its body was not read to the end).
+fn closing(mut response: Response) -> Response {
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// A POST body is read here (within the size limit and its deadline) and
+/// checked as JSON-RPC before rmcp sees it.
+async fn check_post(gate: &Arc<Gate>, request: Request, next: Next, caller: Caller, conn: Option<ConnRef>) -> Response {
+    let (parts, body) = request.into_parts();
+    let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    let bytes = match gate.read_body(body, declared).await {
+        Ok(b) => Bytes::from(b),
+        Err(refusal) => return refusal,
     };
+    // From here the request is being answered: its connection keeps its place.
+    let answering = conn.as_ref().map(ConnRef::answering);
     let message = match jsonrpc::classify(&bytes) {
         Ok(m) => m,
         Err(refusal) => {
-            // An error to a readable request is its answer; anything else is 400.
-            let status = if refusal.code == -32602 { StatusCode::OK } else { StatusCode::BAD_REQUEST };
+            // An error to a readable request is its answer; anything else (a
+            // broken notification too: it gets no answer) is 400.
+            let answered = refusal.code == -32602 && !refusal.notification;
+            let status = if answered { StatusCode::OK } else { StatusCode::BAD_REQUEST };
             return json_error(status, refusal.reply);
         }
     };
@@ -196,6 +342,11 @@ async fn check_post(gate: &Arc<Gate>, request: Request, next: Next) -> Response 
             );
             return json_error(StatusCode::SERVICE_UNAVAILABLE, jsonrpc::error_reply(serde_json::Value::Null, -32000, why));
         }
+        let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+        if let (Caller::Token(name), Some(id)) = (&caller, response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok())) {
+            gate.sessions.set_owner(id, name);
+        }
+        return track(response, None, answering);
     }
     // A request of a session is in the session manager's in-flight table
     // while its answer streams (`Sessions::admit`), so the same id twice in
@@ -208,21 +359,34 @@ async fn check_post(gate: &Arc<Gate>, request: Request, next: Next) -> Response 
         _ => None,
     };
     let (Some(session), Some(request_id)) = (session, request_id) else {
-        return next.run(Request::from_parts(parts, Body::from(bytes))).await;
+        return track(next.run(Request::from_parts(parts, Body::from(bytes))).await, None, answering);
     };
     let Some(in_flight) = gate.sessions.admit(session, request_id) else {
         let why = "this request id is already in flight in this session; give each request its own id";
         return json_error(StatusCode::CONFLICT, jsonrpc::error_reply(serde_json::Value::Null, -32600, why.into()));
     };
     let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
-    let (parts, body) = response.into_parts();
-    Response::from_parts(parts, Body::from_stream(Tracked { inner: body.into_data_stream(), in_flight: Some(in_flight) }))
+    track(response, Some(in_flight), answering)
 }
 
-/// An answer's body that ends its request's time in flight when it ends.
+/// The response, with its body holding what must last as long as it streams.
+fn track(response: Response, in_flight: Option<Admitted>, answering: Option<Answering>) -> Response {
+    let (parts, body) = response.into_parts();
+    let held = Held { _in_flight: in_flight, _answering: answering };
+    Response::from_parts(parts, Body::from_stream(Tracked { inner: body.into_data_stream(), held: Some(held) }))
+}
+
+/// What a streaming answer holds: its request's place in the in-flight
+/// table, and its connection's mark as answering.
+struct Held {
+    _in_flight: Option<Admitted>,
+    _answering: Option<Answering>,
+}
+
+/// An answer's body that lets go of what it holds when it ends.
 struct Tracked<S> {
     inner: S,
-    in_flight: Option<Admitted>,
+    held: Option<Held>,
 }
 
 impl<S: futures_util::Stream + Unpin> futures_util::Stream for Tracked<S> {
@@ -231,7 +395,7 @@ impl<S: futures_util::Stream + Unpin> futures_util::Stream for Tracked<S> {
     fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<S::Item>> {
         let next = std::pin::Pin::new(&mut self.inner).poll_next(cx);
         if let std::task::Poll::Ready(None) = next {
-            self.in_flight = None;
+            self.held = None;
         }
         next
     }

@@ -21,12 +21,13 @@ use std::task::{Context, Poll};
 
 use futures_util::{Stream, StreamExt};
 use sync_wrapper::SyncWrapper;
-use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, GetExtensions, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError};
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp::{DirectAnswer, Ludus, caller_for_session};
+use crate::mcp::{DirectAnswer, Ludus, caller_for_session, caller_in};
+use crate::session::Caller;
 use crate::sync::lock;
 
 pub struct Sessions {
@@ -35,7 +36,12 @@ pub struct Sessions {
     idle_limit: Duration,
     last_used: Mutex<HashMap<SessionId, Instant>>,
     in_flight: InFlight,
+    /// With bearer tokens: the token (caller name) that opened each session.
+    owners: Mutex<HashMap<SessionId, String>>,
 }
+
+/// A trim of freed memory is due shortly (MCP sessions were closed).
+static TRIM_DUE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Every request of a session whose answer is still streaming, by (session,
 /// request id): the HTTP gate admits each one (`Sessions::admit`, refusing an
@@ -52,7 +58,14 @@ impl Sessions {
         inner.session_config.keep_alive = None;
         // No SSE priming events (see `http::mcp_config`).
         inner.session_config.sse_retry = None;
-        let sessions = Arc::new(Sessions { inner, ludus, idle_limit, last_used: Default::default(), in_flight: Default::default() });
+        let sessions = Arc::new(Sessions {
+            inner,
+            ludus,
+            idle_limit,
+            last_used: Default::default(),
+            in_flight: Default::default(),
+            owners: Default::default(),
+        });
         let weak = Arc::downgrade(&sessions);
         let every = (idle_limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
         tokio::spawn(async move {
@@ -87,24 +100,44 @@ impl Sessions {
         lock(&self.last_used).insert(id.clone(), Instant::now());
     }
 
+    /// The token that opened session `id`, when tokens are in use.
+    pub fn owner(&self, id: &str) -> Option<String> {
+        lock(&self.owners).get(id).cloned()
+    }
+
+    pub fn set_owner(&self, id: &str, token: &str) {
+        lock(&self.owners).insert(Arc::from(id), token.to_string());
+    }
+
+    /// Forgets a closed session's bookkeeping, and has the memory it freed
+    /// handed back soon: glibc keeps what thousands of deleted sessions
+    /// freed (about 50 KB each) unless asked, and one trim covers a burst.
+    fn forget(&self, id: &SessionId) {
+        lock(&self.last_used).remove(id);
+        lock(&self.owners).remove(id);
+        if !TRIM_DUE.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tokio::spawn(async {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                TRIM_DUE.store(false, std::sync::atomic::Ordering::Relaxed);
+                crate::runtime::release_freed_memory_after_sweep(true);
+            });
+        }
+    }
+
     async fn close_idle(&self) {
+        // Tables that held many sessions keep their room unless shrunk.
+        shrink(&self.last_used);
+        shrink(&self.owners);
         let idle: Vec<SessionId> = {
             let now = Instant::now();
-            let mut last_used = lock(&self.last_used);
-            let idle: Vec<_> = last_used.iter().filter(|(_, t)| now - **t > self.idle_limit).map(|(id, _)| id.clone()).collect();
-            for id in &idle {
-                last_used.remove(id);
-            }
-            idle
+            let last_used = lock(&self.last_used);
+            last_used.iter().filter(|(_, t)| now - **t > self.idle_limit).map(|(id, _)| id.clone()).collect()
         };
-        let many = idle.len() >= 100;
         for id in idle {
             tracing::debug!(session = %id, "closing an idle MCP session");
+            self.forget(&id);
             let _ = self.inner.close_session(&id).await;
         }
-        // An MCP session holds about 50 KB; without a trim glibc keeps what
-        // 2,000 expired ones freed (+107 MiB, measured) for good.
-        crate::runtime::release_freed_memory_after_sweep(many);
     }
 
     /// A tool call or ping as a one-answer stream (progress first), or the
@@ -116,6 +149,8 @@ impl Sessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, ClientJsonRpcMessage> {
         let ClientJsonRpcMessage::Request(request) = message else { return Err(message) };
         let key = (id.clone(), request.id.to_string());
+        // The gate filed the caller with the request's HTTP parts.
+        let caller = caller_in(request.request.extensions()).unwrap_or_else(|| Caller::Connection(caller_for_session(id)));
         let ct = CancellationToken::new();
         let (progress_tx, progress_rx) = tokio::sync::mpsc::unbounded_channel::<ServerJsonRpcMessage>();
         let notify = Arc::new(move |m| {
@@ -123,7 +158,7 @@ impl Sessions {
         });
         let answer = self
             .ludus
-            .answer_directly(Some(caller_for_session(id)), request, ct.clone(), notify)
+            .answer_directly(Some(caller), request, ct.clone(), notify)
             .map_err(ClientJsonRpcMessage::Request)?;
         // The gate admitted the request; from now on a cancellation reaches it.
         if let Some(slot) = lock(&self.in_flight).get_mut(&key) {
@@ -131,6 +166,14 @@ impl Sessions {
         }
         // Dropping the stream (the client went away) cancels the call.
         Ok(DirectStream { progress: progress_rx, answer: Some(SyncWrapper::new(answer)), _cancel: ct.drop_guard() })
+    }
+}
+
+/// Gives back the room of a table that emptied out.
+fn shrink<V>(table: &Mutex<HashMap<SessionId, V>>) {
+    let mut table = lock(table);
+    if table.capacity() > 64 && table.capacity() > 4 * table.len() {
+        table.shrink_to_fit();
     }
 }
 
@@ -192,7 +235,7 @@ impl SessionManager for Sessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        lock(&self.last_used).remove(id);
+        self.forget(id);
         self.inner.close_session(id).await
     }
 

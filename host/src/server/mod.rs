@@ -6,6 +6,8 @@ mod bundled;
 mod busy_poll;
 pub mod doctor;
 mod http;
+mod http_conns;
+mod http_guard;
 mod http_sessions;
 mod http_thread;
 mod jsonrpc;
@@ -44,6 +46,7 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     }
     let config = Arc::new(config);
     let runtime = Runtime::new(cache)?;
+    runtime.processes.set_limits(config.limits.max_processes, config.limits.max_processes_per_caller);
     let sessions = Sessions::new(session_limits(&config.limits), tokio::runtime::Handle::current());
     let registry = Registry::new(runtime, config, sessions.clone());
 
@@ -122,7 +125,12 @@ fn grant_sidecars(config: &mut Config, cache: Option<&std::path::Path>) {
         match write_sidecar(&dir, car) {
             Ok(()) => {
                 let entry = dir.join(car.entry).display().to_string();
-                plugin.channels.insert(car.endpoint.into(), Endpoint::Process { command: car.command.into(), args: vec![entry], cwd: None });
+                plugin.channels.insert(car.endpoint.into(), Endpoint::Process {
+                    command: car.command.into(),
+                    args: vec![entry],
+                    cwd: None,
+                    weight: car.weight,
+                });
             }
             Err(e) => tracing::warn!(plugin = car.plugin, dir = %dir.display(), "cannot write the bundled {} program: {e:#}", car.endpoint),
         }

@@ -1,0 +1,223 @@
+//! The open HTTP connections, kept so that no client can lock the others
+//! out by holding connections open.
+//!
+//! A connection is *answering* while one of its requests has been read and
+//! its answer is under way (a tool call, a held wait, an event stream);
+//! otherwise it is idle or still sending a request, and costs the server
+//! nothing it would miss. When a new connection would pass the cap — in all,
+//! or from its address — it takes the place of the oldest connection that is
+//! not answering (of that address, for the address cap); only when every one
+//! is answering is it refused. So a thousand sockets trickling headers or
+//! bodies delay a new client by nothing, and one address can fill at most
+//! `max_http_connections_per_address` of the slots with answers in progress.
+//! Event streams (GET) are capped per address on their own.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::sync::lock;
+
+pub struct Conns {
+    state: Mutex<State>,
+    max_total: usize,
+    max_per_address: usize,
+    max_streams_per_address: usize,
+}
+
+#[derive(Default)]
+struct State {
+    open: HashMap<u64, Conn>,
+    per_address: HashMap<IpAddr, usize>,
+    streams_per_address: HashMap<IpAddr, usize>,
+    next: u64,
+}
+
+struct Conn {
+    address: IpAddr,
+    /// Requests of this connection being answered now.
+    answering: usize,
+    /// Since when it has not been answering: the oldest goes first.
+    idle_since: Instant,
+    evict: CancellationToken,
+}
+
+/// A connection's place in the table; it leaves when this drops.
+pub struct Slot {
+    pub conn: ConnRef,
+    /// Cancelled when a newer connection took this one's place.
+    pub evicted: CancellationToken,
+}
+
+/// A connection, as its requests see it (filed in each request's extensions).
+#[derive(Clone)]
+pub struct ConnRef {
+    conns: Arc<Conns>,
+    id: u64,
+    address: IpAddr,
+}
+
+impl Conns {
+    pub fn new(max_total: usize, max_per_address: usize, max_streams_per_address: usize) -> Arc<Conns> {
+        Arc::new(Conns { state: Mutex::default(), max_total, max_per_address, max_streams_per_address })
+    }
+
+    /// A slot for a new connection from `address`, evicting the oldest
+    /// connection not answering where a cap is reached; or why not.
+    pub fn admit(self: &Arc<Self>, address: IpAddr) -> Result<Slot, String> {
+        let mut s = lock(&self.state);
+        let from_address = s.per_address.get(&address).copied().unwrap_or(0);
+        let victim = if from_address >= self.max_per_address {
+            Some(s.oldest_idle(Some(address)).ok_or_else(|| {
+                format!("{from_address} connections from {address} are all being answered (limits.max_http_connections_per_address)")
+            })?)
+        } else if s.open.len() >= self.max_total {
+            Some(s.oldest_idle(None).ok_or_else(|| {
+                format!("{} connections are all being answered (limits.max_http_connections)", s.open.len())
+            })?)
+        } else {
+            None
+        };
+        if let Some(id) = victim {
+            tracing::debug!(%address, "a new connection takes the place of an idle or slow one");
+            s.remove(id);
+        }
+        let id = s.next;
+        s.next += 1;
+        let evict = CancellationToken::new();
+        s.open.insert(id, Conn { address, answering: 0, idle_since: Instant::now(), evict: evict.clone() });
+        *s.per_address.entry(address).or_default() += 1;
+        Ok(Slot { conn: ConnRef { conns: self.clone(), id, address }, evicted: evict })
+    }
+
+    #[cfg(test)]
+    fn open(&self) -> usize {
+        lock(&self.state).open.len()
+    }
+}
+
+impl State {
+    /// The connection (of `address`, if given) idle the longest.
+    fn oldest_idle(&self, address: Option<IpAddr>) -> Option<u64> {
+        self.open
+            .iter()
+            .filter(|(_, c)| c.answering == 0 && address.is_none_or(|a| a == c.address))
+            .min_by_key(|(_, c)| c.idle_since)
+            .map(|(id, _)| *id)
+    }
+
+    fn remove(&mut self, id: u64) {
+        let Some(conn) = self.open.remove(&id) else { return };
+        conn.evict.cancel();
+        decrement(&mut self.per_address, conn.address);
+    }
+}
+
+fn decrement(counts: &mut HashMap<IpAddr, usize>, key: IpAddr) {
+    if let Some(n) = counts.get_mut(&key) {
+        *n -= 1;
+        if *n == 0 {
+            counts.remove(&key);
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        lock(&self.conn.conns.state).remove(self.conn.id);
+    }
+}
+
+impl ConnRef {
+    /// Marks the connection answering until the guard drops.
+    pub fn answering(&self) -> Answering {
+        if let Some(c) = lock(&self.conns.state).open.get_mut(&self.id) {
+            c.answering += 1;
+        }
+        Answering { conn: self.clone(), stream: false }
+    }
+
+    /// Marks the connection answering with an event stream until the guard
+    /// drops, or says why its address may open no more.
+    pub fn stream(&self) -> Result<Answering, String> {
+        let max = self.conns.max_streams_per_address;
+        {
+            let mut s = lock(&self.conns.state);
+            let n = s.streams_per_address.entry(self.address).or_default();
+            if *n >= max {
+                return Err(format!(
+                    "{} already has {n} event streams open, the limit for one address (limits.max_sse_streams_per_address)",
+                    self.address
+                ));
+            }
+            *n += 1;
+        }
+        let mut guard = self.answering();
+        guard.stream = true;
+        Ok(guard)
+    }
+}
+
+/// A request being answered; see [`ConnRef::answering`].
+pub struct Answering {
+    conn: ConnRef,
+    stream: bool,
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        let mut s = lock(&self.conn.conns.state);
+        if self.stream {
+            decrement(&mut s.streams_per_address, self.conn.address);
+        }
+        if let Some(c) = s.open.get_mut(&self.conn.id) {
+            c.answering -= 1;
+            if c.answering == 0 {
+                c.idle_since = Instant::now();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_connection_takes_the_place_of_the_oldest_idle_one() {
+        let conns = Conns::new(3, 2, 1);
+        let (a, b): (IpAddr, IpAddr) = ("127.0.0.2".parse().unwrap(), "127.0.0.1".parse().unwrap());
+        let first = conns.admit(a).unwrap();
+        let second = conns.admit(a).unwrap();
+        let _busy = second.conn.answering();
+        // The address cap: the idle first one goes, the answering one stays.
+        let third = conns.admit(a).unwrap();
+        assert!(first.evicted.is_cancelled() && !second.evicted.is_cancelled());
+        assert_eq!(conns.open(), 2);
+        // Both of a's are answering now: a fourth from a is refused...
+        let _busy3 = third.conn.answering();
+        assert!(conns.admit(a).err().unwrap().contains("max_http_connections_per_address"));
+        // ...while another address still gets in, up to the total cap.
+        let other = conns.admit(b).unwrap();
+        assert_eq!(conns.open(), 3);
+        let _busy4 = other.conn.answering();
+        assert!(conns.admit(b).err().unwrap().contains("limits.max_http_connections"));
+        drop(_busy);
+        let fifth = conns.admit(b).unwrap();
+        assert!(second.evicted.is_cancelled() && !fifth.evicted.is_cancelled());
+    }
+
+    #[test]
+    fn event_streams_are_capped_per_address() {
+        let conns = Conns::new(10, 10, 1);
+        let a: IpAddr = "127.0.0.2".parse().unwrap();
+        let (one, two) = (conns.admit(a).unwrap(), conns.admit(a).unwrap());
+        let stream = one.conn.stream().unwrap();
+        assert!(two.conn.stream().err().unwrap().contains("max_sse_streams_per_address"));
+        drop(stream);
+        assert!(two.conn.stream().is_ok());
+    }
+}

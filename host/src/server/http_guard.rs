@@ -1,0 +1,259 @@
+//! Who may send an HTTP request, decided before anything else about it is
+//! read: its Host and Origin (DNS rebinding, cross-site pages), then the
+//! operator's bearer tokens; and who the caller is, for the games.
+//!
+//! Tokens follow the shape of the MCP authorization spec's resource server:
+//! a request without a valid token gets 401 with a `WWW-Authenticate: Bearer`
+//! challenge naming the protected-resource metadata (RFC 9728), served at
+//! `/.well-known/oauth-protected-resource`. There is no authorization server:
+//! the operator issues tokens (`ludus token NAME`) and the config keeps only
+//! their SHA-256.
+
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+use crate::config::Config;
+use crate::mcp::caller_for_session;
+use crate::runtime::{hex, same_secret};
+use crate::session::Caller;
+
+/// Where the protected-resource metadata is served (RFC 9728 §3; the
+/// `/mcp` suffix names the resource's path).
+pub const METADATA_PATHS: [&str; 2] = ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"];
+
+pub struct Guard {
+    /// (name, SHA-256 in lowercase hex) of each issued token.
+    tokens: Vec<(String, String)>,
+    origins: Vec<Allowed>,
+    hosts: Vec<String>,
+}
+
+/// An allowed Origin: scheme and host, and a port (None: any).
+struct Allowed {
+    scheme: String,
+    host: String,
+    port: Option<u16>,
+}
+
+impl Guard {
+    pub fn new(config: &Config) -> Guard {
+        let origins = config.allowed_origins.iter().filter_map(|o| parse_allowed(o)).collect();
+        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).into();
+        hosts.extend(config.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()));
+        let tokens = config.tokens.iter().map(|t| (t.name.clone(), t.sha256.to_ascii_lowercase())).collect();
+        Guard { tokens, origins, hosts }
+    }
+
+    pub fn uses_tokens(&self) -> bool {
+        !self.tokens.is_empty()
+    }
+
+    /// The Host and Origin of a request: refused (403, or 400 for a
+    /// malformed or repeated Host) unless this server may answer them.
+    pub fn check_origin(&self, headers: &HeaderMap) -> Result<(), Response> {
+        let mut hosts = headers.get_all(header::HOST).iter();
+        let (Some(host), None) = (hosts.next(), hosts.next()) else {
+            return Err(refuse(StatusCode::BAD_REQUEST, "a request carries exactly one Host header"));
+        };
+        let host = host.to_str().unwrap_or("");
+        if !self.host_allowed(host) {
+            return Err(refuse(
+                StatusCode::FORBIDDEN,
+                "the Host header names no host this server answers to (it answers to loopback names and the config's allowed_hosts)",
+            ));
+        }
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let origin = origin.to_str().unwrap_or("");
+            if !self.origin_allowed(origin) {
+                return Err(refuse(
+                    StatusCode::FORBIDDEN,
+                    "requests from this Origin are not allowed (the operator lists allowed origins in the config's allowed_origins)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn host_allowed(&self, host: &str) -> bool {
+        let Ok(authority) = host.parse::<axum::http::uri::Authority>() else { return false };
+        let name = authority.host().trim_matches(['[', ']']).to_ascii_lowercase();
+        self.hosts.iter().any(|allowed| match allowed.parse::<axum::http::uri::Authority>() {
+            Ok(a) if a.port_u16().is_some() => a.host().trim_matches(['[', ']']) == name && a.port_u16() == authority.port_u16(),
+            _ => allowed.trim_matches(['[', ']']) == name,
+        })
+    }
+
+    fn origin_allowed(&self, origin: &str) -> bool {
+        let Some(o) = parse_origin(origin) else { return false };
+        self.origins.iter().any(|a| a.scheme == o.scheme && a.host == o.host && a.port.is_none_or(|p| Some(p) == o.port))
+    }
+
+    /// The caller of a request that passed `check_origin`: the token's name
+    /// when the operator issued tokens (401 without a valid one), else the
+    /// MCP session it names, else a stateless caller.
+    pub fn caller(&self, parts: &Parts) -> Result<Caller, Response> {
+        if self.tokens.is_empty() {
+            let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
+            return Ok(session.map_or(Caller::Stateless, |id| Caller::Connection(caller_for_session(id))));
+        }
+        let presented = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer);
+        let Some(token) = presented else {
+            return Err(self.challenge(parts, None));
+        };
+        let digest = hex(&Sha256::digest(token.as_bytes()));
+        // Every stored hash is compared, so the time taken says nothing about which matched.
+        let found = self.tokens.iter().fold(None, |found, (name, hash)| {
+            if same_secret(hash.as_bytes(), digest.as_bytes()) { Some(name) } else { found }
+        });
+        match found {
+            Some(name) => Ok(Caller::Token(name.clone())),
+            None => Err(self.challenge(parts, Some("the bearer token is not one this server issued"))),
+        }
+    }
+
+    /// 401 with the challenge the MCP authorization spec describes.
+    fn challenge(&self, parts: &Parts, error: Option<&str>) -> Response {
+        let metadata = format!("{}{}", origin_of(parts), METADATA_PATHS[0]);
+        let mut challenge = format!("Bearer realm=\"ludus\", resource_metadata=\"{metadata}\"");
+        if let Some(why) = error {
+            challenge.push_str(&format!(", error=\"invalid_token\", error_description=\"{why}\""));
+        }
+        let why = error.unwrap_or(
+            "this server requires a bearer token: send `Authorization: Bearer <token>` with a token the operator issued \
+             (`ludus token NAME`)",
+        );
+        let mut response = refuse(StatusCode::UNAUTHORIZED, why);
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
+    }
+
+    /// The protected-resource metadata document (RFC 9728).
+    pub fn metadata(&self, parts: &Parts) -> Response {
+        let body = serde_json::json!({
+            "resource": format!("{}/mcp", origin_of(parts)),
+            "bearer_methods_supported": ["header"],
+            "resource_name": "Ludus",
+        });
+        let mut response = (StatusCode::OK, body.to_string()).into_response();
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        response
+    }
+}
+
+/// `Bearer <token>` (the scheme is case-insensitive).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+}
+
+/// `http://<Host>` of a request (the server speaks plain HTTP; a proxy in
+/// front that terminates TLS serves the same paths).
+fn origin_of(parts: &Parts) -> String {
+    let host = parts.headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
+    format!("http://{host}")
+}
+
+struct Origin {
+    scheme: String,
+    host: String,
+    port: Option<u16>,
+}
+
+/// An Origin header's scheme, host and port (the scheme's default when
+/// none is written, RFC 6454 §4).
+fn parse_origin(value: &str) -> Option<Origin> {
+    let uri = value.trim().parse::<axum::http::Uri>().ok()?;
+    let scheme = uri.scheme_str()?.to_ascii_lowercase();
+    let authority = uri.authority()?;
+    let port = authority.port_u16().or(match scheme.as_str() {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    });
+    Some(Origin { host: authority.host().trim_matches(['[', ']']).to_ascii_lowercase(), scheme, port })
+}
+
+/// `scheme://host:port`, or `scheme://host:*` for any port.
+fn parse_allowed(value: &str) -> Option<Allowed> {
+    if let Some(base) = value.trim().strip_suffix(":*") {
+        let o = parse_origin(base)?;
+        return Some(Allowed { scheme: o.scheme, host: o.host, port: None });
+    }
+    let o = parse_origin(value)?;
+    Some(Allowed { scheme: o.scheme, host: o.host, port: o.port })
+}
+
+/// A refusal with its reason as a JSON-RPC error (no request id: the
+/// request was not read).
+pub fn refuse(status: StatusCode, why: &str) -> Response {
+    let body = super::jsonrpc::error_reply(serde_json::Value::Null, -32000, why.to_string());
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard(origins: &[&str], tokens: &[(&str, &str)]) -> Guard {
+        let mut config = Config::default();
+        if !origins.is_empty() {
+            config.allowed_origins = origins.iter().map(|o| o.to_string()).collect();
+        }
+        config.tokens = tokens
+            .iter()
+            .map(|(name, token)| crate::config::Token { name: name.to_string(), sha256: hex(&Sha256::digest(token.as_bytes())) })
+            .collect();
+        Guard::new(&config)
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn hosts_and_origins_are_checked_exactly() {
+        let g = guard(&[], &[]);
+        assert!(g.check_origin(&headers(&[("host", "127.0.0.1:8765")])).is_ok());
+        assert!(g.check_origin(&headers(&[("host", "[::1]:8765"), ("origin", "http://localhost:3000")])).is_ok());
+        assert_eq!(g.check_origin(&headers(&[("host", "evil.example")])).unwrap_err().status(), StatusCode::FORBIDDEN);
+        let twice = headers(&[("host", "127.0.0.1"), ("host", "evil.example")]);
+        assert_eq!(g.check_origin(&twice).unwrap_err().status(), StatusCode::BAD_REQUEST);
+        assert!(g.check_origin(&headers(&[("host", "localhost"), ("origin", "https://evil.example")])).is_err());
+        let exact = guard(&["http://localhost:3000"], &[]);
+        assert!(exact.check_origin(&headers(&[("host", "localhost"), ("origin", "http://localhost:3000")])).is_ok());
+        assert!(exact.check_origin(&headers(&[("host", "localhost"), ("origin", "http://localhost:3001")])).is_err());
+        assert!(exact.check_origin(&headers(&[("host", "localhost"), ("origin", "null")])).is_err());
+    }
+
+    #[test]
+    fn tokens_name_the_caller_and_anything_else_is_challenged() {
+        let g = guard(&[], &[("alice", "s3cret"), ("bob", "other")]);
+        let parts = |auth: Option<&str>| {
+            let mut b = axum::http::Request::builder().uri("/mcp").header("host", "127.0.0.1:1");
+            if let Some(a) = auth {
+                b = b.header("authorization", a);
+            }
+            b.body(()).unwrap().into_parts().0
+        };
+        assert_eq!(g.caller(&parts(Some("Bearer s3cret"))).unwrap(), Caller::Token("alice".into()));
+        assert_eq!(g.caller(&parts(Some("bearer other"))).unwrap(), Caller::Token("bob".into()));
+        for wrong in [None, Some("Bearer nope"), Some("Basic s3cret")] {
+            let r = g.caller(&parts(wrong)).unwrap_err();
+            assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+            let challenge = r.headers()[header::WWW_AUTHENTICATE].to_str().unwrap();
+            assert!(challenge.starts_with("Bearer ") && challenge.contains("resource_metadata=\"http://127.0.0.1:1/.well-known/"), "{challenge}");
+        }
+        let open = guard(&[], &[]);
+        assert_eq!(open.caller(&parts(None)).unwrap(), Caller::Stateless);
+    }
+}
