@@ -137,7 +137,8 @@ async fn two_agents_over_http_wait_for_each_other() {
     let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
     let (a, b) = (http_client(&server).await, http_client(&server).await);
     let game = a.ok("chess_create_game", json!({"type": "agent", "color": "white"})).await["game_id"].clone();
-    let joined = b.ok("chess_join_game", json!({"game_id": game})).await;
+    let code = join_code(&a, game.as_str().unwrap()).await;
+    let joined = b.ok("chess_join_game", json!({"game_id": game, "join_code": code})).await;
     assert_eq!(joined["your_color"], "black");
     assert_eq!(joined["status"], "opponent-turn");
     let e = b.err("chess_finish_turn", json!({"game_id": game, "move": "e5"})).await;

@@ -36,8 +36,10 @@ async fn solves_hanoi_over_http() {
 #[tokio::test]
 async fn a_waiting_call_returns_when_another_client_changes_the_session() {
     let work = scratch();
-    let server = hello_server(work.path()).await;
-    let (a, b) = (http_client(&server).await, http_client(&server).await);
+    // Two connections of one caller (the same bearer token): the game is both's.
+    let (token, lines) = issue_token("agent");
+    let server = hello_server_with(work.path(), &lines).await;
+    let (a, b) = (http_client_with_token(&server, &token).await, http_client_with_token(&server, &token).await);
     let id = a.ok("hello_start", json!({})).await["counter_id"].clone();
 
     let waiter = {
@@ -137,7 +139,8 @@ async fn timers_fire_in_the_session_and_wake_waiters_and_callers_are_told_apart(
     assert!(t.elapsed() < Duration::from_secs(3), "the timer event woke the waiter: {:?}", t.elapsed());
 
     let who_a = text(&a.call("hello_whoami", json!({"counter_id": id})).await);
-    let who_b = text(&b.call("hello_whoami", json!({"counter_id": id})).await);
+    let theirs = b.ok("hello_start", json!({})).await["counter_id"].clone();
+    let who_b = text(&b.call("hello_whoami", json!({"counter_id": theirs})).await);
     let caller = |s: &str| s.split_whitespace().next().unwrap().to_string();
     assert_ne!(caller(&who_a), caller(&who_b), "two MCP sessions are two callers: {who_a} / {who_b}");
     assert_eq!(caller(&who_a), caller(&text(&a.call("hello_whoami", json!({"counter_id": id})).await)), "stable per connection");
@@ -238,9 +241,14 @@ async fn deleted_mcp_sessions_leave_nothing_behind() {
     assert!(grown < 12 * 1024, "4,000 deleted MCP sessions grew the server by {grown} KiB");
 }
 
-/// A raw Streamable HTTP session (reqwest), for what rmcp's client never does.
-async fn raw_session(url: &str) -> (reqwest::Client, String) {
-    let http = reqwest::Client::new();
+/// A raw Streamable HTTP session (reqwest), for what rmcp's client never does;
+/// with `token`, for that bearer token's caller.
+async fn raw_session_as(url: &str, token: Option<&str>) -> (reqwest::Client, String) {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(t) = token {
+        headers.insert("authorization", format!("Bearer {t}").parse().unwrap());
+    }
+    let http = reqwest::Client::builder().default_headers(headers).build().unwrap();
     let init = http
         .post(url)
         .header("content-type", "application/json")
@@ -269,12 +277,14 @@ fn raw_call(http: &reqwest::Client, url: &str, session: &str, body: String) -> r
 #[tokio::test]
 async fn an_abandoned_wait_ends_with_its_connection_and_request_ids_are_not_reused_in_flight() {
     let work = scratch();
-    let server = hello_server(work.path()).await;
+    // Two MCP sessions of one caller (one bearer token), so both play the game.
+    let (token, lines) = issue_token("agent");
+    let server = hello_server_with(work.path(), &lines).await;
     let url = server.url.clone();
-    let c = http_client(&server).await;
+    let c = http_client_with_token(&server, &token).await;
     let id = c.ok("hello_start", json!({})).await["counter_id"].clone();
     let waiting = || async { c.ok("ludus_sessions", json!({"game": "hello"})).await["sessions"][0]["waiting_calls"].as_u64().unwrap() };
-    let (http, session) = raw_session(&url).await;
+    let (http, session) = raw_session_as(&url, Some(&token)).await;
     let wait = |rid: u32| format!(r#"{{"jsonrpc":"2.0","id":{rid},"method":"tools/call","params":{{"name":"hello_wait_for","arguments":{{"counter_id":{id},"at_least":50}}}}}}"#);
 
     let first = tokio::spawn(raw_call(&http, &url, &session, wait(7)).send());
@@ -359,25 +369,23 @@ async fn waits_beyond_the_callers_cap_answer_at_once() {
         let t = Instant::now();
         let third = wait(ids[2].clone()).await;
         assert!(text(&third).contains("call this tool again") && t.elapsed() < Duration::from_secs(2), "{}", text(&third));
-        // Another client is not affected by this one's waits.
-        let theirs = tokio::spawn({
-            let id = ids[2].clone();
-            async move {
-                let r = other.call("hello_wait_for", json!({"counter_id": id, "at_least": 1})).await;
-                (r, other)
-            }
+        // Another client (another caller, with its own game) is not affected
+        // by this one's waits: its call is held, not answered at once.
+        let theirs = tokio::spawn(async move {
+            let id = other.ok("hello_start", json!({})).await["counter_id"].clone();
+            let t = Instant::now();
+            let r = other.call("hello_wait_for", json!({"counter_id": id, "at_least": 1})).await;
+            (r, t.elapsed(), other)
         });
-        while held().await != 3 {
-            assert!(t.elapsed() < Duration::from_secs(5), "the other client's call was not held");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
         for id in &ids {
             c.ok("hello_bump", json!({"counter_id": id})).await;
         }
-        theirs.await.unwrap()
+        let (r, took, _) = theirs.await.unwrap();
+        assert!(took > Duration::from_secs(2), "the other client's call was held until its deadline: {took:?} {}", text(&r));
+        r
     };
-    let ((a, b), (theirs, _)) = tokio::join!(first_two, rest);
-    for r in [a, b, theirs] {
+    let ((a, b), _theirs) = tokio::join!(first_two, rest);
+    for r in [a, b] {
         assert_eq!(r.structured_content.unwrap()["count"], 1);
     }
 }

@@ -117,11 +117,7 @@ async fn a_second_client_can_neither_see_nor_touch_the_first_clients_games() {
 
 /// A server whose config admits one token for `alice`, issued by `ludus token`; the token.
 async fn token_server(work: &std::path::Path, extra: &str) -> (HttpServer, String) {
-    let out = std::process::Command::new(BIN).args(["token", "alice"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let printed = String::from_utf8(out.stdout).unwrap();
-    let token = printed.lines().map(str::trim).find(|l| l.starts_with("ludus_")).unwrap().to_string();
-    let lines = &printed[printed.find("[[tokens]]").unwrap()..];
+    let (token, lines) = issue_token("alice");
     assert!(!lines.contains(&token), "the config keeps the token's hash, never the token");
     let cfg = config(work, &format!("{extra}\n{lines}"));
     (http_server(&["--config", cfg.to_str().unwrap()], work).await, token)
@@ -346,7 +342,9 @@ async fn finished_magic_games_leave_no_process() {
         a.ok("cards_concede", json!({"game_id": id})).await;
     }
     assert_eq!(until_no_descendants(server.pid()).await, Vec::<u32>::new(), "every bridge ended with its game");
-    let e = a.err("cards_get_game_state", json!({"game_id": games[0]})).await;
+    // What the game was stays readable; playing on is refused with the result.
+    a.ok("cards_get_game_state", json!({"game_id": games[0]})).await;
+    let e = a.err("cards_pass_priority", json!({"game_id": games[0]})).await;
     assert!(e.contains("the game is over"), "{e}");
     a.close().await;
 }

@@ -256,3 +256,60 @@ pub fn install(dir: &Path, src: &Path, name: &str) {
     std::fs::copy(src, &tmp).unwrap();
     std::fs::rename(&tmp, dir.join(name)).unwrap();
 }
+
+/// The join code of game `id`, as its creator's `ludus_sessions` shows it.
+pub async fn join_code(creator: &Client, id: &str) -> String {
+    let sessions = creator.ok("ludus_sessions", json!({})).await;
+    let s = sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == id).unwrap_or_else(|| panic!("{id} not in {sessions}"));
+    s["join_code"].as_str().unwrap_or_else(|| panic!("no join code in {s}")).to_string()
+}
+
+/// Processes (not zombies) whose command line contains `marker`: a test's
+/// scratch directory is in its server's arguments and in those of the
+/// channel processes it starts from its cache directory.
+pub fn pids_with(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')));
+        if !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(marker) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Child processes of `pid` whose command (`comm`) is `command`.
+pub fn children_named(pid: u32, command: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
+        let Some((head, rest)) = stat.rsplit_once(')') else { continue };
+        let comm = head.split_once('(').map_or("", |(_, c)| c);
+        let mut fields = rest.split_whitespace();
+        let (state, ppid) = (fields.next().unwrap_or(""), fields.next().and_then(|p| p.parse::<u32>().ok()));
+        if ppid == Some(pid) && comm == command && state != "Z" {
+            found.push(child);
+        }
+    }
+    found
+}
+
+/// A token for caller `name` issued by `ludus token`, and the config lines that admit it.
+pub fn issue_token(name: &str) -> (String, String) {
+    let out = std::process::Command::new(BIN).args(["token", name]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let token = printed.lines().map(str::trim).find(|l| l.starts_with("ludus_")).unwrap().to_string();
+    (token, printed[printed.find("[[tokens]]").unwrap()..].to_string())
+}
+
+/// An MCP client over HTTP that sends `token` with every request.
+pub async fn http_client_with_token(server: &HttpServer, token: &str) -> Client {
+    let (handler, (list_changed, progress)) = recorder();
+    let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(server.url.clone()).auth_header(token);
+    let service = handler.serve(StreamableHttpClientTransport::from_config(config)).await.expect("MCP handshake over HTTP");
+    Client { service, list_changed, progress }
+}

@@ -63,7 +63,21 @@ pub struct Game {
     pub failed: Option<String>,
     /// What the backend last said it is busy with (installing its engine).
     pub notice: Option<String>,
+    /// The game has ended: its final log and each seat's final state are
+    /// being fetched, then the backend is let go.
+    ending: Option<Ending>,
 }
+
+/// The end of a game: why, the requests for its final views still out, and
+/// the views (by tool and seat) that answer every later call.
+struct Ending {
+    why: String,
+    pending: HashMap<u64, (&'static str, usize)>,
+    finals: HashMap<(&'static str, usize), Value>,
+}
+
+/// What stays readable once a game is over.
+const FINAL_VIEWS: [&str; 2] = ["get_game_log", "get_game_state"];
 
 thread_local! {
     pub static GAME: RefCell<Option<Game>> = const { RefCell::new(None) };
@@ -96,6 +110,7 @@ impl Game {
             list_request: None,
             failed: None,
             notice: None,
+            ending: None,
         }
     }
 
@@ -168,24 +183,47 @@ impl Game {
     }
 
     /// A line from the backend.
-    /// When an answer says the game has ended, tells the host (which closes
-    /// the backend, freeing its process) and answers every later call with
-    /// the result.
+    /// When an answer says the game has ended: asks the backend for the
+    /// final log and each seat's final state; once they are in, tells the
+    /// host (which closes the backend, freeing its process) and answers
+    /// those tools from them, every other call with the result.
     pub fn note_if_over(&mut self, answer: &Value) {
         let over = answer.get("game_over").and_then(Value::as_bool) == Some(true)
             || answer.get("conceded").and_then(Value::as_bool) == Some(true);
-        if !over || self.failed.is_some() {
+        if !over || self.ending.is_some() || self.failed.is_some() {
             return;
         }
         let winner = match answer.get("winner") {
             Some(Value::Null) | None => "no winner".to_string(),
-            Some(Value::String(w)) => format!("winner: {w}"),
-            Some(w) => format!("winner: {w}"),
+            Some(w) => format!("winner: {}", w.as_str().map_or_else(|| w.to_string(), String::from)),
         };
-        self.failed = Some(format!(
-            "the game is over ({winner}); its engine has shut down. Start a new game with `cards_start_game`"
-        ));
-        ludus_sdk::lifecycle::game_over();
+        let why = format!("the game is over ({winner}); its engine has shut down. Start a new game with `cards_start_game`");
+        let mut ending = Ending { why, pending: HashMap::new(), finals: HashMap::new() };
+        for seat in 0..2 {
+            let Some(channel) = self.channels[seat] else { continue };
+            for tool in FINAL_VIEWS {
+                let id = self.id();
+                let meta_seat = (self.backend == Backend::Phase).then_some(seat as u32);
+                send(channel, &rpc::tool_call(id, tool, Value::Object(Default::default()), meta_seat));
+                ending.pending.insert(id, (tool, seat));
+            }
+        }
+        self.ending = Some(ending);
+        self.finish_if_ready();
+    }
+
+    /// The final view of `tool` for `seat`, once the game is over.
+    pub fn final_view(&self, tool: &str, seat: usize) -> Option<Value> {
+        let ending = self.ending.as_ref().filter(|e| e.pending.is_empty())?;
+        ending.finals.iter().find(|((t, s), _)| *t == tool && *s == seat).map(|(_, v)| v.clone())
+    }
+
+    fn finish_if_ready(&mut self) {
+        let Some(ending) = self.ending.as_ref().filter(|e| e.pending.is_empty()) else { return };
+        if self.failed.is_none() {
+            self.failed = Some(ending.why.clone());
+            ludus_sdk::lifecycle::game_over();
+        }
     }
 
     pub fn receive(&mut self, line: &str) {
@@ -193,6 +231,14 @@ impl Game {
             Incoming::Response { id, result } if Some(id) == self.list_request => {
                 self.list_request = None;
                 self.offered = result.map(|r| rpc::tool_names(&r)).unwrap_or_default();
+            }
+            Incoming::Response { id, result } if self.ending.as_ref().is_some_and(|e| e.pending.contains_key(&id)) => {
+                let ending = self.ending.as_mut().expect("checked");
+                let view = ending.pending.remove(&id).expect("checked");
+                if let Ok(v) = result.and_then(rpc::tool_result) {
+                    ending.finals.insert(view, v);
+                }
+                self.finish_if_ready();
             }
             Incoming::Response { id, result } => {
                 self.notice = None;

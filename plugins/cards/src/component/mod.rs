@@ -68,6 +68,9 @@ fn call<T>(key: &str, tool: &str, args: Value, done: impl FnOnce(&mut Game, usiz
     with_game(|g| {
         let caller = host::caller();
         let seat = g.seat_of(&caller)?;
+        if let Some(view) = g.final_view(tool, seat) {
+            return done(g, seat, view);
+        }
         match g.step(&caller, key, seat, tool, args) {
             Step::Done(r) => {
                 let answer = r?;
