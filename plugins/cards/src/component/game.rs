@@ -72,9 +72,14 @@ pub struct Game {
 /// the views (by tool and seat) that answer every later call.
 struct Ending {
     why: String,
+    /// The answer that said the game is over: every status tool's answer from now on.
+    status: Value,
     pending: HashMap<u64, (&'static str, usize)>,
     finals: HashMap<(&'static str, usize), Value>,
 }
+
+/// The tools that answer a status: once the game is over, the final one.
+const STATUS_TOOLS: [&str; 6] = ["is_action_on_me", "pass_priority", "wait_for_action", "auto_pass_until_event", "take_action", "concede"];
 
 /// What stays readable once a game is over.
 const FINAL_VIEWS: [&str; 2] = ["get_game_log", "get_game_state"];
@@ -198,7 +203,7 @@ impl Game {
             Some(w) => format!("winner: {}", w.as_str().map_or_else(|| w.to_string(), String::from)),
         };
         let why = format!("the game is over ({winner}); its engine has shut down. Start a new game with `cards_start_game`");
-        let mut ending = Ending { why, pending: HashMap::new(), finals: HashMap::new() };
+        let mut ending = Ending { why, status: answer.clone(), pending: HashMap::new(), finals: HashMap::new() };
         for seat in 0..2 {
             let Some(channel) = self.channels[seat] else { continue };
             for tool in FINAL_VIEWS {
@@ -215,6 +220,9 @@ impl Game {
     /// The final view of `tool` for `seat`, once the game is over.
     pub fn final_view(&self, tool: &str, seat: usize) -> Option<Value> {
         let ending = self.ending.as_ref().filter(|e| e.pending.is_empty())?;
+        if STATUS_TOOLS.contains(&tool) {
+            return Some(ending.status.clone());
+        }
         ending.finals.iter().find(|((t, s), _)| *t == tool && *s == seat).map(|(_, v)| v.clone())
     }
 
