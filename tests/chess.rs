@@ -171,6 +171,6 @@ async fn two_agents_over_http_wait_for_each_other() {
     let r = a.ok("chess_wait_for_next_turn", json!({"game_id": game})).await;
     assert_eq!(r["last_move"], "c5");
     let third = http_client(&server).await;
-    let e = third.err("chess_join_game", json!({"game_id": game})).await;
+    let e = third.err("chess_join_game", json!({"game_id": game, "join_code": code})).await;
     assert!(e.contains("game is full"), "{e}");
 }

@@ -448,8 +448,8 @@ impl Sessions {
     }
 
     /// The live session a `uses` tool's id names, if the caller may make
-    /// this call on it; None when the id is missing or not a string (the
-    /// argument check says so).
+    /// this call on it; None when the id is missing, not a string or names
+    /// no live session (the argument check and `session_for` say so).
     fn named_session(
         &self,
         plugin: &Plugin,
@@ -460,7 +460,8 @@ impl Sessions {
         code: Option<&str>,
     ) -> Result<Option<Arc<Session>>, String> {
         let Some(id) = args.get(param).and_then(serde_json::Value::as_str) else { return Ok(None) };
-        let session = self.live(id, plugin, param)?;
+        // An unknown or ended id is said after the arguments are checked, as before.
+        let Ok(session) = self.live(id, plugin, param) else { return Ok(None) };
         admit(&session, tool, caller, code, param)?;
         Ok(Some(session))
     }
