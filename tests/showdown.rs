@@ -119,7 +119,7 @@ async fn offline_battles_against_both_bots_end_and_replay_identically() {
 
 #[tokio::test]
 async fn bad_actions_forfeit_and_a_killed_simulator() {
-    let (_work, c) = sim_client().await;
+    let (work, c) = sim_client().await;
 
     let id = offline(&c, "heuristic", 5).await;
     let avail = c.ok("showdown_get_available_actions", json!({"battle_id": id})).await;
@@ -158,9 +158,12 @@ async fn bad_actions_forfeit_and_a_killed_simulator() {
 
     // The simulator killed mid-battle: a clear error for this battle, nothing else harmed.
     let id = offline(&c, "random", 6).await;
-    let sessions = c.ok("ludus_sessions", json!({"game": "showdown"})).await;
-    let me = sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == id.as_str()).unwrap();
-    let pid = me["channels"][0]["pid"].as_u64().expect("the sidecar's pid");
+    // The forfeited battle's simulator is gone, so this battle's is the
+    // server's one node child (no one is shown process ids).
+    let servers = pids_with(&format!("{}/ludus.toml", work.path().display()));
+    let sims: Vec<u32> = servers.iter().flat_map(|&s| children_named(s, "node")).collect();
+    assert_eq!(sims.len(), 1, "{sims:?}");
+    let pid = sims[0];
     assert!(Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap().success());
     let start = Instant::now();
     let e = loop {
