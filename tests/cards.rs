@@ -193,7 +193,8 @@ async fn decisions_are_checked_before_the_engine_and_bad_input_is_refused() {
     }
     let e = c.err("cards_choose_action", json!({"game_id": id, "index": 999})).await;
     assert!(e.starts_with("index_out_of_range") && e.contains("`answer: false`"), "{e}");
-    c.ok("cards_concede", json!({"game_id": id})).await;
+    let st = c.ok("cards_concede", json!({"game_id": id})).await;
+    assert!(st["game_over"] == true && st["winner"] == 1, "the conceding seat 0 loses: {st}");
     let e = c.err("cards_choose_action", json!({"game_id": id, "answer": false})).await;
     assert!(e.contains("game is over"), "{e}");
     let e = c.err("cards_get_game_state", json!({"game_id": "nope"})).await;

@@ -192,9 +192,13 @@ impl Game {
     /// final log and each seat's final state; once they are in, tells the
     /// host (which closes the backend, freeing its process) and answers
     /// those tools from them, every other call with the result.
-    pub fn note_if_over(&mut self, answer: &Value) {
-        let over = answer.get("game_over").and_then(Value::as_bool) == Some(true)
-            || answer.get("conceded").and_then(Value::as_bool) == Some(true);
+    /// A concession is an end too: its answer is marked `game_over` so that
+    /// every seat's status reads as the result.
+    pub fn note_if_over(&mut self, answer: &mut Value) {
+        if answer.get("conceded").and_then(Value::as_bool) == Some(true) {
+            answer["game_over"] = Value::Bool(true);
+        }
+        let over = answer.get("game_over").and_then(Value::as_bool) == Some(true);
         if !over || self.ending.is_some() || self.failed.is_some() {
             return;
         }

@@ -73,8 +73,8 @@ fn call<T>(key: &str, tool: &str, args: Value, done: impl FnOnce(&mut Game, usiz
         }
         match g.step(&caller, key, seat, tool, args) {
             Step::Done(r) => {
-                let answer = r?;
-                g.note_if_over(&answer);
+                let mut answer = r?;
+                g.note_if_over(&mut answer);
                 done(g, seat, answer)
             }
             Step::Waiting => {
