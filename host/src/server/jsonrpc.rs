@@ -3,8 +3,9 @@
 //! request, `-32602` a known method with unusable params) and with which id.
 
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, RequestId};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 /// Why a message is not accepted, and the JSON-RPC error that says so.
 #[derive(Debug)]
@@ -29,12 +30,16 @@ pub fn classify(message: &[u8]) -> Result<ClientJsonRpcMessage, Refusal> {
         let why = if value.is_array() { "batches are not supported by MCP" } else { "a request is a JSON object" };
         return Err(refusal(Value::Null, -32600, format!("invalid request: {why}"), false));
     };
-    // The id is echoed only when it is one JSON-RPC allows (string or number).
-    let id = object.get("id").filter(|id| id.is_string() || id.is_number()).cloned().unwrap_or(Value::Null);
+    let id = echoed_id(message, object.get("id"));
     let notification = object.contains_key("method") && !object.contains_key("id");
-    let refuse = |code: i32, message: String| refusal(id.clone(), code, message, notification);
+    let refuse = |code: i32, message: String| refusal(&id, code, message, notification);
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err(refuse(-32600, "invalid request: `jsonrpc` must be \"2.0\"".into()));
+    }
+    // Numeric ids are carried as 64-bit integers; any other number would come
+    // back changed (2^70 as a float), so it is refused with its exact text.
+    if object.get("id").is_some_and(|id| id.is_number() && id.as_i64().is_none()) {
+        return Err(refuse(-32600, "invalid request: a numeric `id` must be an integer from -2^63 to 2^63-1; use a string id for anything else".into()));
     }
     if let (Some(method), Some(problem)) = (object.get("method").and_then(Value::as_str), params_problem(object)) {
         return Err(refuse(-32602, format!("invalid params for {method}: {problem}")));
@@ -124,17 +129,51 @@ fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-fn refusal(id: Value, code: i32, message: String, notification: bool) -> Refusal {
+/// The id a refusal echoes: exactly the text the client sent, when it is one
+/// JSON-RPC allows (a string or a number), else null.
+fn echoed_id(message: &[u8], id: Option<&Value>) -> Box<RawValue> {
+    #[derive(Deserialize)]
+    struct Id<'a> {
+        #[serde(borrow)]
+        id: &'a RawValue,
+    }
+    let null = || RawValue::from_string("null".into()).expect("null is JSON");
+    match id {
+        Some(v) if v.is_string() || v.is_number() => match serde_json::from_slice::<Id>(message) {
+            Ok(Id { id }) => id.to_owned(),
+            // A duplicate key: the id as read.
+            Err(_) => serde_json::value::to_raw_value(v).unwrap_or_else(|_| null()),
+        },
+        _ => null(),
+    }
+}
+
+fn refusal(id: impl Serialize, code: i32, message: String, notification: bool) -> Refusal {
     Refusal { code, reply: error_reply(id, code, message), notification }
 }
 
-pub fn error_reply(id: Value, code: i32, message: String) -> Vec<u8> {
-    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})).expect("a JSON value serialises")
+/// A JSON-RPC error answer to the request `id` (any JSON: `Value::Null`, or
+/// the id's text as sent).
+/// (Written straight to bytes: through a `Value`, a raw id would be read as a number again.)
+pub fn error_reply(id: impl Serialize, code: i32, message: String) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Reply<I> {
+        jsonrpc: &'static str,
+        id: I,
+        error: Error,
+    }
+    #[derive(Serialize)]
+    struct Error {
+        code: i32,
+        message: String,
+    }
+    serde_json::to_vec(&Reply { jsonrpc: "2.0", id, error: Error { code, message } }).expect("a JSON-RPC error serialises")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use rmcp::model::RequestMetaObject;
 
     fn reply(line: &str) -> Value {
@@ -149,6 +188,17 @@ mod tests {
         let r = reply("{not json");
         assert_eq!((r["id"].clone(), r["error"]["code"].clone()), (Value::Null, json!(-32700)));
         assert_eq!(reply("[1, 2]")["error"]["code"], -32600);
+    }
+
+    #[test]
+    fn an_id_beyond_64_bits_is_refused_and_echoed_exactly() {
+        let line = r#"{"jsonrpc":"2.0","id":1180591620717411303424,"method":"ping"}"#;
+        let Err(r) = classify(line.as_bytes()) else { panic!("accepted") };
+        let text = String::from_utf8(r.reply).unwrap();
+        assert!(text.contains(r#""id":1180591620717411303424,"#) && text.contains("-32600"), "{text}");
+        let Err(r) = classify(br#"{"jsonrpc":"2.0","id":1.50,"method":"ping"}"#) else { panic!("accepted") };
+        assert!(String::from_utf8(r.reply).unwrap().contains(r#""id":1.50,"#));
+        assert!(classify(br#"{"jsonrpc":"2.0","id":-9223372036854775808,"method":"ping"}"#).is_ok());
     }
 
     #[test]
