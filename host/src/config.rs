@@ -71,6 +71,9 @@ pub struct Limits {
     pub http_min_body_rate: u64,
     /// HTTP: server-sent event streams (GET) open at once from one address.
     pub max_sse_streams_per_address: usize,
+    /// HTTP: event streams open at once for one bearer token's holder, from
+    /// any address.
+    pub max_sse_streams_per_caller: usize,
     /// Game processes (channel endpoints of kind `process`, counted by their
     /// weight) running at once in the whole server.
     pub max_processes: usize,
@@ -109,6 +112,7 @@ impl Default for Limits {
             http_body_timeout_ms: 10_000,
             http_min_body_rate: 64 << 10,
             max_sse_streams_per_address: 128,
+            max_sse_streams_per_caller: 32,
             max_processes: 32,
             max_processes_per_caller: 8,
             max_mcp_sessions: 10_000,

@@ -76,7 +76,7 @@ pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     eprintln!("LUDUS_HTTP_URL=http://{local}/mcp");
 
     let header_timeout = Duration::from_millis(limits.http_header_timeout_ms);
-    let conns = Conns::new(limits.max_http_connections, limits.max_http_connections_per_address, limits.max_sse_streams_per_address);
+    let conns = Conns::new(limits);
     let shutdown = ct.clone();
     tokio::spawn(async move {
         let _ = tokio::signal::ctrl_c().await;
@@ -239,7 +239,7 @@ async fn check_request(State(gate): State<Arc<Gate>>, request: Request, next: Ne
     match *request.method() {
         Method::POST => check_post(&gate, request, next, caller, conn).await,
         Method::DELETE => check_delete(&gate, request, next).await,
-        Method::GET => match conn.as_ref().map(ConnRef::stream).transpose() {
+        Method::GET => match conn.as_ref().map(|c| c.stream(caller.token())).transpose() {
             Ok(stream) => track(next.run(request).await, None, stream),
             Err(why) => refuse(StatusCode::TOO_MANY_REQUESTS, &why),
         },

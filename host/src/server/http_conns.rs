@@ -10,7 +10,8 @@
 //! is answering is it refused. So a thousand sockets trickling headers or
 //! bodies delay a new client by nothing, and one address can fill at most
 //! `max_http_connections_per_address` of the slots with answers in progress.
-//! Event streams (GET) are capped per address on their own.
+//! Event streams (GET) are capped on their own, per address and per caller
+//! (a bearer token's holder may connect from many addresses).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -19,6 +20,7 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::config::Limits;
 use crate::sync::lock;
 
 pub struct Conns {
@@ -26,6 +28,7 @@ pub struct Conns {
     max_total: usize,
     max_per_address: usize,
     max_streams_per_address: usize,
+    max_streams_per_caller: usize,
 }
 
 #[derive(Default)]
@@ -33,6 +36,7 @@ struct State {
     open: HashMap<u64, Conn>,
     per_address: HashMap<IpAddr, usize>,
     streams_per_address: HashMap<IpAddr, usize>,
+    streams_per_caller: HashMap<String, usize>,
     next: u64,
 }
 
@@ -61,8 +65,14 @@ pub struct ConnRef {
 }
 
 impl Conns {
-    pub fn new(max_total: usize, max_per_address: usize, max_streams_per_address: usize) -> Arc<Conns> {
-        Arc::new(Conns { state: Mutex::default(), max_total, max_per_address, max_streams_per_address })
+    pub fn new(limits: &Limits) -> Arc<Conns> {
+        Arc::new(Conns {
+            state: Mutex::default(),
+            max_total: limits.max_http_connections,
+            max_per_address: limits.max_http_connections_per_address,
+            max_streams_per_address: limits.max_sse_streams_per_address,
+            max_streams_per_caller: limits.max_sse_streams_per_caller,
+        })
     }
 
     /// A slot for a new connection from `address`, evicting the oldest
@@ -112,15 +122,15 @@ impl State {
     fn remove(&mut self, id: u64) {
         let Some(conn) = self.open.remove(&id) else { return };
         conn.evict.cancel();
-        decrement(&mut self.per_address, conn.address);
+        decrement(&mut self.per_address, &conn.address);
     }
 }
 
-fn decrement(counts: &mut HashMap<IpAddr, usize>, key: IpAddr) {
-    if let Some(n) = counts.get_mut(&key) {
+fn decrement<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, usize>, key: &K) {
+    if let Some(n) = counts.get_mut(key) {
         *n -= 1;
         if *n == 0 {
-            counts.remove(&key);
+            counts.remove(key);
         }
     }
 }
@@ -137,26 +147,33 @@ impl ConnRef {
         if let Some(c) = lock(&self.conns.state).open.get_mut(&self.id) {
             c.answering += 1;
         }
-        Answering { conn: self.clone(), stream: false }
+        Answering { conn: self.clone(), stream: None }
     }
 
     /// Marks the connection answering with an event stream until the guard
-    /// drops, or says why its address may open no more.
-    pub fn stream(&self) -> Result<Answering, String> {
-        let max = self.conns.max_streams_per_address;
+    /// drops, or says why its address, or `caller` (a token's name), may
+    /// open no more.
+    pub fn stream(&self, caller: Option<&str>) -> Result<Answering, String> {
         {
             let mut s = lock(&self.conns.state);
-            let n = s.streams_per_address.entry(self.address).or_default();
-            if *n >= max {
+            let from_address = s.streams_per_address.get(&self.address).copied().unwrap_or(0);
+            if from_address >= self.conns.max_streams_per_address {
                 return Err(format!(
-                    "{} already has {n} event streams open, the limit for one address (limits.max_sse_streams_per_address)",
+                    "{} already has {from_address} event streams open, the limit for one address (limits.max_sse_streams_per_address)",
                     self.address
                 ));
             }
-            *n += 1;
+            if let Some(caller) = caller {
+                let n = s.streams_per_caller.entry(caller.to_string()).or_default();
+                if *n >= self.conns.max_streams_per_caller {
+                    return Err(format!("{caller} already has {n} event streams open, the limit for one caller (limits.max_sse_streams_per_caller)"));
+                }
+                *n += 1;
+            }
+            *s.streams_per_address.entry(self.address).or_default() += 1;
         }
         let mut guard = self.answering();
-        guard.stream = true;
+        guard.stream = Some(caller.map(String::from));
         Ok(guard)
     }
 }
@@ -164,14 +181,18 @@ impl ConnRef {
 /// A request being answered; see [`ConnRef::answering`].
 pub struct Answering {
     conn: ConnRef,
-    stream: bool,
+    /// For an event stream: the caller it counts against, if any.
+    stream: Option<Option<String>>,
 }
 
 impl Drop for Answering {
     fn drop(&mut self) {
         let mut s = lock(&self.conn.conns.state);
-        if self.stream {
-            decrement(&mut s.streams_per_address, self.conn.address);
+        if let Some(caller) = &self.stream {
+            decrement(&mut s.streams_per_address, &self.conn.address);
+            if let Some(caller) = caller {
+                decrement(&mut s.streams_per_caller, caller);
+            }
         }
         if let Some(c) = s.open.get_mut(&self.conn.id) {
             c.answering -= 1;
@@ -188,7 +209,7 @@ mod tests {
 
     #[test]
     fn a_new_connection_takes_the_place_of_the_oldest_idle_one() {
-        let conns = Conns::new(3, 2, 1);
+        let conns = Conns::new(&limits(3, 2, 1, 1));
         let (a, b): (IpAddr, IpAddr) = ("127.0.0.2".parse().unwrap(), "127.0.0.1".parse().unwrap());
         let first = conns.admit(a).unwrap();
         let second = conns.admit(a).unwrap();
@@ -210,14 +231,38 @@ mod tests {
         assert!(second.evicted.is_cancelled() && !fifth.evicted.is_cancelled());
     }
 
+    fn limits(total: usize, per_address: usize, streams_per_address: usize, streams_per_caller: usize) -> Limits {
+        Limits {
+            max_http_connections: total,
+            max_http_connections_per_address: per_address,
+            max_sse_streams_per_address: streams_per_address,
+            max_sse_streams_per_caller: streams_per_caller,
+            ..Limits::default()
+        }
+    }
+
     #[test]
     fn event_streams_are_capped_per_address() {
-        let conns = Conns::new(10, 10, 1);
+        let conns = Conns::new(&limits(10, 10, 1, 10));
         let a: IpAddr = "127.0.0.2".parse().unwrap();
         let (one, two) = (conns.admit(a).unwrap(), conns.admit(a).unwrap());
-        let stream = one.conn.stream().unwrap();
-        assert!(two.conn.stream().err().unwrap().contains("max_sse_streams_per_address"));
+        let stream = one.conn.stream(None).unwrap();
+        assert!(two.conn.stream(None).err().unwrap().contains("max_sse_streams_per_address"));
         drop(stream);
-        assert!(two.conn.stream().is_ok());
+        assert!(two.conn.stream(None).is_ok());
+    }
+
+    #[test]
+    fn event_streams_are_capped_per_caller_across_addresses() {
+        let conns = Conns::new(&limits(10, 10, 10, 2));
+        let slots: Vec<Slot> = (2..6).map(|i| conns.admit(IpAddr::from([127, 0, 0, i])).unwrap()).collect();
+        let first = slots[0].conn.stream(Some("alice")).unwrap();
+        let _second = slots[1].conn.stream(Some("alice")).unwrap();
+        let refused = slots[2].conn.stream(Some("alice")).err().unwrap();
+        assert!(refused.contains("alice already has 2") && refused.contains("max_sse_streams_per_caller"), "{refused}");
+        // Another caller, and an address whose count the refusal did not raise, are unaffected.
+        let _bob = slots[2].conn.stream(Some("bob")).unwrap();
+        drop(first);
+        assert!(slots[3].conn.stream(Some("alice")).is_ok());
     }
 }

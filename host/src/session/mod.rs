@@ -46,6 +46,14 @@ impl Caller {
             Caller::Stateless => "",
         }
     }
+
+    /// The bearer token's name, when the caller is known by one.
+    pub fn token(&self) -> Option<&str> {
+        match self {
+            Caller::Token(name) => Some(name),
+            _ => None,
+        }
+    }
 }
 
 /// Why a stateless request without a token cannot start or play a game.
