@@ -247,33 +247,15 @@ async fn requests_are_refused_in_the_right_order_with_short_errors() {
     let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized","params":[1]}"#;
     let r = raw(&server.url, &format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{note}", note.len()));
     assert!(r.starts_with("HTTP/1.1 400"), "{r}");
+    // An id beyond 64 bits cannot be carried: it is refused, echoed exactly (not as a float).
+    let big_id = r#"{"jsonrpc":"2.0","id":1180591620717411303424,"method":"ping"}"#;
+    let r = raw(&server.url, &format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{big_id}", big_id.len()));
+    assert!(r.contains(r#""id":1180591620717411303424,"#) && r.contains("-32600"), "{r}");
     // A huge argument is not echoed back whole.
     let c = http_client(&server).await;
     let e = c.err("hanoi_get_state", json!({"env_id": "x".repeat(1_000_000)})).await;
     assert!(e.len() < 5_000, "an error of {} bytes", e.len());
     c.close().await;
-}
-
-/// Descendant processes of `pid` (its channel processes and theirs).
-fn descendants(pid: u32) -> Vec<u32> {
-    let parent_of = |p: u32| -> Option<u32> {
-        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-        stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
-    };
-    let all: Vec<u32> = std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
-    let mut found = vec![pid];
-    let mut grew = true;
-    while grew {
-        grew = false;
-        for &p in &all {
-            if !found.contains(&p) && parent_of(p).is_some_and(|pp| found.contains(&pp)) {
-                found.push(p);
-                grew = true;
-            }
-        }
-    }
-    found.retain(|&p| p != pid && std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| !s.contains(") Z ")));
-    found
 }
 
 async fn until_no_descendants(pid: u32) -> Vec<u32> {
@@ -412,4 +394,50 @@ async fn a_thousand_slow_sockets_do_not_keep_a_new_client_out() {
     let took = t.elapsed();
     assert!(took < Duration::from_secs(1), "a new client waited {took:?}");
     c.close().await;
+}
+
+/// Opens an MCP session with a bare `initialize`; its id.
+async fn open_session(http: &reqwest::Client, url: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = http.post(url).header("Accept", "application/json, text/event-stream").json(&init).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let id = r.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    r.bytes().await.unwrap();
+    id
+}
+
+async fn delete_session(http: &reqwest::Client, url: &str, id: &str) {
+    let r = http.delete(url).header("mcp-session-id", id).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+}
+
+#[tokio::test]
+async fn ten_thousand_mcp_sessions_held_and_deleted_give_their_memory_back() {
+    use futures_util::{StreamExt, stream};
+    let work = scratch();
+    // At the level a user runs (info), where per-session log spans would pin memory.
+    let server = http_server_env(&[], work.path(), &[("LUDUS_LOG", "info")]).await;
+    let http = reqwest::Client::new();
+    let url = server.url.clone();
+    // The baseline: one session opened and closed, so the code serving one is in memory.
+    let first = open_session(&http, &url).await;
+    delete_session(&http, &url, &first).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before = server.rss_kib();
+    let ids: Vec<String> = stream::iter(0..10_000).map(|_| open_session(&http, &url)).buffer_unordered(8).collect().await;
+    let held = server.rss_kib();
+    stream::iter(&ids).for_each_concurrent(8, |id| delete_session(&http, &url, id)).await;
+    // Freed memory goes back within a second of the last close.
+    let mut after = server.rss_kib();
+    for _ in 0..30 {
+        if after * 10 <= before * 12 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        after = server.rss_kib();
+    }
+    eprintln!("RSS: {before} KiB before, {held} KiB with 10,000 sessions, {after} KiB after deleting them");
+    assert!(held > before + 100_000, "10,000 sessions hold memory ({before} → {held} KiB): the measure would see none returned");
+    assert!(after * 10 <= before * 12, "after deleting 10,000 sessions: {after} KiB, more than 20 % over the {before} KiB before");
 }

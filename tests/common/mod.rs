@@ -1,7 +1,11 @@
 //! Drives the real `ludus` binary through rmcp's MCP client.
 #![allow(dead_code)]
 
+pub mod processes;
 pub mod showdown;
+
+#[allow(unused_imports)] // each test uses some of them
+pub use processes::{children_named, descendants, pids_with};
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -125,6 +129,12 @@ pub async fn stdio_env(args: &[&str], work: &Path, env: &[(&str, &str)]) -> Clie
 
 /// `ludus serve --http 127.0.0.1:0`, waiting for the address it bound.
 pub async fn http_server(args: &[&str], work: &Path) -> HttpServer {
+    http_server_env(args, work, &[]).await
+}
+
+/// The same, with these environment variables set for the server (they
+/// override the tests' quiet `LUDUS_LOG`).
+pub async fn http_server_env(args: &[&str], work: &Path, env: &[(&str, &str)]) -> HttpServer {
     // HTTP clients in this process (rmcp's, reqwest's) need the TLS provider installed.
     ludus::capability::channels::install_tls_provider();
     let mut cmd = tokio::process::Command::new(BIN);
@@ -132,7 +142,7 @@ pub async fn http_server(args: &[&str], work: &Path) -> HttpServer {
     if !args.contains(&"--config") {
         cmd.arg("--config").arg(cache_config(work));
     }
-    cmd.env("LUDUS_LOG", "warn").stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true);
+    cmd.env("LUDUS_LOG", "warn").envs(env.iter().copied()).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true);
     let mut child = cmd.spawn().expect("spawning ludus");
     let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let url = tokio::time::timeout(Duration::from_secs(60), async {
@@ -262,39 +272,6 @@ pub async fn join_code(creator: &Client, id: &str) -> String {
     let sessions = creator.ok("ludus_sessions", json!({})).await;
     let s = sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == id).unwrap_or_else(|| panic!("{id} not in {sessions}"));
     s["join_code"].as_str().unwrap_or_else(|| panic!("no join code in {s}")).to_string()
-}
-
-/// Processes (not zombies) whose command line contains `marker`: a test's
-/// scratch directory is in its server's arguments and in those of the
-/// channel processes it starts from its cache directory.
-pub fn pids_with(marker: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')));
-        if !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(marker) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-/// Child processes of `pid` whose command (`comm`) is `command`.
-pub fn children_named(pid: u32, command: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(child) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
-        let Some((head, rest)) = stat.rsplit_once(')') else { continue };
-        let comm = head.split_once('(').map_or("", |(_, c)| c);
-        let mut fields = rest.split_whitespace();
-        let (state, ppid) = (fields.next().unwrap_or(""), fields.next().and_then(|p| p.parse::<u32>().ok()));
-        if ppid == Some(pid) && comm == command && state != "Z" {
-            found.push(child);
-        }
-    }
-    found
 }
 
 /// A token for caller `name` issued by `ludus token`, and the config lines that admit it.
