@@ -304,7 +304,7 @@ async fn chess_finish_turn_in_server(registry: &std::sync::Arc<ludus::registry::
     let call = |tool: usize, a: Value| {
         let (r, p) = (registry.clone(), plugin.clone());
         async move {
-            match r.sessions.call(p, tool, &args(a), "bench".into(), Default::default(), None).await {
+            match r.sessions.call(p, tool, &args(a), ludus::session::Caller::Connection("bench".into()), Default::default(), None).await {
                 ludus::session::Reply::Value { value, .. } => value,
                 ludus::session::Reply::Failed(e) => panic!("{e}"),
             }
@@ -620,14 +620,14 @@ async fn main() {
     let direct = move |tool: usize, a: Value| {
         let (r, p) = (reg.clone(), plug.clone());
         async move {
-            match r.sessions.call(p, tool, &args(a), "bench".into(), Default::default(), None).await {
+            match r.sessions.call(p, tool, &args(a), ludus::session::Caller::Connection("bench".into()), Default::default(), None).await {
                 ludus::session::Reply::Value { value, .. } => value,
                 ludus::session::Reply::Failed(e) => panic!("{e}"),
             }
         }
     };
     let first = direct(init, json!({"n": 3})).await;
-    let env = registry.sessions.list()[0].id.clone();
+    let env = registry.sessions.list_for(&ludus::session::Caller::Connection("bench".into()))[0].id.clone();
     let _ = first;
     for _ in 0..500 {
         direct(get, json!({"env_id": env})).await;

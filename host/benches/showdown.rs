@@ -9,28 +9,14 @@
 //! whole `make_move` round trip. Nothing is asserted; the README carries the
 //! table.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
+mod common;
 mod support;
 
 const BATTLES: u64 = 10;
-
-fn package() -> PathBuf {
-    let default = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/pokemon-showdown/node_modules/pokemon-showdown");
-    let dir = std::env::var_os("LUDUS_SHOWDOWN").map_or(default, PathBuf::from);
-    if !dir.join("pokemon-showdown").is_file() {
-        eprintln!(
-            "no pokemon-showdown package at {}: run `cargo test --test showdown` once (it installs it), \
-             or set LUDUS_SHOWDOWN to an installed package",
-            dir.display()
-        );
-        std::process::exit(2);
-    }
-    dir
-}
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
@@ -38,11 +24,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    let package = package();
-    let sim = format!(
-        "[plugins.showdown]\nmax_wait_ms = 60000\n[plugins.showdown.channels.sim]\nprocess = {{ command = \"node\", args = [{:?}, \"simulate-battle\", \"--skip-build\"] }}\n",
-        package.join("pokemon-showdown").display().to_string()
-    );
+    let sim = format!("[plugins.showdown]\nmax_wait_ms = 60000\n{}", common::showdown_sim(&common::showdown_package()));
     let bench = support::start("showdown.wasm", &sim).await;
     let call = |tool: &'static str, args: Value| bench.call(tool, args);
 

@@ -1,12 +1,17 @@
 //! Soak: `cargo bench -p ludus --bench soak` (release build; bounded, all
 //! traffic on 127.0.0.1). Against one `ludus serve --http`:
 //! 1. 50,000 Hanoi sessions created (five waves of 10,000) and expired;
-//! 2. 100,000 MCP sessions created (initialize) and deleted;
-//! 3. 2,000 waiting calls whose clients go away mid-wait.
+//! 2. 100,000 MCP sessions created (initialize) and deleted, then 10,000
+//!    held at once and deleted;
+//! 3. 2,000 waiting calls whose clients go away mid-wait;
+//! 4. 20 Showdown battles and 20 Magic games started, then ended (forfeit,
+//!    concede): their game processes must end with them.
 //!
-//! After each phase it prints the server's resident memory and open file
-//! descriptors against the baseline taken after a warm-up. Nothing is
-//! asserted: the figures go into the README.
+//! After each phase it prints the server's resident memory, its open file
+//! descriptors and its game processes (with their memory) against the
+//! baseline taken after a warm-up. Nothing is asserted: the figures go into
+//! `docs/benchmarks.md`. Needs the Showdown simulator the Showdown tests
+//! install (or `LUDUS_SHOWDOWN`) and python3 for the Magic engine.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -18,7 +23,7 @@ use tokio::io::AsyncBufReadExt;
 
 mod common;
 
-use common::{BIN, post, proc_status, rpc_result, rss_kib, tool_call};
+use common::{BIN, descendants, post, proc_status, rpc_result, rss_kib, tool_call};
 
 const CONCURRENCY: usize = 16;
 
@@ -40,9 +45,10 @@ impl Server {
             &cfg,
             format!(
                 "cache_dir = {:?}\n[limits]\nmax_sessions_per_caller = 100000\nmax_waits_per_session = 5000\nmax_http_connections = 4096\n\
-                 mcp_session_idle_ms = {MCP_IDLE_MS}\n\
-                 [plugins.hanoi]\nidle_timeout_ms = 1000\n",
-                work.join("cache").display().to_string()
+                 mcp_session_idle_ms = {MCP_IDLE_MS}\nmax_processes = {GAME_PROCESSES}\nmax_processes_per_caller = {GAME_PROCESSES}\n\
+                 [plugins.hanoi]\nidle_timeout_ms = 1000\n{}",
+                work.join("cache").display().to_string(),
+                common::showdown_sim(&common::showdown_package()),
             ),
         )
         .unwrap();
@@ -80,13 +86,29 @@ impl Server {
         proc_status(self.pid(), "Threads")
     }
 
-    /// (resident KiB, open file descriptors)
-    fn footprint(&self) -> (u64, usize) {
-        let rss = rss_kib(self.pid());
-        let fds = std::fs::read_dir(format!("/proc/{}/fd", self.pid())).map(|d| d.count()).unwrap_or(0);
-        (rss, fds)
+    fn footprint(&self) -> Footprint {
+        let games = descendants(self.pid());
+        Footprint {
+            rss_kib: rss_kib(self.pid()),
+            fds: std::fs::read_dir(format!("/proc/{}/fd", self.pid())).map(|d| d.count()).unwrap_or(0),
+            processes: games.len(),
+            processes_kib: games.iter().map(|&p| rss_kib(p)).sum(),
+        }
     }
 }
+
+/// What the server holds: its own memory and descriptors, and its game
+/// processes (the simulators and bridges it started) with their memory.
+#[derive(Clone, Copy)]
+struct Footprint {
+    rss_kib: u64,
+    fds: usize,
+    processes: usize,
+    processes_kib: u64,
+}
+
+/// Game processes phase 4 starts: 20 battles of two simulators, 20 bridges.
+const GAME_PROCESSES: usize = 60;
 
 /// A plain Streamable HTTP client of one MCP session.
 #[derive(Clone)]
@@ -140,16 +162,34 @@ where
     }
 }
 
-fn report(what: &str, base: (u64, usize), now: (u64, usize), took: Duration) {
-    let change = (now.0 as f64 - base.0 as f64) / base.0 as f64 * 100.0;
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// One row of the table: the phase, its time, and the footprint after it.
+fn report(what: &str, base: Footprint, now: Footprint, took: Duration) {
+    let change = (now.rss_kib as f64 - base.rss_kib as f64) / base.rss_kib as f64 * 100.0;
     println!(
-        "| {what} | {:.1} s | {:.0} MiB ({change:+.0} % of the baseline {:.0} MiB) | {} ({:+}) |",
+        "| {what} | {:.1} s | {:.0} MiB ({change:+.0} % of the baseline {:.0} MiB) | {} ({:+}) | {} |",
         took.as_secs_f64(),
-        now.0 as f64 / 1024.0,
-        base.0 as f64 / 1024.0,
-        now.1,
-        now.1 as i64 - base.1 as i64
+        mib(now.rss_kib),
+        mib(base.rss_kib),
+        now.fds,
+        now.fds as i64 - base.fds as i64,
+        processes(now)
     );
+}
+
+/// A row measured in passing (no time, no comparison).
+fn note(what: &str, now: Footprint) {
+    println!("| {what} | | {:.0} MiB | {} | {} |", mib(now.rss_kib), now.fds, processes(now));
+}
+
+fn processes(f: Footprint) -> String {
+    match f.processes {
+        0 => "0".into(),
+        n => format!("{n} ({:.0} MiB)", mib(f.processes_kib)),
+    }
 }
 
 #[tokio::main(flavor = "multi_thread")]
@@ -171,8 +211,8 @@ async fn main() {
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
     let base = server.footprint();
-    println!("| phase | took | server resident memory after | open fds after |\n|---|---|---|---|");
-    println!("| baseline (after a warm-up; {} threads) | | {:.0} MiB | {} |", server.threads(), base.0 as f64 / 1024.0, base.1);
+    println!("| phase | took | server resident memory after | open fds after | game processes after (their memory) |\n|---|---|---|---|---|");
+    note(&format!("baseline (after a warm-up; {} threads)", server.threads()), base);
 
     // 1. 50,000 game sessions, created in waves and left to expire (1 s idle).
     let t = Instant::now();
@@ -187,13 +227,12 @@ async fn main() {
             }
         })
         .await;
-        peak = peak.max(server.footprint().0);
+        peak = peak.max(server.footprint().rss_kib);
         // Idle expiry is checked every second; 1 s idle plus a margin.
         tokio::time::sleep(Duration::from_secs(3)).await;
         // Growth that stops after the first waves is the allocator keeping
         // freed memory; growth with every wave would be a leak.
-        let (rss, fds) = server.footprint();
-        println!("| … after wave {} of 10,000 expired ({} threads) | | {:.0} MiB | {fds} |", wave + 1, server.threads(), rss as f64 / 1024.0);
+        note(&format!("… after wave {} of 10,000 expired ({} threads)", wave + 1, server.threads()), server.footprint());
     }
     // tokio's blocking threads (instances start there) idle out after 10 s;
     // what they hold (stacks, their allocator arenas) goes with them or not.
@@ -201,8 +240,7 @@ async fn main() {
     tokio::time::sleep(Duration::from_secs(6)).await;
     games.call(9_999_998, "ludus_sessions", json!({"game": "hanoi"})).await;
     tokio::time::sleep(Duration::from_secs(6)).await;
-    let (rss, fds) = server.footprint();
-    println!("| … 12 s later ({} threads) | | {:.0} MiB | {fds} |", server.threads(), rss as f64 / 1024.0);
+    note(&format!("… 12 s later ({} threads)", server.threads()), server.footprint());
     let left = games.call(9_999_999, "ludus_sessions", json!({"game": "hanoi"})).await["count"].clone();
     report(&format!("50,000 Hanoi sessions created (5 × 10,000) and expired ({left} left; peak {:.0} MiB)", peak as f64 / 1024.0), base, server.footprint(), t.elapsed());
 
@@ -216,6 +254,26 @@ async fn main() {
     .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     report("100,000 MCP sessions created and deleted", base, server.footprint(), t.elapsed());
+
+    // 2b. 10,000 MCP sessions held at once, then deleted.
+    let t = Instant::now();
+    let held: Arc<std::sync::Mutex<Vec<Session>>> = Default::default();
+    let (u, h) = (Arc::<str>::from(url.as_str()), held.clone());
+    in_parallel(10_000, move |_| {
+        let (u, h) = (u.clone(), h.clone());
+        async move {
+            let s = Session::open(&u).await;
+            h.lock().unwrap().push(s);
+        }
+    })
+    .await;
+    note("… 10,000 MCP sessions open at once", server.footprint());
+    let sessions = std::mem::take(&mut *held.lock().unwrap());
+    for chunk in sessions.chunks(CONCURRENCY * 8) {
+        futures_util::future::join_all(chunk.iter().map(Session::delete)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    report("10,000 MCP sessions held at once, then deleted", base, server.footprint(), t.elapsed());
 
     // 3. 2,000 waiting calls whose clients go away mid-wait (on a session of
     // its own: the first one has been idle through phase 2 and expired).
@@ -254,4 +312,44 @@ async fn main() {
     // (mcp_session_idle_ms, swept every quarter of it) catches them.
     tokio::time::sleep(Duration::from_millis(MCP_IDLE_MS * 3 / 2)).await;
     report(&format!("… and their 2,000 MCP sessions expired ({} s idle)", MCP_IDLE_MS / 1000), base, server.footprint(), t.elapsed());
+
+    // 4. Games with processes: 20 offline Showdown battles (two simulators
+    // each) and 20 Magic games (one bridge each), started, then ended.
+    let t = Instant::now();
+    let players = Session::open(&url).await;
+    let mut rid = 40_000_000;
+    let mut next = || {
+        rid += 1;
+        rid
+    };
+    let mut battles = Vec::new();
+    for seed in 0..20 {
+        let r = players.call(next(), "showdown_start_offline_battle", json!({"bot": "random", "seed": seed})).await;
+        battles.push(r["battle_id"].as_str().unwrap_or_else(|| panic!("a battle failed to start: {r}")).to_string());
+    }
+    let mut games = Vec::new();
+    for seed in 0..20 {
+        let r = players.call(next(), "cards_start_game", json!({"seed": seed})).await;
+        games.push(r["game_id"].as_str().unwrap_or_else(|| panic!("a Magic game failed to start: {r}")).to_string());
+    }
+    report("20 Showdown battles and 20 Magic games started", base, server.footprint(), t.elapsed());
+    let t = Instant::now();
+    for id in &battles {
+        players.call(next(), "showdown_forfeit_battle", json!({"battle_id": id})).await;
+    }
+    for id in &games {
+        players.call(next(), "cards_concede", json!({"game_id": id})).await;
+    }
+    let ended = t.elapsed();
+    while !descendants(server.pid()).is_empty() && t.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let gone = t.elapsed();
+    report(
+        &format!("… all 40 ended (answers in {:.1} s; the last process gone {:.1} s after the first forfeit)", ended.as_secs_f64(), gone.as_secs_f64()),
+        base,
+        server.footprint(),
+        t.elapsed(),
+    );
+    players.delete().await;
 }

@@ -8,6 +8,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+#[path = "../../../tests/common/processes.rs"]
+mod processes;
+#[allow(unused_imports)] // the soak's
+pub use processes::descendants;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_ludus");
 
 /// A number from `/proc/PID/status` (`VmRSS` in KiB, `Threads`); 0 when unreadable.
@@ -20,6 +25,30 @@ pub fn proc_status(pid: u32, field: &str) -> u64 {
 /// Resident memory of a process, in KiB.
 pub fn rss_kib(pid: u32) -> u64 {
     proc_status(pid, "VmRSS")
+}
+
+/// The `pokemon-showdown` npm package the Showdown tests install into
+/// `target/pokemon-showdown` (or `LUDUS_SHOWDOWN`); exits with a hint when absent.
+pub fn showdown_package() -> std::path::PathBuf {
+    let default = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pokemon-showdown/node_modules/pokemon-showdown");
+    let dir = std::env::var_os("LUDUS_SHOWDOWN").map_or(default, std::path::PathBuf::from);
+    if !dir.join("pokemon-showdown").is_file() {
+        eprintln!(
+            "no pokemon-showdown package at {}: run `cargo test --test showdown` once (it installs it), \
+             or set LUDUS_SHOWDOWN to an installed package",
+            dir.display()
+        );
+        std::process::exit(2);
+    }
+    dir
+}
+
+/// The config lines that make `package` the Showdown plugin's simulator.
+pub fn showdown_sim(package: &Path) -> String {
+    format!(
+        "[plugins.showdown.channels.sim]\nprocess = {{ command = \"node\", args = [{:?}, \"simulate-battle\", \"--skip-build\"] }}\n",
+        package.join("pokemon-showdown").display().to_string()
+    )
 }
 
 /// A `tools/call` request.
