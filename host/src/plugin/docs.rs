@@ -1,4 +1,4 @@
-//! Doc comments of a component, from its `package-docs` section (DESIGN §4).
+//! Doc comments of a component, from its `package-docs` section.
 //!
 //! Component types carry no names, so a type's docs are found by its member
 //! names (the SDK's packaging step lists every member). Function docs follow

@@ -427,7 +427,7 @@ fn derive_tools(
     for (func, ty) in funcs {
         let at = |e: String| format!("tool `{func}`: {e}");
         if ty.async_() {
-            return Err(at("async functions are not supported; a guest never blocks (DESIGN §3)".into()));
+            return Err(at("async functions are not supported; a guest never blocks".into()));
         }
         let fdocs = docs.func("tools", &func);
         let mut params = Vec::new();
@@ -504,7 +504,7 @@ pub fn ok_shape(result: Option<&Shape>) -> Option<&Shape> {
 }
 
 /// The record fields that become `structuredContent`: all but the content
-/// fields of the text convention (DESIGN §4, docs/design-notes.md).
+/// fields of the text convention (docs/design-notes.md, "From WIT to tools").
 pub fn structured_fields(record: &[Field]) -> Vec<Field> {
     record.iter().filter(|f| !is_text_field(f) && !is_embedded_field(f)).cloned().collect()
 }

@@ -1,4 +1,5 @@
-//! WIT types ⇄ JSON Schema, and JSON ⇄ component values (DESIGN §4).
+//! WIT types ⇄ JSON Schema, and JSON ⇄ component values (the conventions:
+//! docs/design-notes.md, "From WIT to tools").
 //!
 //! At load time every parameter and result type of a tool is turned into a
 //! [`Shape`]: a plan that knows its JSON names and doc comments. The plan

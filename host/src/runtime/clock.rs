@@ -1,11 +1,10 @@
 //! The runtime's clock thread: it advances the engine's epoch every `TICK`
 //! (what makes CPU limits real) and fires the plugins' timers.
 //!
-//! Timers ride on this thread so that arming one wakes nobody. A plugin arms
-//! a timer inside a tool call (chess: the engine's reply, 20 ms after the
-//! agent's move); handing it to tokio from the stdio reader thread cost a
-//! task spawn and a futex wake of a worker inside every such call — a
-//! quarter of `chess_finish_turn`'s CPU, measured with `perf`. This thread
+//! Timers ride on this thread so that arming one, inside a tool call (chess:
+//! the engine's reply, 20 ms after the agent's move), wakes nobody: a task
+//! spawned on tokio would wake a worker inside every such call (a quarter of
+//! `chess_finish_turn`'s CPU; docs/design-notes.md, "Sessions"). This thread
 //! wakes every 10 ms anyway, sees the new timer then, and sleeps until it is
 //! due; only a timer due before its next planned wake-up wakes it early.
 //! A due timer's action runs here, so it must be short (hand real work to

@@ -1,19 +1,16 @@
 //! Waiting for a client's next request: watch for it a little before sleeping.
 //!
-//! A thread that sleeps in poll(2) is woken by an interrupt to its CPU, and
-//! on the virtual machines Ludus was measured on that costs tens of
-//! microseconds whenever the CPU had gone idle — more than the whole call.
-//! A client in a tight loop sends its next request within tens of
-//! microseconds of reading an answer, so the thread that wrote the answer
-//! (the stdio reader, an HTTP connection's thread) first watches its inputs
-//! for `limits.busy_poll_us` (non-blocking polls) and only then sleeps.
-//! Measured with Python clients, `busy_poll_us` 0 against 100, alternating
-//! runs (p50): `hanoi_get_state` over stdio 117–153 → 67–75 µs, over HTTP
-//! (keep-alive) 174–197 → 96–142 µs, chess `finish_turn` over stdio 309–321
-//! → 277–282 µs. It costs CPU only after an answer (not while a call is
-//! still running), at most one thread per core but one watches at a time,
+//! A thread asleep in poll(2) is woken by an interrupt to its CPU, which on a
+//! virtual machine costs tens of microseconds when that CPU had gone idle:
+//! more than a whole quick call. A client in a tight loop sends its next
+//! request within tens of microseconds of reading an answer, so the thread
+//! that wrote the answer (the stdio reader, an HTTP connection's thread)
+//! first watches its inputs for `limits.busy_poll_us` (non-blocking polls)
+//! and only then sleeps. It costs CPU only after an answer (not while a call
+//! is still running), at most one thread per core but one watches at a time,
 //! and a watching thread yields its CPU between looks: the client it just
-//! answered is often woken on that same CPU.
+//! answered is often woken on that same CPU. Figures: docs/design-notes.md,
+//! "MCP surface".
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

@@ -1,4 +1,4 @@
-//! Hot reload (DESIGN §6): watch the plugins directory with `notify`, rescan
+//! Hot reload: watch the plugins directory with `notify`, rescan
 //! periodically as a safety net, and load a file only once it is stable (same
 //! size and mtime on two looks). Loading runs on a blocking thread, off the
 //! request path; the registry swaps versions atomically.

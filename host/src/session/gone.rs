@@ -1,13 +1,11 @@
 //! Recently ended sessions, remembered so that a call naming one can say why
 //! it ended ("it expired after 30 s without calls") rather than "unknown".
 //!
-//! Kept compact on purpose. Entries are made as sessions end, in the middle of
-//! the heap those sessions just freed; as ten thousand separate small strings
-//! (an id and a reason each) they pinned pages all over it, so the allocator
-//! could hand almost nothing back: 45 MiB of resident memory stayed after
-//! 30,000 sessions expired, with 7 MiB of it in use (the soak benchmark,
-//! `malloc_stats` and `/proc/PID/smaps`). Here an entry is a keyed hash of the
-//! id and a shared reason, in tables sized once at start.
+//! Compact on purpose: an entry is a keyed hash of the id and a shared
+//! reason, in tables sized once at start. Entries are made as sessions end,
+//! amid the heap those sessions just freed, where separate small strings
+//! would pin pages all over it and keep the allocator from handing memory
+//! back (figures: docs/design-notes.md, "Sessions").
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::BuildHasher;

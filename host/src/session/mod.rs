@@ -1,9 +1,9 @@
-//! Sessions (DESIGN §5): one game = one session = one component instance
+//! Sessions: one game = one session = one component instance
 //! (`instance`). This module is the table of live sessions and the way a tool
 //! call runs to its final answer: find or start the session, call the guest
-//! on a blocking thread (different sessions run in parallel), and hold a
+//! (`run_guest`; different sessions run in parallel), and hold a
 //! provisional answer (`wait`) until the session changes or its deadline
-//! passes, then run the call again.
+//! passes, then run the call again. Why: docs/design-notes.md, "Sessions".
 
 mod gone;
 mod instance;

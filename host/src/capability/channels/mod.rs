@@ -1,4 +1,4 @@
-//! The `ludus:plugin/channels` interface (DESIGN §5): a plugin opens an
+//! The `ludus:plugin/channels` interface: a plugin opens an
 //! endpoint by *name*; the operator's config maps that name to a WebSocket
 //! URL, a TCP address, an HTTP base URL or a child process. The host owns
 //! every socket and process: one task per channel moves data, delivers input
