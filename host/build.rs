@@ -1,6 +1,9 @@
 //! Builds the game components (wasm32-wasip2) and packages them with their
 //! WIT docs into `$OUT_DIR/components`: the bundled games that `server/bundled.rs`
-//! embeds, plus the SDK example and the test fixtures the tests load.
+//! embeds and, for tests and benchmarks only (feature `test-fixtures`, which
+//! the crate's dev-dependency on itself turns on), the SDK example and the
+//! test fixtures they load. `cargo build --release` and `cargo install` build
+//! the games alone.
 //!
 //! The nested cargo uses its own target directory: sharing the outer one
 //! would wait forever on the outer build's lock.
@@ -13,12 +16,19 @@ use std::process::Command;
 /// no features, for crates whose dependencies must not share features with
 /// the others (the chess benchmark fixture uses the chess crate without its
 /// plugin exports).
-const COMPONENTS: &[(&str, &str, &str, &str)] = &[
+type Component = (&'static str, &'static str, &'static str, &'static str);
+
+/// The bundled games: always built.
+const GAMES: &[Component] = &[
     ("cards", "plugins/cards/wit", "", "cards"),
     ("chess", "plugins/chess/wit", "", "chess"),
     ("hanoi", "plugins/hanoi/wit", "", "hanoi"),
     ("river_crossing", "plugins/river_crossing/wit", "", "river_crossing"),
     ("showdown", "plugins/showdown/wit", "", "showdown"),
+];
+
+/// What the tests and benchmarks load besides the games.
+const FIXTURES: &[Component] = &[
     ("hello", "sdk/examples/hello/wit", "", "hello"),
     ("hostile", "tests/fixtures/hostile/wit", "", "hostile"),
     ("bad_import", "tests/fixtures/bad_import/wit", "", "bad_import"),
@@ -38,23 +48,26 @@ fn main() {
     std::fs::create_dir_all(&out).unwrap();
     let target_dir = root.join("target").join("ludus-wasm");
     let built = target_dir.join("wasm32-wasip2").join("release");
+    let mut components: Vec<Component> = GAMES.to_vec();
+    if std::env::var_os("CARGO_FEATURE_TEST_FIXTURES").is_some() {
+        components.extend_from_slice(FIXTURES);
+    }
 
     // One cargo run per feature set; the default set first, in one go.
     let mut groups: Vec<&str> = Vec::new();
-    for c in COMPONENTS {
+    for c in &components {
         if !groups.contains(&c.2) {
             groups.push(c.2);
         }
     }
     for features in groups {
-        let crates: Vec<&str> = COMPONENTS.iter().filter(|c| c.2 == features).map(|c| c.0).collect();
+        let crates: Vec<&str> = components.iter().filter(|c| c.2 == features).map(|c| c.0).collect();
         cargo_build(&root, &target_dir, &crates, features);
-        for (krate, wit, _, name) in COMPONENTS.iter().filter(|c| c.2 == features) {
+        for (krate, wit, _, name) in components.iter().filter(|c| c.2 == features) {
             let input = built.join(format!("{krate}.wasm"));
             let dirs = [root.join("wit/plugin"), root.join(wit)];
             let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
-            ludus_pack::pack_file(&input, &dirs, &out.join(format!("{name}.wasm")))
-                .unwrap_or_else(|e| panic!("packaging {krate}: {e:#}"));
+            ludus_pack::pack_file(&input, &dirs, &out.join(format!("{name}.wasm"))).unwrap_or_else(|e| panic!("packaging {krate}: {e:#}"));
         }
     }
     println!("cargo:rustc-env=LUDUS_WASM_DIR={}", out.display());
@@ -79,9 +92,7 @@ fn ensure_wasm_target() {
 fn cargo_build(root: &Path, target_dir: &Path, crates: &[&str], features: &str) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(root)
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"])
-        .arg(target_dir);
+    cmd.current_dir(root).args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"]).arg(target_dir);
     for c in crates {
         cmd.args(["-p", c]);
     }
