@@ -5,7 +5,8 @@
 //!    held at once and deleted;
 //! 3. 2,000 waiting calls whose clients go away mid-wait;
 //! 4. 20 Showdown battles and 20 Magic games started, then ended (forfeit,
-//!    concede): their game processes must end with them.
+//!    concede): their game processes must end with them (the sessions
+//!    themselves stay, readable, until they expire).
 //!
 //! After each phase it prints the server's resident memory, its open file
 //! descriptors and its game processes (with their memory) against the
@@ -45,6 +46,7 @@ impl Server {
             &cfg,
             format!(
                 "cache_dir = {:?}\n[limits]\nmax_sessions_per_caller = 100000\nmax_waits_per_session = 5000\nmax_http_connections = 4096\n\
+                 max_http_connections_per_address = 4096\n\
                  mcp_session_idle_ms = {MCP_IDLE_MS}\nmax_processes = {GAME_PROCESSES}\nmax_processes_per_caller = {GAME_PROCESSES}\n\
                  [plugins.hanoi]\nidle_timeout_ms = 1000\n{}",
                 work.join("cache").display().to_string(),
@@ -107,7 +109,8 @@ struct Footprint {
     processes_kib: u64,
 }
 
-/// Game processes phase 4 starts: 20 battles of two simulators, 20 bridges.
+/// Room for phase 4's game processes: 20 simulators (the soak runs the npm
+/// package's `simulate-battle` directly, one process a battle) and 20 bridges.
 const GAME_PROCESSES: usize = 60;
 
 /// A plain Streamable HTTP client of one MCP session.
@@ -119,8 +122,13 @@ struct Session {
 }
 
 impl Session {
+    /// Opens a session on a connection of its own.
     async fn open(url: &str) -> Session {
-        let http = reqwest::Client::new();
+        Session::open_with(reqwest::Client::new(), url).await
+    }
+
+    /// Opens a session through `http`'s connections.
+    async fn open_with(http: reqwest::Client, url: &str) -> Session {
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "soak", "version": "0"}}});
         let (id, _) = post(&http, url, None, init).await;
@@ -211,7 +219,9 @@ async fn main() {
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
     let base = server.footprint();
-    println!("| phase | took | server resident memory after | open fds after | game processes after (their memory) |\n|---|---|---|---|---|");
+    println!(
+        "| phase | took | server resident memory after | open fds after | game processes after (their memory) |\n|---|---|---|---|---|"
+    );
     note(&format!("baseline (after a warm-up; {} threads)", server.threads()), base);
 
     // 1. 50,000 game sessions, created in waves and left to expire (1 s idle).
@@ -242,7 +252,12 @@ async fn main() {
     tokio::time::sleep(Duration::from_secs(6)).await;
     note(&format!("… 12 s later ({} threads)", server.threads()), server.footprint());
     let left = games.call(9_999_999, "ludus_sessions", json!({"game": "hanoi"})).await["count"].clone();
-    report(&format!("50,000 Hanoi sessions created (5 × 10,000) and expired ({left} left; peak {:.0} MiB)", peak as f64 / 1024.0), base, server.footprint(), t.elapsed());
+    report(
+        &format!("50,000 Hanoi sessions created (5 × 10,000) and expired ({left} left; peak {:.0} MiB)", peak as f64 / 1024.0),
+        base,
+        server.footprint(),
+        t.elapsed(),
+    );
 
     // 2. 100,000 MCP sessions created and deleted.
     let t = Instant::now();
@@ -255,23 +270,25 @@ async fn main() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     report("100,000 MCP sessions created and deleted", base, server.footprint(), t.elapsed());
 
-    // 2b. 10,000 MCP sessions held at once, then deleted.
+    // 2b. 10,000 MCP sessions held at once (over the client's few kept-alive
+    // connections: this measures sessions, not connections), then deleted.
     let t = Instant::now();
     let held: Arc<std::sync::Mutex<Vec<Session>>> = Default::default();
-    let (u, h) = (Arc::<str>::from(url.as_str()), held.clone());
+    let (u, h, http) = (Arc::<str>::from(url.as_str()), held.clone(), reqwest::Client::new());
     in_parallel(10_000, move |_| {
-        let (u, h) = (u.clone(), h.clone());
+        let (u, h, http) = (u.clone(), h.clone(), http.clone());
         async move {
-            let s = Session::open(&u).await;
+            let s = Session::open_with(http, &u).await;
             h.lock().unwrap().push(s);
         }
     })
     .await;
     note("… 10,000 MCP sessions open at once", server.footprint());
     let sessions = std::mem::take(&mut *held.lock().unwrap());
-    for chunk in sessions.chunks(CONCURRENCY * 8) {
+    for chunk in sessions.chunks(CONCURRENCY) {
         futures_util::future::join_all(chunk.iter().map(Session::delete)).await;
     }
+    drop(sessions);
     tokio::time::sleep(Duration::from_secs(2)).await;
     report("10,000 MCP sessions held at once, then deleted", base, server.footprint(), t.elapsed());
 
@@ -287,8 +304,15 @@ async fn main() {
                 let s = Session::open(&u).await;
                 let body = tool_call(i, "hello_wait_for", json!({"counter_id": c, "at_least": 1_000_000}));
                 // Send, read the headers, then go away with the body unread.
-                let _ = s.http.post(&*s.url).header("accept", "application/json, text/event-stream")
-                    .header("mcp-session-id", &*s.id).header("mcp-protocol-version", "2025-06-18").json(&body).send().await;
+                let _ = s
+                    .http
+                    .post(&*s.url)
+                    .header("accept", "application/json, text/event-stream")
+                    .header("mcp-session-id", &*s.id)
+                    .header("mcp-protocol-version", "2025-06-18")
+                    .json(&body)
+                    .send()
+                    .await;
             })
         })
         .collect();
@@ -313,8 +337,8 @@ async fn main() {
     tokio::time::sleep(Duration::from_millis(MCP_IDLE_MS * 3 / 2)).await;
     report(&format!("… and their 2,000 MCP sessions expired ({} s idle)", MCP_IDLE_MS / 1000), base, server.footprint(), t.elapsed());
 
-    // 4. Games with processes: 20 offline Showdown battles (two simulators
-    // each) and 20 Magic games (one bridge each), started, then ended.
+    // 4. Games with processes: 20 offline Showdown battles (a simulator each)
+    // and 20 Magic games (a bridge each), started, then ended.
     let t = Instant::now();
     let players = Session::open(&url).await;
     let mut rid = 40_000_000;
@@ -346,7 +370,11 @@ async fn main() {
     }
     let gone = t.elapsed();
     report(
-        &format!("… all 40 ended (answers in {:.1} s; the last process gone {:.1} s after the first forfeit)", ended.as_secs_f64(), gone.as_secs_f64()),
+        &format!(
+            "… all 40 ended (answers in {:.1} s; the last process gone {:.1} s after the first forfeit)",
+            ended.as_secs_f64(),
+            gone.as_secs_f64()
+        ),
         base,
         server.footprint(),
         t.elapsed(),
