@@ -40,7 +40,8 @@ impl Agent {
         let kind = choices["response_type"].as_str().unwrap_or("");
         let action = choices["action_type"].as_str().unwrap_or("").to_string();
         let n = choices["choices"].as_array().map_or(0, Vec::len);
-        let descriptions: Vec<&str> = choices["choices"].as_array().into_iter().flatten().filter_map(|c| c["description"].as_str()).collect();
+        let descriptions: Vec<&str> =
+            choices["choices"].as_array().into_iter().flatten().filter_map(|c| c["description"].as_str()).collect();
         for d in &descriptions {
             self.seen.insert(d.split_whitespace().next().unwrap_or("").to_string());
         }
@@ -108,8 +109,22 @@ async fn an_agent_plays_magic_to_the_end_against_phase_ai_with_xmages_tools() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
     let tools = c.tools().await;
-    for name in ["start_game", "join_game", "is_action_on_me", "wait_for_action", "pass_priority", "auto_pass_until_event", "take_action",
-                 "get_action_choices", "choose_action", "get_game_state", "get_game_log", "get_oracle_text", "send_chat_message", "concede"] {
+    for name in [
+        "start_game",
+        "join_game",
+        "is_action_on_me",
+        "wait_for_action",
+        "pass_priority",
+        "auto_pass_until_event",
+        "take_action",
+        "get_action_choices",
+        "choose_action",
+        "get_game_state",
+        "get_game_log",
+        "get_oracle_text",
+        "send_chat_message",
+        "concede",
+    ] {
         assert!(tools.iter().any(|t| t.name == format!("cards_{name}")), "no tool cards_{name}");
     }
     let started = c.ok("cards_start_game", json!({"seed": 11})).await;
@@ -181,7 +196,10 @@ async fn decisions_are_checked_before_the_engine_and_bad_input_is_refused() {
     let bottom = c.ok("cards_get_action_choices", json!({"game_id": id})).await;
     assert_eq!(bottom["response_type"], "index", "{bottom}");
     let n = bottom["choices"].as_array().unwrap().len();
-    assert!(n >= 2 && bottom["choices"].as_array().unwrap().iter().all(|c| c["description"].as_str().unwrap().starts_with("choose ")), "{bottom}");
+    assert!(
+        n >= 2 && bottom["choices"].as_array().unwrap().iter().all(|c| c["description"].as_str().unwrap().starts_with("choose ")),
+        "{bottom}"
+    );
     c.ok("cards_choose_action", json!({"game_id": id, "index": n - 1})).await;
     let hand = c.ok("cards_get_game_state", json!({"game_id": id})).await["players"][0]["hand"].as_array().unwrap().len();
     assert_eq!(hand, 5, "seven cards, two on the bottom");
@@ -318,8 +336,19 @@ fn the_bridge_offers_xmages_tool_surface() {
     let list: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
     let names: BTreeSet<&str> = list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     // XMage's headless client (McpServer.java) and its successors share these.
-    for tool in ["is_action_on_me", "take_action", "wait_for_action", "pass_priority", "auto_pass_until_event", "get_action_choices",
-                 "choose_action", "get_game_state", "get_game_log", "get_oracle_text", "send_chat_message"] {
+    for tool in [
+        "is_action_on_me",
+        "take_action",
+        "wait_for_action",
+        "pass_priority",
+        "auto_pass_until_event",
+        "get_action_choices",
+        "choose_action",
+        "get_game_state",
+        "get_game_log",
+        "get_oracle_text",
+        "send_chat_message",
+    ] {
         assert!(names.contains(tool), "the bridge lacks XMage's {tool}: {names:?}");
     }
     let choose = list["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "choose_action").unwrap();
@@ -346,9 +375,7 @@ async fn the_first_games_install_the_engine_once_and_say_so_while_they_wait() {
     // The next state of a game still starting (waits until it changes).
     let next = |st: &Value| {
         let st = st.clone();
-        async move {
-            if st["action_pending"] == true { st } else { c.ok("cards_wait_for_action", json!({"game_id": st["game_id"]})).await }
-        }
+        async move { if st["action_pending"] == true { st } else { c.ok("cards_wait_for_action", json!({"game_id": st["game_id"]})).await } }
     };
     while games.iter().any(|(st, _)| st["action_pending"] != true) {
         assert!(started.elapsed().as_secs() < 300, "the engine was not installed within 5 minutes: {games:?}");
@@ -413,7 +440,9 @@ impl Planner {
                 self.x_chosen = true;
                 json!({"amount": choices["max"]})
             }
-            (_, "DeclareAttackers") => names.iter().position(|d| !d.starts_with("[x]")).map_or(json!({"answer": false}), |i| json!({"index": i})),
+            (_, "DeclareAttackers") => {
+                names.iter().position(|d| !d.starts_with("[x]")).map_or(json!({"answer": false}), |i| json!({"index": i}))
+            }
             (_, "DeclareBlockers") => json!({"answer": false}),
             (_, "Priority") => {
                 let state = c.ok("cards_get_game_state", json!({"game_id": id})).await;
@@ -422,7 +451,17 @@ impl Planner {
                     self.responded = true;
                     return json!({"index": i});
                 }
-                let plan = ["play ", "cast Chandra", "activate Chandra", "cast Fireball", "cast Goblin", "cast Wind", "cast Bonesplitter", "cast Divination", "activate Bonesplitter"];
+                let plan = [
+                    "play ",
+                    "cast Chandra",
+                    "activate Chandra",
+                    "cast Fireball",
+                    "cast Goblin",
+                    "cast Wind",
+                    "cast Bonesplitter",
+                    "cast Divination",
+                    "activate Bonesplitter",
+                ];
                 match plan.iter().find_map(|p| find(p)) {
                     Some(i) => {
                         self.planeswalker |= names[i].starts_with("cast Chandra");
@@ -447,7 +486,8 @@ async fn an_instant_in_response_an_x_spell_and_a_planeswalker_go_through_the_sta
     let c = stdio(&[], work.path()).await;
     let seed = std::env::var("CARDS_PLAN_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(PLAN_SEED);
     // The agent's own list (more Chandras and Fireballs than the built-in deck).
-    let deck = "8 Island; 8 Mountain; 4 Lightning Bolt; 4 Fireball; 4 Counterspell; 4 Chandra, Novice Pyromancer; 4 Goblin Guide; 4 Wind Drake";
+    let deck =
+        "8 Island; 8 Mountain; 4 Lightning Bolt; 4 Fireball; 4 Counterspell; 4 Chandra, Novice Pyromancer; 4 Goblin Guide; 4 Wind Drake";
     let mut st = c.ok("cards_start_game", json!({"seed": seed, "decks": [deck, "selesnya-beasts"]})).await;
     let id = st["game_id"].as_str().unwrap().to_string();
     while st["action_pending"] != true {
@@ -483,8 +523,10 @@ async fn an_instant_in_response_an_x_spell_and_a_planeswalker_go_through_the_sta
         let stack = c.ok("cards_get_game_state", json!({"game_id": id})).await["stack"].as_array().unwrap().len();
         deepest_stack = deepest_stack.max(stack);
     }
-    eprintln!("seed {seed}: {} decisions, responded {}, X {}, planeswalker {} / activated {}, deepest stack {deepest_stack}",
-              plan.decisions, plan.responded, plan.x_chosen, plan.planeswalker, plan.activated);
+    eprintln!(
+        "seed {seed}: {} decisions, responded {}, X {}, planeswalker {} / activated {}, deepest stack {deepest_stack}",
+        plan.decisions, plan.responded, plan.x_chosen, plan.planeswalker, plan.activated
+    );
     if std::env::var("CARDS_PLAN_LOG").is_ok() {
         eprintln!("{}", c.ok("cards_get_game_log", json!({"game_id": id})).await["text"].as_str().unwrap());
     }

@@ -22,7 +22,8 @@ impl Lcg {
 async fn a_full_game_against_the_computer_ends_with_every_move_legal() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
-    let tools: std::collections::HashMap<String, rmcp::model::Tool> = c.tools().await.into_iter().map(|t| (t.name.to_string(), t)).collect();
+    let tools: std::collections::HashMap<String, rmcp::model::Tool> =
+        c.tools().await.into_iter().map(|t| (t.name.to_string(), t)).collect();
     let r = c.call("chess_create_game", json!({"type": "computer", "color": "white", "difficulty": 6, "seed": 3})).await;
     assert_matches_output_schema(&tools["chess_create_game"], &r);
     let mut board = r.structured_content.unwrap();

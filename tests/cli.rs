@@ -34,10 +34,15 @@ fn pack_embeds_docs_and_refuses_bad_input() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let (plugin_wit, hello_wit) = (root.join("wit/plugin"), root.join("sdk/examples/hello/wit"));
     let out = work.path().join("hello.wasm");
-    let args = |input: &std::path::Path| vec![
-        "pack".to_string(), input.display().to_string(), out.display().to_string(),
-        plugin_wit.display().to_string(), hello_wit.display().to_string(),
-    ];
+    let args = |input: &std::path::Path| {
+        vec![
+            "pack".to_string(),
+            input.display().to_string(),
+            out.display().to_string(),
+            plugin_wit.display().to_string(),
+            hello_wit.display().to_string(),
+        ]
+    };
     let raw = root.join("target/ludus-wasm/wasm32-wasip2/release/hello.wasm");
     let (_, json, _) = run(&["inspect", raw.to_str().unwrap()]);
     assert!(!json.contains("Add to a counter."), "the raw build has no docs to read");

@@ -183,8 +183,8 @@ async fn cancelling_a_waiting_call_ends_the_wait_at_once() {
     let id = c.ok("hello_start", json!({})).await["counter_id"].clone();
     let waiting = || async { c.ok("ludus_sessions", json!({"game": "hello"})).await["sessions"][0]["waiting_calls"].clone() };
     assert_eq!(waiting().await, 0);
-    let params = CallToolRequestParams::new("hello_wait_for")
-        .with_arguments(json!({"counter_id": id, "at_least": 50}).as_object().unwrap().clone());
+    let params =
+        CallToolRequestParams::new("hello_wait_for").with_arguments(json!({"counter_id": id, "at_least": 50}).as_object().unwrap().clone());
     let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
     let handle = c.service.send_request_with_option(request, PeerRequestOptions::no_options()).await.unwrap();
     let t = Instant::now();
@@ -218,7 +218,8 @@ async fn deleted_mcp_sessions_leave_nothing_behind() {
             for _ in 0..n {
                 let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
                 let post = |body: &'static str, session: Option<String>| {
-                    let mut r = http.post(&url).header("content-type", "application/json").header("accept", "application/json, text/event-stream");
+                    let mut r =
+                        http.post(&url).header("content-type", "application/json").header("accept", "application/json, text/event-stream");
                     if let Some(s) = session {
                         r = r.header("mcp-session-id", s);
                     }
@@ -227,7 +228,12 @@ async fn deleted_mcp_sessions_leave_nothing_behind() {
                 let answer = post(init, None).await.unwrap();
                 let session = answer.headers()["mcp-session-id"].to_str().unwrap().to_string();
                 answer.bytes().await.unwrap();
-                post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, Some(session.clone())).await.unwrap().bytes().await.unwrap();
+                post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, Some(session.clone()))
+                    .await
+                    .unwrap()
+                    .bytes()
+                    .await
+                    .unwrap();
                 http.delete(&url).header("mcp-session-id", session).send().await.unwrap();
             }
         }
@@ -285,7 +291,11 @@ async fn an_abandoned_wait_ends_with_its_connection_and_request_ids_are_not_reus
     let id = c.ok("hello_start", json!({})).await["counter_id"].clone();
     let waiting = || async { c.ok("ludus_sessions", json!({"game": "hello"})).await["sessions"][0]["waiting_calls"].as_u64().unwrap() };
     let (http, session) = raw_session_as(&url, Some(&token)).await;
-    let wait = |rid: u32| format!(r#"{{"jsonrpc":"2.0","id":{rid},"method":"tools/call","params":{{"name":"hello_wait_for","arguments":{{"counter_id":{id},"at_least":50}}}}}}"#);
+    let wait = |rid: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{rid},"method":"tools/call","params":{{"name":"hello_wait_for","arguments":{{"counter_id":{id},"at_least":50}}}}}}"#
+        )
+    };
 
     let first = tokio::spawn(raw_call(&http, &url, &session, wait(7)).send());
     let t = Instant::now();
@@ -402,7 +412,14 @@ async fn expired_mcp_sessions_give_their_memory_back() {
     let before = server.rss_kib();
     for _ in 0..2_000 {
         let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
-        let answer = http.post(&server.url).header("content-type", "application/json").header("accept", "application/json, text/event-stream").body(init).send().await.unwrap();
+        let answer = http
+            .post(&server.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(init)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(answer.status(), 200);
         answer.bytes().await.unwrap();
     }

@@ -32,8 +32,13 @@ fn build(name: &str) -> PathBuf {
     let mut cmd = match name {
         "connect_four" => command(root.join("sdk/examples/python-connect-four/build.sh"), &[]),
         "nim" => command(root.join("sdk/examples/js-nim/build.sh"), &[]),
-        "python_probe" => command(tools.join("build-python.sh"), &[fixtures.join("python-probe").to_str().unwrap(), "probe", "ludus:python-probe/probe"]),
-        "not_a_game" => command(tools.join("build-python.sh"), &[fixtures.join("python-probe").to_str().unwrap(), "not_a_game", "ludus:python-probe/not-a-game"]),
+        "python_probe" => {
+            command(tools.join("build-python.sh"), &[fixtures.join("python-probe").to_str().unwrap(), "probe", "ludus:python-probe/probe"])
+        }
+        "not_a_game" => command(
+            tools.join("build-python.sh"),
+            &[fixtures.join("python-probe").to_str().unwrap(), "not_a_game", "ludus:python-probe/not-a-game"],
+        ),
         "js_probe" => command(tools.join("build-js.sh"), &[fixtures.join("js-probe").to_str().unwrap(), "probe.js", "probe"]),
         other => panic!("no build for {other}"),
     };

@@ -97,11 +97,8 @@ fn rel(path: &Path) -> String {
 /// The paths a file names, absolute from the crate root, with their line numbers.
 fn imports(text: &str, module: &Module) -> Vec<(usize, Module)> {
     // Comment lines are blanked (not removed) so that line numbers stay right.
-    let code: String = without_test_module(text)
-        .lines()
-        .map(|l| if l.trim_start().starts_with("//") { "" } else { l })
-        .collect::<Vec<_>>()
-        .join("\n");
+    let code: String =
+        without_test_module(text).lines().map(|l| if l.trim_start().starts_with("//") { "" } else { l }).collect::<Vec<_>>().join("\n");
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(at) = ["crate::", "super::"].iter().filter_map(|r| code[from..].find(r)).min() {
@@ -248,7 +245,15 @@ fn circles(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<Vec<String>> {
 fn the_reader_expands_use_trees_and_resolves_relative_paths() {
     let m = |s: &str| s.split("::").map(String::from).collect::<Module>();
     let (paths, _) = use_tree("crate::capability::{self, channels::{Inbox, Input}, host::SessionControl as S};");
-    assert_eq!(paths, vec![m("crate::capability"), m("crate::capability::channels::Inbox"), m("crate::capability::channels::Input"), m("crate::capability::host::SessionControl")]);
+    assert_eq!(
+        paths,
+        vec![
+            m("crate::capability"),
+            m("crate::capability::channels::Inbox"),
+            m("crate::capability::channels::Input"),
+            m("crate::capability::host::SessionControl")
+        ]
+    );
     assert_eq!(absolute(&m("super::table::Table"), &m("capability::channels::transport")), Some(m("capability::channels::table::Table")));
     let code = "use crate::sync::lock;\n// crate::server is only named in a comment\nfn f() { crate::config::x(); }\n#[cfg(test)]\nmod tests { use crate::server; }\n";
     let found: Vec<Module> = imports(code, &m("session")).into_iter().map(|(_, p)| p).collect();

@@ -106,7 +106,11 @@ impl Drop for Pipes {
 
 fn error_of(answer: &Value) -> (Value, i64, String) {
     let e = &answer["error"];
-    (answer["id"].clone(), e["code"].as_i64().unwrap_or_else(|| panic!("not an error: {answer}")), e["message"].as_str().unwrap().to_string())
+    (
+        answer["id"].clone(),
+        e["code"].as_i64().unwrap_or_else(|| panic!("not an error: {answer}")),
+        e["message"].as_str().unwrap().to_string(),
+    )
 }
 
 #[test]
@@ -122,7 +126,8 @@ fn over_stdio_every_malformed_message_gets_its_json_rpc_error() {
     let (id, code, m) = error_of(&p.ask(r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"arguments":{}}}"#));
     assert_eq!((id, code), (json!("x"), -32602));
     assert!(m.contains("`name` is missing"), "{m}");
-    let (_, code, m) = error_of(&p.ask(r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"hanoi_get_state","arguments":[1]}}"#));
+    let (_, code, m) =
+        error_of(&p.ask(r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"hanoi_get_state","arguments":[1]}}"#));
     assert!(code == -32602 && m.contains("`arguments` must be an object"), "{m}");
     let (_, code, m) = error_of(&p.ask(r#"{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{}}"#));
     assert!(code == -32602 && m.contains("`uri` is missing"), "{m}");
@@ -135,10 +140,8 @@ fn over_stdio_every_malformed_message_gets_its_json_rpc_error() {
 }
 
 async fn post(url: &str, session: Option<&str>, body: &str) -> reqwest::Response {
-    let mut r = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream");
+    let mut r =
+        reqwest::Client::new().post(url).header("content-type", "application/json").header("accept", "application/json, text/event-stream");
     if let Some(s) = session {
         r = r.header("mcp-session-id", s).header("mcp-protocol-version", "2025-06-18");
     }
@@ -172,13 +175,23 @@ async fn over_http_malformed_bodies_get_400_with_json_rpc_errors_and_delete_says
     assert_eq!(r.status(), 400);
     let (id, code, _) = error_of(&r.json().await.unwrap());
     assert_eq!((id, code), (json!(3), -32600));
-    let r = post(url, Some(&session), r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"hanoi_get_state","arguments":"env"}}"#).await;
+    let r = post(
+        url,
+        Some(&session),
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"hanoi_get_state","arguments":"env"}}"#,
+    )
+    .await;
     let (id, code, m) = error_of(&r.json().await.unwrap());
     assert_eq!((id, code), (json!(4), -32602), "{m}");
 
     // The session still works (and its answers carry no priming event either),
     // then ends with 200; a second DELETE finds nothing.
-    let r = post(url, Some(&session), r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#).await;
+    let r = post(
+        url,
+        Some(&session),
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#,
+    )
+    .await;
     assert_eq!(r.status(), 200);
     let body = r.text().await.unwrap();
     assert!(body.contains("optimal_moves") && !body.lines().any(|l| l.trim() == "data:" || l.trim() == "id: 0"), "{body:?}");
@@ -204,7 +217,8 @@ async fn silent_connections_are_closed_and_connections_are_capped() {
     // The ninth is over the cap: closed without an answer.
     let mut ninth = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let mut buf = [0u8; 64];
-    let n = tokio::time::timeout(Duration::from_secs(2), ninth.read(&mut buf)).await.expect("the ninth connection stayed open").unwrap_or(0);
+    let n =
+        tokio::time::timeout(Duration::from_secs(2), ninth.read(&mut buf)).await.expect("the ninth connection stayed open").unwrap_or(0);
     assert_eq!(n, 0, "the ninth connection was served");
     // The silent ones end at the header deadline, freeing their slots.
     let t = Instant::now();
@@ -386,7 +400,8 @@ fn over_stdio_unix_sockets_work_separate_or_shared() {
     for shared in [false, true] {
         // The client writes to `to` and reads answers from `from`.
         let (to, server_in) = UnixStream::pair().unwrap();
-        let (from, server_out) = if shared { (to.try_clone().unwrap(), server_in.try_clone().unwrap()) } else { UnixStream::pair().unwrap() };
+        let (from, server_out) =
+            if shared { (to.try_clone().unwrap(), server_in.try_clone().unwrap()) } else { UnixStream::pair().unwrap() };
         let mut child = Command::new(BIN)
             .args(["serve", "--config", cfg.to_str().unwrap()])
             .env("LUDUS_LOG", "error")
@@ -413,7 +428,10 @@ fn converse(mut to: &std::os::unix::net::UnixStream, from: &std::os::unix::net::
         from.read_line(&mut answer).unwrap();
         serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
     };
-    let init = ask(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#, true);
+    let init = ask(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+        true,
+    );
     assert!(init["result"]["serverInfo"].is_object(), "{init}");
     ask(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, false);
     let game = ask(&call_line(1, "hanoi_init_simulator", json!({"n": 3})), true);

@@ -54,11 +54,8 @@ async fn golden_schemas_of_the_bundled_games() {
     let c = stdio(&[], work.path()).await;
     let tools = c.tools().await;
     for game in ["cards", "chess", "hanoi", "river_crossing", "showdown"] {
-        let mine: Vec<Value> = tools
-            .iter()
-            .filter(|t| t.name.starts_with(&format!("{game}_")))
-            .map(|t| serde_json::to_value(t).unwrap())
-            .collect();
+        let mine: Vec<Value> =
+            tools.iter().filter(|t| t.name.starts_with(&format!("{game}_"))).map(|t| serde_json::to_value(t).unwrap()).collect();
         let got = serde_json::to_string_pretty(&mine).unwrap() + "\n";
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/golden/{game}.tools.json"));
         if std::env::var_os("LUDUS_BLESS").is_some() {
@@ -160,8 +157,17 @@ async fn river_crossing_three_pairs_solved_and_unsolvable_instances_flagged() {
     let e = c.err("river_crossing_execute_move", json!({"env_id": env, "move": ["A_1", "A_2"]})).await;
     assert!(e.contains("unsafe on the left bank") && e.contains("a_1 would be with"), "{e}");
     let plan: [&[&str]; 11] = [
-        &["a_1", "a_2"], &["a_1"], &["a_1", "a_3"], &["a_1"], &["A_2", "A_3"], &["A_2", "a_2"],
-        &["A_1", "A_2"], &["a_3"], &["a_1", "a_2"], &["A_3"], &["a_3", "A_3"],
+        &["a_1", "a_2"],
+        &["a_1"],
+        &["a_1", "a_3"],
+        &["a_1"],
+        &["A_2", "A_3"],
+        &["A_2", "a_2"],
+        &["A_1", "A_2"],
+        &["a_3"],
+        &["a_1", "a_2"],
+        &["A_3"],
+        &["a_3", "A_3"],
     ];
     for (i, m) in plan.iter().enumerate() {
         let r = c.call("river_crossing_execute_move", json!({"env_id": env, "move": m})).await;

@@ -99,12 +99,7 @@ async fn offline_battles_against_both_bots_end_and_replay_identically() {
         assert_eq!((&one.winner, &one.actions), (&two.winner, &two.actions), "{bot}");
         assert_eq!(log, log_of(&c, &again).await, "{bot}: the replay differs");
         assert_eq!(one.evaluations, two.evaluations, "{bot}: the evaluations differ");
-        eprintln!(
-            "{bot} bot: {} decisions ({scored} scored, slowest {} ms), winner {}",
-            one.actions.len(),
-            one.slowest_ms,
-            one.winner
-        );
+        eprintln!("{bot} bot: {} decisions ({scored} scored, slowest {} ms), winner {}", one.actions.len(), one.slowest_ms, one.winner);
         if bot == "search" {
             eprintln!("an evaluation: {}", one.evaluations.iter().find(|e| !e.is_null()).unwrap());
         }
@@ -255,10 +250,7 @@ async fn two_sessions_battle_on_a_local_server_by_challenge_and_on_the_ladder() 
     let package = showdown_package();
     let server = local_server(&package, "");
     let work = scratch();
-    let extra = format!(
-        "[plugins.showdown.channels.server]\nwebsocket = \"ws://127.0.0.1:{}/showdown/websocket\"\n",
-        server.port
-    );
+    let extra = format!("[plugins.showdown.channels.server]\nwebsocket = \"ws://127.0.0.1:{}/showdown/websocket\"\n", server.port);
     let cfg = config(work.path(), &extra);
     let ludus = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
     let (a, b) = (http_client(&ludus).await, http_client(&ludus).await);
@@ -348,7 +340,8 @@ async fn accounts_log_in_through_the_login_server_and_the_server_checks_the_sign
     let package = showdown_package();
     let login = login_server(json!({"ludustester": "hunter2", "takenname": "secret"}));
     // The real server verifies assertions against the stand-in's key.
-    let server = local_server(&package, &format!("exports.loginserverpublickey = Buffer.from('{}', 'base64').toString();", login.key_base64));
+    let server =
+        local_server(&package, &format!("exports.loginserverpublickey = Buffer.from('{}', 'base64').toString();", login.key_base64));
     let work = scratch();
     let extra = format!(
         "[plugins.showdown]\nenv = {{ SHOWDOWN_USERNAME = \"Ludus Tester\", SHOWDOWN_PASSWORD = \"hunter2\" }}\n\
@@ -362,10 +355,7 @@ async fn accounts_log_in_through_the_login_server_and_the_server_checks_the_sign
     let guest = format!("Rookie{}", std::process::id() % 100_000);
 
     // The operator's account signs in with its password; another name gets a guest assertion.
-    let (la, lb) = tokio::join!(
-        a.ok("showdown_initiate_battle", json!({})),
-        b.ok("showdown_initiate_battle", json!({"username": guest}))
-    );
+    let (la, lb) = tokio::join!(a.ok("showdown_initiate_battle", json!({})), b.ok("showdown_initiate_battle", json!({"username": guest})));
     let seen = login.requests.lock().unwrap().clone();
     assert_eq!((la["status"].as_str(), lb["status"].as_str()), (Some("active"), Some("active")), "{la}\n{lb}\n{seen:?}");
     assert_eq!((la["username"].as_str(), la["opponent"].as_str()), (Some("Ludus Tester"), Some(guest.as_str())), "{la}");
@@ -401,7 +391,8 @@ async fn offline_battles_work_out_of_the_box_with_one_install() {
     let work = scratch();
     let xdg = work.path().join("xdg-cache");
     let mut c = stdio_env(&[], work.path(), &[("XDG_CACHE_HOME", xdg.to_str().unwrap())]).await;
-    let start = |bot: &'static str, seed: u64| c.call_with_progress("showdown_start_offline_battle", json!({"bot": bot, "seed": seed}), bot);
+    let start =
+        |bot: &'static str, seed: u64| c.call_with_progress("showdown_start_offline_battle", json!({"bot": bot, "seed": seed}), bot);
     let (a, b) = tokio::join!(start("random", 1), start("heuristic", 2));
     let mut said = Vec::new();
     while let Ok(p) = c.progress.try_recv() {
@@ -416,7 +407,8 @@ async fn offline_battles_work_out_of_the_box_with_one_install() {
         assert_ne!(r.is_error, Some(true), "{}", text(&r));
         ids.push(r.structured_content.unwrap()["battle_id"].as_str().unwrap().to_string());
     }
-    let installs = std::fs::read_to_string(xdg.join("ludus/showdown-sim/installs.log")).expect("the simulator was installed into the cache");
+    let installs =
+        std::fs::read_to_string(xdg.join("ludus/showdown-sim/installs.log")).expect("the simulator was installed into the cache");
     assert_eq!(installs.lines().count(), 1, "two battles installed twice: {installs}");
     ids.push(offline(&c, "search", 3).await);
     for id in &ids {

@@ -145,10 +145,10 @@ impl Check<'_> {
         }
         match excuse {
             Some(key) => self.excuse(key),
-            None => self
-                .tally
-                .found
-                .push(Difference { field: field.to_string(), detail: format!("{}: {who}: {field}: ours {ours:?}, referee {theirs:?}", self.at) }),
+            None => self.tally.found.push(Difference {
+                field: field.to_string(),
+                detail: format!("{}: {who}: {field}: ours {ours:?}, referee {theirs:?}", self.at),
+            }),
         }
     }
 }
@@ -230,7 +230,9 @@ fn compare_mon(check: &mut Check, who: &str, o: &Value, t: &Value, mine: bool, c
 /// and stat-naming ones (`perish2` → `perishsong`, `protosynthesisatk` →
 /// `protosynthesis`), which the plugin names as the protocol does.
 fn volatile(id: &str) -> String {
-    for (prefix, name) in [("perish", "perishsong"), ("stockpile", "stockpile"), ("protosynthesis", "protosynthesis"), ("quarkdrive", "quarkdrive")] {
+    for (prefix, name) in
+        [("perish", "perishsong"), ("stockpile", "stockpile"), ("protosynthesis", "protosynthesis"), ("quarkdrive", "quarkdrive")]
+    {
         if id.starts_with(prefix) {
             return name.to_string();
         }
@@ -272,13 +274,15 @@ fn compare_field(check: &mut Check, ours: &Value, view: &Value, me: &str, foe: &
         };
         *into.entry(id(what)).or_default() += layers;
     }
-    let mut theirs: BTreeMap<String, u64> = view["pseudo_weather"].as_array().unwrap().iter().map(|p| (id(p.as_str().unwrap()), 1)).collect();
+    let mut theirs: BTreeMap<String, u64> =
+        view["pseudo_weather"].as_array().unwrap().iter().map(|p| (id(p.as_str().unwrap()), 1)).collect();
     if let Some(t) = view["terrain"].as_str() {
         theirs.insert(format!("{}terrain", id(t)), 1);
     }
     check.same("field", "field", field, theirs);
     for side in [me, foe] {
-        let theirs: BTreeMap<String, u64> = view[side]["conditions"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap())).collect();
+        let theirs: BTreeMap<String, u64> =
+            view[side]["conditions"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap())).collect();
         check.same("side conditions", side, sides.remove(side).unwrap_or_default(), theirs);
     }
 }
@@ -320,8 +324,10 @@ fn against_request(check: &mut Check, ours: &Value, request: &Value, actions: &V
         if m["disabled"] == true {
             continue;
         }
-        let described = actions["actions"].as_array().unwrap().iter().find(|a| a["action"] == id).map(|a| a["details"].as_str().unwrap().to_string());
-        let pp_text = described.as_deref().and_then(|d| d.rsplit_once(" PP")).and_then(|(before, _)| before.rsplit(", ").next()).map(str::to_string);
+        let described =
+            actions["actions"].as_array().unwrap().iter().find(|a| a["action"] == id).map(|a| a["details"].as_str().unwrap().to_string());
+        let pp_text =
+            described.as_deref().and_then(|d| d.rsplit_once(" PP")).and_then(|(before, _)| before.rsplit(", ").next()).map(str::to_string);
         check.same("request pp", &format!("request move {id}"), pp_text, Some(pp.to_string()));
     }
 }
@@ -360,11 +366,14 @@ async fn referee_battle(c: &Client, referee: &mut Referee, bot: &str, seed: u64,
         let lines: Vec<&str> = protocol.lines().collect();
         let view = referee.view(&id, &lines[seen..]).await;
         seen = lines.len();
-        let request: Value = lines.iter().rev().find_map(|l| l.strip_prefix("|request|")).map(|j| serde_json::from_str(j).unwrap()).unwrap();
+        let request: Value =
+            lines.iter().rev().find_map(|l| l.strip_prefix("|request|")).map(|j| serde_json::from_str(j).unwrap()).unwrap();
         let actions = c.ok("showdown_get_available_actions", json!({"battle_id": id})).await;
         let active = s["your_team"].as_array().unwrap().iter().find(|p| p["active"] == true && p["fainted"] == false);
         let stats = match active {
-            Some(p) => Some(c.ok("showdown_get_pokemon_details", json!({"battle_id": id, "pokemon_name": p["name"]})).await["stats"].clone()),
+            Some(p) => {
+                Some(c.ok("showdown_get_pokemon_details", json!({"battle_id": id, "pokemon_name": p["name"]})).await["stats"].clone())
+            }
             None => None,
         };
         let at = format!("{bot} seed {seed} turn {}", s["turn"]);

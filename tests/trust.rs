@@ -13,11 +13,11 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::*;
+use rmcp::RoleClient;
 use rmcp::ServiceExt;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::RoleClient;
 use serde_json::{Value, json};
 
 /// The parameters that name a game session, by game.
@@ -174,7 +174,9 @@ async fn a_stateless_client_with_a_token_plays_a_whole_chess_game_across_reconne
     let s = &sessions["sessions"][0];
     assert_eq!((s["game_over"].clone(), s["seed"].clone()), (json!(true), json!(3)), "{sessions}");
     // So is a legacy-session client with the same token: same caller, same games.
-    let legacy_transport = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(server.url.clone()).auth_header(token.clone()));
+    let legacy_transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(server.url.clone()).auth_header(token.clone()),
+    );
     let legacy = ().serve(legacy_transport).await.unwrap();
     let r = call(&legacy, "chess_wait_for_next_turn", json!({"game_id": game})).await;
     assert_eq!(r.structured_content.unwrap()["status"], "game-over");
@@ -221,12 +223,18 @@ async fn with_tokens_every_request_needs_one_and_hears_the_spec_challenge() {
     };
     let none = raw(&server.url, &post(""));
     assert!(none.starts_with("HTTP/1.1 401"), "{none}");
-    assert!(none.to_ascii_lowercase().contains(&format!("www-authenticate: bearer realm=\"ludus\", resource_metadata=\"http://{addr}/.well-known/oauth-protected-resource/mcp\"")), "{none}");
+    assert!(
+        none.to_ascii_lowercase().contains(&format!(
+            "www-authenticate: bearer realm=\"ludus\", resource_metadata=\"http://{addr}/.well-known/oauth-protected-resource/mcp\""
+        )),
+        "{none}"
+    );
     let wrong = raw(&server.url, &post("Authorization: Bearer ludus_not-it\r\n"));
     assert!(wrong.starts_with("HTTP/1.1 401") && wrong.contains("error=\"invalid_token\""), "{wrong}");
     let right = raw(&server.url, &post(&format!("Authorization: Bearer {token}\r\n")));
     assert!(right.starts_with("HTTP/1.1 200"), "{right}");
-    let metadata = raw(&server.url, &format!("GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"));
+    let metadata =
+        raw(&server.url, &format!("GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"));
     assert!(metadata.starts_with("HTTP/1.1 200") && metadata.contains(&format!("\"resource\":\"http://{addr}/mcp\"")), "{metadata}");
 }
 
@@ -236,7 +244,9 @@ async fn requests_are_refused_in_the_right_order_with_short_errors() {
     let server = http_server(&[], work.path()).await;
     let addr = server.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
     // The Origin is checked before the body is even read: a bad origin gets 403, not 413 or 400.
-    let big = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nOrigin: https://evil.example\r\nContent-Length: 99999999\r\nConnection: close\r\n\r\n");
+    let big = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nOrigin: https://evil.example\r\nContent-Length: 99999999\r\nConnection: close\r\n\r\n"
+    );
     let r = raw(&server.url, &big);
     assert!(r.starts_with("HTTP/1.1 403"), "{r}");
     let twice = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nHost: evil.example\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}");
@@ -245,11 +255,20 @@ async fn requests_are_refused_in_the_right_order_with_short_errors() {
     assert!(raw(&server.url, &elsewhere).starts_with("HTTP/1.1 404"));
     // A broken notification gets 400, not 200 with an error.
     let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized","params":[1]}"#;
-    let r = raw(&server.url, &format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{note}", note.len()));
+    let r = raw(
+        &server.url,
+        &format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{note}", note.len()),
+    );
     assert!(r.starts_with("HTTP/1.1 400"), "{r}");
     // An id beyond 64 bits cannot be carried: it is refused, echoed exactly (not as a float).
     let big_id = r#"{"jsonrpc":"2.0","id":1180591620717411303424,"method":"ping"}"#;
-    let r = raw(&server.url, &format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{big_id}", big_id.len()));
+    let r = raw(
+        &server.url,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{big_id}",
+            big_id.len()
+        ),
+    );
     assert!(r.contains(r#""id":1180591620717411303424,"#) && r.contains("-32600"), "{r}");
     // A huge argument is not echoed back whole.
     let c = http_client(&server).await;
@@ -273,7 +292,8 @@ async fn until_no_descendants(pid: u32) -> Vec<u32> {
 async fn game_processes_are_budgeted_and_a_finished_battle_frees_them_at_once() {
     let package = showdown::showdown_package();
     let work = scratch();
-    let cfg = config(work.path(), &format!("[limits]\nmax_processes = 40\nmax_processes_per_caller = 20\n{}", showdown::sim_endpoint(&package)));
+    let cfg =
+        config(work.path(), &format!("[limits]\nmax_processes = 40\nmax_processes_per_caller = 20\n{}", showdown::sim_endpoint(&package)));
     let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
     let (a, b, c) = (http_client(&server).await, http_client(&server).await, http_client(&server).await);
     // 20 battles fill A's budget; 40 more starts are refused by name.

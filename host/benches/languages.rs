@@ -97,14 +97,7 @@ fn measure(game: &Game, work: &Path) -> Row {
     let (read_tool, param) = game.read;
     let (read, _) = c.round_trips(|i| call(1_000 + i, read_tool, json!({ param: id })));
     let _ = c.child.kill();
-    Row {
-        size: std::fs::metadata(&game.component).unwrap().len(),
-        cold,
-        warm,
-        start: percentiles(starts).0,
-        read,
-        per_session_kib,
-    }
+    Row { size: std::fs::metadata(&game.component).unwrap().len(), cold, warm, start: percentiles(starts).0, read, per_session_kib }
 }
 
 fn kib(k: u64) -> String {

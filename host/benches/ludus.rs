@@ -77,7 +77,14 @@ fn us(d: Duration) -> String {
 
 fn config_file(dir: &Path, cache: &Path) -> PathBuf {
     let p = dir.join("bench.toml");
-    std::fs::write(&p, format!("cache_dir = {:?}\n[limits]\nmax_sessions = 100000\nmax_sessions_per_plugin = 100000\nmax_sessions_per_caller = 100000\n", cache.display().to_string())).unwrap();
+    std::fs::write(
+        &p,
+        format!(
+            "cache_dir = {:?}\n[limits]\nmax_sessions = 100000\nmax_sessions_per_plugin = 100000\nmax_sessions_per_caller = 100000\n",
+            cache.display().to_string()
+        ),
+    )
+    .unwrap();
     p
 }
 
@@ -165,10 +172,8 @@ async fn http_load(url: &str, clients: usize, calls: usize) -> (f64, Duration, D
         ready.push(http_hanoi_session(url).await);
     }
     let t = Instant::now();
-    let tasks: Vec<_> = ready
-        .into_iter()
-        .map(|(mut c, env)| tokio::spawn(async move { round_trips(&mut c, get_state(&env), calls).await }))
-        .collect();
+    let tasks: Vec<_> =
+        ready.into_iter().map(|(mut c, env)| tokio::spawn(async move { round_trips(&mut c, get_state(&env), calls).await })).collect();
     let mut all = Vec::new();
     for task in tasks {
         all.extend(task.await.unwrap());
@@ -341,7 +346,11 @@ fn string_field(v: &wasmtime::component::Val, name: &str) -> Option<String> {
 
 /// `hanoi_get_state` of the puzzle `env` as a JSON-RPC line with this id.
 fn get_state_line(env: &str) -> impl Fn(usize) -> String + '_ {
-    move |id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"hanoi_get_state","arguments":{{"env_id":"{env}"}}}}}}"#)
+    move |id| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"hanoi_get_state","arguments":{{"env_id":"{env}"}}}}}}"#
+        )
+    }
 }
 
 /// One request at a time, in turn: the floor (the same client against
@@ -469,7 +478,11 @@ async fn chess_only(cfg: &Path) {
         let (p50, p99) = f.finish;
         eprintln!(
             "chess `chess_finish_turn` L1 over stdio, round {round}: p50 {} / p99 {}; `chess_create_game` p50 {}, {:.0} KiB resident ({:.0} KiB anonymous) per new game",
-            us(p50), us(p99), us(f.create), f.kib_per_game.0, f.kib_per_game.1
+            us(p50),
+            us(p99),
+            us(f.create),
+            f.kib_per_game.0,
+            f.kib_per_game.1
         );
     }
     let opts = ludus::server::ServeOptions {
@@ -489,11 +502,25 @@ fn stdio_only(cfg: &Path) {
     for round in 1..=3 {
         let ([(floor, _), (ping, _), (get, get99)], mut c, _) = one_at_a_time(cfg, false);
         let _ = c.child.kill();
-        eprintln!("stdio round {round}: floor {}; ping {}; hanoi_get_state {} / {} ({:.1}× ping)", us(floor), us(ping), us(get), us(get99), get.as_secs_f64() / ping.as_secs_f64());
+        eprintln!(
+            "stdio round {round}: floor {}; ping {}; hanoi_get_state {} / {} ({:.1}× ping)",
+            us(floor),
+            us(ping),
+            us(get),
+            us(get99),
+            get.as_secs_f64() / ping.as_secs_f64()
+        );
     }
     let ([(floor, _), (ping, _), (get, get99)], mut c, _) = one_at_a_time(cfg, true);
     let _ = c.child.kill();
-    eprintln!("stdio on CPU 0: floor {}; ping {}; hanoi_get_state {} / {} ({:.1}× ping)", us(floor), us(ping), us(get), us(get99), get.as_secs_f64() / ping.as_secs_f64());
+    eprintln!(
+        "stdio on CPU 0: floor {}; ping {}; hanoi_get_state {} / {} ({:.1}× ping)",
+        us(floor),
+        us(ping),
+        us(get),
+        us(get99),
+        get.as_secs_f64() / ping.as_secs_f64()
+    );
 }
 
 /// `LUDUS_BENCH=http`: the minimal HTTP client's round trips and the
@@ -507,7 +534,13 @@ async fn http_only(cfg: &Path) {
         let (rate, p50, p99) = http_load(&server.url, 200, 30).await;
         eprintln!(
             "http round {round}: floor {}; ping {}; hanoi_get_state {} / {}; 16 clients {:.2}× one; 200 sessions {rate:.0} calls/s, p50 {} / p99 {}",
-            us(floor), us(ping), us(get), us(get99), sixteen / one, us(p50), us(p99)
+            us(floor),
+            us(ping),
+            us(get),
+            us(get99),
+            sixteen / one,
+            us(p50),
+            us(p99)
         );
     }
 }
@@ -571,7 +604,10 @@ async fn main() {
     }
     let warm = cold[1..].iter().sum::<Duration>() / 3;
     row("cold start to first tools/list, empty component cache", format!("{:.0} ms", cold[0].as_secs_f64() * 1e3));
-    row("cold start to first tools/list, warm cache (mean of 3)", format!("{:.0} ms ({:.1}× faster)", warm.as_secs_f64() * 1e3, cold[0].as_secs_f64() / warm.as_secs_f64()));
+    row(
+        "cold start to first tools/list, warm cache (mean of 3)",
+        format!("{:.0} ms ({:.1}× faster)", warm.as_secs_f64() * 1e3, cold[0].as_secs_f64() / warm.as_secs_f64()),
+    );
 
     // The minimal client of the speed issue: plain pipes, one line each way.
     let ([(floor, _), (ping, _), (g50, g99)], rate, in_order) = tokio::task::spawn_blocking({
@@ -581,7 +617,10 @@ async fn main() {
     .await
     .unwrap();
     row("stdio floor: the same client against `cat` (each line answered with itself), p50", us(floor));
-    row("stdio, minimal pipe client: `ping` p50; `hanoi_get_state` p50 / p99", format!("{} ; {} / {} ({:.1}× ping)", us(ping), us(g50), us(g99), g50.as_secs_f64() / ping.as_secs_f64()));
+    row(
+        "stdio, minimal pipe client: `ping` p50; `hanoi_get_state` p50 / p99",
+        format!("{} ; {} / {} ({:.1}× ping)", us(ping), us(g50), us(g99), g50.as_secs_f64() / ping.as_secs_f64()),
+    );
     let ([(floor1, _), (ping1, _), (g1, g1_99)], mut c, _) = tokio::task::spawn_blocking({
         let cfg = cfg.clone();
         move || one_at_a_time(&cfg, true)
@@ -589,9 +628,10 @@ async fn main() {
     .await
     .unwrap();
     let _ = c.child.kill();
-    row("the same three on one core (client, `cat` and server on CPU 0): floor p50; `ping` p50; `hanoi_get_state` p50 / p99", format!(
-        "{} ; {} ; {} / {} ({:.1}× ping)", us(floor1), us(ping1), us(g1), us(g1_99), g1.as_secs_f64() / ping1.as_secs_f64()
-    ));
+    row(
+        "the same three on one core (client, `cat` and server on CPU 0): floor p50; `ping` p50; `hanoi_get_state` p50 / p99",
+        format!("{} ; {} ; {} / {} ({:.1}× ping)", us(floor1), us(ping1), us(g1), us(g1_99), g1.as_secs_f64() / ping1.as_secs_f64()),
+    );
     let chess = tokio::task::spawn_blocking({
         let cfg = cfg.clone();
         move || chess_finish_turn(&cfg)
@@ -599,12 +639,18 @@ async fn main() {
     .await
     .unwrap();
     let (chess_p50, c99) = chess.finish;
-    row("stdio, minimal pipe client: chess `chess_finish_turn` against level 1 (our move; the engine replies 20 ms later, waited for untimed), p50 / p99", format!("{} / {}", us(chess_p50), us(c99)));
+    row(
+        "stdio, minimal pipe client: chess `chess_finish_turn` against level 1 (our move; the engine replies 20 ms later, waited for untimed), p50 / p99",
+        format!("{} / {}", us(chess_p50), us(c99)),
+    );
     row(
         "stdio, minimal pipe client: chess `chess_create_game` p50; server resident growth per new game (200 games, before any engine move): all (VmRSS) / anonymous",
         format!("{:.2} ms; {:.0} KiB / {:.0} KiB", chess.create.as_secs_f64() * 1e3, chess.kib_per_game.0, chess.kib_per_game.1),
     );
-    row("stdio, minimal pipe client: 3,000 `hanoi_get_state` written at once", format!("{rate:.0} calls/s, answers {}", if in_order { "in request order" } else { "out of request order" }));
+    row(
+        "stdio, minimal pipe client: 3,000 `hanoi_get_state` written at once",
+        format!("{rate:.0} calls/s, answers {}", if in_order { "in request order" } else { "out of request order" }),
+    );
 
     // Inside the server: the library's call path without a transport.
     let opts = ludus::server::ServeOptions {
@@ -648,10 +694,18 @@ async fn main() {
     let rate = n as f64 / t.elapsed().as_secs_f64();
     row("new sessions per second inside the server (one caller)", format!("{rate:.0}"));
     let t = Instant::now();
-    let tasks: Vec<_> = (0..8).map(|_| tokio::spawn({
-        let d = direct.clone();
-        async move { for _ in 0..n / 8 { d(init, json!({"n": 3})).await; } }
-    })).collect();
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            tokio::spawn({
+                let d = direct.clone();
+                async move {
+                    for _ in 0..n / 8 {
+                        d(init, json!({"n": 3})).await;
+                    }
+                }
+            })
+        })
+        .collect();
     for task in tasks {
         task.await.unwrap();
     }
@@ -666,7 +720,10 @@ async fn main() {
     // Over stdio.
     let (c, _) = stdio_client(&[], &cfg).await;
     let (s50, s99) = latency(&c, 5_000).await;
-    row("trivial session call over stdio (rmcp client), p50 / p99", format!("{} / {} ({:.1}× the in-server p50)", us(s50), us(s99), s50.as_secs_f64() / in_p50.as_secs_f64()));
+    row(
+        "trivial session call over stdio (rmcp client), p50 / p99",
+        format!("{} / {} ({:.1}× the in-server p50)", us(s50), us(s99), s50.as_secs_f64() / in_p50.as_secs_f64()),
+    );
     let t = Instant::now();
     for _ in 0..2_000 {
         call(&c, "hanoi_init_simulator", json!({"n": 3})).await;
@@ -680,53 +737,84 @@ async fn main() {
     let (tx, _rx) = mpsc::unbounded_channel();
     let h: Client = Notified(tx).serve(StreamableHttpClientTransport::from_uri(server.url.clone())).await.unwrap();
     let (h50, h99) = latency(&h, 3_000).await;
-    row("trivial session call over HTTP (rmcp client), p50 / p99", format!("{} / {} ({:.1}× stdio)", us(h50), us(h99), h50.as_secs_f64() / s50.as_secs_f64()));
+    row(
+        "trivial session call over HTTP (rmcp client), p50 / p99",
+        format!("{} / {} ({:.1}× stdio)", us(h50), us(h99), h50.as_secs_f64() / s50.as_secs_f64()),
+    );
     let [(f50, _), (p50, _), (w50, w99)] = http_one_at_a_time(&server.url).await;
     row("HTTP floor: minimal keep-alive client against a minimal hyper server answering a fixed body, p50", us(f50));
-    row("HTTP, minimal keep-alive client reading whole answers: `ping` p50; `hanoi_get_state` p50 / p99", format!(
-        "{} ; {} / {} ({:.1}× the floor)", us(p50), us(w50), us(w99), w50.as_secs_f64() / f50.as_secs_f64()
-    ));
+    row(
+        "HTTP, minimal keep-alive client reading whole answers: `ping` p50; `hanoi_get_state` p50 / p99",
+        format!("{} ; {} / {} ({:.1}× the floor)", us(p50), us(w50), us(w99), w50.as_secs_f64() / f50.as_secs_f64()),
+    );
     let [(f1, _), (p1, _), (w1, w1_99)] = tokio::task::spawn_blocking({
         let cfg = cfg.clone();
         move || http_on_cpu0(&cfg)
     })
     .await
     .unwrap();
-    row("the same three on one core (client, minimal server and Ludus on CPU 0): floor p50; `ping` p50; `hanoi_get_state` p50 / p99", format!(
-        "{} ; {} ; {} / {} ({:.1}× the floor)", us(f1), us(p1), us(w1), us(w1_99), w1.as_secs_f64() / f1.as_secs_f64()
-    ));
+    row(
+        "the same three on one core (client, minimal server and Ludus on CPU 0): floor p50; `ping` p50; `hanoi_get_state` p50 / p99",
+        format!("{} ; {} ; {} / {} ({:.1}× the floor)", us(f1), us(p1), us(w1), us(w1_99), w1.as_secs_f64() / f1.as_secs_f64()),
+    );
     let (one, _, _) = http_load(&server.url, 1, 2_000).await;
     let (sixteen, _, _) = http_load(&server.url, 16, 250).await;
-    row("HTTP, plain keep-alive clients: 1 client vs 16 concurrent clients", format!("{one:.0} vs {sixteen:.0} calls/s ({:.2}×)", sixteen / one));
+    row(
+        "HTTP, plain keep-alive clients: 1 client vs 16 concurrent clients",
+        format!("{one:.0} vs {sixteen:.0} calls/s ({:.2}×)", sixteen / one),
+    );
     let (rate, l50, l99) = http_load(&server.url, 200, 30).await;
-    row("HTTP, 200 concurrent sessions × 30 calls (plain keep-alive clients)", format!("{rate:.0} calls/s, p50 {} / p99 {}", us(l50), us(l99)));
+    row(
+        "HTTP, 200 concurrent sessions × 30 calls (plain keep-alive clients)",
+        format!("{rate:.0} calls/s, p50 {} / p99 {}", us(l50), us(l99)),
+    );
     match magic_round_trips(&server.url).await {
         Ok((d, decisions, took)) => {
             let (m50, m99) = percentiles(d);
-            row("Magic: one `cards_choose_action` round trip (phase bridge, two agents over HTTP), p50 / p99", format!(
-                "{:.2} ms / {:.2} ms; {decisions} decisions in {:.1} s ({:.0} per second, both seats)",
-                m50.as_secs_f64() * 1e3, m99.as_secs_f64() * 1e3, took.as_secs_f64(), decisions as f64 / took.as_secs_f64()
-            ));
+            row(
+                "Magic: one `cards_choose_action` round trip (phase bridge, two agents over HTTP), p50 / p99",
+                format!(
+                    "{:.2} ms / {:.2} ms; {decisions} decisions in {:.1} s ({:.0} per second, both seats)",
+                    m50.as_secs_f64() * 1e3,
+                    m99.as_secs_f64() * 1e3,
+                    took.as_secs_f64(),
+                    decisions as f64 / took.as_secs_f64()
+                ),
+            );
         }
         Err(e) => row("Magic: one `cards_choose_action` round trip", format!("skipped: {e}")),
     }
     let before = rss_kib(pid);
     let h = Arc::new(h);
     let t = Instant::now();
-    let tasks: Vec<_> = (0..16).map(|_| tokio::spawn({
-        let h = h.clone();
-        async move { for _ in 0..625 { call(&h, "hanoi_init_simulator", json!({"n": 10})).await; } }
-    })).collect();
+    let tasks: Vec<_> = (0..16)
+        .map(|_| {
+            tokio::spawn({
+                let h = h.clone();
+                async move {
+                    for _ in 0..625 {
+                        call(&h, "hanoi_init_simulator", json!({"n": 10})).await;
+                    }
+                }
+            })
+        })
+        .collect();
     for task in tasks {
         task.await.unwrap();
     }
     let made = t.elapsed();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = rss_kib(pid);
-    row("10,000 live Hanoi sessions (N=10): server resident memory", format!(
-        "{:.0} MiB total, {:.0} MiB before; {:.1} KiB per session; created in {:.1} s over HTTP (16 callers)",
-        after as f64 / 1024.0, before as f64 / 1024.0, (after - before) as f64 / 10_000.0, made.as_secs_f64()
-    ));
+    row(
+        "10,000 live Hanoi sessions (N=10): server resident memory",
+        format!(
+            "{:.0} MiB total, {:.0} MiB before; {:.1} KiB per session; created in {:.1} s over HTTP (16 callers)",
+            after as f64 / 1024.0,
+            before as f64 / 1024.0,
+            (after - before) as f64 / 10_000.0,
+            made.as_secs_f64()
+        ),
+    );
     drop(server);
 
     // Hot reload: rename a component into the watched directory → list_changed.
@@ -749,12 +837,18 @@ async fn main() {
         times.push(at - t);
     }
     let adds: Vec<Duration> = times.iter().step_by(2).copied().collect();
-    row("hot reload: rename into the directory → tools/list_changed (first add, compiles)", format!("{:.0} ms", adds[0].as_secs_f64() * 1e3));
-    row("hot reload: rename → tools/list_changed (re-adds, cached), removal", format!(
-        "{:.0} ms, {:.0} ms",
-        adds[1..].iter().sum::<Duration>().as_secs_f64() * 1e3 / (adds.len() - 1) as f64,
-        times[1].as_secs_f64() * 1e3
-    ));
+    row(
+        "hot reload: rename into the directory → tools/list_changed (first add, compiles)",
+        format!("{:.0} ms", adds[0].as_secs_f64() * 1e3),
+    );
+    row(
+        "hot reload: rename → tools/list_changed (re-adds, cached), removal",
+        format!(
+            "{:.0} ms, {:.0} ms",
+            adds[1..].iter().sum::<Duration>().as_secs_f64() * 1e3 / (adds.len() - 1) as f64,
+            times[1].as_secs_f64() * 1e3
+        ),
+    );
     let _ = c.cancel().await;
 
     println!("| measurement | result |\n|---|---|");

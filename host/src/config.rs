@@ -204,10 +204,7 @@ impl Config {
     }
 
     pub fn channel_limits(&self) -> ChannelLimits {
-        ChannelLimits {
-            max_per_session: self.limits.max_channels_per_session,
-            max_message_bytes: self.limits.max_channel_message_bytes,
-        }
+        ChannelLimits { max_per_session: self.limits.max_channels_per_session, max_message_bytes: self.limits.max_channel_message_bytes }
     }
 
     /// The limits that apply to plugin `name`, given what the plugin itself asks for.
@@ -218,9 +215,7 @@ impl Config {
             call_timeout: Duration::from_millis(p.call_timeout_ms.unwrap_or(l.call_timeout_ms)),
             memory_bytes: p.memory_mb.unwrap_or(l.memory_mb).saturating_mul(1 << 20) as usize,
             max_sessions: p.max_sessions.unwrap_or(l.max_sessions_per_plugin),
-            idle_timeout: Duration::from_millis(
-                p.idle_timeout_ms.or(plugin_idle_ms.map(u64::from)).unwrap_or(l.idle_timeout_ms),
-            ),
+            idle_timeout: Duration::from_millis(p.idle_timeout_ms.or(plugin_idle_ms.map(u64::from)).unwrap_or(l.idle_timeout_ms)),
             max_wait: Duration::from_millis(p.max_wait_ms.unwrap_or(l.max_wait_ms)),
             max_waits: l.max_waits_per_session,
             max_result_bytes: l.max_result_bytes,
@@ -347,10 +342,8 @@ mod tests {
 
     #[test]
     fn plugin_settings_override_limits_and_plugin_hints() {
-        let c: Config = toml::from_str(
-            "[limits]\ncall_timeout_ms = 100\n[plugins.hanoi]\nidle_timeout_ms = 5\nprefix = \"toh\"\n",
-        )
-        .unwrap();
+        let c: Config =
+            toml::from_str("[limits]\ncall_timeout_ms = 100\n[plugins.hanoi]\nidle_timeout_ms = 5\nprefix = \"toh\"\n").unwrap();
         let l = c.limits_for("hanoi", Some(120_000));
         assert!(l.env.is_empty());
         assert_eq!(l.call_timeout, Duration::from_millis(100));

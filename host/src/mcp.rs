@@ -26,8 +26,8 @@ use crate::registry::Registry;
 use crate::session::{Caller, Progress, WaitProgress};
 
 mod answer;
-use answer::{error_result, json_len};
 pub use answer::Answer;
+use answer::{error_result, json_len};
 
 /// Clients that ignore list_changed re-list after this long.
 const TOOLS_TTL_MS: u64 = 10_000;
@@ -233,10 +233,10 @@ fn build_host_tools() -> Vec<Tool> {
              and why a session ended; and who the server takes you for.",
             Arc::new(JsonObject::new()),
         )
-            .with_input_schema::<SessionsArgs>()
-            .with_output_schema::<SessionsOutput>()
-            .with_title("Live game sessions")
-            .annotate(ro),
+        .with_input_schema::<SessionsArgs>()
+        .with_output_schema::<SessionsOutput>()
+        .with_title("Live game sessions")
+        .annotate(ro),
     ]
 }
 
@@ -312,13 +312,11 @@ fn progress_reporter(token: ProgressToken, send: impl Fn(ProgressNotificationPar
 impl ServerHandler for Ludus {
     fn get_info(&self) -> ServerConfig {
         let caps = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().build();
-        ServerConfig::new(caps)
-            .with_server_info(Implementation::new("ludus", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Ludus serves games as tools named <game>_<action>. Start a game with its creating tool \
+        ServerConfig::new(caps).with_server_info(Implementation::new("ludus", env!("CARGO_PKG_VERSION"))).with_instructions(
+            "Ludus serves games as tools named <game>_<action>. Start a game with its creating tool \
                  (e.g. hanoi_init_simulator), then pass the returned id to the other tools. \
                  `ludus_games` lists the loaded games; `ludus_sessions` the live ones.",
-            )
+        )
     }
 
     async fn list_tools(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
@@ -342,16 +340,18 @@ impl ServerHandler for Ludus {
         Ok(self.call_tool_as(self.caller_of(&context), request, context.ct.clone(), progress).await?.into_result().into())
     }
 
-    async fn list_resources(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListResourcesResult, McpError> {
+    async fn list_resources(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
         let resources = self
             .registry
             .plugins()
             .iter()
             .flat_map(|p| {
                 p.resources.iter().filter(|r| !r.is_template()).map(|r| {
-                    Resource::new(r.uri.clone(), r.name.clone())
-                        .with_description(r.description.clone())
-                        .with_mime_type(r.mime_type.clone())
+                    Resource::new(r.uri.clone(), r.name.clone()).with_description(r.description.clone()).with_mime_type(r.mime_type.clone())
                 })
             })
             .collect();
@@ -380,7 +380,11 @@ impl ServerHandler for Ludus {
         Ok(ListResourceTemplatesResult::with_all_items(templates))
     }
 
-    async fn read_resource(&self, request: ReadResourceRequestParams, context: RequestContext<RoleServer>) -> Result<ReadResourceResponse, McpError> {
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri;
         let found = self.registry.plugins().into_iter().find_map(|p| {
             let hit = p.resources.iter().find_map(|r| match r.session_in(&uri) {

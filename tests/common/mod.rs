@@ -157,7 +157,11 @@ pub async fn http_server_env(args: &[&str], work: &Path, env: &[(&str, &str)]) -
     .await
     .expect("ludus did not start serving HTTP in time");
     // Keep draining stderr so the server never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(l)) = lines.next_line().await { eprintln!("{l}") } });
+    tokio::spawn(async move {
+        while let Ok(Some(l)) = lines.next_line().await {
+            eprintln!("{l}")
+        }
+    });
     HttpServer { url, child }
 }
 
@@ -286,7 +290,8 @@ pub fn issue_token(name: &str) -> (String, String) {
 /// An MCP client over HTTP that sends `token` with every request.
 pub async fn http_client_with_token(server: &HttpServer, token: &str) -> Client {
     let (handler, (list_changed, progress)) = recorder();
-    let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(server.url.clone()).auth_header(token);
+    let config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(server.url.clone()).auth_header(token);
     let service = handler.serve(StreamableHttpClientTransport::from_config(config)).await.expect("MCP handshake over HTTP");
     Client { service, list_changed, progress }
 }

@@ -21,7 +21,8 @@ pub fn showdown_package() -> PathBuf {
 /// into `target/showdown-referee`; their `node_modules`.
 pub fn referee_modules() -> PathBuf {
     let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(referee_dir().join("package.json")).unwrap()).unwrap();
-    let specs: Vec<String> = manifest["dependencies"].as_object().unwrap().iter().map(|(name, v)| format!("{name}@{}", v.as_str().unwrap())).collect();
+    let specs: Vec<String> =
+        manifest["dependencies"].as_object().unwrap().iter().map(|(name, v)| format!("{name}@{}", v.as_str().unwrap())).collect();
     let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
     npm_install("showdown-referee", &specs).join("node_modules").canonicalize().unwrap()
 }
@@ -38,7 +39,8 @@ fn npm_install(dir: &str, specs: &[&str]) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target").join(dir);
     let installed = |spec: &&str| {
         let (name, version) = spec.rsplit_once('@').unwrap();
-        std::fs::read_to_string(root.join("node_modules").join(name).join("package.json")).is_ok_and(|p| p.contains(&format!("\"version\": \"{version}\"")))
+        std::fs::read_to_string(root.join("node_modules").join(name).join("package.json"))
+            .is_ok_and(|p| p.contains(&format!("\"version\": \"{version}\"")))
     };
     if !specs.iter().all(installed) {
         std::fs::create_dir_all(&root).unwrap();

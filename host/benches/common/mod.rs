@@ -237,12 +237,7 @@ impl RawClient {
     }
 
     pub fn spawn(mut command: std::process::Command) -> RawClient {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let input = std::io::BufWriter::new(child.stdin.take().unwrap());
         let output = std::io::BufReader::new(child.stdout.take().unwrap());
         RawClient { child, input, output }
@@ -289,4 +284,3 @@ pub fn read_answer(output: &mut std::io::BufReader<std::process::ChildStdout>) -
     output.read_line(&mut line).unwrap();
     serde_json::from_str(&line).unwrap()
 }
-

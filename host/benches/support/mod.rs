@@ -31,7 +31,12 @@ impl Bench {
     pub async fn call(&self, tool: &str, args: Value) -> Value {
         let (plugin, i) = self.registry.find_tool(tool).unwrap();
         let args = args.as_object().unwrap().clone();
-        match self.registry.sessions.call(plugin, i, &args, ludus::session::Caller::Connection("bench".into()), Default::default(), None).await {
+        match self
+            .registry
+            .sessions
+            .call(plugin, i, &args, ludus::session::Caller::Connection("bench".into()), Default::default(), None)
+            .await
+        {
             ludus::session::Reply::Value { value: Some(wasmtime::component::Val::Result(Ok(Some(v)))), plugin, tool: t, .. } => {
                 let ok = ludus::plugin::ok_shape(plugin.tools[t].result.as_ref()).unwrap();
                 ok.to_json(&v)

@@ -14,8 +14,8 @@ pub mod channels;
 pub mod host;
 pub mod wasi;
 
-use wasmtime::{Engine, Store};
 use wasmtime::component::{HasData, Linker, ResourceTable};
+use wasmtime::{Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::config::PluginLimits;

@@ -275,7 +275,8 @@ mod tests {
             assert!(matches!(answer, Answer::Record { .. }), "a record with its text takes the direct way");
             let direct: Value = serde_json::from_slice(&answer.into_response(RequestId::Number(7))).unwrap();
             let general = Answer::of(reply(&plugin, tool, &snapshot(text))).into_result();
-            let rmcp = serde_json::to_value(ServerJsonRpcMessage::response(ServerResult::CallToolResult(general), RequestId::Number(7))).unwrap();
+            let rmcp =
+                serde_json::to_value(ServerJsonRpcMessage::response(ServerResult::CallToolResult(general), RequestId::Number(7))).unwrap();
             assert_eq!(direct, rmcp);
             assert_eq!(direct["result"]["content"][0]["text"], text);
             assert_eq!(direct["result"]["structuredContent"]["state"], json!([[3, 2, 1], [], []]));
@@ -288,7 +289,9 @@ mod tests {
         let mut config = crate::config::Config::default();
         config.limits.max_result_bytes = 100;
         let (small, tool) = hanoi(&config);
-        let direct: Value = serde_json::from_slice(&Answer::of(reply(&small, tool, &snapshot(&"x".repeat(200)))).into_response(RequestId::Number(1))).unwrap();
+        let direct: Value =
+            serde_json::from_slice(&Answer::of(reply(&small, tool, &snapshot(&"x".repeat(200)))).into_response(RequestId::Number(1)))
+                .unwrap();
         assert_eq!(direct["result"]["isError"], true);
         assert!(direct["result"]["content"][0]["text"].as_str().unwrap().contains("over this server's limit of 100 bytes"), "{direct}");
         let general = Answer::of(reply(&small, tool, &snapshot(&"x".repeat(200)))).into_result();

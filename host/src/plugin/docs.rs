@@ -76,9 +76,7 @@ impl Docs {
 
     /// Docs of the type whose members are exactly `members`.
     pub fn type_docs(&self, members: &[&str]) -> Option<&TypeDocs> {
-        self.types
-            .iter()
-            .find(|t| t.items.len() == members.len() && members.iter().all(|m| t.items.contains_key(*m)))
+        self.types.iter().find(|t| t.items.len() == members.len() && members.iter().all(|m| t.items.contains_key(*m)))
     }
 
     /// The docs of function `func` in interface `iface` (the interface's short name, e.g. `tools`).

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::config::Config;
 use super::{Plugin, Role, Source};
+use crate::config::Config;
 use crate::runtime::Runtime;
 
 pub fn inspect(path: &Path, config: &Config, runtime: &Arc<Runtime>) -> Result<Value, String> {

@@ -18,9 +18,9 @@ use wasmtime::component::{Component, ComponentExportIndex, InstancePre};
 use crate::capability::channels::ChannelGrant;
 use crate::capability::{self, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
 use crate::config::{Config, PluginLimits};
-use crate::runtime::{Pace, Runtime};
 use crate::runtime::bindings::LinkedPre;
 use crate::runtime::bindings::ludus::plugin::types::{PluginInfo, SessionRole};
+use crate::runtime::{Pace, Runtime};
 use docs::Docs;
 use schema::{Field, Shape, object_schema};
 
@@ -102,11 +102,8 @@ impl ToolDef {
 
     /// One phrase per parameter, for argument errors.
     pub fn describe_params(&self) -> String {
-        let parts: Vec<String> = self
-            .params
-            .iter()
-            .map(|f| format!("`{}`{} ({})", f.json, if f.required() { "" } else { " optional" }, f.expected()))
-            .collect();
+        let parts: Vec<String> =
+            self.params.iter().map(|f| format!("`{}`{} ({})", f.json, if f.required() { "" } else { " optional" }, f.expected())).collect();
         if parts.is_empty() { "no arguments".into() } else { parts.join(", ") }
     }
 
@@ -187,9 +184,8 @@ pub struct Plugin {
 impl Plugin {
     /// Loads a component. Errors are complete sentences for the operator.
     pub fn load(runtime: &Arc<Runtime>, config: &Config, bytes: &[u8], source: Source) -> Result<Plugin, String> {
-        let component = runtime
-            .compile(bytes)
-            .map_err(|e| format!("not a valid WebAssembly component (build it for wasm32-wasip2): {e:#}"))?;
+        let component =
+            runtime.compile(bytes).map_err(|e| format!("not a valid WebAssembly component (build it for wasm32-wasip2): {e:#}"))?;
         let imports = imports_of(&component);
         let linker = capability::linker(component.engine()).map_err(|e| format!("the host could not link its grants: {e:#}"))?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {
@@ -356,7 +352,9 @@ fn check_grants(grants: &Grants, tools: &[ToolDef], info: &PluginInfo) -> Result
     for (name, audience) in grants {
         if let Some(tool) = tools.iter().find(|t| &t.func == name) {
             if !matches!(tool.role, Role::Uses(_)) {
-                return Err(format!("access.grants() opens tool `{name}`, which does not use a session (only such tools have an audience)"));
+                return Err(format!(
+                    "access.grants() opens tool `{name}`, which does not use a session (only such tools have an audience)"
+                ));
             }
         } else if info.resources.iter().any(|r| &r.uri == name && r.uri.contains(SESSION_SLOT)) {
             if *audience == Audience::Joins {
@@ -469,9 +467,7 @@ fn derive_tools(
         let audience = audience_of(grants, &func);
         let tool = mcp_tool(&name, &func, &fdocs.summary, &params, result.as_ref(), hint, audience)?;
         tools.push(ToolDef {
-            export: component
-                .get_export_index(Some(&iface_index), func.as_str())
-                .ok_or_else(|| at("export index not found".into()))?,
+            export: component.get_export_index(Some(&iface_index), func.as_str()).ok_or_else(|| at("export index not found".into()))?,
             name,
             func,
             params,

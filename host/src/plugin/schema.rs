@@ -149,13 +149,29 @@ pub enum Shape {
     /// `list<u8>`, carried as base64.
     Bytes,
     List(Box<Shape>),
-    Record { fields: Vec<Field>, doc: Option<String> },
+    Record {
+        fields: Vec<Field>,
+        doc: Option<String>,
+    },
     Tuple(Vec<Shape>),
-    Variant { cases: Vec<Case>, doc: Option<String> },
-    Enum { cases: Vec<String>, docs: Vec<Option<String>>, doc: Option<String> },
+    Variant {
+        cases: Vec<Case>,
+        doc: Option<String>,
+    },
+    Enum {
+        cases: Vec<String>,
+        docs: Vec<Option<String>>,
+        doc: Option<String>,
+    },
     Option(Box<Shape>),
-    Result { ok: Option<Box<Shape>>, err: Option<Box<Shape>> },
-    Flags { names: Vec<String>, doc: Option<String> },
+    Result {
+        ok: Option<Box<Shape>>,
+        err: Option<Box<Shape>>,
+    },
+    Flags {
+        names: Vec<String>,
+        doc: Option<String>,
+    },
 }
 
 /// kebab-case → snake_case.
@@ -197,9 +213,7 @@ impl Shape {
                 }
                 Shape::Record { fields, doc: tdoc.and_then(|t| t.doc.clone()) }
             }
-            Type::Tuple(t) => {
-                Shape::Tuple(t.types().map(|t| Shape::from_type(&t, docs)).collect::<Result<_, _>>()?)
-            }
+            Type::Tuple(t) => Shape::Tuple(t.types().map(|t| Shape::from_type(&t, docs)).collect::<Result<_, _>>()?),
             Type::Variant(v) => {
                 let names: Vec<&str> = v.cases().map(|c| c.name).collect();
                 let tdoc = docs.type_docs(&names);
@@ -225,10 +239,7 @@ impl Shape {
             Type::Flags(f) => {
                 let names: Vec<&str> = f.names().collect();
                 let tdoc = docs.type_docs(&names);
-                Shape::Flags {
-                    names: f.names().map(str::to_string).collect(),
-                    doc: tdoc.and_then(|t| t.doc.clone()),
-                }
+                Shape::Flags { names: f.names().map(str::to_string).collect(), doc: tdoc.and_then(|t| t.doc.clone()) }
             }
             Type::Own(_) | Type::Borrow(_) => {
                 return Err("resources cannot cross the MCP boundary; pass a session id instead".into());
@@ -255,10 +266,7 @@ fn with_doc(mut schema: Value, doc: &Option<String>) -> Value {
 
 /// A type's description with its documented cases appended: "Doc (`a`: …; `b`: …)".
 fn with_case_docs<'a>(doc: &Option<String>, cases: impl Iterator<Item = (&'a str, Option<&'a String>)>) -> Option<String> {
-    let help = cases
-        .filter_map(|(name, d)| d.map(|d| format!("`{name}`: {}", d.trim_end_matches('.'))))
-        .collect::<Vec<_>>()
-        .join("; ");
+    let help = cases.filter_map(|(name, d)| d.map(|d| format!("`{name}`: {}", d.trim_end_matches('.')))).collect::<Vec<_>>().join("; ");
     match (doc, help.is_empty()) {
         (Some(d), false) => Some(format!("{} ({help})", d.trim_end_matches('.'))),
         (None, false) => Some(help),
@@ -337,10 +345,9 @@ impl Shape {
                 json!({"type": "object", "properties": {"ok": arm(ok), "err": arm(err)},
                        "minProperties": 1, "maxProperties": 1, "additionalProperties": false})
             }
-            Shape::Flags { names, doc } => with_doc(
-                json!({"type": "array", "items": {"type": "string", "enum": names}, "uniqueItems": true}),
-                doc,
-            ),
+            Shape::Flags { names, doc } => {
+                with_doc(json!({"type": "array", "items": {"type": "string", "enum": names}, "uniqueItems": true}), doc)
+            }
         }
     }
 }
@@ -410,11 +417,7 @@ pub struct ArgError {
 
 impl std::fmt::Display for ArgError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.path.is_empty() {
-            write!(f, "{}", self.message)
-        } else {
-            write!(f, "argument `{}`: {}", self.path, self.message)
-        }
+        if self.path.is_empty() { write!(f, "{}", self.message) } else { write!(f, "argument `{}`: {}", self.path, self.message) }
     }
 }
 
@@ -489,9 +492,7 @@ impl Shape {
             Shape::String => Val::String(v.as_str().ok_or_else(mismatch)?.to_string()),
             Shape::Bytes => {
                 let s = v.as_str().ok_or_else(mismatch)?;
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(s)
-                    .map_err(|e| err(path, format!("invalid base64: {e}")))?;
+                let bytes = base64::engine::general_purpose::STANDARD.decode(s).map_err(|e| err(path, format!("invalid base64: {e}")))?;
                 Val::List(bytes.into_iter().map(Val::U8).collect())
             }
             Shape::List(inner) => {
@@ -624,11 +625,7 @@ fn variant_val(cases: &[Case], v: &Value, path: &str, expected: &str) -> Result<
 
 /// Converts an object of named values (arguments or record fields), rejecting
 /// unknown names and reporting missing required ones with what they expect.
-pub fn fields_to_vals<'a>(
-    fields: &'a [Field],
-    obj: &Map<String, Value>,
-    path: &str,
-) -> Result<Vec<(&'a Field, Val)>, ArgError> {
+pub fn fields_to_vals<'a>(fields: &'a [Field], obj: &Map<String, Value>, path: &str) -> Result<Vec<(&'a Field, Val)>, ArgError> {
     if let Some(unknown) = obj.keys().find(|k| !fields.iter().any(|f| &f.json == *k)) {
         let names: Vec<&str> = fields.iter().map(|f| f.json.as_str()).collect();
         let allowed = if names.is_empty() { "none".to_string() } else { names.join(", ") };

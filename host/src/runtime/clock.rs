@@ -89,10 +89,7 @@ impl Timers {
 /// Starts the clock thread; it ends when the engine is dropped.
 pub fn start(engines: &[&Engine], timers: Arc<Timers>) {
     let weak: Vec<EngineWeak> = engines.iter().map(|e| e.weak()).collect();
-    std::thread::Builder::new()
-        .name("ludus-epoch".into())
-        .spawn(move || run(&weak, &timers))
-        .expect("spawning the clock thread");
+    std::thread::Builder::new().name("ludus-epoch".into()).spawn(move || run(&weak, &timers)).expect("spawning the clock thread");
 }
 
 fn run(engines: &[EngineWeak], timers: &Timers) {

@@ -105,7 +105,11 @@ pub async fn run_guest<T: Send + 'static>(pace: &Pace, f: impl FnOnce() -> T + S
     if cpu.unwrap_or_default() <= SLOW && wall <= STALLED {
         pace.long_in_a_row.store(0, Ordering::Relaxed);
     } else if pace.long_in_a_row.fetch_add(1, Ordering::Relaxed) >= 1 {
-        tracing::debug!(cpu_us = cpu.map(|c| c.as_micros() as u64), wall_us = wall.as_micros() as u64, "a guest function ran long twice in a row; its calls run on blocking threads from now on");
+        tracing::debug!(
+            cpu_us = cpu.map(|c| c.as_micros() as u64),
+            wall_us = wall.as_micros() as u64,
+            "a guest function ran long twice in a row; its calls run on blocking threads from now on"
+        );
         pace.slow.store(true, Ordering::Relaxed);
     }
     outcome.map_err(|_| "the call panicked in the host".to_string())
@@ -302,7 +306,6 @@ impl Runtime {
         }
         Ok(component)
     }
-
 }
 
 /// The engine settings both engines share; `mapped` is how an instance's

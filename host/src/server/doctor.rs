@@ -28,8 +28,12 @@ pub fn check(config: &Config) -> Vec<Verdict> {
             match SIDECARS.iter().find(|car| car.plugin == *game) {
                 None => Verdict { game, ready: true, detail: "ready (needs nothing else)".into() },
                 Some(car) => match settings.and_then(|p| p.channels.get(car.endpoint)) {
-                    Some(Endpoint::Disabled(_)) => Verdict { game, ready: false, detail: format!("`{}` turned off in the config", car.endpoint) },
-                    Some(e) => Verdict { game, ready: true, detail: format!("uses the operator's `{}` endpoint ({})", car.endpoint, e.kind()) },
+                    Some(Endpoint::Disabled(_)) => {
+                        Verdict { game, ready: false, detail: format!("`{}` turned off in the config", car.endpoint) }
+                    }
+                    Some(e) => {
+                        Verdict { game, ready: true, detail: format!("uses the operator's `{}` endpoint ({})", car.endpoint, e.kind()) }
+                    }
                     None => sidecar(game, car),
                 },
             }
@@ -43,13 +47,21 @@ fn sidecar(game: &'static str, car: &Sidecar) -> Verdict {
         return Verdict { game, ready: false, detail: format!("`{}` is not on the PATH: {}", car.command, need.fix) };
     };
     if parse_version(&version) < need.min {
-        return Verdict { game, ready: false, detail: format!("`{}` is {version}; {} {}.{} or newer is needed: {}", car.command, need.what, need.min.0, need.min.1, need.fix) };
+        return Verdict {
+            game,
+            ready: false,
+            detail: format!("`{}` is {version}; {} {}.{} or newer is needed: {}", car.command, need.what, need.min.0, need.min.1, need.fix),
+        };
     }
     let installed = Some(user_cache().join(need.installed)).filter(|p| p.exists());
     let engine = match (installed, need.installer) {
         (Some(p), _) => format!("{} installed in {}", need.engine, p.parent().map_or(p.clone(), PathBuf::from).display()),
         (None, Some(tool)) if version_of(tool).is_none() => {
-            return Verdict { game, ready: false, detail: format!("{} is not installed yet and `{tool}` is missing to install it: {}", need.engine, need.fix) };
+            return Verdict {
+                game,
+                ready: false,
+                detail: format!("{} is not installed yet and `{tool}` is missing to install it: {}", need.engine, need.fix),
+            };
         }
         (None, _) => format!("{} installs on first use ({})", need.engine, need.size),
     };

@@ -62,9 +62,7 @@ pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
         min_body_rate: limits.http_min_body_rate.max(1),
     };
     let gate = Arc::new(gate);
-    let app = axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(gate.clone(), check_request));
+    let app = axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn_with_state(gate.clone(), check_request));
 
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
     let local = listener.local_addr()?;
@@ -255,7 +253,8 @@ impl Gate {
         let Some(id) = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else { return Ok(()) };
         match self.sessions.owner(id) {
             Some(owner) if owner != *name => {
-                let reply = jsonrpc::error_reply(serde_json::Value::Null, -32600, "no such MCP session (it ended, or never existed)".into());
+                let reply =
+                    jsonrpc::error_reply(serde_json::Value::Null, -32600, "no such MCP session (it ended, or never existed)".into());
                 Err(json_error(StatusCode::NOT_FOUND, reply))
             }
             _ => Ok(()),
@@ -286,7 +285,10 @@ impl Gate {
                          limits.http_min_body_rate bytes); the connection is closed",
                         allowed.as_secs()
                     );
-                    return Err(closing(json_error(StatusCode::REQUEST_TIMEOUT, jsonrpc::error_reply(serde_json::Value::Null, -32600, why))));
+                    return Err(closing(json_error(
+                        StatusCode::REQUEST_TIMEOUT,
+                        jsonrpc::error_reply(serde_json::Value::Null, -32600, why),
+                    )));
                 }
                 Ok(None) => return Ok(bytes),
                 Ok(Some(Err(_))) => {

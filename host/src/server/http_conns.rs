@@ -85,9 +85,10 @@ impl Conns {
                 format!("{from_address} connections from {address} are all being answered (limits.max_http_connections_per_address)")
             })?)
         } else if s.open.len() >= self.max_total {
-            Some(s.oldest_idle(None).ok_or_else(|| {
-                format!("{} connections are all being answered (limits.max_http_connections)", s.open.len())
-            })?)
+            Some(
+                s.oldest_idle(None)
+                    .ok_or_else(|| format!("{} connections are all being answered (limits.max_http_connections)", s.open.len()))?,
+            )
         } else {
             None
         };
@@ -166,7 +167,9 @@ impl ConnRef {
             if let Some(caller) = caller {
                 let n = s.streams_per_caller.entry(caller.to_string()).or_default();
                 if *n >= self.conns.max_streams_per_caller {
-                    return Err(format!("{caller} already has {n} event streams open, the limit for one caller (limits.max_sse_streams_per_caller)"));
+                    return Err(format!(
+                        "{caller} already has {n} event streams open, the limit for one caller (limits.max_sse_streams_per_caller)"
+                    ));
                 }
                 *n += 1;
             }

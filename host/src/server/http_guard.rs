@@ -104,9 +104,12 @@ impl Guard {
         };
         let digest = hex(&Sha256::digest(token.as_bytes()));
         // Every stored hash is compared, so the time taken says nothing about which matched.
-        let found = self.tokens.iter().fold(None, |found, (name, hash)| {
-            if same_secret(hash.as_bytes(), digest.as_bytes()) { Some(name) } else { found }
-        });
+        let found = self.tokens.iter().fold(
+            None,
+            |found, (name, hash)| {
+                if same_secret(hash.as_bytes(), digest.as_bytes()) { Some(name) } else { found }
+            },
+        );
         match found {
             Some(name) => Ok(Caller::Token(name.clone())),
             None => Err(self.challenge(parts, Some("the bearer token is not one this server issued"))),
@@ -251,7 +254,10 @@ mod tests {
             let r = g.caller(&parts(wrong)).unwrap_err();
             assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
             let challenge = r.headers()[header::WWW_AUTHENTICATE].to_str().unwrap();
-            assert!(challenge.starts_with("Bearer ") && challenge.contains("resource_metadata=\"http://127.0.0.1:1/.well-known/"), "{challenge}");
+            assert!(
+                challenge.starts_with("Bearer ") && challenge.contains("resource_metadata=\"http://127.0.0.1:1/.well-known/"),
+                "{challenge}"
+            );
         }
         let open = guard(&[], &[]);
         assert_eq!(open.caller(&parts(None)).unwrap(), Caller::Stateless);

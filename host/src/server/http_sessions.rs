@@ -20,10 +20,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_util::{Stream, StreamExt};
-use sync_wrapper::SyncWrapper;
 use rmcp::model::{ClientJsonRpcMessage, ClientNotification, GetExtensions, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError};
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
+use sync_wrapper::SyncWrapper;
 use tokio_util::sync::CancellationToken;
 
 use crate::mcp::{DirectAnswer, Ludus, caller_for_session, caller_in};
@@ -156,10 +156,7 @@ impl Sessions {
         let notify = Arc::new(move |m| {
             let _ = progress_tx.send(m);
         });
-        let answer = self
-            .ludus
-            .answer_directly(Some(caller), request, ct.clone(), notify)
-            .map_err(ClientJsonRpcMessage::Request)?;
+        let answer = self.ludus.answer_directly(Some(caller), request, ct.clone(), notify).map_err(ClientJsonRpcMessage::Request)?;
         // The gate admitted the request; from now on a cancellation reaches it.
         if let Some(slot) = lock(&self.in_flight).get_mut(&key) {
             *slot = Some(ct.clone());

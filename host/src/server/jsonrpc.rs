@@ -4,8 +4,8 @@
 
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, RequestId};
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// Why a message is not accepted, and the JSON-RPC error that says so.
 #[derive(Debug)]
@@ -39,7 +39,10 @@ pub fn classify(message: &[u8]) -> Result<ClientJsonRpcMessage, Refusal> {
     // Numeric ids are carried as 64-bit integers; any other number would come
     // back changed (2^70 as a float), so it is refused with its exact text.
     if object.get("id").is_some_and(|id| id.is_number() && id.as_i64().is_none()) {
-        return Err(refuse(-32600, "invalid request: a numeric `id` must be an integer from -2^63 to 2^63-1; use a string id for anything else".into()));
+        return Err(refuse(
+            -32600,
+            "invalid request: a numeric `id` must be an integer from -2^63 to 2^63-1; use a string id for anything else".into(),
+        ));
     }
     if let (Some(method), Some(problem)) = (object.get("method").and_then(Value::as_str), params_problem(object)) {
         return Err(refuse(-32602, format!("invalid params for {method}: {problem}")));
@@ -173,8 +176,8 @@ pub fn error_reply(id: impl Serialize, code: i32, message: String) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use rmcp::model::RequestMetaObject;
+    use serde_json::json;
 
     fn reply(line: &str) -> Value {
         match classify(line.as_bytes()) {
@@ -220,10 +223,15 @@ mod tests {
         let direct = classify(line.as_bytes()).unwrap();
         let rmcps: ClientJsonRpcMessage = serde_json::from_str(line).unwrap();
         assert_eq!(serde_json::to_value(&direct).unwrap(), serde_json::to_value(&rmcps).unwrap());
-        let (rmcp::model::JsonRpcMessage::Request(a), rmcp::model::JsonRpcMessage::Request(b)) = (direct, rmcps) else { panic!("requests") };
+        let (rmcp::model::JsonRpcMessage::Request(a), rmcp::model::JsonRpcMessage::Request(b)) = (direct, rmcps) else {
+            panic!("requests")
+        };
         let (ClientRequest::CallToolRequest(a), ClientRequest::CallToolRequest(b)) = (a.request, b.request) else { panic!("tool calls") };
         assert_eq!(a.params, b.params);
-        assert_eq!(a.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token), b.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token));
+        assert_eq!(
+            a.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token),
+            b.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token)
+        );
         assert!(a.extensions.get::<RequestMetaObject>().is_some());
         let general = tool_call_or_ping(serde_json::from_str::<Value>(line).unwrap().as_object().unwrap()).unwrap();
         assert_eq!(serde_json::to_value(well_formed_tool_call(line.as_bytes()).unwrap()).unwrap(), serde_json::to_value(&general).unwrap());

@@ -125,12 +125,10 @@ fn grant_sidecars(config: &mut Config, cache: Option<&std::path::Path>) {
         match write_sidecar(&dir, car) {
             Ok(()) => {
                 let entry = dir.join(car.entry).display().to_string();
-                plugin.channels.insert(car.endpoint.into(), Endpoint::Process {
-                    command: car.command.into(),
-                    args: vec![entry],
-                    cwd: None,
-                    weight: car.weight,
-                });
+                plugin.channels.insert(
+                    car.endpoint.into(),
+                    Endpoint::Process { command: car.command.into(), args: vec![entry], cwd: None, weight: car.weight },
+                );
             }
             Err(e) => tracing::warn!(plugin = car.plugin, dir = %dir.display(), "cannot write the bundled {} program: {e:#}", car.endpoint),
         }

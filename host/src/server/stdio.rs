@@ -65,10 +65,14 @@ impl Stdio {
         let output: Writer = Arc::new(Mutex::new(writer()?));
         let bell = Arc::new(Bell::new()?);
         let (to_rmcp, from_reader) = mpsc::channel(64);
-        let input = std::io::BufReader::with_capacity(64 << 10, Stdin { file: std::io::stdin().as_fd().try_clone_to_owned()?.into(), answered: false, bell: bell.clone() });
+        let input = std::io::BufReader::with_capacity(
+            64 << 10,
+            Stdin { file: std::io::stdin().as_fd().try_clone_to_owned()?.into(), answered: false, bell: bell.clone() },
+        );
         let notify = notifier(output.clone());
         let rt = Handle::current();
-        let reader = Reader { input, output: output.clone(), line: Vec::new(), ludus, to_rmcp, running: Default::default(), notify, rt, bell };
+        let reader =
+            Reader { input, output: output.clone(), line: Vec::new(), ludus, to_rmcp, running: Default::default(), notify, rt, bell };
         std::thread::Builder::new().name("ludus-stdin".into()).spawn(move || reader.run())?;
         Ok(Stdio { from_reader, output })
     }

@@ -241,10 +241,7 @@ impl Session {
     fn trap_reason(&self, e: &wasmtime::Error, memory_limit_hit: bool) -> String {
         let limits = &self.plugin.limits;
         if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
-            return format!(
-                "the plugin ran past its CPU limit of {} ms for one call and was stopped",
-                limits.call_timeout.as_millis()
-            );
+            return format!("the plugin ran past its CPU limit of {} ms for one call and was stopped", limits.call_timeout.as_millis());
         }
         if memory_limit_hit {
             return format!("the plugin ran out of memory (limit {} MiB per session)", limits.memory_bytes >> 20);
@@ -327,7 +324,6 @@ impl Session {
     }
 }
 
-
 /// What the host interface may do to the session (`capability::host`).
 impl SessionControl for Session {
     fn id(&self) -> String {
@@ -336,9 +332,7 @@ impl SessionControl for Session {
 
     /// Renames the session once (host import `rename-session`).
     fn rename(&self, name: &str) -> Result<(), String> {
-        let ok = !name.is_empty()
-            && name.len() <= 128
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
+        let ok = !name.is_empty() && name.len() <= 128 && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
         if !ok {
             return Err("a session name is 1-128 characters of A-Z a-z 0-9 - _ . :".into());
         }

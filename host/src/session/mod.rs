@@ -21,8 +21,8 @@ use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, ToolDef};
 use crate::runtime::{maps_per_instance, run_guest};
 use crate::sync::lock;
 
-pub use instance::{Invocation, Names, Session, SessionInfo};
 use gone::Gone;
+pub use instance::{Invocation, Names, Session, SessionInfo};
 use wait::{Wait, Woken};
 
 /// Who makes a call. Sessions belong to callers, so every call has one.
@@ -223,8 +223,7 @@ impl Sessions {
     /// what they run are the players' business).
     pub fn list_for(&self, caller: &Caller) -> Vec<SessionInfo> {
         let name = caller.name();
-        let mut v: Vec<SessionInfo> =
-            lock(&self.live).by_id.values().filter(|s| s.is_player(name)).map(|s| s.info()).collect();
+        let mut v: Vec<SessionInfo> = lock(&self.live).by_id.values().filter(|s| s.is_player(name)).map(|s| s.info()).collect();
         v.sort_by(|a, b| a.id.cmp(&b.id));
         v
     }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{Progress, WaitProgress};
 use super::instance::Session;
+use super::{Progress, WaitProgress};
 
 /// Why a held call goes on.
 pub enum Woken {

@@ -51,7 +51,8 @@ pub fn check(pending: &Value, answer: &Answer) -> Result<Value, String> {
     let n = pending["choices"].as_array().map_or(0, Vec::len);
     let can_pass = pending["can_pass"].as_bool().unwrap_or(false);
     let valid = valid_forms(kind, n, pending, can_pass);
-    let refuse = |what: String| Err(format!("{what}. A {kind} decision is pending ({}); valid: {valid}", pending["message"].as_str().unwrap_or("")));
+    let refuse =
+        |what: String| Err(format!("{what}. A {kind} decision is pending ({}); valid: {valid}", pending["message"].as_str().unwrap_or("")));
     match (key, kind) {
         ("index", "select" | "index") => {
             let i = answer.index.unwrap_or(0) as usize;

@@ -13,11 +13,15 @@ pub fn request(id: u64, method: &str, params: Value) -> String {
 }
 
 pub fn initialize(id: u64) -> String {
-    request(id, "initialize", json!({
-        "protocolVersion": PROTOCOL,
-        "capabilities": {},
-        "clientInfo": {"name": "ludus-cards", "version": env!("CARGO_PKG_VERSION")},
-    }))
+    request(
+        id,
+        "initialize",
+        json!({
+            "protocolVersion": PROTOCOL,
+            "capabilities": {},
+            "clientInfo": {"name": "ludus-cards", "version": env!("CARGO_PKG_VERSION")},
+        }),
+    )
 }
 
 pub fn initialized() -> String {
@@ -96,10 +100,14 @@ mod tests {
         let ok = parse(r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"{\"a\":1}"}],"isError":false}}"#);
         let Incoming::Response { id: 3, result: Ok(r) } = ok else { panic!("{ok:?}") };
         assert_eq!(tool_result(r), Ok(json!({"a": 1})));
-        let refused = parse(r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"index_out_of_range: 9"}],"isError":true}}"#);
+        let refused =
+            parse(r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"index_out_of_range: 9"}],"isError":true}}"#);
         let Incoming::Response { id: 4, result: Ok(r) } = refused else { panic!() };
         assert_eq!(tool_result(r), Err("index_out_of_range: 9".into()));
-        assert_eq!(parse(r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"nope"}}"#), Incoming::Response { id: 5, result: Err("nope".into()) });
+        assert_eq!(
+            parse(r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"nope"}}"#),
+            Incoming::Response { id: 5, result: Err("nope".into()) }
+        );
         assert_eq!(parse(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#), Incoming::Other);
         assert!(matches!(parse("Picked up JAVA_TOOL_OPTIONS"), Incoming::Garbage(_)));
         let notice = parse(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"installing"}}"#);

@@ -28,8 +28,22 @@ use stockfish::Stockfish;
 
 /// Two-ply openings, each played once with each colour.
 const BOOK: &[&str] = &[
-    "e2e4 e7e5", "d2d4 d7d5", "e2e4 c7c5", "c2c4 e7e5", "g1f3 d7d5", "e2e4 e7e6", "d2d4 g8f6", "e2e4 c7c6",
-    "e2e4 d7d6", "e2e4 g8f6", "d2d4 e7e6", "c2c4 g8f6", "g1f3 g8f6", "e2e4 d7d5", "d2d4 f7f5", "c2c4 c7c5",
+    "e2e4 e7e5",
+    "d2d4 d7d5",
+    "e2e4 c7c5",
+    "c2c4 e7e5",
+    "g1f3 d7d5",
+    "e2e4 e7e6",
+    "d2d4 g8f6",
+    "e2e4 c7c6",
+    "e2e4 d7d6",
+    "e2e4 g8f6",
+    "d2d4 e7e6",
+    "c2c4 g8f6",
+    "g1f3 g8f6",
+    "e2e4 d7d5",
+    "d2d4 f7f5",
+    "c2c4 c7c5",
 ];
 const MAX_PLIES: usize = 300;
 
@@ -101,8 +115,20 @@ fn play(level_n: u8, anchor: Anchor, opening: &str, engine_white: bool, movetime
         game.play(mv);
     }
     let score = match game.outcome.as_ref().map(|o| o.result) {
-        Some("1-0") => if engine_white { 1.0 } else { 0.0 },
-        Some("0-1") => if engine_white { 0.0 } else { 1.0 },
+        Some("1-0") => {
+            if engine_white {
+                1.0
+            } else {
+                0.0
+            }
+        }
+        Some("0-1") => {
+            if engine_white {
+                0.0
+            } else {
+                1.0
+            }
+        }
         _ => 0.5,
     };
     (score, nodes / searches.max(1))
@@ -156,12 +182,14 @@ fn main() {
     let workers: Vec<_> = (0..threads)
         .map(|_| {
             let (jobs, results, sf) = (jobs.clone(), results.clone(), sf_path.clone());
-            std::thread::spawn(move || loop {
-                let Some((l, a, opening, white, seed)) = jobs.lock().unwrap().next() else { return };
-                let (score, nodes) = play(l, a, opening, white, movetime, &sf, seed);
-                let mut r = results.lock().unwrap();
-                r.push((l, a.elo(), score, nodes));
-                eprintln!("[{}/{total}] level {l} vs {}: {score} ({:.0} s)", r.len(), a.label(), started.elapsed().as_secs_f64());
+            std::thread::spawn(move || {
+                loop {
+                    let Some((l, a, opening, white, seed)) = jobs.lock().unwrap().next() else { return };
+                    let (score, nodes) = play(l, a, opening, white, movetime, &sf, seed);
+                    let mut r = results.lock().unwrap();
+                    r.push((l, a.elo(), score, nodes));
+                    eprintln!("[{}/{total}] level {l} vs {}: {score} ({:.0} s)", r.len(), a.label(), started.elapsed().as_secs_f64());
+                }
             })
         })
         .collect();
@@ -170,7 +198,10 @@ fn main() {
     }
     let results = results.lock().unwrap();
     let names: Vec<String> = anchors.iter().map(|a| a.label()).collect();
-    println!("Stockfish 15.1, UCI_LimitStrength, {movetime} ms a move, 1 thread; {games} games per level and anchor; anchors: {}.\n", names.join(", "));
+    println!(
+        "Stockfish 15.1, UCI_LimitStrength, {movetime} ms a move, 1 thread; {games} games per level and anchor; anchors: {}.\n",
+        names.join(", ")
+    );
     println!("| level | games | won-drawn-lost | score | Elo (95 % interval) | nodes/move |");
     println!("|---|---|---|---|---|---|");
     for &l in &levels {
@@ -194,12 +225,7 @@ fn main() {
             format!("{elo:.0} ({lo:.0} to {hi:.0})")
         };
         let nodes = mine.iter().map(|r| r.3).sum::<u64>() / mine.len().max(1) as u64;
-        println!(
-            "| {l} | {} | {w}-{d}-{} | {:.1}% | {rating} | {nodes} |",
-            mine.len(),
-            mine.len() - w - d,
-            p * 100.0
-        );
+        println!("| {l} | {} | {w}-{d}-{} | {:.1}% | {rating} | {nodes} |", mine.len(), mine.len() - w - d, p * 100.0);
     }
     println!("\n{total} games in {:.0} s.", started.elapsed().as_secs_f64());
 }

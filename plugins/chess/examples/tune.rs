@@ -52,7 +52,9 @@ fn main() {
             &arg(&args, "--out", "plugins/chess/src/weights.rs"),
             arg(&args, "--iterations", "1000").parse().expect("--iterations N"),
         ),
-        _ => eprintln!("usage: tune gen [--games N] [--depth N] [--out FILE] [--stockfish PATH] [--threads N]\n       tune fit [--data FILE] [--out FILE] [--iterations N]"),
+        _ => eprintln!(
+            "usage: tune gen [--games N] [--depth N] [--out FILE] [--stockfish PATH] [--threads N]\n       tune fit [--data FILE] [--out FILE] [--iterations N]"
+        ),
     }
 }
 
@@ -227,7 +229,8 @@ fn write_weights(out: &str, w: &[f64], positions: usize) {
         // Square blocks one rank (4 squares) a line.
         let per_line = if len == 32 { 4 } else { 8 };
         for chunk in (term..term + len).collect::<Vec<_>>().chunks(per_line) {
-            let cells: Vec<String> = chunk.iter().map(|&t| format!("({}, {}),", w[t].round() as i32, w[TERMS + t].round() as i32)).collect();
+            let cells: Vec<String> =
+                chunk.iter().map(|&t| format!("({}, {}),", w[t].round() as i32, w[TERMS + t].round() as i32)).collect();
             writeln!(f, "    {}", cells.join(" ")).unwrap();
         }
         term += len;

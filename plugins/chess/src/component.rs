@@ -6,13 +6,13 @@ ludus_sdk::bindings!(world: "ludus:chess/chess", contract: "../../wit/plugin", l
 
 use std::cell::RefCell;
 
+use crate::engine;
+use crate::rules::{Game, Notation, color_name};
 use cozy_chess::Color;
 use exports::ludus::chess::tools::{Board, Color as Side, GameType, Guest, TurnStatus};
 use exports::ludus::plugin::access::{Audience, Grant};
 use ludus_sdk::types::EmbeddedResource;
 use ludus_sdk::{PluginInfo, ResourceInfo, ToolHint, reply};
-use crate::engine;
-use crate::rules::{Game, Notation, color_name};
 
 /// Who sits on one side.
 #[derive(Clone, Debug, PartialEq)]
@@ -290,7 +290,13 @@ impl exports::ludus::plugin::meta::Guest for Plugin {
 }
 
 impl Guest for Plugin {
-    fn create_game(kind: GameType, color: Option<Side>, show_ui: Option<bool>, difficulty: Option<u8>, _seed: Option<u64>) -> Result<Board, String> {
+    fn create_game(
+        kind: GameType,
+        color: Option<Side>,
+        show_ui: Option<bool>,
+        difficulty: Option<u8>,
+        _seed: Option<u64>,
+    ) -> Result<Board, String> {
         let me = ludus_sdk::host::caller();
         let mine = match color.unwrap_or(Side::White) {
             Side::White => Color::White,
@@ -323,7 +329,9 @@ impl Guest for Plugin {
         };
         m.wake_computer();
         let headline = match kind {
-            GameType::Computer => format!("New game against the computer (level {}). You play {}.", difficulty.unwrap_or(5), color_name(mine)),
+            GameType::Computer => {
+                format!("New game against the computer (level {}). You play {}.", difficulty.unwrap_or(5), color_name(mine))
+            }
             GameType::Agent => format!(
                 "New game between agents. You play {}. Give the other agent this game id; it calls `chess_join_game`. \
                  Until it joins you may move for both sides.",
@@ -365,7 +373,10 @@ impl Guest for Plugin {
                 Ok(x) => x,
                 Err(why) => {
                     let legal = m.game.legal_in(Notation::of(&text)).join(", ");
-                    return Err(reply(format!("Illegal move: {why}.\n\n{}", m.game.diagram(mover == Color::Black)), format!("Legal moves: {legal}")));
+                    return Err(reply(
+                        format!("Illegal move: {why}.\n\n{}", m.game.diagram(mover == Color::Black)),
+                        format!("Legal moves: {legal}"),
+                    ));
                 }
             };
             let san = m.game.san_of(mv);

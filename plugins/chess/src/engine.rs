@@ -347,7 +347,13 @@ impl Engine {
             }
         }
         self.path.pop();
-        let bound = if best <= original_alpha { 2 } else if best >= beta { 1 } else { 0 };
+        let bound = if best <= original_alpha {
+            2
+        } else if best >= beta {
+            1
+        } else {
+            0
+        };
         self.store(key, best_move, to_tt(best, ply), depth, bound);
         best
     }
@@ -396,16 +402,29 @@ impl Engine {
 /// The side to move has more than king and pawns (null moves are unsafe in zugzwang-prone endings).
 fn has_pieces(board: &Board) -> bool {
     let mine = board.colors(board.side_to_move());
-    !((board.pieces(Piece::Knight) | board.pieces(Piece::Bishop) | board.pieces(Piece::Rook) | board.pieces(Piece::Queen)) & mine).is_empty()
+    !((board.pieces(Piece::Knight) | board.pieces(Piece::Bishop) | board.pieces(Piece::Rook) | board.pieces(Piece::Queen)) & mine)
+        .is_empty()
 }
 
 // Mate scores are stored relative to the node, not the root.
 fn to_tt(score: i32, ply: usize) -> i32 {
-    if score > MATE - 1000 { score + ply as i32 } else if score < -MATE + 1000 { score - ply as i32 } else { score }
+    if score > MATE - 1000 {
+        score + ply as i32
+    } else if score < -MATE + 1000 {
+        score - ply as i32
+    } else {
+        score
+    }
 }
 
 fn from_tt(score: i32, ply: usize) -> i32 {
-    if score > MATE - 1000 { score - ply as i32 } else if score < -MATE + 1000 { score + ply as i32 } else { score }
+    if score > MATE - 1000 {
+        score - ply as i32
+    } else if score < -MATE + 1000 {
+        score + ply as i32
+    } else {
+        score
+    }
 }
 
 fn value(p: Piece) -> i32 {

@@ -142,9 +142,12 @@ fn pieces(board: &Board, color: Color, t: &mut impl Trace) {
     let zone = get_king_moves(their_king) | their_king.bitboard();
     let (mut attackers, mut hits_on_king) = (0usize, 0);
     // Per piece: mobility block and how much one hit on the king's zone counts.
-    for (piece, mobility, unit) in
-        [(Piece::Knight, KNIGHT_MOBILITY, 3), (Piece::Bishop, BISHOP_MOBILITY, 3), (Piece::Rook, ROOK_MOBILITY, 5), (Piece::Queen, QUEEN_MOBILITY, 10)]
-    {
+    for (piece, mobility, unit) in [
+        (Piece::Knight, KNIGHT_MOBILITY, 3),
+        (Piece::Bishop, BISHOP_MOBILITY, 3),
+        (Piece::Rook, ROOK_MOBILITY, 5),
+        (Piece::Queen, QUEEN_MOBILITY, 10),
+    ] {
         for sq in board.pieces(piece) & mine {
             let reach = match piece {
                 Piece::Knight => get_knight_moves(sq),

@@ -156,11 +156,7 @@ impl Game {
         match parse_san_move(&self.board, &san) {
             Ok(mv) if legal.contains(&mv) => Ok((mv, Notation::San)),
             Ok(_) | Err(_) => {
-                let matches: Vec<Move> = legal
-                    .iter()
-                    .copied()
-                    .filter(|m| strip_marks(&self.san_of(*m)) == strip_marks(&san))
-                    .collect();
+                let matches: Vec<Move> = legal.iter().copied().filter(|m| strip_marks(&self.san_of(*m)) == strip_marks(&san)).collect();
                 match matches.as_slice() {
                     [m] => Ok((*m, Notation::San)),
                     _ => Err(format!(
@@ -236,7 +232,9 @@ impl Game {
             GameStatus::Drawn if b.halfmove_clock() >= 100 => {
                 return Some(draw("fifty-move rule: 50 moves by each side without a capture or pawn move"));
             }
-            GameStatus::Drawn => return Some(draw(&format!("stalemate: {} has no legal move and is not in check", color_name(b.side_to_move())))),
+            GameStatus::Drawn => {
+                return Some(draw(&format!("stalemate: {} has no legal move and is not in check", color_name(b.side_to_move()))));
+            }
             GameStatus::Ongoing => {}
         }
         let repeats = self.positions.iter().filter(|p| p.same_position(b)).count();

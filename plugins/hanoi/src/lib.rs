@@ -21,7 +21,11 @@ fn with_game<T>(f: impl FnOnce(&mut Hanoi) -> Result<T, String>) -> Result<T, St
 
 fn next_step(g: &Hanoi) -> String {
     if g.goal_reached() {
-        let verdict = if g.moves_made == g.optimal_moves() { "optimal".to_string() } else { format!("{} more than optimal", g.moves_made - g.optimal_moves()) };
+        let verdict = if g.moves_made == g.optimal_moves() {
+            "optimal".to_string()
+        } else {
+            format!("{} more than optimal", g.moves_made - g.optimal_moves())
+        };
         format!("Solved: all disks are on peg 2 after {} moves ({verdict}).", g.moves_made)
     } else {
         "Next: call `hanoi_execute_move` with [disk, from_peg, to_peg], or `hanoi_execute_moves` with a whole plan.".into()

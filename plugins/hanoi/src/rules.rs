@@ -114,7 +114,8 @@ impl Hanoi {
 
     /// The state as an agent reads it.
     pub fn render(&self) -> String {
-        let mut s = format!("Tower of Hanoi, {} disks. Moves made: {} (optimal solution: {}).\n", self.n, self.moves_made, self.optimal_moves());
+        let mut s =
+            format!("Tower of Hanoi, {} disks. Moves made: {} (optimal solution: {}).\n", self.n, self.moves_made, self.optimal_moves());
         for (i, peg) in self.pegs.iter().enumerate() {
             let disks: Vec<String> = peg.iter().map(u32::to_string).collect();
             let disks = if disks.is_empty() { "(empty)".to_string() } else { disks.join(" ") };

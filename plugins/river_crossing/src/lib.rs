@@ -147,7 +147,11 @@ impl Guest for Plugin {
                 }
                 None => g.river = River::new(g.river.n, g.river.k)?,
             }
-            Ok(Reset { reset_successful: true, current_state: banks(&g.river), text: reply(format!("Reset.\n{}", render(g)), next_step(g)) })
+            Ok(Reset {
+                reset_successful: true,
+                current_state: banks(&g.river),
+                text: reply(format!("Reset.\n{}", render(g)), next_step(g)),
+            })
         })
     }
 

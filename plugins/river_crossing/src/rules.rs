@@ -61,12 +61,7 @@ impl River {
     }
 
     pub fn parse(&self, name: &str) -> Result<usize, String> {
-        let bad = || {
-            format!(
-                "unknown person {name:?}: actors are a_1…a_{n} and agents A_1…A_{n} (case matters)",
-                n = self.n
-            )
-        };
+        let bad = || format!("unknown person {name:?}: actors are a_1…a_{n} and agents A_1…A_{n} (case matters)", n = self.n);
         let (kind, num) = name.split_once('_').ok_or_else(bad)?;
         let i: usize = num.parse().map_err(|_| bad())?;
         if i == 0 || i > self.n as usize {
@@ -86,12 +81,7 @@ impl River {
         for &actor in group.iter().filter(|&&p| p < n) {
             if !group.contains(&(actor + n)) {
                 let other = group.iter().find(|&&p| p >= n && p != actor + n).unwrap_or(agent);
-                return Some(format!(
-                    "{} would be with {} without {}",
-                    self.name(actor),
-                    self.name(*other),
-                    self.name(actor + n)
-                ));
+                return Some(format!("{} would be with {} without {}", self.name(actor), self.name(*other), self.name(actor + n)));
             }
         }
         None
@@ -328,10 +318,7 @@ mod tests {
         // k=4: N=1..7 in 1, 1, 3, 5, 7, 9, 11 (shared/research/games-anchors.md §3.2).
         assert_eq!((1..=5).map(|n| optimal(n, 2)).collect::<Vec<_>>(), [Some(1), Some(5), Some(11), None, None]);
         assert_eq!((1..=7).map(|n| optimal(n, 3)).collect::<Vec<_>>(), [Some(1), Some(3), Some(5), Some(9), Some(11), None, None]);
-        assert_eq!(
-            (1..=7).map(|n| optimal(n, 4)).collect::<Vec<_>>(),
-            [Some(1), Some(1), Some(3), Some(5), Some(7), Some(9), Some(11)]
-        );
+        assert_eq!((1..=7).map(|n| optimal(n, 4)).collect::<Vec<_>>(), [Some(1), Some(1), Some(3), Some(5), Some(7), Some(9), Some(11)]);
         assert_eq!(optimal(1, 1), None, "the boat cannot come back empty");
     }
 

@@ -213,7 +213,10 @@ fn main() {
         label(&a.reference),
         percentile(&reference_ms, 0.5)
     );
-    println!("{:<34} {:>9} {:>11} {:>11} {:>12} {:>8} {:>8}", "candidate", "Spearman", "best agrees", "within 0.02", "mean regret", "p50 ms", "p95 ms");
+    println!(
+        "{:<34} {:>9} {:>11} {:>11} {:>12} {:>8} {:>8}",
+        "candidate", "Spearman", "best agrees", "within 0.02", "mean regret", "p50 ms", "p95 ms"
+    );
     for (k, c) in a.candidates.iter().enumerate() {
         let outcomes: Vec<&Outcome> = results.iter().map(|row| &row[k]).collect();
         let rhos: Vec<f64> = outcomes.iter().filter_map(|o| o.spearman).collect();

@@ -605,7 +605,8 @@ impl Battle {
 }
 
 /// The moves that bind their target for a few turns.
-const PARTIAL_TRAPS: [&str; 10] = ["bind", "wrap", "firespin", "whirlpool", "sandtomb", "clamp", "infestation", "magmastorm", "snaptrap", "thundercage"];
+const PARTIAL_TRAPS: [&str; 10] =
+    ["bind", "wrap", "firespin", "whirlpool", "sandtomb", "clamp", "infestation", "magmastorm", "snaptrap", "thundercage"];
 
 /// `p2a: Great Tusk` → (`p2`, `Great Tusk`).
 pub fn ident(s: &str) -> (String, String) {
@@ -785,7 +786,11 @@ mod tests {
         ] {
             b.on_log(l);
         }
-        assert_eq!(mon(&b, "p2", "Lycanroc").ability.as_deref(), Some("Volt Absorb"), "a heal's ability is the healed one's, whatever `[of]` says");
+        assert_eq!(
+            mon(&b, "p2", "Lycanroc").ability.as_deref(),
+            Some("Volt Absorb"),
+            "a heal's ability is the healed one's, whatever `[of]` says"
+        );
         for l in [
             "|cant|p2a: Lycanroc|move: Taunt|Moonlight",
             "|move|p2a: Lycanroc|Outrage|p1a: Plusle|[from] lockedmove",

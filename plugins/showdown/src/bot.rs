@@ -103,14 +103,10 @@ fn heuristic(actions: &[Action], request: &Request, battle: &Battle) -> Action {
     let members = &request.side.pokemon;
     let switch_value = |a: &Action| members.get(a.index).map_or(0.0, |m| best_hit(m, t) / danger(m, t).max(0.25));
     let best_by = |f: &dyn Fn(&Action) -> f64, kind: Kind| {
-        actions
-            .iter()
-            .filter(|a| a.kind == kind)
-            .map(|a| (f(a), a))
-            .fold(None, |best: Option<(f64, &Action)>, (v, a)| match best {
-                Some((bv, _)) if bv >= v => best,
-                _ => Some((v, a)),
-            })
+        actions.iter().filter(|a| a.kind == kind).map(|a| (f(a), a)).fold(None, |best: Option<(f64, &Action)>, (v, a)| match best {
+            Some((bv, _)) if bv >= v => best,
+            _ => Some((v, a)),
+        })
     };
     let active = request.active_member();
     let move_value = |a: &Action| {
@@ -167,7 +163,8 @@ mod tests {
     fn random_is_reproducible() {
         let r = Request::parse(REQ).unwrap();
         let b = battle_against("Gyarados");
-        let run = |seed| (0..20).map(|_| 0).scan(Rng::new(seed), |rng, _| choose(Bot::Random, &r, &b, rng).map(|a| a.name)).collect::<Vec<_>>();
+        let run =
+            |seed| (0..20).map(|_| 0).scan(Rng::new(seed), |rng, _| choose(Bot::Random, &r, &b, rng).map(|a| a.name)).collect::<Vec<_>>();
         assert_eq!(run(7), run(7));
         assert_ne!(run(7), run(8));
     }

@@ -105,10 +105,8 @@ pub fn data() -> &'static Data {
                 .sets
                 .into_iter()
                 .map(|(id, (level, sets))| {
-                    let sets = sets
-                        .into_iter()
-                        .map(|(movepool, abilities, tera_types)| RandomSet { movepool, abilities, tera_types })
-                        .collect();
+                    let sets =
+                        sets.into_iter().map(|(movepool, abilities, tera_types)| RandomSet { movepool, abilities, tera_types }).collect();
                     (id, RandomSpecies { level, sets })
                 })
                 .collect(),

@@ -20,8 +20,8 @@ use poke_engine::engine::state::{MoveChoice, PokemonVolatileStatus, Terrain, Wea
 use poke_engine::pokemon::PokemonName;
 use poke_engine::search::expectiminimax_search;
 use poke_engine::state::{
-    Move, Pokemon, PokemonIndex, PokemonMoveIndex, PokemonMoves, PokemonStatus, PokemonType, Side, SideConditions, State,
-    StateTerrain, StateTrickRoom, StateWeather,
+    Move, Pokemon, PokemonIndex, PokemonMoveIndex, PokemonMoves, PokemonStatus, PokemonType, Side, SideConditions, State, StateTerrain,
+    StateTrickRoom, StateWeather,
 };
 
 use crate::battle::{Battle, Mon, SideView, level_of, parse_condition};
@@ -139,11 +139,8 @@ pub fn evaluate_actions(battle: &Battle, request: &Request, settings: Settings) 
             *value += row_value.unwrap_or(0.0) / samples as f32;
         }
     }
-    let actions: Vec<Scored> = actions
-        .iter()
-        .zip(values)
-        .map(|(a, value)| Scored { action: a.name.clone(), value, score: sigmoid(value - root) })
-        .collect();
+    let actions: Vec<Scored> =
+        actions.iter().zip(values).map(|(a, value)| Scored { action: a.name.clone(), value, score: sigmoid(value - root) }).collect();
     let best = (0..actions.len()).fold(0, |b, i| if actions[i].value > actions[b].value { i } else { b });
     Ok(Evaluation { actions, best, settings: Settings { depth, samples, rule: settings.rule } })
 }
@@ -250,7 +247,9 @@ fn apply_view(side: &mut Side, view: &SideView, turn: u32) {
         for name in &active.volatiles {
             if let Some(status) = stateless_volatile(name) {
                 side.volatile_statuses.insert(status);
-            } else if let Some(status) = counted_volatile(side, name, active.volatile_since.get(&to_id(name)).map(|t| turn.saturating_sub(*t))) {
+            } else if let Some(status) =
+                counted_volatile(side, name, active.volatile_since.get(&to_id(name)).map(|t| turn.saturating_sub(*t)))
+            {
                 side.volatile_statuses.insert(status);
             }
         }
@@ -400,8 +399,7 @@ fn own_pokemon(member: &TeamMember, active_moves: Option<&[crate::request::MoveS
     let (hp, maxhp, status_code) = exact_hp(&member.condition);
     (p.hp, p.maxhp, p.status) = (hp, maxhp, status(status_code.as_deref()));
     let stat = |k: &str| member.stats.get(k).copied().unwrap_or(100).min(2000) as i16;
-    (p.attack, p.defense, p.special_attack, p.special_defense, p.speed) =
-        (stat("atk"), stat("def"), stat("spa"), stat("spd"), stat("spe"));
+    (p.attack, p.defense, p.special_attack, p.special_defense, p.speed) = (stat("atk"), stat("def"), stat("spa"), stat("spd"), stat("spe"));
     p.ability = Abilities::from_str(&to_id(&member.ability)).unwrap_or(Abilities::NONE);
     p.base_ability = Abilities::from_str(&to_id(&member.base_ability)).unwrap_or(p.ability);
     p.item = if member.item.is_empty() { Items::NONE } else { Items::from_str(&to_id(&member.item)).unwrap_or(Items::NONE) };

@@ -16,9 +16,7 @@ pub fn pack(component: &[u8], wit_dirs: &[&Path]) -> Result<Vec<u8>> {
     let mut resolve = Resolve::new();
     let mut main = None;
     for dir in wit_dirs {
-        let (pkg, _) = resolve
-            .push_dir(dir)
-            .with_context(|| format!("reading WIT in {}", dir.display()))?;
+        let (pkg, _) = resolve.push_dir(dir).with_context(|| format!("reading WIT in {}", dir.display()))?;
         main = Some(pkg);
     }
     let Some(main) = main else { bail!("no WIT directory given") };
@@ -26,8 +24,7 @@ pub fn pack(component: &[u8], wit_dirs: &[&Path]) -> Result<Vec<u8>> {
 
     let mut out = COMPONENT_PREAMBLE.to_vec();
     for s in &found {
-        let is_docs = s.id == 0
-            && custom_section(&component[s.payload.clone()]).is_some_and(|(n, _)| n == SECTION);
+        let is_docs = s.id == 0 && custom_section(&component[s.payload.clone()]).is_some_and(|(n, _)| n == SECTION);
         if !is_docs {
             out.extend_from_slice(&component[s.start..s.payload.end]);
         }
@@ -72,16 +69,26 @@ fn with_all_members(resolve: &Resolve, pkg: wit_parser::PackageId, encoded: Vec<
             };
             let root = json.as_object_mut().expect("package docs are an object");
             let entry = root
-                .entry("interfaces").or_insert_with(|| Value::Object(Map::new()))
-                .as_object_mut().expect("interfaces")
-                .entry(iname.as_str()).or_insert_with(|| Value::Object(Map::new()))
-                .as_object_mut().expect("interface")
-                .entry("types").or_insert_with(|| Value::Object(Map::new()))
-                .as_object_mut().expect("types")
-                .entry(tname.as_str()).or_insert_with(|| Value::Object(Map::new()))
-                .as_object_mut().expect("type")
-                .entry("items").or_insert_with(|| Value::Object(Map::new()))
-                .as_object_mut().expect("items");
+                .entry("interfaces")
+                .or_insert_with(|| Value::Object(Map::new()))
+                .as_object_mut()
+                .expect("interfaces")
+                .entry(iname.as_str())
+                .or_insert_with(|| Value::Object(Map::new()))
+                .as_object_mut()
+                .expect("interface")
+                .entry("types")
+                .or_insert_with(|| Value::Object(Map::new()))
+                .as_object_mut()
+                .expect("types")
+                .entry(tname.as_str())
+                .or_insert_with(|| Value::Object(Map::new()))
+                .as_object_mut()
+                .expect("type")
+                .entry("items")
+                .or_insert_with(|| Value::Object(Map::new()))
+                .as_object_mut()
+                .expect("items");
             for m in members {
                 entry.entry(m).or_insert_with(|| Value::String(String::new()));
             }

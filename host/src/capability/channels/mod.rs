@@ -19,8 +19,8 @@ use std::sync::{Arc, Weak};
 use tokio::sync::mpsc;
 
 use crate::config::{ChannelLimits, Endpoint};
-use crate::runtime::processes::ProcessBudget;
 use crate::runtime::bindings::ludus::plugin::channels;
+use crate::runtime::processes::ProcessBudget;
 
 pub use table::ChannelInfo;
 pub use transport::{Inbox, Input, install_tls_provider};
@@ -74,7 +74,9 @@ impl Channels {
             ));
         };
         if let Endpoint::Disabled(_) = endpoint {
-            return Err(format!("channel endpoint `{name}` of plugin {p} is turned off by the operator ([plugins.{p}.channels.{name}] disabled = true)"));
+            return Err(format!(
+                "channel endpoint `{name}` of plugin {p} is turned off by the operator ([plugins.{p}.channels.{name}] disabled = true)"
+            ));
         }
         let permit = match endpoint {
             Endpoint::Process { weight, .. } => Some(grant.processes.take(&self.owner, *weight as usize)?),
@@ -100,10 +102,7 @@ impl Channels {
     fn send(&self, channel: u32, data: String) -> Result<(), String> {
         let max = self.grant.limits.max_message_bytes;
         if data.len() > max {
-            return Err(format!(
-                "message of {} bytes is over the limit of {max} ([limits] max_channel_message_bytes)",
-                data.len()
-            ));
+            return Err(format!("message of {} bytes is over the limit of {max} ([limits] max_channel_message_bytes)", data.len()));
         }
         self.table.send(channel, data)
     }

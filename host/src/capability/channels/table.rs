@@ -43,10 +43,7 @@ impl Table {
     pub fn open(&self, limit: usize, start: impl FnOnce(u32) -> Result<Open, String>) -> Result<u32, String> {
         let mut open = lock(&self.open);
         if open.len() >= limit {
-            return Err(format!(
-                "this session already has {} channels open (the limit, [limits] max_channels_per_session)",
-                open.len()
-            ));
+            return Err(format!("this session already has {} channels open (the limit, [limits] max_channels_per_session)", open.len()));
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         open.insert(id, start(id)?);

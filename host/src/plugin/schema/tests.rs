@@ -67,9 +67,9 @@ fn value(shape: &Shape) -> BoxedStrategy<Value> {
         Shape::F32 => (-1000i32..1000).prop_map(|n| json!(f64::from(n) / 4.0)).boxed(),
         Shape::Char => any::<char>().prop_map(|c| json!(c.to_string())).boxed(),
         Shape::String => ".{0,12}".prop_map(Value::String).boxed(),
-        Shape::Bytes => prop::collection::vec(any::<u8>(), 0..16)
-            .prop_map(|b| json!(base64::engine::general_purpose::STANDARD.encode(b)))
-            .boxed(),
+        Shape::Bytes => {
+            prop::collection::vec(any::<u8>(), 0..16).prop_map(|b| json!(base64::engine::general_purpose::STANDARD.encode(b))).boxed()
+        }
         Shape::List(inner) => prop::collection::vec(value(inner), 0..4).prop_map(Value::Array).boxed(),
         Shape::Option(inner) => prop::option::of(value(inner)).prop_map(|v| v.unwrap_or(Value::Null)).boxed(),
         Shape::Record { fields, .. } => {
@@ -108,9 +108,7 @@ fn value(shape: &Shape) -> BoxedStrategy<Value> {
             };
             prop_oneof![arm(ok, "ok"), arm(err, "err")].boxed()
         }
-        Shape::Flags { names, .. } => prop::sample::subsequence(names.clone(), 0..=names.len())
-            .prop_map(|v| json!(v))
-            .boxed(),
+        Shape::Flags { names, .. } => prop::sample::subsequence(names.clone(), 0..=names.len()).prop_map(|v| json!(v)).boxed(),
     }
 }
 
@@ -152,10 +150,8 @@ fn integers_accept_whole_floats_and_64_bit_strings() {
 
 #[test]
 fn options_are_not_required_and_flags_match_their_schema() {
-    let fields = vec![
-        Field::new("a", Shape::String, Some("the a".into())),
-        Field::new("b-c", Shape::Option(Box::new(Shape::Int(Int::U32))), None),
-    ];
+    let fields =
+        vec![Field::new("a", Shape::String, Some("the a".into())), Field::new("b-c", Shape::Option(Box::new(Shape::Int(Int::U32))), None)];
     let schema = object_schema(&fields);
     assert_eq!(schema["required"], json!(["a"]));
     assert_eq!(schema["additionalProperties"], false);
@@ -171,7 +167,10 @@ fn options_are_not_required_and_flags_match_their_schema() {
 #[test]
 fn unit_variants_are_plain_string_enums() {
     let v = Shape::Variant {
-        cases: vec![Case { name: "left".into(), payload: None, doc: Some("port".into()) }, Case { name: "right".into(), payload: None, doc: None }],
+        cases: vec![
+            Case { name: "left".into(), payload: None, doc: Some("port".into()) },
+            Case { name: "right".into(), payload: None, doc: None },
+        ],
         doc: None,
     };
     assert_eq!(v.schema()["enum"], json!(["left", "right"]));

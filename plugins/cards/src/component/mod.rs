@@ -9,9 +9,9 @@ mod game;
 mod render;
 
 use bindings::exports::ludus::cards::tools::{ActionChoices, ActionStatus, GameState, Guest, Opponent, Oracle};
+use bindings::exports::ludus::plugin::access::{self, Audience, Grant};
 use bindings::exports::ludus::plugin::{events, meta};
 use ludus_sdk::{PluginInfo, ToolHint, host};
-use bindings::exports::ludus::plugin::access::{self, Audience, Grant};
 use serde_json::{Value, json};
 
 use crate::decision::{self, Answer};
@@ -64,7 +64,13 @@ impl meta::Guest for Cards {
 /// Runs one backend tool for the calling seat and hands its answer to
 /// `done`; while the backend has not answered, asks the host to wait (and,
 /// when the host's wait ran out, answers with `waiting`).
-fn call<T>(key: &str, tool: &str, args: Value, done: impl FnOnce(&mut Game, usize, Value) -> Result<T, String>, waiting: impl FnOnce(&Game, usize) -> T) -> Result<T, String> {
+fn call<T>(
+    key: &str,
+    tool: &str,
+    args: Value,
+    done: impl FnOnce(&mut Game, usize, Value) -> Result<T, String>,
+    waiting: impl FnOnce(&Game, usize) -> T,
+) -> Result<T, String> {
     with_game(|g| {
         let caller = host::caller();
         let seat = g.seat_of(&caller)?;
@@ -202,7 +208,10 @@ impl Guest for Cards {
     }
 
     fn auto_pass_until_event(_game_id: String, min_new_chars: Option<u32>, timeout_ms: Option<u32>) -> Result<ActionStatus, String> {
-        status_call("auto_pass_until_event", json!({"min_new_chars": min_new_chars.unwrap_or(50), "timeout_ms": wait_ms(timeout_ms, 10_000)}))
+        status_call(
+            "auto_pass_until_event",
+            json!({"min_new_chars": min_new_chars.unwrap_or(50), "timeout_ms": wait_ms(timeout_ms, 10_000)}),
+        )
     }
 
     fn take_action(_game_id: String) -> Result<ActionStatus, String> {
@@ -210,12 +219,25 @@ impl Guest for Cards {
     }
 
     fn get_action_choices(_game_id: String) -> Result<ActionChoices, String> {
-        call("get_action_choices", "get_action_choices", json!({}), |_, _, v| Ok(render::choices(game_id(), &v)), |_, _| placeholder_choices())
+        call(
+            "get_action_choices",
+            "get_action_choices",
+            json!({}),
+            |_, _, v| Ok(render::choices(game_id(), &v)),
+            |_, _| placeholder_choices(),
+        )
     }
 
     /// Checked against the pending decision first: only an answer that fits
     /// it is sent to the engine.
-    fn choose_action(_game_id: String, index: Option<u32>, answer: Option<bool>, amount: Option<i64>, amounts: Option<Vec<i64>>, pile: Option<u32>) -> Result<ActionStatus, String> {
+    fn choose_action(
+        _game_id: String,
+        index: Option<u32>,
+        answer: Option<bool>,
+        amount: Option<i64>,
+        amounts: Option<Vec<i64>>,
+        pile: Option<u32>,
+    ) -> Result<ActionStatus, String> {
         let answer = Answer { index, answer, amount, amounts, pile };
         let send_key = format!("choose {answer:?}");
         // On a re-run the checked answer is already with the backend: only its result is awaited.
@@ -233,7 +255,13 @@ impl Guest for Cards {
     }
 
     fn get_game_state(_game_id: String) -> Result<GameState, String> {
-        call("get_game_state", "get_game_state", json!({}), |_, _, v| Ok(render::state(game_id(), &v)), |_, _| render::state(game_id(), &Value::Null))
+        call(
+            "get_game_state",
+            "get_game_state",
+            json!({}),
+            |_, _, v| Ok(render::state(game_id(), &v)),
+            |_, _| render::state(game_id(), &Value::Null),
+        )
     }
 
     fn get_game_log(_game_id: String, max_chars: Option<u32>) -> Result<String, String> {
@@ -242,7 +270,13 @@ impl Guest for Cards {
             None => json!({}),
         };
         let key = format!("get_game_log {args}");
-        call(&key, "get_game_log", args, |_, _, v| Ok(v["log"].as_str().map(String::from).unwrap_or_else(|| v.as_str().unwrap_or("").to_string())), |_, _| String::new())
+        call(
+            &key,
+            "get_game_log",
+            args,
+            |_, _, v| Ok(v["log"].as_str().map(String::from).unwrap_or_else(|| v.as_str().unwrap_or("").to_string())),
+            |_, _| String::new(),
+        )
     }
 
     fn get_oracle_text(_game_id: String, card_name: Option<String>, object_id: Option<u32>) -> Result<Oracle, String> {

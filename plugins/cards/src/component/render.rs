@@ -169,7 +169,10 @@ pub fn state(game_id: String, v: &Value) -> GameState {
     let mut text = format!("Turn {} ({}).", v["turn"], v["phase"].as_str().unwrap_or(""));
     for p in &players {
         let who = if p.you { "You" } else { "Opponent" };
-        text.push_str(&format!("\n{who} (seat {}): {} life, {} cards in hand, {} in library.", p.seat, p.life, p.hand_size, p.library_size));
+        text.push_str(&format!(
+            "\n{who} (seat {}): {} life, {} cards in hand, {} in library.",
+            p.seat, p.life, p.hand_size, p.library_size
+        ));
         if p.you && !p.hand.is_empty() {
             text.push_str(&format!(" Hand: {}.", p.hand.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")));
         }
@@ -210,6 +213,7 @@ pub fn state(game_id: String, v: &Value) -> GameState {
 
 pub fn oracle(v: &Value) -> Oracle {
     let name = v["name"].as_str().unwrap_or("").to_string();
-    let oracle_text = v["oracle_text"].as_str().map(String::from).unwrap_or_else(|| v.as_str().map(String::from).unwrap_or_else(|| v.to_string()));
+    let oracle_text =
+        v["oracle_text"].as_str().map(String::from).unwrap_or_else(|| v.as_str().map(String::from).unwrap_or_else(|| v.to_string()));
     Oracle { text: oracle_text.clone(), name, oracle_text }
 }

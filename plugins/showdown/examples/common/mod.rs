@@ -88,4 +88,3 @@ pub fn battle(showdown: &str, bots: [Bot; 2], seed: u64, mut at_decision: impl F
     let _ = child.wait();
     winner.map(|w| w == "One")
 }
-

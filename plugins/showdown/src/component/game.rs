@@ -42,7 +42,13 @@ impl Status {
 }
 
 pub enum Mode {
-    Offline { bot: Bot, rng: Rng, seed: u64, reader: SimReader, bot_view: Battle },
+    Offline {
+        bot: Bot,
+        rng: Rng,
+        seed: u64,
+        reader: SimReader,
+        bot_view: Battle,
+    },
     Online {
         goal: Goal,
         logged_in: bool,

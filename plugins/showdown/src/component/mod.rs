@@ -8,10 +8,10 @@ mod bindings;
 mod game;
 mod render;
 
+use bindings::exports::ludus::plugin::{events, meta};
 use bindings::exports::ludus::showdown::tools::{
     ActionInfo, AvailableActions, BattleStarted, BattleState, Bot as BotChoice, Guest, MoveResult, PokemonDetails,
 };
-use bindings::exports::ludus::plugin::{events, meta};
 use ludus_sdk::{LogLevel, PluginInfo, ResourceInfo, ToolHint, channels, host};
 
 use crate::battle::Battle;
@@ -22,8 +22,8 @@ use crate::protocol::{SimReader, server_frame};
 use crate::request::{Kind, Request};
 use crate::rng::Rng;
 use game::{
-    CHALLENGE_RETRY_MS, GAME, Game, Goal, Mode, Status, battle_id, choose, offline_event, online_event, open, same_action,
-    score, send, signed, sim_seed, valid_format, valid_username, with_game,
+    CHALLENGE_RETRY_MS, GAME, Game, Goal, Mode, Status, battle_id, choose, offline_event, online_event, open, same_action, score, send,
+    signed, sim_seed, valid_format, valid_username, with_game,
 };
 use render::{available_list, describe_action, mon_line, move_names, move_result, next_step, pokemon, state, summary};
 
@@ -205,8 +205,8 @@ impl Guest for Showdown {
 
     fn get_battle_state(_battle_id: String) -> Result<BattleState, String> {
         with_game(|g| {
-            let unsettled = matches!(g.status, Status::Searching | Status::Challenging)
-                || (g.status == Status::Active && g.battle.pending().is_none());
+            let unsettled =
+                matches!(g.status, Status::Searching | Status::Challenging) || (g.status == Status::Active && g.battle.pending().is_none());
             if unsettled && !host::wait_timed_out() {
                 host::wait(0);
             }
@@ -293,16 +293,14 @@ impl Guest for Showdown {
             let theirs = opponent.unwrap_or(false);
             let side = if theirs { g.battle.their_side() } else { g.battle.my_side() };
             let key = to_id(&pokemon_name);
-            let mon = side
-                .and_then(|s| s.mons.iter().find(|m| to_id(&m.name) == key || to_id(&m.species) == key))
-                .ok_or_else(|| {
-                    let known: Vec<String> = side.map(|s| s.mons.iter().map(|m| m.name.clone()).collect()).unwrap_or_default();
-                    format!(
-                        "no Pokémon {pokemon_name:?} in {} team (known: {})",
-                        if theirs { "the opponent's" } else { "your" },
-                        if known.is_empty() { "none yet".into() } else { known.join(", ") }
-                    )
-                })?;
+            let mon = side.and_then(|s| s.mons.iter().find(|m| to_id(&m.name) == key || to_id(&m.species) == key)).ok_or_else(|| {
+                let known: Vec<String> = side.map(|s| s.mons.iter().map(|m| m.name.clone()).collect()).unwrap_or_default();
+                format!(
+                    "no Pokémon {pokemon_name:?} in {} team (known: {})",
+                    if theirs { "the opponent's" } else { "your" },
+                    if known.is_empty() { "none yet".into() } else { known.join(", ") }
+                )
+            })?;
             let species = data().species(&mon.species);
             let types = match &mon.tera {
                 Some(t) => vec![t.clone()],
@@ -391,7 +389,9 @@ impl events::Guest for Showdown {
     fn on_timer(_id: u64) {
         // Re-send a challenge the server refused because the opponent was not online yet.
         let _ = with_game(|g| {
-            if let (Status::Challenging, Mode::Online { goal: Goal::Challenge(opp), logged_in: true, room: None, .. }) = (&g.status, &g.mode) {
+            if let (Status::Challenging, Mode::Online { goal: Goal::Challenge(opp), logged_in: true, room: None, .. }) =
+                (&g.status, &g.mode)
+            {
                 send(g.channel, &format!("|/challenge {opp}, {}", g.format));
                 host::set_timer(CHALLENGE_RETRY_MS);
             }
@@ -442,4 +442,3 @@ impl events::Guest for Showdown {
 // Exported only in the component: the native cdylib's linker rejects these symbol names.
 #[cfg(target_arch = "wasm32")]
 bindings::export!(Showdown with_types_in bindings);
-

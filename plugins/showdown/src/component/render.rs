@@ -56,9 +56,7 @@ pub fn mon_line(m: &Mon) -> String {
 pub fn describe_action(req: Option<&Request>, a: &crate::request::Action) -> String {
     let Some(req) = req else { return String::new() };
     match a.kind {
-        Kind::Switch | Kind::Team => {
-            req.side.pokemon.get(a.index).map(|p| format!("{} ({})", p.details, p.condition)).unwrap_or_default()
-        }
+        Kind::Switch | Kind::Team => req.side.pokemon.get(a.index).map(|p| format!("{} ({})", p.details, p.condition)).unwrap_or_default(),
         Kind::Move => {
             let slot = req.active.first().and_then(|s| s.moves.get(a.index));
             let id = slot.map(|m| m.id.as_str()).unwrap_or("");
