@@ -99,9 +99,11 @@ fn cargo_build(root: &Path, target_dir: &Path, crates: &[&str], features: &str) 
     if !features.is_empty() && features != "-" {
         cmd.args(["--features", features]);
     }
-    // The outer build's settings are for the host, not for the guests.
+    // The outer build's settings are for the host, not for the guests (and
+    // `cargo clippy` lints the game crates as workspace members already).
     for (key, _) in std::env::vars() {
-        if key.starts_with("CARGO_") && key != "CARGO_HOME" || key == "RUSTFLAGS" || key == "RUSTC_WRAPPER" {
+        let wrapper = ["RUSTFLAGS", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CLIPPY_ARGS", "CLIPPY_CONF_DIR"].contains(&key.as_str());
+        if key.starts_with("CARGO_") && key != "CARGO_HOME" || wrapper {
             cmd.env_remove(key);
         }
     }

@@ -305,12 +305,12 @@ fn against_request(check: &mut Check, ours: &Value, request: &Value, actions: &V
         check.same("request hp", &who, (o["hp"].as_u64(), o["max_hp"].as_u64()), exact);
         check.same("request item", &who, id_of(&o["item"]), id_of(&p["item"]));
         check.same("request ability", &who, id_of(&o["ability"]), id_of(&p["ability"]).or(id_of(&p["baseAbility"])));
-        if p["active"] == true {
-            if let Some(stats) = active_stats {
-                let truth: Vec<u64> = ["atk", "def", "spa", "spd", "spe"].iter().map(|k| p["stats"][k].as_u64().unwrap()).collect();
-                let stats: Vec<u64> = stats.as_array().unwrap().iter().map(|s| s.as_u64().unwrap()).collect();
-                check.same("request stats", &who, stats, truth);
-            }
+        if p["active"] == true
+            && let Some(stats) = active_stats
+        {
+            let truth: Vec<u64> = ["atk", "def", "spa", "spd", "spe"].iter().map(|k| p["stats"][k].as_u64().unwrap()).collect();
+            let stats: Vec<u64> = stats.as_array().unwrap().iter().map(|s| s.as_u64().unwrap()).collect();
+            check.same("request stats", &who, stats, truth);
         }
     }
     // PP: the moves the request offers, as the available actions describe them.

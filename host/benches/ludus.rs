@@ -425,7 +425,7 @@ async fn magic_seat(c: &Client, id: &str, mut state: u64) -> Result<Vec<Duration
         let mut a = match ch["response_type"].as_str() {
             Some("boolean") => json!({"answer": false}),
             Some("amount") => json!({"amount": ch["min"]}),
-            Some("select") if n == 0 || roll % 3 == 0 => json!({"answer": false}),
+            Some("select") if n == 0 || roll.is_multiple_of(3) => json!({"answer": false}),
             _ if n > 0 => json!({"index": roll % n}),
             _ => json!({"answer": false}),
         };

@@ -83,6 +83,8 @@ pub type DirectAnswer = std::pin::Pin<Box<dyn std::future::Future<Output = Direc
 
 /// What the direct lane answers: a message, or a tool's answer, which the
 /// transport writes itself (`into_line`) or hands to rmcp (`into_message`).
+// Made once per request and moved, not stored: boxing the message buys nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Direct {
     Message(ServerJsonRpcMessage),
     Tool(RequestId, Answer),

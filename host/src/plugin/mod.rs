@@ -381,17 +381,17 @@ fn tools_interface(component: &Component) -> Result<(String, Vec<(String, wasmti
     let mut found = Vec::new();
     for (name, ext) in ty.exports(component.engine()) {
         let short = name.split('@').next().unwrap_or(name);
-        if short.ends_with("/tools") {
-            if let ComponentItem::ComponentInstance(inst) = ext.ty {
-                let funcs = inst
-                    .exports(component.engine())
-                    .filter_map(|(f, e)| match e.ty {
-                        ComponentItem::ComponentFunc(func) => Some((f.to_string(), func)),
-                        _ => None,
-                    })
-                    .collect();
-                found.push((name.to_string(), funcs));
-            }
+        if short.ends_with("/tools")
+            && let ComponentItem::ComponentInstance(inst) = ext.ty
+        {
+            let funcs = inst
+                .exports(component.engine())
+                .filter_map(|(f, e)| match e.ty {
+                    ComponentItem::ComponentFunc(func) => Some((f.to_string(), func)),
+                    _ => None,
+                })
+                .collect();
+            found.push((name.to_string(), funcs));
         }
     }
     match found.len() {

@@ -367,11 +367,11 @@ fn narrow(schema: &mut Value, lo: i128, hi: i128) {
     };
     let (kmin, min) = clamp("minimum", lo, true);
     let (kmax, max) = clamp("maximum", hi, false);
-    if let Value::Object(o) = schema {
-        if let (Ok(min), Ok(max)) = (i64::try_from(min), i64::try_from(max)) {
-            o.insert(kmin, json!(min));
-            o.insert(kmax, json!(max));
-        }
+    if let Value::Object(o) = schema
+        && let (Ok(min), Ok(max)) = (i64::try_from(min), i64::try_from(max))
+    {
+        o.insert(kmin, json!(min));
+        o.insert(kmax, json!(max));
     }
 }
 

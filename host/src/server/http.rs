@@ -404,7 +404,7 @@ impl<S: futures_util::Stream + Unpin> futures_util::Stream for Tracked<S> {
 }
 
 async fn check_delete(gate: &Gate, request: Request, next: Next) -> Response {
-    let id = request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(|s| Arc::<str>::from(s));
+    let id = request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
     if let Some(id) = &id
         && !gate.sessions.has_session(id).await.unwrap_or(false)
     {

@@ -340,11 +340,11 @@ impl SessionControl for Session {
             return Err("the session was already renamed".into());
         }
         let old = self.id();
-        if let Some(table) = self.table.as_ref().and_then(Weak::upgrade) {
-            if let Err(e) = table.rename(&old, name) {
-                self.renamed.store(false, Ordering::SeqCst);
-                return Err(e);
-            }
+        if let Some(table) = self.table.as_ref().and_then(Weak::upgrade)
+            && let Err(e) = table.rename(&old, name)
+        {
+            self.renamed.store(false, Ordering::SeqCst);
+            return Err(e);
         }
         *lock(&self.id) = name.to_string();
         Ok(())

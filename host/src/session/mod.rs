@@ -214,6 +214,10 @@ impl Sessions {
         lock(&self.live).by_id.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Live sessions per plugin name.
     pub fn count_by_plugin(&self) -> HashMap<String, usize> {
         lock(&self.live).per_plugin.clone()
@@ -603,10 +607,10 @@ fn join_note(session: &Session, plugin: &Plugin) -> Option<String> {
     ))
 }
 
+type Arguments = serde_json::Map<String, serde_json::Value>;
+
 /// The arguments without the join code, and the code.
-fn split_join_code(
-    args: &serde_json::Map<String, serde_json::Value>,
-) -> Result<(std::borrow::Cow<'_, serde_json::Map<String, serde_json::Value>>, Option<String>), String> {
+fn split_join_code(args: &Arguments) -> Result<(std::borrow::Cow<'_, Arguments>, Option<String>), String> {
     let Some(code) = args.get(JOIN_CODE) else { return Ok((std::borrow::Cow::Borrowed(args), None)) };
     let Some(code) = code.as_str() else { return Err(format!("`{JOIN_CODE}` must be a string")) };
     let code = code.to_string();

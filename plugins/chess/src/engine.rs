@@ -147,7 +147,7 @@ impl Engine {
         self.budget = lvl.nodes;
         self.aborted = false;
         self.killers = [[None; 2]; MAX_PLY];
-        self.history = Box::new([[0; 64]; 64]);
+        *self.history = [[0; 64]; 64];
         self.last_depth = 0;
         let mut scored: Vec<(Move, i32)> = moves.iter().map(|&m| (m, 0)).collect();
         let mut best = scored[0].0;
@@ -189,7 +189,7 @@ impl Engine {
                 }
                 break;
             }
-            round.sort_by(|a, b| b.1.cmp(&a.1));
+            round.sort_by_key(|b| std::cmp::Reverse(b.1));
             scored = round;
             best = scored[0].0;
             self.last_depth = depth;
@@ -240,15 +240,15 @@ impl Engine {
             return self.quiesce(board, ply, alpha, beta);
         }
         let tt = self.probe(key);
-        if let Some(e) = tt {
-            if i32::from(e.depth) >= depth {
-                let s = from_tt(e.score, ply);
-                match e.bound {
-                    0 => return s,
-                    1 if s >= beta => return s,
-                    2 if s <= alpha => return s,
-                    _ => {}
-                }
+        if let Some(e) = tt
+            && i32::from(e.depth) >= depth
+        {
+            let s = from_tt(e.score, ply);
+            match e.bound {
+                0 => return s,
+                1 if s >= beta => return s,
+                2 if s <= alpha => return s,
+                _ => {}
             }
         }
         let pv_node = beta - alpha > 1;
@@ -259,18 +259,23 @@ impl Engine {
             return static_eval - 90 * depth;
         }
         // Null move: if passing still beats beta, this position is too good to search fully.
-        if allow_null && !pv_node && !in_check && depth >= 3 && has_pieces(board) && static_eval >= beta {
-            if let Some(passed) = board.null_move() {
-                self.path.push(key);
-                let reduction = 3 + depth / 4;
-                let score = -self.search(&passed, depth - 1 - reduction, ply + 1, -beta, -beta + 1, false);
-                self.path.pop();
-                if self.aborted {
-                    return 0;
-                }
-                if score >= beta {
-                    return beta;
-                }
+        if allow_null
+            && !pv_node
+            && !in_check
+            && depth >= 3
+            && has_pieces(board)
+            && static_eval >= beta
+            && let Some(passed) = board.null_move()
+        {
+            self.path.push(key);
+            let reduction = 3 + depth / 4;
+            let score = -self.search(&passed, depth - 1 - reduction, ply + 1, -beta, -beta + 1, false);
+            self.path.pop();
+            if self.aborted {
+                return 0;
+            }
+            if score >= beta {
+                return beta;
             }
         }
         // Without a remembered best move this node is new to the search: a

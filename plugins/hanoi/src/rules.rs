@@ -56,12 +56,12 @@ impl Hanoi {
             }
             Some(_) => {}
         }
-        if let Some(&under) = self.pegs[to].last() {
-            if under < disk {
-                return Err(format!(
-                    "disk {disk} cannot go onto peg {to}: its top disk {under} is smaller, and a larger disk never lies on a smaller one"
-                ));
-            }
+        if let Some(&under) = self.pegs[to].last()
+            && under < disk
+        {
+            return Err(format!(
+                "disk {disk} cannot go onto peg {to}: its top disk {under} is smaller, and a larger disk never lies on a smaller one"
+            ));
         }
         self.pegs[from].pop();
         self.pegs[to].push(disk);

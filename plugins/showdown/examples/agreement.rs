@@ -194,7 +194,7 @@ fn main() {
                     }
                     let mut all = results.lock().unwrap();
                     all.push(row);
-                    if all.len() % 20 == 0 {
+                    if all.len().is_multiple_of(20) {
                         eprint!("\r{} of {} positions scored", all.len(), positions.len());
                     }
                 }

@@ -267,7 +267,7 @@ impl Battle {
                     _ if own => mon.learn(&m),
                     _ => {}
                 }
-                let miss = f.iter().any(|x| *x == "[miss]");
+                let miss = f.contains(&"[miss]");
                 self.note(format!("{name} used {m}{}", if miss { " (missed)" } else { "" }));
             }
             "-damage" | "-heal" | "-sethp" => {
@@ -514,15 +514,15 @@ impl Battle {
                 self.reveal_effect(holder, effect);
             }
         }
-        if matches!(kind, "-start" | "-activate") {
-            if let (Some(holder), Some(effect)) = (own, f.get(2)) {
-                self.reveal_effect(holder, effect);
-                // Poltergeist names the target's item.
-                if *effect == "move: Poltergeist" {
-                    if let Some(item) = f.get(3).filter(|i| !i.starts_with('[')) {
-                        self.reveal_effect(holder, &format!("item: {item}"));
-                    }
-                }
+        if matches!(kind, "-start" | "-activate")
+            && let (Some(holder), Some(effect)) = (own, f.get(2))
+        {
+            self.reveal_effect(holder, effect);
+            // Poltergeist names the target's item.
+            if *effect == "move: Poltergeist"
+                && let Some(item) = f.get(3).filter(|i| !i.starts_with('['))
+            {
+                self.reveal_effect(holder, &format!("item: {item}"));
             }
         }
         let Some(from) = tag(f, "from") else { return };

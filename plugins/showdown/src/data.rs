@@ -12,8 +12,11 @@ struct Raw {
     moves: HashMap<String, (String, String, String, u32, u32, i32)>,
     species: HashMap<String, (String, Vec<String>, [u32; 6], f64)>,
     types: HashMap<String, HashMap<String, f64>>,
-    sets: HashMap<String, (u32, Vec<(Vec<String>, Vec<String>, Vec<String>)>)>,
+    sets: HashMap<String, (u32, Vec<RawSet>)>,
 }
+
+/// One random-battle set as the data file has it: (moves, abilities, items).
+type RawSet = (Vec<String>, Vec<String>, Vec<String>);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Category {

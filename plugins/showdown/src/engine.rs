@@ -178,9 +178,7 @@ fn pokemon_index(i: usize) -> PokemonIndex {
 
 /// One sample of the battle as a poke-engine state: we are side one.
 pub fn build_state(battle: &Battle, request: &Request, rng: &mut Rng) -> Result<State, String> {
-    let mut state = State::default();
-    state.side_one = our_side(battle, request)?;
-    state.side_two = their_side(battle, rng)?;
+    let mut state = State { side_one: our_side(battle, request)?, side_two: their_side(battle, rng)?, ..State::default() };
     // How many turns weather, terrain and Trick Room have left is not in the
     // protocol: assume five.
     if let Some(w) = battle.weather.as_deref().and_then(weather) {

@@ -41,6 +41,8 @@ impl Status {
     }
 }
 
+// One per battle: boxing the offline variant's state would save nothing that matters.
+#[allow(clippy::large_enum_variant)]
 pub enum Mode {
     Offline {
         bot: Bot,

@@ -91,10 +91,10 @@ fn start_online(goal: Goal, format: Option<String>, username: Option<String>) ->
     let account = login::account(username.as_deref(), env("SHOWDOWN_USERNAME").as_deref(), env("SHOWDOWN_PASSWORD").as_deref());
     let password = account.as_ref().and_then(|a| a.password.clone());
     let username = valid_username(account.map(|a| a.username))?;
-    if let Goal::Challenge(opp) = &goal {
-        if to_id(opp).is_empty() || opp.len() > 18 {
-            return Err(format!("opponent {opp:?} is not a Showdown user name"));
-        }
+    if let Goal::Challenge(opp) = &goal
+        && (to_id(opp).is_empty() || opp.len() > 18)
+    {
+        return Err(format!("opponent {opp:?} is not a Showdown user name"));
     }
     let channel = open("server", "playing on a Showdown server")?;
     let status = match goal {
@@ -401,10 +401,10 @@ impl events::Guest for Showdown {
 
     fn on_message(channel: u32, data: String) {
         let _ = with_game(|g| {
-            if let Mode::Online { login: Some(login), .. } = g.mode {
-                if channel == login {
-                    signed(g, login, &data);
-                }
+            if let Mode::Online { login: Some(login), .. } = g.mode
+                && channel == login
+            {
+                signed(g, login, &data);
             }
             if channel != g.channel {
                 return Ok(());
