@@ -6,7 +6,8 @@
 //! Imports are read from the text: every `crate::…` and `super::…` path
 //! (grouped `use` trees expanded), resolved to the file that defines the
 //! module it names. `#[cfg(test)]` modules at the end of a file are left out;
-//! they may reach into the module they test.
+//! they may reach into the module they test. A second rule keeps the MCP
+//! protocol's types in the `mcp` layer and above.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -57,6 +58,29 @@ fn host_modules_import_only_their_own_layer_or_below_and_never_in_a_circle() {
     }
     problems.extend(circles(&graph).into_iter().map(|c| format!("import circle: {}", c.join(" → "))));
     assert!(problems.is_empty(), "the host's layers do not hold:\n{}", problems.join("\n"));
+}
+
+/// The MCP protocol (rmcp's types) is known to the `mcp` layer and the
+/// transports above it only: below them, tools, answers and callers are the
+/// host's own, in no protocol's terms.
+#[test]
+fn no_layer_below_mcp_names_rmcp() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mcp = layer(&vec!["mcp".to_string()]).unwrap();
+    let mut problems = Vec::new();
+    for (module, path) in modules(&src) {
+        if layer(&module).is_none_or(|r| r >= mcp) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, line) in without_test_module(&text).lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("rmcp::") {
+                problems.push(format!("{}:{}: {}", rel(&path), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "rmcp named below the mcp layer:\n{}", problems.join("\n"));
 }
 
 /// Every source file of the crate but the roots, by module path

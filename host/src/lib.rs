@@ -8,14 +8,16 @@
 //!
 //! - `server`: `ludus serve`, the stdio and Streamable HTTP transports, the
 //!   built-in games and hot reload of the plugins directory (`watch`).
-//! - `mcp`: the protocol surface, a thin rmcp handler: look the tool up,
-//!   run it, render the answer as text plus structured content.
+//! - `mcp`: the protocol surface, a thin rmcp handler and the only layer
+//!   below the transports that knows MCP: tools as MCP lists them, look the
+//!   tool up, run it, write the answer as text plus structured content.
 //! - `registry`: the loaded plugin versions; which one serves a tool.
 //! - `session`: which instance a call runs in (`instance`), calls on blocking
 //!   threads, waits (`wait`), timers, traps, the table of live sessions.
 //! - `plugin`: loading one component: compile, link, `describe()`, and every
-//!   tool's name, schemas and hints (`schema`: component values ⇄ JSON and
-//!   JSON Schema; `docs`: the embedded WIT doc comments; `inspect`).
+//!   tool's protocol-neutral definition: name, schemas and hints (`schema`:
+//!   component values ⇄ JSON and JSON Schema; `docs`: the embedded WIT doc
+//!   comments).
 //! - `capability`: what a plugin may import, one module per interface
 //!   (`wasi`, `host`, `channels`), each seeing the session only through a
 //!   narrow trait the session implements; the store's state and the linker.

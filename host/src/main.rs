@@ -150,7 +150,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let cache = config.cache_dir.clone().or_else(ludus::runtime::default_cache_dir);
             let runtime = ludus::runtime::Runtime::new(cache)?;
             let _guard = rt.enter();
-            let out = ludus::plugin::inspect::inspect(&file, &config, &runtime).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let out = ludus::mcp::inspect::inspect(&file, &config, &runtime).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             println!("{}", serde_json::to_string_pretty(&out)?);
             Ok(())
         }

@@ -26,8 +26,11 @@ use crate::registry::Registry;
 use crate::session::{Caller, Progress, WaitProgress};
 
 mod answer;
+mod convention;
+pub mod inspect;
+mod tools;
 pub use answer::Answer;
-use answer::{error_result, json_len};
+use answer::json_len;
 
 /// Clients that ignore list_changed re-list after this long.
 const TOOLS_TTL_MS: u64 = 10_000;
@@ -152,7 +155,7 @@ impl Ludus {
     ) -> Result<Answer, McpError> {
         let args = request.arguments.unwrap_or_default();
         if let Some(r) = self.host_call(&request.name, &args, &caller) {
-            return Ok(Answer::Result(r));
+            return Ok(r);
         }
         self.plugin_call(&request.name, args, caller, ct, progress).await
     }
@@ -242,20 +245,14 @@ fn build_host_tools() -> Vec<Tool> {
     ]
 }
 
-fn json_result(value: Value) -> CallToolResult {
-    let mut r = CallToolResult::success(vec![ContentBlock::text(serde_json::to_string_pretty(&value).unwrap_or_default())]);
-    r.structured_content = Some(value);
-    r
-}
-
 impl Ludus {
-    fn host_call(&self, name: &str, args: &JsonObject, caller: &Caller) -> Option<CallToolResult> {
-        let bad = |e: serde_json::Error| error_result(format!("invalid arguments for `{name}`: {e}"));
+    fn host_call(&self, name: &str, args: &JsonObject, caller: &Caller) -> Option<Answer> {
+        let bad = |e: serde_json::Error| Answer::error(format!("invalid arguments for `{name}`: {e}"));
         match name {
             "ludus_games" => Some(match serde_json::from_value::<GamesArgs>(Value::Object(args.clone())) {
                 Ok(_) => {
                     let (games, files) = self.registry.status();
-                    json_result(serde_json::to_value(GamesOutput { games, files }).unwrap_or_default())
+                    Answer::json(serde_json::to_value(GamesOutput { games, files }).unwrap_or_default())
                 }
                 Err(e) => bad(e),
             }),
@@ -269,7 +266,7 @@ impl Ludus {
                         .filter(|s| a.game.as_ref().is_none_or(|g| &s.plugin == g))
                         .collect();
                     let out = SessionsOutput { you: You::of(caller), count: sessions.len(), sessions };
-                    json_result(serde_json::to_value(out).unwrap_or_default())
+                    Answer::json(serde_json::to_value(out).unwrap_or_default())
                 }
                 Err(e) => bad(e),
             }),
@@ -288,10 +285,10 @@ impl Ludus {
         let limits = &self.registry.config.limits;
         let size = json_len(&args);
         if size > limits.max_argument_bytes {
-            return Ok(Answer::Result(error_result(format!(
+            return Ok(Answer::error(format!(
                 "the arguments are {size} bytes; this server accepts at most {} bytes per call",
                 limits.max_argument_bytes
-            ))));
+            )));
         }
         let (plugin, index) = self.registry.find_tool(name).map_err(|e| McpError::invalid_params(e, None))?;
         let reply = self.registry.sessions.call(plugin.clone(), index, &args, caller, ct, progress).await;
@@ -322,13 +319,19 @@ impl ServerHandler for Ludus {
     }
 
     async fn list_tools(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
+        // Sorted by name: a deterministic order helps client caches.
+        let mut plugin_tools: Vec<Tool> = self.registry.plugins().iter().flat_map(|p| tools::of_plugin(p).to_vec()).collect();
+        plugin_tools.sort_by(|a, b| a.name.cmp(&b.name));
         let mut tools = host_tools().to_vec();
-        tools.extend(self.registry.tools());
+        tools.extend(plugin_tools);
         Ok(ListToolsResult::with_all_items(tools).with_ttl_ms(TOOLS_TTL_MS).with_cache_scope(CacheScope::Public))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        host_tools().iter().find(|t| t.name == name).cloned().or_else(|| self.registry.tool_def(name))
+        host_tools().iter().find(|t| t.name == name).cloned().or_else(|| {
+            let (plugin, i) = self.registry.find_tool(name).ok()?;
+            Some(tools::of_plugin(&plugin)[i].clone())
+        })
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
-use rmcp::model::Tool;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
@@ -175,7 +174,8 @@ impl Registry {
         for (name, entry) in &st.plugins {
             for t in &entry.active.tools {
                 tools.insert(t.name.clone(), name.clone());
-                serde_json::to_string(&t.tool).unwrap_or_default().hash(&mut hasher);
+                // A tool's definition comes from its plugin version's bytes.
+                (&t.name, &entry.active.sha256).hash(&mut hasher);
             }
         }
         for (old, plugin) in &st.tools {
@@ -214,19 +214,6 @@ impl Registry {
 
     pub fn plugin(&self, name: &str) -> Option<Arc<Plugin>> {
         self.read().plugins.get(name).map(|e| e.active.clone())
-    }
-
-    /// Every plugin tool, sorted by name (a deterministic order helps client caches).
-    pub fn tools(&self) -> Vec<Tool> {
-        let st = self.read();
-        let mut v: Vec<Tool> = st.plugins.values().flat_map(|e| e.active.tools.iter().map(|t| t.tool.clone())).collect();
-        v.sort_by(|a, b| a.name.cmp(&b.name));
-        v
-    }
-
-    pub fn tool_def(&self, name: &str) -> Option<Tool> {
-        let (plugin, i) = self.find_tool(name).ok()?;
-        Some(plugin.tools[i].tool.clone())
     }
 
     pub fn status(&self) -> (Vec<GameStatus>, Vec<FileStatus>) {

@@ -1,14 +1,17 @@
-//! A tool call's answer, and how it is written.
+//! A tool call's answer: one neutral result per call ([`Answer`]), written by
+//! one function per wire form. `into_result` gives rmcp's result (rmcp's
+//! service and HTTP send it). `into_response` writes the JSON-RPC response
+//! itself (the stdio lane): the envelope is rmcp's writing of that same
+//! result, and a record's structured content goes straight from the
+//! component's value into the place rmcp left for it, the same bytes the
+//! result would carry (`JsonOf` writes keys sorted, as serde_json's maps do;
+//! a property test in `plugin::schema` compares the bytes). Building a
+//! `serde_json::Value` for it, writing that out and dropping it was a third
+//! of what Ludus itself spent on a `hanoi_get_state` (one-core profile).
 //!
-//! The text convention: when the ok value is a record with a `text: string`
-//! field, that field is what the agent reads and the other fields are
-//! `structuredContent`; otherwise the text is the value itself (strings) or
-//! its JSON. `Answer::into_result` gives rmcp's result (rmcp's service and
-//! HTTP send it); `Answer::into_response` writes the JSON-RPC response
-//! itself (the stdio lane), and for the common answer — a record with its
-//! text — writes the structured content straight from the component's value:
-//! building a `serde_json::Value` for it, writing that out and dropping it was
-//! a third of what Ludus itself spent on a `hanoi_get_state` (one-core profile).
+//! The text convention (`convention`): a record's `text` field is what the
+//! agent reads and its other fields are `structuredContent`; any other value
+//! is its own text (a string) or its JSON.
 
 use std::sync::Arc;
 
@@ -17,28 +20,61 @@ use serde::Serialize;
 use serde_json::Value;
 use wasmtime::component::Val;
 
-use crate::plugin::schema::{Field, JsonOf, Shape};
-use crate::plugin::{Plugin, is_embedded_field, is_text_field, ok_shape};
+use super::convention::{is_content_field, is_embedded_field, is_text_field};
+use crate::plugin::schema::{JsonOf, Shape};
+use crate::plugin::{Plugin, ok_shape};
 use crate::session::Reply;
 
-pub enum Answer {
-    /// Ready as rmcp's result: errors, "Done.", the host's own tools, and
-    /// every value that is not a record with a text field and nothing embedded.
-    Result(CallToolResult),
-    /// A record with the convention's text (taken out of `value`).
-    Record { text: String, value: Val, plugin: Arc<Plugin>, tool: usize },
+/// What a call answers, in no wire form yet.
+pub struct Answer {
+    /// The call failed; `text` says why.
+    error: bool,
+    /// What the agent reads.
+    text: String,
+    /// `text` is a record's text (a note is appended to it) rather than the
+    /// value itself (a note goes in a block of its own).
+    own_text: bool,
+    /// Further text blocks.
+    notes: Vec<String>,
+    /// A resource shown with the text: (uri, MIME type, text).
+    embedded: Option<(String, String, String)>,
+    /// The data for programs (`structuredContent`).
+    data: Data,
+    /// The most bytes of text and data the answer may carry.
+    limit: usize,
 }
 
-/// Record fields that are content, not data.
-fn content_field(f: &Field) -> bool {
-    is_text_field(f) || is_embedded_field(f)
+enum Data {
+    None,
+    Json(Value),
+    /// A record, written from the component's value when the answer is.
+    Record {
+        value: Val,
+        plugin: Arc<Plugin>,
+        tool: usize,
+    },
 }
 
 impl Answer {
+    /// An error for the agent. Errors often quote what they refuse; however
+    /// large that was, the error stays short.
+    pub fn error(text: impl Into<String>) -> Answer {
+        Answer::text(true, brief(text.into()))
+    }
+
+    /// A value's JSON: pretty as the text, as is as the data (the host's own tools).
+    pub fn json(value: Value) -> Answer {
+        Answer { data: Data::Json(value.clone()), ..Answer::text(false, serde_json::to_string_pretty(&value).unwrap_or_default()) }
+    }
+
+    fn text(error: bool, text: String) -> Answer {
+        Answer { error, text, own_text: false, notes: Vec::new(), embedded: None, data: Data::None, limit: usize::MAX }
+    }
+
     /// A plugin's reply under the text convention.
     pub fn of(reply: Reply) -> Answer {
         let (value, plugin, index, note) = match reply {
-            Reply::Failed(e) => return Answer::Result(error_result(e)),
+            Reply::Failed(e) => return Answer::error(e),
             Reply::Value { value, plugin, tool, note } => (value, plugin, tool, note),
         };
         let mut answer = Answer::of_value(value, plugin, index);
@@ -50,19 +86,18 @@ impl Answer {
 
     /// What the host adds for the agent goes after the game's own text.
     fn add_note(&mut self, note: String) {
-        match self {
-            Answer::Record { text, .. } => {
-                text.push_str("\n\n");
-                text.push_str(&note);
-            }
-            Answer::Result(r) => r.content.push(ContentBlock::text(note)),
+        if self.own_text {
+            self.text.push_str("\n\n");
+            self.text.push_str(&note);
+        } else {
+            self.notes.push(note);
         }
     }
 
     fn of_value(value: Option<Val>, plugin: Arc<Plugin>, index: usize) -> Answer {
         let tool = &plugin.tools[index];
         let (shape, value) = match (&tool.result, value) {
-            (None, _) | (_, None) => return Answer::Result(done()),
+            (None, _) | (_, None) => return Answer::text(false, "Done.".into()),
             (Some(Shape::Result { err, .. }), Some(Val::Result(Err(e)))) => {
                 let text = match (err.as_deref(), e) {
                     (Some(s), Some(v)) => match s.to_json(&v) {
@@ -71,45 +106,54 @@ impl Answer {
                     },
                     _ => "The game refused the call.".into(),
                 };
-                return Answer::Result(error_result(text));
+                return Answer::error(text);
             }
             (Some(Shape::Result { .. }), Some(Val::Result(Ok(v)))) => (ok_shape(tool.result.as_ref()), v.map(|b| *b)),
             (Some(s), Some(v)) => (Some(s), Some(v)),
         };
-        let (Some(shape), Some(mut value)) = (shape, value) else { return Answer::Result(done()) };
-        match take_text(shape, &mut value) {
-            Some(text) => Answer::Record { text, value, plugin: plugin.clone(), tool: index },
-            None => Answer::Result(render(shape, &value, &plugin)),
+        let (Some(shape), Some(mut value)) = (shape, value) else { return Answer::text(false, "Done.".into()) };
+        let limit = plugin.limits.max_result_bytes;
+        if !matches!(shape, Shape::Record { .. }) {
+            let text = match shape.to_json(&value) {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            return Answer { limit, ..Answer::text(false, text) };
         }
+        let embedded = take_embedded(shape, &mut value);
+        let (text, own_text) = match take_text(shape, &mut value) {
+            Some(text) => (text, true),
+            // A record without the convention's text reads as its data.
+            None => (serde_json::to_string(&JsonOf::omitting(shape, &value, is_content_field)).unwrap_or_default(), false),
+        };
+        Answer { error: false, text, own_text, notes: Vec::new(), embedded, data: Data::Record { value, plugin, tool: index }, limit }
     }
 
     /// As rmcp's result.
     pub fn into_result(self) -> CallToolResult {
-        let (text, value, plugin, tool) = match self {
-            Answer::Result(r) => return r,
-            Answer::Record { text, value, plugin, tool } => (text, value, plugin, tool),
+        let structured = match &self.data {
+            Data::None => None,
+            Data::Json(v) => Some(v.clone()),
+            Data::Record { value, plugin, tool } => {
+                Some(serde_json::to_value(JsonOf::omitting(record_shape(plugin, *tool), value, is_content_field)).unwrap_or_default())
+            }
         };
-        let structured = serde_json::to_value(JsonOf::omitting(record_shape(&plugin, tool), &value, content_field)).unwrap_or_default();
-        if let Some(refusal) = over_limit(text.len() + json_len(&structured), &plugin) {
-            return refusal;
-        }
-        with_structured(text, structured)
+        let size = structured.as_ref().map_or(0, json_len);
+        self.result(size, structured)
     }
 
     /// The JSON-RPC response to request `id` that carries this answer.
     pub fn into_response(self, id: RequestId) -> Vec<u8> {
-        let (text, value, plugin, tool) = match self {
-            Answer::Result(r) => return response(r, id),
-            Answer::Record { text, value, plugin, tool } => (text, value, plugin, tool),
-        };
-        let structured = serde_json::to_vec(&JsonOf::omitting(record_shape(&plugin, tool), &value, content_field)).unwrap_or_default();
-        if let Some(refusal) = over_limit(text.len() + structured.len(), &plugin) {
-            return response(refusal, id);
+        let Data::Record { value, plugin, tool } = &self.data else { return response(self.into_result(), id) };
+        let structured = serde_json::to_vec(&JsonOf::omitting(record_shape(plugin, *tool), value, is_content_field)).unwrap_or_default();
+        let result = self.result(structured.len(), Some(Value::Null));
+        if result.is_error == Some(true) {
+            return response(result, id);
         }
         // rmcp writes the envelope (its field names are its business); the
         // structured content goes where it wrote a null for it. The pattern
         // cannot occur inside a string, where quotes are escaped.
-        let mut line = response(with_structured(text, Value::Null), id);
+        let mut line = response(result, id);
         const PLACE: &[u8] = b"\"structuredContent\":null";
         match line.windows(PLACE.len()).rposition(|w| w == PLACE) {
             Some(at) => {
@@ -126,77 +170,51 @@ impl Answer {
             }
         }
     }
+
+    /// rmcp's result with `structured` (of `data_size` bytes written), or
+    /// the refusal of an answer over the limit.
+    fn result(self, data_size: usize, structured: Option<Value>) -> CallToolResult {
+        let size = self.text.len() + data_size;
+        if size > self.limit {
+            return Answer::error(format!("the game's answer is {size} bytes, over this server's limit of {} bytes", self.limit))
+                .into_result();
+        }
+        let embedded =
+            self.embedded.map(|(uri, mime, text)| ContentBlock::resource(ResourceContents::text(text, uri).with_mime_type(mime)));
+        let content: Vec<ContentBlock> =
+            std::iter::once(ContentBlock::text(self.text)).chain(embedded).chain(self.notes.into_iter().map(ContentBlock::text)).collect();
+        let mut r = if self.error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+        r.structured_content = structured;
+        r
+    }
 }
 
-/// The text field of a record with the text convention, taken out of it;
-/// None for any other value, and for a record with an embedded resource
-/// (rendered the general way).
+/// The text field of a record with the text convention, taken out of it.
 fn take_text(shape: &Shape, value: &mut Val) -> Option<String> {
     let (Shape::Record { fields, .. }, Val::Record(vals)) = (shape, value) else { return None };
-    let embeds = fields.iter().zip(vals.iter()).any(|(f, (_, v))| is_embedded_field(f) && !matches!(v, Val::Option(None)));
-    let at = fields.iter().position(is_text_field).filter(|_| !embeds)?;
+    let at = fields.iter().position(is_text_field)?;
     match &mut vals.get_mut(at)?.1 {
         Val::String(text) => Some(std::mem::take(text)),
         _ => None,
     }
 }
 
+/// The embedded resource of a record, taken out of it: (uri, MIME type, text).
+fn take_embedded(shape: &Shape, value: &mut Val) -> Option<(String, String, String)> {
+    let (Shape::Record { fields, .. }, Val::Record(vals)) = (shape, value) else { return None };
+    let at = fields.iter().position(is_embedded_field)?;
+    let Val::Option(Some(resource)) = std::mem::replace(&mut vals.get_mut(at)?.1, Val::Option(None)) else { return None };
+    // Its fields are `uri`, `mime-type` and `text`, in that order (`is_embedded_field`).
+    let Val::Record(parts) = *resource else { return None };
+    let mut strings = parts.into_iter().map(|(_, v)| match v {
+        Val::String(s) => s,
+        _ => String::new(),
+    });
+    Some((strings.next()?, strings.next()?, strings.next()?))
+}
+
 fn record_shape(plugin: &Plugin, tool: usize) -> &Shape {
     ok_shape(plugin.tools[tool].result.as_ref()).expect("a record answer has a record shape")
-}
-
-/// Any value other than a record with its text: its JSON, a string's text,
-/// an embedded resource.
-fn render(shape: &Shape, value: &Val, plugin: &Plugin) -> CallToolResult {
-    let mut json = shape.to_json(value);
-    let mut text = None;
-    let mut embedded = None;
-    if let (Shape::Record { fields, .. }, Value::Object(obj)) = (shape, &mut json) {
-        if fields.iter().any(is_text_field) {
-            text = obj.remove("text").and_then(|t| t.as_str().map(str::to_string));
-        }
-        if fields.iter().any(is_embedded_field) {
-            embedded = obj.remove("embedded").filter(|e| e.is_object()).map(|e| {
-                let field = |k: &str| e[k].as_str().unwrap_or_default().to_string();
-                ContentBlock::resource(ResourceContents::text(field("text"), field("uri")).with_mime_type(field("mime_type")))
-            });
-        }
-    }
-    let size = text.as_ref().map_or(0, String::len) + json_len(&json);
-    if let Some(refusal) = over_limit(size, plugin) {
-        return refusal;
-    }
-    match (shape, json) {
-        (Shape::Record { .. }, obj) => {
-            let text = text.unwrap_or_else(|| obj.to_string());
-            let mut r = CallToolResult::success(std::iter::once(ContentBlock::text(text)).chain(embedded).collect());
-            r.structured_content = Some(obj);
-            r
-        }
-        (_, Value::String(s)) => CallToolResult::success(vec![ContentBlock::text(s)]),
-        (_, other) => CallToolResult::success(vec![ContentBlock::text(other.to_string())]),
-    }
-}
-
-fn over_limit(size: usize, plugin: &Plugin) -> Option<CallToolResult> {
-    let limit = plugin.limits.max_result_bytes;
-    (size > limit).then(|| error_result(format!("the game's answer is {size} bytes, over this server's limit of {limit} bytes")))
-}
-
-fn with_structured(text: String, structured: Value) -> CallToolResult {
-    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
-    r.structured_content = Some(structured);
-    r
-}
-
-fn done() -> CallToolResult {
-    CallToolResult::success(vec![ContentBlock::text("Done.")])
-}
-
-/// An error for the agent. Errors often quote what they refuse; however
-/// large that was, the error stays short.
-pub fn error_result(text: impl Into<String>) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(brief(text.into()))])
 }
 
 /// Longest error text sent: room for a list of legal moves, not for an
@@ -268,20 +286,29 @@ mod tests {
     }
 
     #[test]
-    fn the_direct_response_is_the_one_rmcp_would_write() {
+    fn the_direct_response_is_the_one_rmcp_would_write_byte_for_byte() {
         let (plugin, tool) = hanoi(&Default::default());
         for text in ["Tower of Hanoi, 3 disks.\npeg 0: 3 2 1", "quotes \" and \\\\ and \"structuredContent\":null inside"] {
-            let answer = Answer::of(reply(&plugin, tool, &snapshot(text)));
-            assert!(matches!(answer, Answer::Record { .. }), "a record with its text takes the direct way");
-            let direct: Value = serde_json::from_slice(&answer.into_response(RequestId::Number(7))).unwrap();
+            let direct = Answer::of(reply(&plugin, tool, &snapshot(text))).into_response(RequestId::Number(7));
             let general = Answer::of(reply(&plugin, tool, &snapshot(text))).into_result();
             let rmcp =
-                serde_json::to_value(ServerJsonRpcMessage::response(ServerResult::CallToolResult(general), RequestId::Number(7))).unwrap();
-            assert_eq!(direct, rmcp);
+                serde_json::to_vec(&ServerJsonRpcMessage::response(ServerResult::CallToolResult(general), RequestId::Number(7))).unwrap();
+            assert_eq!(String::from_utf8(direct.clone()).unwrap(), String::from_utf8(rmcp).unwrap());
+            let direct: Value = serde_json::from_slice(&direct).unwrap();
             assert_eq!(direct["result"]["content"][0]["text"], text);
             assert_eq!(direct["result"]["structuredContent"]["state"], json!([[3, 2, 1], [], []]));
             assert!(direct["result"]["structuredContent"].get("text").is_none(), "the text is content, not data");
         }
+    }
+
+    #[test]
+    fn a_note_follows_the_text_and_errors_stay_short() {
+        let (plugin, tool) = hanoi(&Default::default());
+        let Reply::Value { value, plugin, tool, .. } = reply(&plugin, tool, &snapshot("the game")) else { unreachable!() };
+        let noted = Answer::of(Reply::Value { value, plugin, tool, note: Some("Join code: x.".into()) }).into_result();
+        assert_eq!(noted.content[0].as_text().unwrap().text, "the game\n\nJoin code: x.");
+        let error = Answer::error("y".repeat(10_000)).into_result();
+        assert!(error.is_error == Some(true) && error.content[0].as_text().unwrap().text.len() < 4100);
     }
 
     #[test]

@@ -4,13 +4,11 @@
 //! any step is refused with a message that says which step and why.
 
 pub mod docs;
-pub mod inspect;
 pub mod schema;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, ComponentExportIndex, InstancePre};
@@ -19,7 +17,7 @@ use crate::capability::channels::ChannelGrant;
 use crate::capability::{self, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
 use crate::config::{Config, PluginLimits};
 use crate::runtime::bindings::LinkedPre;
-use crate::runtime::bindings::ludus::plugin::types::{PluginInfo, SessionRole};
+use crate::runtime::bindings::ludus::plugin::types::{PluginInfo, SessionRole, ToolHint};
 use crate::runtime::{Pace, Runtime};
 use docs::Docs;
 use schema::{Field, Shape, object_schema};
@@ -86,11 +84,37 @@ pub struct ToolDef {
     pub read_only: bool,
     pub default_wait: Duration,
     pub max_wait: Duration,
-    /// What `tools/list` shows.
-    pub tool: Tool,
+    /// How the tool presents itself to clients.
+    pub listing: Listing,
     /// How its calls have run, for where the next one runs (`run_guest`).
     pub pace: Pace,
 }
+
+/// How a tool presents itself, in no protocol's terms (the `mcp` layer
+/// builds MCP's tool definitions from it, with an output schema from the
+/// tool's result type).
+#[derive(Clone, Debug)]
+pub struct Listing {
+    pub title: Option<String>,
+    pub description: String,
+    /// JSON Schema of the arguments; a `joins` tool's has the host's `join_code`.
+    pub input_schema: Arc<JsonObject>,
+    pub hints: Hints,
+    /// The UI resource (MCP Apps) its results can be shown in.
+    pub ui_resource: Option<String>,
+}
+
+/// What a tool declares about its effects (all false when it declares nothing).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Hints {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+}
+
+/// A JSON object (a schema, arguments).
+pub type JsonObject = serde_json::Map<String, Value>;
 
 impl ToolDef {
     /// Checks and converts JSON arguments to component values, in parameter order.
@@ -465,7 +489,7 @@ fn derive_tools(
             params[i].doc.get_or_insert_with(|| "Id of the game session to act on.".into());
         }
         let audience = audience_of(grants, &func);
-        let tool = mcp_tool(&name, &func, &fdocs.summary, &params, result.as_ref(), hint, audience)?;
+        let listing = listing(&func, &fdocs.summary, &params, hint, audience);
         tools.push(ToolDef {
             export: component.get_export_index(Some(&iface_index), func.as_str()).ok_or_else(|| at("export index not found".into()))?,
             name,
@@ -477,7 +501,7 @@ fn derive_tools(
             read_only: hint.is_some_and(|h| h.read_only),
             default_wait: default_wait.min(max_wait),
             max_wait,
-            tool,
+            listing,
             pace: Pace::default(),
         });
     }
@@ -499,66 +523,27 @@ pub fn ok_shape(result: Option<&Shape>) -> Option<&Shape> {
     }
 }
 
-/// The record fields that become `structuredContent`: all but the content
-/// fields of the text convention (docs/design-notes.md, "From WIT to tools").
-pub fn structured_fields(record: &[Field]) -> Vec<Field> {
-    record.iter().filter(|f| !is_text_field(f) && !is_embedded_field(f)).cloned().collect()
-}
-
-/// `text: string`: the text an agent reads.
-pub fn is_text_field(f: &Field) -> bool {
-    f.json == "text" && f.shape == Shape::String
-}
-
-/// `embedded: option<embedded-resource>`: a resource shown in the result.
-pub fn is_embedded_field(f: &Field) -> bool {
-    let inner = match &f.shape {
-        Shape::Option(inner) => inner.as_ref(),
-        other => other,
+fn listing(func: &str, summary: &Option<String>, params: &[Field], hint: Option<&ToolHint>, audience: Audience) -> Listing {
+    let mut input = match object_schema(params) {
+        Value::Object(o) => o,
+        _ => JsonObject::new(),
     };
-    let Shape::Record { fields, .. } = inner else { return false };
-    let names: Vec<&str> = fields.iter().map(|f| f.json.as_str()).collect();
-    f.json == "embedded" && names == ["uri", "mime_type", "text"]
-}
-
-fn mcp_tool(
-    name: &str,
-    func: &str,
-    summary: &Option<String>,
-    params: &[Field],
-    result: Option<&Shape>,
-    hint: Option<&crate::runtime::bindings::ludus::plugin::types::ToolHint>,
-    audience: Audience,
-) -> Result<Tool, String> {
-    let description = summary.clone().unwrap_or_else(|| format!("Calls `{func}`."));
-    let mut input = as_object(object_schema(params));
     if audience == Audience::Joins {
         add_join_code(&mut input);
     }
-    let mut tool = Tool::new(name.to_string(), description, Arc::new(input));
-    if let Some(Shape::Record { fields, doc }) = ok_shape(result) {
-        let mut schema = object_schema(&structured_fields(fields));
-        if let Some(d) = doc {
-            schema["description"] = json!(d);
-        }
-        tool = tool.with_raw_output_schema(Arc::new(as_object(schema)));
+    let hints = hint.map_or(Hints::default(), |h| Hints {
+        read_only: h.read_only,
+        destructive: h.destructive,
+        idempotent: h.idempotent,
+        open_world: h.open_world,
+    });
+    Listing {
+        title: hint.and_then(|h| h.title.clone()),
+        description: summary.clone().unwrap_or_else(|| format!("Calls `{func}`.")),
+        input_schema: Arc::new(input),
+        hints,
+        ui_resource: hint.and_then(|h| h.ui_resource.clone()),
     }
-    let h = hint.cloned();
-    let annotations = ToolAnnotations::new()
-        .read_only(h.as_ref().is_some_and(|h| h.read_only))
-        .destructive(h.as_ref().is_some_and(|h| h.destructive))
-        .idempotent(h.as_ref().is_some_and(|h| h.idempotent))
-        .open_world(h.as_ref().is_some_and(|h| h.open_world));
-    tool = tool.annotate(annotations);
-    if let Some(title) = h.as_ref().and_then(|h| h.title.clone()) {
-        tool = tool.with_title(title);
-    }
-    if let Some(uri) = h.as_ref().and_then(|h| h.ui_resource.clone()) {
-        let mut meta = MetaObject::new();
-        meta.insert("ui".into(), json!({"resourceUri": uri}));
-        tool = tool.with_meta(meta);
-    }
-    Ok(tool)
 }
 
 /// A `joins` tool asks for the session's join code besides its own parameters.
@@ -567,12 +552,5 @@ fn add_join_code(schema: &mut JsonObject) {
                `ludus_sessions`). Needed to take a seat; a player already seated may leave it out.";
     if let Some(Value::Object(props)) = schema.get_mut("properties") {
         props.insert(JOIN_CODE.into(), json!({"type": "string", "description": doc}));
-    }
-}
-
-fn as_object(v: Value) -> JsonObject {
-    match v {
-        Value::Object(o) => o,
-        _ => JsonObject::new(),
     }
 }

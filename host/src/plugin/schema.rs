@@ -659,7 +659,8 @@ impl Shape {
 
 /// A component value of a shape as JSON, for serde: `Shape::to_json` builds
 /// a `Value` with it, and an answer can be written with it straight to bytes
-/// (no `Value` in between). The one definition of how values look in JSON.
+/// (no `Value` in between), the same bytes either way. The one definition of
+/// how values look in JSON.
 pub struct JsonOf<'a> {
     shape: &'a Shape,
     val: &'a Val,
@@ -707,9 +708,14 @@ impl serde::Serialize for JsonOf<'_> {
             }
             (Shape::List(inner), Val::List(items)) => out.collect_seq(items.iter().map(|i| of(inner, i))),
             (Shape::Record { fields, .. }, Val::Record(vals)) => {
-                // none fields are left out, mirroring "absent means none" on input.
-                let shown = fields.iter().zip(vals).filter(|(f, (_, v))| !matches!(v, Val::Option(None)) && !(self.omit)(f));
-                let mut map = out.serialize_map(None)?;
+                // none fields are left out, mirroring "absent means none" on
+                // input. Keys go out sorted, as serde_json's maps write them,
+                // so that a value written straight and one written through a
+                // `Value` are the same bytes.
+                let mut shown: Vec<_> =
+                    fields.iter().zip(vals).filter(|(f, (_, v))| !matches!(v, Val::Option(None)) && !(self.omit)(f)).collect();
+                shown.sort_unstable_by(|(a, _), (b, _)| a.json.cmp(&b.json));
+                let mut map = out.serialize_map(Some(shown.len()))?;
                 for (f, (_, v)) in shown {
                     map.serialize_entry(&f.json, &of(&f.shape, v))?;
                 }

@@ -129,6 +129,16 @@ proptest! {
         prop_assert_eq!(&back, &json, "shape {:?}", shape);
     }
 
+    /// An answer written straight from a component value (the stdio lane)
+    /// is byte for byte the one written through a `Value` (rmcp's path).
+    #[test]
+    fn values_written_straight_are_the_bytes_written_through_json_values((shape, json) in shape_and_value()) {
+        let val = shape.to_val(&json, "x").map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let straight = serde_json::to_vec(&JsonOf::new(&shape, &val)).unwrap();
+        let through = serde_json::to_vec(&shape.to_json(&val)).unwrap();
+        prop_assert_eq!(String::from_utf8(straight).unwrap(), String::from_utf8(through).unwrap(), "shape {:?}", shape);
+    }
+
     #[test]
     fn schemas_accept_what_the_converter_accepts((shape, json) in shape_and_value()) {
         let schema = shape.schema();

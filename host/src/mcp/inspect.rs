@@ -1,12 +1,13 @@
-//! `ludus inspect FILE.wasm`: exactly what the host derives from a component.
+//! `ludus inspect FILE.wasm`: exactly what the host derives from a component,
+//! its tools as MCP lists them.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Plugin, Role, Source};
 use crate::config::Config;
+use crate::plugin::{Plugin, Role, Source};
 use crate::runtime::Runtime;
 
 pub fn inspect(path: &Path, config: &Config, runtime: &Arc<Runtime>) -> Result<Value, String> {
@@ -26,7 +27,7 @@ pub fn describe(p: &Plugin, data_bytes: usize) -> Value {
                 Role::Uses(i) => json!({"uses": t.params[i].json}),
                 Role::Shared => json!("none"),
             };
-            let mut v = serde_json::to_value(&t.tool).unwrap_or(Value::Null);
+            let mut v = serde_json::to_value(super::tools::tool(t)).unwrap_or(Value::Null);
             v["ludus"] = json!({
                 "function": t.func,
                 "session": role,

@@ -1,0 +1,33 @@
+//! The text convention: a tool whose ok value is a record with a
+//! `text: string` field answers with that text for the agent, and with the
+//! other fields as `structuredContent` for programs; an
+//! `embedded: option<embedded-resource>` field is shown as an embedded
+//! resource. (docs/design-notes.md, "From WIT to tools".)
+
+use crate::plugin::schema::{Field, Shape};
+
+/// The record fields that become `structuredContent`: all but the content fields.
+pub fn structured_fields(record: &[Field]) -> Vec<Field> {
+    record.iter().filter(|f| !is_content_field(f)).cloned().collect()
+}
+
+/// Record fields that are content, not data.
+pub fn is_content_field(f: &Field) -> bool {
+    is_text_field(f) || is_embedded_field(f)
+}
+
+/// `text: string`: the text an agent reads.
+pub fn is_text_field(f: &Field) -> bool {
+    f.json == "text" && f.shape == Shape::String
+}
+
+/// `embedded: option<embedded-resource>`: a resource shown in the result.
+pub fn is_embedded_field(f: &Field) -> bool {
+    let inner = match &f.shape {
+        Shape::Option(inner) => inner.as_ref(),
+        other => other,
+    };
+    let Shape::Record { fields, .. } = inner else { return false };
+    let names: Vec<&str> = fields.iter().map(|f| f.json.as_str()).collect();
+    f.json == "embedded" && names == ["uri", "mime_type", "text"]
+}

@@ -1,0 +1,67 @@
+//! Plugin tools as MCP lists them, built from each plugin version's
+//! protocol-neutral tool definitions once and kept while that version is
+//! loaded (a `tools/list` then clones a few `Arc`s per tool).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
+use serde_json::json;
+
+use super::convention::structured_fields;
+use crate::plugin::schema::{Shape, object_schema};
+use crate::plugin::{Plugin, ToolDef, ok_shape};
+use crate::sync::lock;
+
+/// The MCP tools of `plugin`, in its order (built on first use).
+pub fn of_plugin(plugin: &Arc<Plugin>) -> Arc<[Tool]> {
+    static BUILT: Mutex<Option<HashMap<usize, (Weak<Plugin>, Arc<[Tool]>)>>> = Mutex::new(None);
+    let mut built = lock(&BUILT);
+    let built = built.get_or_insert_with(HashMap::new);
+    let key = Arc::as_ptr(plugin) as usize;
+    if let Some((version, tools)) = built.get(&key)
+        && version.upgrade().is_some_and(|v| Arc::ptr_eq(&v, plugin))
+    {
+        return tools.clone();
+    }
+    // Versions no longer loaded go; a new one may have taken an old address.
+    built.retain(|_, (version, _)| version.strong_count() > 0);
+    let tools: Arc<[Tool]> = plugin.tools.iter().map(tool).collect();
+    built.insert(key, (Arc::downgrade(plugin), tools.clone()));
+    tools
+}
+
+/// One tool's MCP definition.
+pub fn tool(def: &ToolDef) -> Tool {
+    let listing = &def.listing;
+    let mut tool = Tool::new(def.name.clone(), listing.description.clone(), listing.input_schema.clone());
+    if let Some(schema) = output_schema(def) {
+        tool = tool.with_raw_output_schema(Arc::new(schema));
+    }
+    let h = listing.hints;
+    tool = tool.annotate(
+        ToolAnnotations::new().read_only(h.read_only).destructive(h.destructive).idempotent(h.idempotent).open_world(h.open_world),
+    );
+    if let Some(title) = &listing.title {
+        tool = tool.with_title(title.clone());
+    }
+    if let Some(uri) = &listing.ui_resource {
+        let mut meta = MetaObject::new();
+        meta.insert("ui".into(), json!({"resourceUri": uri}));
+        tool = tool.with_meta(meta);
+    }
+    tool
+}
+
+/// The schema of `structuredContent`: a record result's data fields.
+fn output_schema(def: &ToolDef) -> Option<JsonObject> {
+    let Some(Shape::Record { fields, doc }) = ok_shape(def.result.as_ref()) else { return None };
+    let mut schema = object_schema(&structured_fields(fields));
+    if let Some(d) = doc {
+        schema["description"] = json!(d);
+    }
+    match schema {
+        serde_json::Value::Object(o) => Some(o),
+        _ => None,
+    }
+}
