@@ -27,7 +27,7 @@
 //! only `ping` and `hanoi_get_state` one at a time over stdio (three rounds
 //! across cores, one on CPU 0); `LUDUS_BENCH=http` only the HTTP rows of the
 //! minimal and concurrent clients (three rounds); with
-//! `LUDUS_BENCH_BASELINE=/path/to/ludus` as well, those against another build
+//! `LUDUS_BENCH_BASELINE=/path/to/ludus` as well (with `http` or `stdio`), those against another build
 //! of Ludus in the same run (before and after a change).
 
 use std::path::{Path, PathBuf};
@@ -523,6 +523,41 @@ fn stdio_only(cfg: &Path) {
     );
 }
 
+/// `LUDUS_BENCH=stdio LUDUS_BENCH_BASELINE=/path/to/ludus`: this build
+/// against another binary of Ludus in one run: `ping` and `hanoi_get_state`
+/// one at a time over stdio to each, asked in turn, three rounds, so a
+/// change is measured before and after on the same moments of the machine.
+fn stdio_against(cfg: &Path, baseline: &str) {
+    let hanoi = |command| {
+        let mut c = RawClient::initialize(command);
+        let init = c.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#);
+        let env = init["result"]["structuredContent"]["env_id"].as_str().unwrap().to_string();
+        (c, env)
+    };
+    let ((old, old_env), (new, new_env)) = (hanoi(common::serve_command_of(baseline, &[], cfg)), hanoi(common::serve_command(&[], cfg)));
+    let (get_old, get_new) = (get_state_line(&old_env), get_state_line(&new_env));
+    let ping = |id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+    let mut clients = [old, new];
+    for round in 1..=3 {
+        let kinds: [(usize, &dyn Fn(usize) -> String); 4] = [(0, &ping), (1, &ping), (0, &get_old), (1, &get_new)];
+        let [(op, _), (np, _), (og, og99), (ng, ng99)]: [(Duration, Duration); 4] =
+            common::alternating(&mut clients, &kinds).try_into().unwrap();
+        eprintln!(
+            "stdio round {round}: ping baseline {} / this build {}; hanoi_get_state baseline {} / {} , this build {} / {} ({:.2}× the baseline's p50)",
+            us(op),
+            us(np),
+            us(og),
+            us(og99),
+            us(ng),
+            us(ng99),
+            ng.as_secs_f64() / og.as_secs_f64()
+        );
+    }
+    for mut c in clients {
+        let _ = c.child.kill();
+    }
+}
+
 /// `LUDUS_BENCH=http`: the minimal HTTP client's round trips and the
 /// concurrent-client rows, three rounds on one server.
 async fn http_only(cfg: &Path) {
@@ -577,7 +612,10 @@ async fn main() {
     let cfg = config_file(work.path(), &cache);
     match std::env::var("LUDUS_BENCH").as_deref() {
         Ok("chess") => return chess_only(&cfg).await,
-        Ok("stdio") => return tokio::task::spawn_blocking(move || stdio_only(&cfg)).await.unwrap(),
+        Ok("stdio") => match std::env::var("LUDUS_BENCH_BASELINE") {
+            Ok(baseline) => return tokio::task::spawn_blocking(move || stdio_against(&cfg, &baseline)).await.unwrap(),
+            Err(_) => return tokio::task::spawn_blocking(move || stdio_only(&cfg)).await.unwrap(),
+        },
         Ok("http") => match std::env::var("LUDUS_BENCH_BASELINE") {
             Ok(baseline) => return http_against(&cfg, &baseline).await,
             Err(_) => return http_only(&cfg).await,
