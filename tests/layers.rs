@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 /// plain helpers and configuration, the wasmtime runtime, what a plugin may
 /// import, loading a plugin, sessions, the registry, the MCP surface, and the
 /// server with its transports.
-const LAYERS: &[&str] = &["sync", "config", "runtime", "capability", "plugin", "session", "registry", "mcp", "server"];
+const LAYERS: &[&str] = &["locking", "config", "runtime", "capability", "plugin", "session", "registry", "mcp", "server"];
 
 /// The entry points: they declare modules and wire them up, nothing imports them.
 const ROOTS: &[&str] = &["lib.rs", "main.rs"];
@@ -279,9 +279,9 @@ fn the_reader_expands_use_trees_and_resolves_relative_paths() {
         ]
     );
     assert_eq!(absolute(&m("super::table::Table"), &m("capability::channels::transport")), Some(m("capability::channels::table::Table")));
-    let code = "use crate::sync::lock;\n// crate::server is only named in a comment\nfn f() { crate::config::x(); }\n#[cfg(test)]\nmod tests { use crate::server; }\n";
+    let code = "use crate::locking::lock;\n// crate::server is only named in a comment\nfn f() { crate::config::x(); }\n#[cfg(test)]\nmod tests { use crate::server; }\n";
     let found: Vec<Module> = imports(code, &m("session")).into_iter().map(|(_, p)| p).collect();
-    assert_eq!(found, vec![m("sync::lock"), m("config::x")]);
+    assert_eq!(found, vec![m("locking::lock"), m("config::x")]);
     let mut g = BTreeMap::new();
     g.insert(m("a"), BTreeSet::from([m("b")]));
     g.insert(m("b"), BTreeSet::from([m("c")]));

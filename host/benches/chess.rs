@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-mod support;
+mod in_process;
 
 const POSITIONS: &[&str] = &[
     "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
@@ -22,7 +22,7 @@ const POSITIONS: &[&str] = &[
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    let bench = support::start("chess_bench.wasm", "[plugins.chess_bench]\ncall_timeout_ms = 120000\n").await;
+    let bench = in_process::start("chess_bench.wasm", "[plugins.chess_bench]\ncall_timeout_ms = 120000\n").await;
     let call = |tool: &'static str, args: Value| bench.call(tool, args);
 
     println!("| measurement | result |\n|---|---|");

@@ -14,7 +14,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 mod common;
-mod support;
+mod in_process;
 
 const BATTLES: u64 = 10;
 
@@ -25,7 +25,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let sim = format!("[plugins.showdown]\nmax_wait_ms = 60000\n{}", common::showdown_sim(&common::showdown_package()));
-    let bench = support::start("showdown.wasm", &sim).await;
+    let bench = in_process::start("showdown.wasm", &sim).await;
     let call = |tool: &'static str, args: Value| bench.call(tool, args);
 
     let (mut evaluation_ms, mut round_trip_ms, mut legal) = (Vec::new(), Vec::new(), Vec::new());

@@ -23,7 +23,7 @@
 //!   narrow trait the session implements; the store's state and the linker.
 //! - `runtime`: wasmtime: the engine, the epoch ticker behind CPU limits,
 //!   the cache of compiled components, the memory cap, the contract's bindings.
-//! - `config`, `sync`: the operator's configuration as plain data; the lock rule.
+//! - `config`, `locking`: the operator's configuration as plain data; the lock rule.
 //!
 //! The answer goes back the same way: the component's value is converted by
 //! `plugin::schema` and rendered by `mcp` for the client.
@@ -35,10 +35,10 @@
 
 pub mod capability;
 pub mod config;
+pub mod locking;
 pub mod mcp;
 pub mod plugin;
 pub mod registry;
 pub mod runtime;
 pub mod server;
 pub mod session;
-pub mod sync;

@@ -15,7 +15,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
-use crate::sync::lock;
+use crate::locking::lock;
 
 /// The WASI context of one instance.
 pub fn context(seed: u64, env: &[(String, String)], stdout: GuestOutput, stderr: GuestOutput) -> WasiCtx {

@@ -179,10 +179,12 @@ impl Answer {
             return Answer::error(format!("the game's answer is {size} bytes, over this server's limit of {} bytes", self.limit))
                 .into_result();
         }
-        let embedded =
-            self.embedded.map(|(uri, mime, text)| ContentBlock::resource(ResourceContents::text(text, uri).with_mime_type(mime)));
-        let content: Vec<ContentBlock> =
-            std::iter::once(ContentBlock::text(self.text)).chain(embedded).chain(self.notes.into_iter().map(ContentBlock::text)).collect();
+        let mut content = Vec::with_capacity(1 + usize::from(self.embedded.is_some()) + self.notes.len());
+        content.push(ContentBlock::text(self.text));
+        if let Some((uri, mime, text)) = self.embedded {
+            content.push(ContentBlock::resource(ResourceContents::text(text, uri).with_mime_type(mime)));
+        }
+        content.extend(self.notes.into_iter().map(ContentBlock::text));
         let mut r = if self.error { CallToolResult::error(content) } else { CallToolResult::success(content) };
         r.structured_content = structured;
         r

@@ -9,9 +9,9 @@ use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
 use serde_json::json;
 
 use super::convention::structured_fields;
+use crate::locking::lock;
 use crate::plugin::schema::{Shape, object_schema};
 use crate::plugin::{Plugin, ToolDef, ok_shape};
-use crate::sync::lock;
 
 /// The MCP tools of `plugin`, in its order (built on first use).
 pub fn of_plugin(plugin: &Arc<Plugin>) -> Arc<[Tool]> {
@@ -55,7 +55,7 @@ pub fn tool(def: &ToolDef) -> Tool {
 
 /// The schema of `structuredContent`: a record result's data fields.
 fn output_schema(def: &ToolDef) -> Option<JsonObject> {
-    let Some(Shape::Record { fields, doc }) = ok_shape(def.result.as_ref()) else { return None };
+    let Some(Shape::Record { fields, doc, .. }) = ok_shape(def.result.as_ref()) else { return None };
     let mut schema = object_schema(&structured_fields(fields));
     if let Some(d) = doc {
         schema["description"] = json!(d);

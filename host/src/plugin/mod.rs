@@ -18,7 +18,7 @@ use crate::capability::{self, ChannelsCtx, GuestOutput, HostCtx, HostState, Outp
 use crate::config::{Config, PluginLimits};
 use crate::runtime::bindings::LinkedPre;
 use crate::runtime::bindings::ludus::plugin::types::{PluginInfo, SessionRole, ToolHint};
-use crate::runtime::{Pace, Runtime};
+use crate::runtime::{Runtime, ToolSpeed};
 use docs::Docs;
 use schema::{Field, Shape, object_schema};
 
@@ -87,7 +87,7 @@ pub struct ToolDef {
     /// How the tool presents itself to clients.
     pub listing: Listing,
     /// How its calls have run, for where the next one runs (`run_guest`).
-    pub pace: Pace,
+    pub pace: ToolSpeed,
 }
 
 /// How a tool presents itself, in no protocol's terms (the `mcp` layer
@@ -201,8 +201,8 @@ pub struct Plugin {
     pub maps_data: bool,
     /// How starting a session has run; and the other calls (timer and
     /// channel events, resource reads).
-    pub start_pace: Pace,
-    pub event_pace: Pace,
+    pub start_pace: ToolSpeed,
+    pub event_pace: ToolSpeed,
 }
 
 impl Plugin {
@@ -277,8 +277,8 @@ impl Plugin {
             channels,
             read_resource,
             limits,
-            start_pace: Pace::default(),
-            event_pace: Pace::default(),
+            start_pace: ToolSpeed::default(),
+            event_pace: ToolSpeed::default(),
             imports,
             loaded_at: SystemTime::now(),
             runtime: runtime.clone(),
@@ -502,7 +502,7 @@ fn derive_tools(
             default_wait: default_wait.min(max_wait),
             max_wait,
             listing,
-            pace: Pace::default(),
+            pace: ToolSpeed::default(),
         });
     }
     tools.sort_by(|a, b| a.name.cmp(&b.name));

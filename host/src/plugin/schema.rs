@@ -152,6 +152,9 @@ pub enum Shape {
     Record {
         fields: Vec<Field>,
         doc: Option<String>,
+        /// Indexes of `fields` by JSON name, sorted: the order a value's keys
+        /// are written in (`JsonOf`). Made by [`Shape::record`].
+        sorted: Vec<usize>,
     },
     Tuple(Vec<Shape>),
     Variant {
@@ -182,6 +185,13 @@ pub fn json_name(wit: &str) -> String {
 // ---------------------------------------------------------------- WIT → Shape
 
 impl Shape {
+    /// A record of `fields` (in the WIT type's order).
+    pub fn record(fields: Vec<Field>, doc: Option<String>) -> Shape {
+        let mut sorted: Vec<usize> = (0..fields.len()).collect();
+        sorted.sort_by(|&a, &b| fields[a].json.cmp(&fields[b].json));
+        Shape::Record { fields, doc, sorted }
+    }
+
     /// Builds the plan for a component type, or says why it cannot be a tool type.
     pub fn from_type(ty: &Type, docs: &Docs) -> Result<Shape, String> {
         Ok(match ty {
@@ -211,7 +221,7 @@ impl Shape {
                     let doc = tdoc.and_then(|t| t.item(f.name));
                     fields.push(Field::new(f.name, shape, doc));
                 }
-                Shape::Record { fields, doc: tdoc.and_then(|t| t.doc.clone()) }
+                Shape::record(fields, tdoc.and_then(|t| t.doc.clone()))
             }
             Type::Tuple(t) => Shape::Tuple(t.types().map(|t| Shape::from_type(&t, docs)).collect::<Result<_, _>>()?),
             Type::Variant(v) => {
@@ -310,7 +320,7 @@ impl Shape {
             Shape::String => json!({"type": "string"}),
             Shape::Bytes => json!({"type": "string", "contentEncoding": "base64"}),
             Shape::List(inner) => json!({"type": "array", "items": inner.schema()}),
-            Shape::Record { fields, doc } => with_doc(object_schema(fields), doc),
+            Shape::Record { fields, doc, .. } => with_doc(object_schema(fields), doc),
             Shape::Tuple(items) => json!({
                 "type": "array",
                 "prefixItems": items.iter().map(Shape::schema).collect::<Vec<_>>(),
@@ -707,15 +717,14 @@ impl serde::Serialize for JsonOf<'_> {
                 out.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
             }
             (Shape::List(inner), Val::List(items)) => out.collect_seq(items.iter().map(|i| of(inner, i))),
-            (Shape::Record { fields, .. }, Val::Record(vals)) => {
+            (Shape::Record { fields, sorted, .. }, Val::Record(vals)) => {
                 // none fields are left out, mirroring "absent means none" on
                 // input. Keys go out sorted, as serde_json's maps write them,
                 // so that a value written straight and one written through a
                 // `Value` are the same bytes.
-                let mut shown: Vec<_> =
-                    fields.iter().zip(vals).filter(|(f, (_, v))| !matches!(v, Val::Option(None)) && !(self.omit)(f)).collect();
-                shown.sort_unstable_by(|(a, _), (b, _)| a.json.cmp(&b.json));
-                let mut map = out.serialize_map(Some(shown.len()))?;
+                let shown =
+                    sorted.iter().map(|&i| (&fields[i], &vals[i])).filter(|(f, (_, v))| !matches!(v, Val::Option(None)) && !(self.omit)(f));
+                let mut map = out.serialize_map(None)?;
                 for (f, (_, v)) in shown {
                     map.serialize_entry(&f.json, &of(&f.shape, v))?;
                 }

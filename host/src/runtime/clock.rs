@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use wasmtime::{Engine, EngineWeak};
 
 use super::TICK;
-use crate::sync::lock;
+use crate::locking::lock;
 
 type Action = Box<dyn FnOnce() + Send>;
 

@@ -31,7 +31,7 @@ pub mod processes;
 /// of "CPU" once in a few thousand calls, which made every later call of it
 /// take the slower blocking-thread path for the rest of the run.
 #[derive(Default)]
-pub struct Pace {
+pub struct ToolSpeed {
     slow: AtomicBool,
     /// Calls in a row that ran long.
     long_in_a_row: AtomicU8,
@@ -76,7 +76,7 @@ fn thread_cpu_time() -> Duration {
 ///
 /// A current-thread runtime (some tests) always uses a blocking thread. A
 /// panic is returned as an error, as `spawn_blocking` would.
-pub async fn run_guest<T: Send + 'static>(pace: &Pace, f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+pub async fn run_guest<T: Send + 'static>(pace: &ToolSpeed, f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
     use tokio::runtime::{Handle, RuntimeFlavor};
     let on_workers = Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread;
     if !on_workers || pace.slow.load(Ordering::Relaxed) {
@@ -395,7 +395,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_function_is_slow_after_two_long_calls_in_a_row_not_one() {
-        let pace = Pace::default();
+        let pace = ToolSpeed::default();
         let long = || burn(SLOW * 2);
         run_guest(&pace, long).await.unwrap();
         run_guest(&pace, || ()).await.unwrap();

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::sync::lock;
+use crate::locking::lock;
 
 pub struct ProcessBudget {
     state: Mutex<Counts>,

@@ -38,7 +38,7 @@ pub struct Woken {
 /// watches both without blocking first. A stdio reader and an HTTP
 /// connection's thread wait here between requests. `input.fd` may be -1
 /// (poll(2) then ignores it: the thread waits only for its bell).
-pub fn wait_for(input: libc::pollfd, bell: &Bell, watch_first: bool) -> io::Result<Woken> {
+pub fn wait_for(input: libc::pollfd, bell: &Doorbell, watch_first: bool) -> io::Result<Woken> {
     let mut fds = [input, libc::pollfd { fd: bell.fd(), events: libc::POLLIN, revents: 0 }];
     if !(watch_first && watch(&mut fds)?) {
         while poll(&mut fds, -1)? == 0 {}
@@ -79,20 +79,20 @@ fn watch(fds: &mut [libc::pollfd]) -> io::Result<bool> {
 /// A thread's doorbell: an eventfd it polls next to its input, rung from
 /// other threads (an HTTP connection's waker; the stdio reader's "an answer
 /// went out from a task").
-pub struct Bell {
+pub struct Doorbell {
     fd: OwnedFd,
     rung: AtomicBool,
 }
 
-impl Bell {
-    pub fn new() -> io::Result<Bell> {
+impl Doorbell {
+    pub fn new() -> io::Result<Doorbell> {
         // SAFETY: eventfd takes no pointers; a valid fd is owned from here on.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: fd was just created and is owned by nothing else.
-        Ok(Bell { fd: unsafe { OwnedFd::from_raw_fd(fd) }, rung: AtomicBool::new(false) })
+        Ok(Doorbell { fd: unsafe { OwnedFd::from_raw_fd(fd) }, rung: AtomicBool::new(false) })
     }
 
     pub fn fd(&self) -> RawFd {
@@ -186,7 +186,7 @@ mod tests {
         let _tx = writer.join().unwrap();
         configure(Duration::ZERO);
         assert!(!watch(&mut fds()).unwrap(), "off: it does not look at all");
-        let bell = Bell::new().unwrap();
+        let bell = Doorbell::new().unwrap();
         let woken = wait_for(fds()[0], &bell, true).unwrap();
         assert!(woken.input && !woken.bell, "waiting returns at once on pending input");
     }
@@ -196,7 +196,7 @@ mod tests {
         // A ringer that never waits, against a thread that answers and
         // sleeps in a loop: any ring lost in between would leave the last
         // one unheard (the waiter times out).
-        let bell = std::sync::Arc::new(Bell::new().unwrap());
+        let bell = std::sync::Arc::new(Doorbell::new().unwrap());
         let done = std::sync::Arc::new(AtomicBool::new(false));
         let ringer = std::thread::spawn({
             let (bell, done) = (bell.clone(), done.clone());

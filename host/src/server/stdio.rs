@@ -41,10 +41,10 @@ use tokio::runtime::Handle;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use super::busy_poll::{self, Bell};
+use super::busy_poll::{self, Doorbell};
 use super::jsonrpc::{classify, error_reply};
+use crate::locking::lock;
 use crate::mcp::{DirectAnswer, Ludus, Notify};
-use crate::sync::lock;
 
 type Input = std::io::BufReader<Stdin>;
 type Writer = Arc<Mutex<Pin<Box<dyn AsyncWrite + Send>>>>;
@@ -63,7 +63,7 @@ impl Stdio {
     /// Starts reading stdin on a thread of its own.
     pub fn start(ludus: Ludus) -> std::io::Result<Stdio> {
         let output: Writer = Arc::new(Mutex::new(writer()?));
-        let bell = Arc::new(Bell::new()?);
+        let bell = Arc::new(Doorbell::new()?);
         let (to_rmcp, from_reader) = mpsc::channel(64);
         let input = std::io::BufReader::with_capacity(
             64 << 10,
@@ -93,7 +93,7 @@ struct Reader {
     notify: Notify,
     rt: Handle,
     /// Rung when a call that moved to a task has written its answer.
-    bell: Arc<Bell>,
+    bell: Arc<Doorbell>,
 }
 
 impl Reader {
@@ -223,7 +223,7 @@ struct Stdin {
     answered: bool,
     /// Rung by a task that wrote its answer: then the reader watches too,
     /// since the client answered last is the one most likely to send next.
-    bell: Arc<Bell>,
+    bell: Arc<Doorbell>,
 }
 
 impl Read for Stdin {

@@ -16,10 +16,10 @@ use wasmtime::{Store, Trap};
 use crate::capability::channels::{ChannelInfo, Channels, Inbox, Input};
 use crate::capability::host::SessionControl;
 use crate::capability::{self, CallInfo, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
+use crate::locking::lock;
 use crate::plugin::Plugin;
 use crate::runtime::clock::TimerKey;
 use crate::runtime::{run_guest, ticks};
-use crate::sync::lock;
 
 /// Pending timers one session may have at once.
 const MAX_TIMERS: usize = 64;

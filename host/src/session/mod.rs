@@ -5,7 +5,7 @@
 //! provisional answer (`wait`) until the session changes or its deadline
 //! passes, then run the call again. Why: docs/design-notes.md, "Sessions".
 
-mod gone;
+mod ended;
 mod instance;
 mod wait;
 
@@ -17,11 +17,11 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::Val;
 
 use crate::capability::CallInfo;
+use crate::locking::lock;
 use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, ToolDef};
 use crate::runtime::{maps_per_instance, run_guest};
-use crate::sync::lock;
 
-use gone::Gone;
+use ended::EndedSessions;
 pub use instance::{Invocation, Names, Session, SessionInfo};
 use wait::{Wait, Woken};
 
@@ -78,7 +78,7 @@ pub struct Sessions {
     /// remade after a trap or when the plugin's version changed.
     shared: Mutex<HashMap<String, Arc<Session>>>,
     /// Recently ended sessions, to explain "expired" vs "unknown".
-    gone: Mutex<Gone>,
+    gone: Mutex<EndedSessions>,
     /// Calls held waiting, by caller.
     waits: Mutex<HashMap<String, u64>>,
     limits: SessionLimits,
@@ -156,21 +156,21 @@ fn maps_allow(budget: u64, all: usize, mapped_live: usize, mapped: bool) -> bool
 /// A call counted as held waiting, in its session and for its caller (the
 /// two caps on held calls), for as long as this lives; it also ends the
 /// count when a cancelled request drops the waiting future.
-struct Held<'a> {
+struct WaitCount<'a> {
     session: &'a std::sync::atomic::AtomicU64,
     waits: &'a Mutex<HashMap<String, u64>>,
     caller: &'a str,
 }
 
-impl<'a> Held<'a> {
+impl<'a> WaitCount<'a> {
     fn start(session: &'a Session, waits: &'a Mutex<HashMap<String, u64>>, caller: &'a str) -> Self {
         session.waiting.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         *lock(waits).entry(caller.to_string()).or_default() += 1;
-        Held { session: &session.waiting, waits, caller }
+        WaitCount { session: &session.waiting, waits, caller }
     }
 }
 
-impl Drop for Held<'_> {
+impl Drop for WaitCount<'_> {
     fn drop(&mut self) {
         self.session.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         let mut waits = lock(self.waits);
@@ -447,7 +447,7 @@ impl Sessions {
                 timed_out = true;
             } else {
                 let limit = if asked == 0 { tool.default_wait } else { Duration::from_millis(asked.into()).min(tool.max_wait) };
-                let _counted = Held::start(&session, &self.waits, &caller);
+                let _counted = WaitCount::start(&session, &self.waits, &caller);
                 match wait.hold(&session, &mut changes, limit, &cancel, progress.as_ref()).await {
                     Woken::Changed => {}
                     Woken::Deadline => timed_out = true,

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::sync::lock;
+use crate::locking::lock;
 
 /// One open channel, as `ludus_sessions` shows it.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

@@ -35,10 +35,11 @@ fn shape() -> impl Strategy<Value = Shape> {
         prop_oneof![
             inner.clone().prop_map(|s| Shape::List(Box::new(s))),
             inner.clone().prop_map(|s| Shape::Option(Box::new(s))),
-            prop::collection::vec(inner.clone(), 1..4).prop_map(|fs| Shape::Record {
-                fields: fs.into_iter().enumerate().map(|(i, s)| Field::new(&format!("field-{i}"), s, None)).collect(),
-                doc: None,
-            }),
+            // Field names out of alphabetical order: JSON keys are written sorted.
+            prop::collection::vec(inner.clone(), 1..4).prop_map(|fs| Shape::record(
+                fs.into_iter().zip(["zulu", "alpha", "mike-x", "bravo"]).map(|(s, name)| Field::new(name, s, None)).collect(),
+                None,
+            )),
             prop::collection::vec(inner.clone(), 1..3).prop_map(Shape::Tuple),
             (inner.clone(), inner.clone()).prop_map(|(a, b)| Shape::Variant {
                 cases: vec![

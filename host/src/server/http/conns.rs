@@ -21,7 +21,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Limits;
-use crate::sync::lock;
+use crate::locking::lock;
 
 pub struct Conns {
     state: Mutex<State>,

@@ -26,11 +26,11 @@ use rmcp::transport::streamable_http_server::session::{ServerSseMessage, Session
 use sync_wrapper::SyncWrapper;
 use tokio_util::sync::CancellationToken;
 
+use crate::locking::lock;
 use crate::mcp::{DirectAnswer, Ludus, caller_for_session, caller_in};
 use crate::session::Caller;
-use crate::sync::lock;
 
-pub struct Sessions {
+pub struct McpSessions {
     pub inner: LocalSessionManager,
     ludus: Ludus,
     idle_limit: Duration,
@@ -44,21 +44,21 @@ pub struct Sessions {
 static TRIM_DUE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Every request of a session whose answer is still streaming, by (session,
-/// request id): the HTTP gate admits each one (`Sessions::admit`, refusing an
+/// request id): the HTTP gate admits each one (`McpSessions::admit`, refusing an
 /// id already in flight), and a direct-lane call files its cancellation token
 /// there, so a `notifications/cancelled` can reach it.
 type InFlight = Arc<Mutex<HashMap<(SessionId, String), Option<CancellationToken>>>>;
 
-impl Sessions {
-    /// Sessions for `ludus`'s registry that close after `idle_limit` without
+impl McpSessions {
+    /// MCP sessions for `ludus`'s registry that close after `idle_limit` without
     /// a request; the sweep runs on the current runtime for as long as the
     /// returned manager lives.
-    pub fn new(ludus: Ludus, idle_limit: Duration) -> Arc<Sessions> {
+    pub fn new(ludus: Ludus, idle_limit: Duration) -> Arc<McpSessions> {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = None;
         // No SSE priming events (see `http::mcp_config`).
         inner.session_config.sse_retry = None;
-        let sessions = Arc::new(Sessions {
+        let sessions = Arc::new(McpSessions {
             inner,
             ludus,
             idle_limit,
@@ -213,7 +213,7 @@ impl Drop for Admitted {
     }
 }
 
-impl SessionManager for Sessions {
+impl SessionManager for McpSessions {
     type Error = LocalSessionManagerError;
     type Transport = <LocalSessionManager as SessionManager>::Transport;
 

@@ -193,7 +193,7 @@ fn parse_allowed(value: &str) -> Option<Allowed> {
 /// A refusal with its reason as a JSON-RPC error (no request id: the
 /// request was not read).
 pub fn refuse(status: StatusCode, why: &str) -> Response {
-    let body = super::jsonrpc::error_reply(serde_json::Value::Null, -32000, why.to_string());
+    let body = crate::server::jsonrpc::error_reply(serde_json::Value::Null, -32000, why.to_string());
     let mut response = (status, body).into_response();
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response

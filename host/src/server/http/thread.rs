@@ -23,7 +23,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use super::busy_poll::{self, Bell};
+use crate::server::busy_poll::{self, Doorbell};
 
 /// What the connection last found its socket not ready for.
 #[derive(Default)]
@@ -102,7 +102,7 @@ impl tokio::io::AsyncWrite for Socket {
 /// sleeps in poll(2) until the socket is ready for what the connection last
 /// waited for, or something the connection waits on calls its waker.
 pub fn drive<F: Future>(future: F, socket: RawFd, interest: &Interest) -> io::Result<F::Output> {
-    let alarm = Arc::new(Alarm(Bell::new()?));
+    let alarm = Arc::new(Alarm(Doorbell::new()?));
     let waker = Waker::from(alarm.clone());
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
@@ -117,7 +117,7 @@ pub fn drive<F: Future>(future: F, socket: RawFd, interest: &Interest) -> io::Re
 }
 
 /// The thread's waker: a bell it sleeps on next to its socket.
-struct Alarm(Bell);
+struct Alarm(Doorbell);
 
 impl Alarm {
     fn sleep(&self, socket: RawFd, interest: &Interest) -> io::Result<()> {

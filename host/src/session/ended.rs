@@ -18,16 +18,16 @@ const REMEMBERED: usize = 10_000;
 /// message can be unique per session).
 const REASONS: usize = 1_024;
 
-pub struct Gone {
+pub struct EndedSessions {
     hasher: std::collections::hash_map::RandomState,
     why: HashMap<u64, Arc<str>>,
     order: VecDeque<u64>,
     reasons: HashSet<Arc<str>>,
 }
 
-impl Default for Gone {
+impl Default for EndedSessions {
     fn default() -> Self {
-        Gone {
+        EndedSessions {
             hasher: Default::default(),
             why: HashMap::with_capacity(REMEMBERED + 1),
             order: VecDeque::with_capacity(REMEMBERED + 1),
@@ -36,7 +36,7 @@ impl Default for Gone {
     }
 }
 
-impl Gone {
+impl EndedSessions {
     /// Remembers that session `id` ended, and why; forgets the oldest beyond
     /// the limit.
     pub fn record(&mut self, id: &str, why: &str) {
@@ -78,7 +78,7 @@ mod tests {
 
     #[test]
     fn remembers_the_latest_and_shares_reasons() {
-        let mut gone = Gone::default();
+        let mut gone = EndedSessions::default();
         for i in 0..REMEMBERED + 5 {
             gone.record(&format!("s{i}"), "it expired");
         }

@@ -1,11 +1,11 @@
 //! MCP over Streamable HTTP: rmcp's service behind our own accept loop and a
-//! thin JSON-RPC gate, with our session manager (`http_sessions`) answering
+//! thin JSON-RPC gate, with our session manager (`http::mcp_sessions`) answering
 //! tool calls on the direct lane.
 //!
 //! The accept loop (hyper directly rather than `axum::serve`) is here for the
 //! limits `axum::serve` cannot set: a cap on open connections, and a deadline
 //! for a request's headers, so half-open or idle connections cannot pile up.
-//! Each connection is then served on a thread of its own (`http_thread`), so
+//! Each connection is then served on a thread of its own (`http::thread`), so
 //! a tool call's guest runs where its request was read, as on stdio.
 //! The gate answers what rmcp answers badly: a body that is not JSON-RPC gets
 //! 400 with `-32700`/`-32600` (rmcp: 415 and plain text), a known method with
@@ -15,8 +15,8 @@
 //! It also refuses a request id already in flight in its session, and an
 //! `initialize` beyond `limits.max_mcp_sessions` (503).
 //!
-//! Before any of that, `http_guard` decides who may send the request (Host,
-//! Origin, bearer token) and who the caller is; `http_conns` keeps slow and
+//! Before any of that, `http::guard` decides who may send the request (Host,
+//! Origin, bearer token) and who the caller is; `http::conns` keeps slow and
 //! idle connections from locking new clients out; and a body is read into
 //! one buffer against a deadline that grows with its size, so a client
 //! trickling a body one byte at a time neither holds memory nor a slot.
@@ -36,20 +36,25 @@ use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-use super::http_conns::{Answering, ConnRef, Conns};
-use super::http_guard::{Guard, METADATA_PATHS, refuse};
-use super::http_sessions::{Admitted, Sessions};
-use super::http_thread::{Socket, drive};
+mod conns;
+mod guard;
+mod mcp_sessions;
+mod thread;
+
 use super::jsonrpc;
 use crate::mcp::Ludus;
 use crate::registry::Registry;
 use crate::session::Caller;
+use conns::{Answering, ConnRef, Conns};
+use guard::{Guard, METADATA_PATHS, refuse};
+use mcp_sessions::{Admitted, McpSessions};
+use thread::{Socket, drive};
 
 pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     let ct = CancellationToken::new();
     let max_body = registry.config.limits.max_argument_bytes + (64 << 10);
     let idle_limit = Duration::from_millis(registry.config.limits.mcp_session_idle_ms);
-    let sessions = Sessions::new(Ludus::new(registry.clone()), idle_limit);
+    let sessions = McpSessions::new(Ludus::new(registry.clone()), idle_limit);
     let r = registry.clone();
     let service = StreamableHttpService::new(move || Ok(Ludus::new(r.clone())), sessions.clone(), mcp_config(&registry, max_body, &ct));
     let limits = &registry.config.limits;
@@ -144,8 +149,8 @@ impl hyper::service::Service<Incoming> for WithConn {
     }
 }
 
-/// Serves one connection on this thread (`http_thread`) until it closes, a
-/// newer connection takes its place (`http_conns`), or the server shuts
+/// Serves one connection on this thread (`http::thread`) until it closes, a
+/// newer connection takes its place (`http::conns`), or the server shuts
 /// down and the answers in progress are done.
 fn serve_connection<S>(
     tcp: tokio::net::TcpStream,
@@ -183,7 +188,7 @@ where
 }
 
 fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> StreamableHttpServerConfig {
-    // The gate checks Host and Origin first (`http_guard`); rmcp checks the same lists again.
+    // The gate checks Host and Origin first (`http::guard`); rmcp checks the same lists again.
     let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
     hosts.extend(registry.config.allowed_hosts.iter().cloned());
     StreamableHttpServerConfig::default()
@@ -201,7 +206,7 @@ fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> S
 }
 
 struct Gate {
-    sessions: Arc<Sessions>,
+    sessions: Arc<McpSessions>,
     guard: Guard,
     max_body: usize,
     max_sessions: usize,
@@ -351,7 +356,7 @@ async fn check_post(gate: &Arc<Gate>, request: Request, next: Next, caller: Call
         return track(response, None, answering);
     }
     // A request of a session is in the session manager's in-flight table
-    // while its answer streams (`Sessions::admit`), so the same id twice in
+    // while its answer streams (`McpSessions::admit`), so the same id twice in
     // flight is refused, and a `notifications/cancelled` finds the call it
     // names. A client that goes away cancels its request: its answer stream
     // is dropped (tests/http.rs checks both).
@@ -374,13 +379,13 @@ async fn check_post(gate: &Arc<Gate>, request: Request, next: Next, caller: Call
 /// The response, with its body holding what must last as long as it streams.
 fn track(response: Response, in_flight: Option<Admitted>, answering: Option<Answering>) -> Response {
     let (parts, body) = response.into_parts();
-    let held = Held { _in_flight: in_flight, _answering: answering };
+    let held = StreamHolds { _in_flight: in_flight, _answering: answering };
     Response::from_parts(parts, Body::from_stream(Tracked { inner: body.into_data_stream(), held: Some(held) }))
 }
 
 /// What a streaming answer holds: its request's place in the in-flight
 /// table, and its connection's mark as answering.
-struct Held {
+struct StreamHolds {
     _in_flight: Option<Admitted>,
     _answering: Option<Answering>,
 }
@@ -388,7 +393,7 @@ struct Held {
 /// An answer's body that lets go of what it holds when it ends.
 struct Tracked<S> {
     inner: S,
-    held: Option<Held>,
+    held: Option<StreamHolds>,
 }
 
 impl<S: futures_util::Stream + Unpin> futures_util::Stream for Tracked<S> {
