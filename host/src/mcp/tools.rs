@@ -13,9 +13,13 @@ use crate::locking::lock;
 use crate::plugin::schema::{Shape, object_schema};
 use crate::plugin::{Plugin, ToolDef, ok_shape};
 
+/// Each loaded plugin version's MCP tools, by the version's address (the
+/// weak reference tells a live version from one whose address was reused).
+type Built = HashMap<usize, (Weak<Plugin>, Arc<[Tool]>)>;
+
 /// The MCP tools of `plugin`, in its order (built on first use).
 pub fn of_plugin(plugin: &Arc<Plugin>) -> Arc<[Tool]> {
-    static BUILT: Mutex<Option<HashMap<usize, (Weak<Plugin>, Arc<[Tool]>)>>> = Mutex::new(None);
+    static BUILT: Mutex<Option<Built>> = Mutex::new(None);
     let mut built = lock(&BUILT);
     let built = built.get_or_insert_with(HashMap::new);
     let key = Arc::as_ptr(plugin) as usize;
