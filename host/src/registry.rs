@@ -174,8 +174,9 @@ impl Registry {
         for (name, entry) in &st.plugins {
             for t in &entry.active.tools {
                 tools.insert(t.name.clone(), name.clone());
-                // A tool's definition comes from its plugin version's bytes.
-                (&t.name, &entry.active.sha256).hash(&mut hasher);
+                // What clients see of the tool: a new version whose tools read
+                // the same is no change to tell them of.
+                (&t.name, serde_json::to_string(&t.listing).unwrap_or_default(), format!("{:?}", t.result)).hash(&mut hasher);
             }
         }
         for (old, plugin) in &st.tools {

@@ -93,7 +93,7 @@ pub struct ToolDef {
 /// How a tool presents itself, in no protocol's terms (the `mcp` layer
 /// builds MCP's tool definitions from it, with an output schema from the
 /// tool's result type).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct Listing {
     pub title: Option<String>,
     pub description: String,
@@ -105,7 +105,7 @@ pub struct Listing {
 }
 
 /// What a tool declares about its effects (all false when it declares nothing).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct Hints {
     pub read_only: bool,
     pub destructive: bool,
