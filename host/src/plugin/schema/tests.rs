@@ -1,6 +1,7 @@
 //! Round trips JSON → component value → JSON for every WIT type kind, on
 //! random shapes and values; plus the schema rules clients depend on.
 
+use base64::Engine as _;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
