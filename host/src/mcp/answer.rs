@@ -47,7 +47,8 @@ pub struct Answer {
 enum Data {
     None,
     Json(Value),
-    /// A record, written from the component's value when the answer is.
+    /// A record with the convention's text, written from the component's
+    /// value when the answer is.
     Record {
         value: Val,
         plugin: Arc<Plugin>,
@@ -121,21 +122,25 @@ impl Answer {
             return Answer { limit, ..Answer::text(false, text) };
         }
         let embedded = take_embedded(shape, &mut value);
-        let (text, own_text) = match take_text(shape, &mut value) {
-            Some(text) => (text, true),
-            // A record without the convention's text reads as its data.
-            None => (serde_json::to_string(&JsonOf::omitting(shape, &value, is_content_field)).unwrap_or_default(), false),
+        let (text, own_text, data) = match take_text(shape, &mut value) {
+            Some(text) => (text, true, Data::Record { value, plugin, tool: index }),
+            // A record without the convention's text reads as its data: its
+            // JSON is made once, for both.
+            None => {
+                let json = serde_json::to_value(JsonOf::omitting(shape, &value, is_content_field)).unwrap_or_default();
+                (json.to_string(), false, Data::Json(json))
+            }
         };
-        Answer { error: false, text, own_text, notes: Vec::new(), embedded, data: Data::Record { value, plugin, tool: index }, limit }
+        Answer { error: false, text, own_text, notes: Vec::new(), embedded, data, limit }
     }
 
     /// As rmcp's result.
-    pub fn into_result(self) -> CallToolResult {
-        let structured = match &self.data {
+    pub fn into_result(mut self) -> CallToolResult {
+        let structured = match std::mem::replace(&mut self.data, Data::None) {
             Data::None => None,
-            Data::Json(v) => Some(v.clone()),
+            Data::Json(v) => Some(v),
             Data::Record { value, plugin, tool } => {
-                Some(serde_json::to_value(JsonOf::omitting(record_shape(plugin, *tool), value, is_content_field)).unwrap_or_default())
+                Some(serde_json::to_value(JsonOf::omitting(record_shape(&plugin, tool), &value, is_content_field)).unwrap_or_default())
             }
         };
         let size = structured.as_ref().map_or(0, json_len);
