@@ -11,7 +11,7 @@
 #[allow(missing_docs)]
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "ludus:plugin/sdk@0.1.2",
+        world: "ludus:plugin/sdk@0.1.3",
         path: "../wit/plugin",
         // Types no host function mentions (e.g. embedded-resource) are still shared.
         generate_unused_types: true,
@@ -36,30 +36,30 @@ pub use wit_bindgen;
 macro_rules! bindings {
     (world: $world:literal, contract: $contract:literal $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.2": ludus_sdk::types,
-            "ludus:plugin/host@0.1.2": ludus_sdk::host,
+            "ludus:plugin/types@0.1.3": ludus_sdk::types,
+            "ludus:plugin/host@0.1.3": ludus_sdk::host,
         });
     };
     (world: $world:literal, contract: $contract:literal, channels $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.2": ludus_sdk::types,
-            "ludus:plugin/host@0.1.2": ludus_sdk::host,
-            "ludus:plugin/channels@0.1.2": ludus_sdk::channels,
+            "ludus:plugin/types@0.1.3": ludus_sdk::types,
+            "ludus:plugin/host@0.1.3": ludus_sdk::host,
+            "ludus:plugin/channels@0.1.3": ludus_sdk::channels,
         });
     };
     (world: $world:literal, contract: $contract:literal, lifecycle $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.2": ludus_sdk::types,
-            "ludus:plugin/host@0.1.2": ludus_sdk::host,
-            "ludus:plugin/lifecycle@0.1.2": ludus_sdk::lifecycle,
+            "ludus:plugin/types@0.1.3": ludus_sdk::types,
+            "ludus:plugin/host@0.1.3": ludus_sdk::host,
+            "ludus:plugin/lifecycle@0.1.3": ludus_sdk::lifecycle,
         });
     };
     (world: $world:literal, contract: $contract:literal, channels, lifecycle $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.2": ludus_sdk::types,
-            "ludus:plugin/host@0.1.2": ludus_sdk::host,
-            "ludus:plugin/channels@0.1.2": ludus_sdk::channels,
-            "ludus:plugin/lifecycle@0.1.2": ludus_sdk::lifecycle,
+            "ludus:plugin/types@0.1.3": ludus_sdk::types,
+            "ludus:plugin/host@0.1.3": ludus_sdk::host,
+            "ludus:plugin/channels@0.1.3": ludus_sdk::channels,
+            "ludus:plugin/lifecycle@0.1.3": ludus_sdk::lifecycle,
         });
     };
 }
@@ -188,6 +188,66 @@ pub fn with_state<T: 'static, R>(
         Some(game) => f(game),
         None => Err(missing.to_string()),
     })
+}
+
+/// Makes a game durable (`ludus:plugin/durable`: its sessions survive a
+/// restart of the server) when its whole state is the serde type in one
+/// thread-local slot, as [`with_state`] keeps it: the state is saved as JSON
+/// and read back into the slot. The world must `export
+/// ludus:plugin/durable@0.1.3;`, and the macro is called where the bindings
+/// were generated:
+///
+/// ```ignore
+/// ludus_sdk::durable!(Plugin, GAME);
+/// ```
+///
+/// A game that needs more on a restore (set a timer again, reopen a
+/// process) implements `exports::ludus::plugin::durable::Guest` itself,
+/// with [`durable::save`] and [`durable::restore`] for the serde part.
+#[macro_export]
+macro_rules! durable {
+    ($plugin:ty, $slot:ident) => {
+        impl exports::ludus::plugin::durable::Guest for $plugin {
+            fn save() -> Vec<u8> {
+                $crate::durable::save(&$slot)
+            }
+
+            fn restore(state: Vec<u8>) -> Result<(), String> {
+                $crate::durable::restore(&$slot, &state)
+            }
+        }
+    };
+}
+
+/// A game's state as bytes and back, for [`durable!`].
+pub mod durable {
+    use std::cell::RefCell;
+    use std::thread::LocalKey;
+
+    /// The slot's content as JSON.
+    pub fn save<T: serde::Serialize + 'static>(slot: &'static LocalKey<RefCell<Option<T>>>) -> Vec<u8> {
+        slot.with_borrow(write)
+    }
+
+    /// Any serde value as JSON, for [`read`].
+    pub fn write<T: serde::Serialize>(value: &T) -> Vec<u8> {
+        serde_json::to_vec(value).unwrap_or_default()
+    }
+
+    /// Puts what [`save`] wrote back into the slot.
+    pub fn restore<T: serde::de::DeserializeOwned + 'static>(
+        slot: &'static LocalKey<RefCell<Option<T>>>,
+        state: &[u8],
+    ) -> Result<(), String> {
+        let game: Option<T> = read(state)?;
+        slot.set(game);
+        Ok(())
+    }
+
+    /// Reads a state [`save`] wrote (or any serde type written as JSON).
+    pub fn read<T: serde::de::DeserializeOwned>(state: &[u8]) -> Result<T, String> {
+        serde_json::from_slice(state).map_err(|e| format!("the stored state is not this game's: {e}"))
+    }
 }
 
 /// Formats a text block for an agent: the body, then one line saying what to do next.

@@ -15,7 +15,7 @@ use ludus_sdk::types::EmbeddedResource;
 use ludus_sdk::{PluginInfo, ResourceInfo, ToolHint, reply};
 
 /// Who sits on one side.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 enum Seat {
     Open,
     Computer,
@@ -427,6 +427,52 @@ impl exports::ludus::plugin::access::Guest for Plugin {
             Grant { name: "chess://game/{session}/pgn".into(), audience: Audience::Spectators },
             Grant { name: "chess://game/{session}/fen".into(), audience: Audience::Spectators },
         ]
+    }
+}
+
+/// What a restart keeps of a match: the moves (the position and every rule
+/// that ends a game follow from them), the seats, and where the engine's
+/// random stream stands.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Saved {
+    start: String,
+    moves: Vec<String>,
+    seats: [Seat; 2],
+    difficulty: Option<u8>,
+    show_ui: bool,
+    rng: u64,
+}
+
+impl exports::ludus::plugin::durable::Guest for Plugin {
+    fn save() -> Vec<u8> {
+        MATCH.with_borrow(|m| {
+            let saved = m.as_ref().map(|m| Saved {
+                start: format!("{}", m.game.start),
+                moves: m.game.uci.clone(),
+                seats: m.seats.clone(),
+                difficulty: m.difficulty,
+                show_ui: m.show_ui,
+                rng: m.engine.rng(),
+            });
+            ludus_sdk::durable::write(&saved)
+        })
+    }
+
+    /// Replays the moves; a computer move that was due is made again after
+    /// the restore (same position, same random stream: the same move).
+    fn restore(state: Vec<u8>) -> Result<(), String> {
+        let Some(saved) = ludus_sdk::durable::read::<Option<Saved>>(&state)? else { return Ok(()) };
+        let mut game = Game::from_fen(&saved.start)?;
+        for uci in &saved.moves {
+            let (mv, _) = game.parse(uci).map_err(|e| format!("stored move {uci}: {e}"))?;
+            game.play(mv);
+        }
+        let mut engine = engine::Engine::new(engine::TT_ENTRIES, 0);
+        engine.resume_at(saved.rng);
+        let m = Match { game, seats: saved.seats, difficulty: saved.difficulty, engine, show_ui: saved.show_ui };
+        m.wake_computer();
+        MATCH.set(Some(m));
+        Ok(())
     }
 }
 

@@ -114,6 +114,15 @@ impl Engine {
         }
     }
 
+    /// Where the random stream stands (saved with a game, given back by [`Engine::resume_at`]).
+    pub fn rng(&self) -> u64 {
+        self.rng
+    }
+
+    pub fn resume_at(&mut self, rng: u64) {
+        self.rng = rng;
+    }
+
     fn random(&mut self) -> u64 {
         // xorshift64*: small, deterministic, good enough for move noise.
         let mut x = self.rng.max(1);
@@ -126,9 +135,16 @@ impl Engine {
 
     /// Picks a move for the side to move. `history` holds the hashes of the
     /// positions that occurred in the game before this one.
+    ///
+    /// Every search starts from an empty table, so the move depends only on
+    /// the position, the game's history, the level and the random stream
+    /// (`rng`): a game rebuilt from its moves after a restart plays on as
+    /// it would have.
     pub fn choose(&mut self, board: &Board, history: &[u64], lvl: Level) -> Option<Move> {
         if self.tt.is_empty() {
             self.tt = vec![Entry::default(); self.tt_size];
+        } else {
+            self.tt.fill(Entry::default());
         }
         let mut moves = Vec::new();
         board.generate_moves(|ms| {

@@ -38,6 +38,9 @@ fn pegs(g: &Hanoi) -> Vec<Vec<u32>> {
 
 struct Plugin;
 
+// A restart of the server keeps the puzzle: its state is the `Hanoi` value.
+ludus_sdk::durable!(Plugin, GAME);
+
 impl exports::ludus::plugin::meta::Guest for Plugin {
     fn describe() -> PluginInfo {
         ludus_sdk::puzzle::info(

@@ -3,7 +3,7 @@
 pub const PEGS: usize = 3;
 pub const MAX_DISKS: u32 = 30;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Hanoi {
     pub n: u32,
     /// Pegs bottom to top.

@@ -11,6 +11,7 @@ use exports::ludus::river_crossing::tools::{Banks, Guest, Moved, Params, PlanRes
 use ludus_sdk::{PluginInfo, reply};
 use rules::River;
 
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Game {
     river: River,
     /// Fewest crossings from the start (none: unsolvable), computed once.
@@ -20,6 +21,9 @@ struct Game {
 thread_local! {
     static GAME: RefCell<Option<Game>> = const { RefCell::new(None) };
 }
+
+// A restart of the server keeps the puzzle: its state is the `Game` value.
+ludus_sdk::durable!(Plugin, GAME);
 
 fn with_game<T>(f: impl FnOnce(&mut Game) -> Result<T, String>) -> Result<T, String> {
     GAME.with_borrow_mut(|g| f(g.as_mut().ok_or("this puzzle was not started")?))

@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 pub const MAX_PAIRS: u32 = 50;
 pub const MAX_CAPACITY: u32 = 100;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Side {
     Left,
     Right,
@@ -29,7 +29,7 @@ impl Side {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct River {
     pub n: u32,
     pub k: u32,
