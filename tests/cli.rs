@@ -7,7 +7,9 @@ use std::process::Command;
 use common::*;
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN).args(args).env("LUDUS_LOG", "error").output().unwrap();
+    // A server that would start keeps its games away from the user's data dir.
+    let data = std::env::temp_dir().join(format!("ludus-cli-data-{}", std::process::id()));
+    let out = Command::new(BIN).args(args).env("LUDUS_LOG", "error").env("XDG_DATA_HOME", data).output().unwrap();
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 
@@ -73,7 +75,7 @@ fn inspect_prints_what_the_host_derives() {
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["plugin"]["name"], "hello");
-    assert!(v["plugin"]["imports"].as_array().unwrap().iter().any(|i| i == "ludus:plugin/host@0.1.2"));
+    assert!(v["plugin"]["imports"].as_array().unwrap().iter().any(|i| i == "ludus:plugin/host@0.1.3"));
     let bump = v["tools"].as_array().unwrap().iter().find(|t| t["name"] == "hello_bump").unwrap();
     assert_eq!(bump["ludus"]["session"], serde_json::json!({"uses": "counter_id"}));
     assert_eq!(bump["inputSchema"]["properties"]["by"]["description"], "how much to add (1 to 1000, default 1)");

@@ -13,10 +13,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Bottom to top, in the order a tool call climbs back out of the component:
-/// plain helpers and configuration, the wasmtime runtime, what a plugin may
+/// plain helpers and configuration, the session store, the wasmtime runtime, what a plugin may
 /// import, loading a plugin, sessions, the registry, the MCP surface, and the
 /// server with its transports.
-const LAYERS: &[&str] = &["locking", "config", "runtime", "capability", "plugin", "session", "registry", "mcp", "server"];
+const LAYERS: &[&str] = &["locking", "config", "store", "runtime", "capability", "plugin", "session", "registry", "mcp", "server"];
 
 /// The entry points: they declare modules and wire them up, nothing imports them.
 const ROOTS: &[&str] = &["lib.rs", "main.rs"];

@@ -30,6 +30,7 @@ impl Pipes {
             .args(["serve", "--config", cfg.to_str().unwrap()])
             .args(args)
             .env("LUDUS_LOG", "error")
+            .env("XDG_DATA_HOME", work.join("data"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -403,7 +404,7 @@ fn over_stdio_unix_sockets_work_separate_or_shared() {
         let (from, server_out) =
             if shared { (to.try_clone().unwrap(), server_in.try_clone().unwrap()) } else { UnixStream::pair().unwrap() };
         let mut child = Command::new(BIN)
-            .args(["serve", "--config", cfg.to_str().unwrap()])
+            .args(["serve", "--config", cfg.to_str().unwrap(), "--store", "memory"])
             .env("LUDUS_LOG", "error")
             .stdin(Stdio::from(OwnedFd::from(server_in)))
             .stdout(Stdio::from(OwnedFd::from(server_out)))

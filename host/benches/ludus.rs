@@ -90,7 +90,9 @@ fn config_file(dir: &Path, cache: &Path) -> PathBuf {
 
 async fn stdio_client(extra: &[&str], cfg: &Path) -> (Client, mpsc::UnboundedReceiver<Instant>) {
     let mut cmd = tokio::process::Command::new(BIN);
+    // Games are kept next to the config, not in the user's data dir.
     cmd.arg("serve").args(extra).arg("--config").arg(cfg).env("LUDUS_LOG", "error");
+    cmd.env("XDG_DATA_HOME", cfg.parent().unwrap_or(Path::new(".")).join("data"));
     let (t, _) = TokioChildProcess::builder(cmd).stderr(Stdio::null()).spawn().unwrap();
     let (tx, rx) = mpsc::unbounded_channel();
     (Notified(tx).serve(t).await.unwrap(), rx)
@@ -490,6 +492,7 @@ async fn chess_only(cfg: &Path) {
         http: None,
         config: toml::from_str(&std::fs::read_to_string(cfg).unwrap()).unwrap(),
         builtins: true,
+        store: ludus::store::StoreSpec::Memory,
     };
     let registry = ludus::server::start(&opts).await.unwrap();
     let (p50, p99) = chess_finish_turn_in_server(&registry).await;
@@ -696,6 +699,7 @@ async fn main() {
         http: None,
         config: toml::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap(),
         builtins: true,
+        store: ludus::store::StoreSpec::Memory,
     };
     let registry = ludus::server::start(&opts).await.unwrap();
     let (plugin, init) = registry.find_tool("hanoi_init_simulator").unwrap();

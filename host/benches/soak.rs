@@ -60,6 +60,7 @@ impl Server {
             .arg("--config")
             .arg(&cfg)
             .env("LUDUS_LOG", "error")
+            .env("XDG_DATA_HOME", work.join("data"))
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()

@@ -159,6 +159,9 @@ pub struct Config {
     /// Bearer tokens the operator issued (`ludus token NAME`). With any
     /// configured, every HTTP request must carry one.
     pub tokens: Vec<Token>,
+    /// Where games are kept across restarts: a file path, or "memory" for
+    /// nowhere (default: `sessions.db` in the data directory).
+    pub store: Option<String>,
 }
 
 /// A bearer token: the caller's name, and the SHA-256 of the token (the
@@ -182,6 +185,7 @@ impl Default for Config {
             allowed_origins: DEFAULT_ORIGINS.iter().map(|o| o.to_string()).collect(),
             allowed_hosts: Vec::new(),
             tokens: Vec::new(),
+            store: None,
         }
     }
 }
@@ -235,6 +239,9 @@ pub fn issue_token(name: &str) -> anyhow::Result<(String, String)> {
     Ok((token, format!("[[tokens]]\nname = \"{name}\"\nsha256 = \"{sha256}\"")))
 }
 
+/// The stdio client's caller name, which no bearer token may take.
+pub const STDIO_CALLER: &str = "stdio";
+
 /// Token names are callers' names: distinct, and unlike a connection's
 /// (`client-…`); hashes are SHA-256 in hex, as `ludus token` prints them.
 fn check_tokens(tokens: &[Token]) -> anyhow::Result<()> {
@@ -243,9 +250,13 @@ fn check_tokens(tokens: &[Token]) -> anyhow::Result<()> {
         let name_ok = !t.name.is_empty()
             && t.name.len() <= 64
             && !t.name.starts_with("client-")
+            && t.name != STDIO_CALLER
             && t.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c));
         if !name_ok {
-            anyhow::bail!("[[tokens]] name {:?}: 1-64 characters of A-Z a-z 0-9 - _ . @, not starting with `client-`", t.name);
+            anyhow::bail!(
+                "[[tokens]] name {:?}: 1-64 characters of A-Z a-z 0-9 - _ . @, not starting with `client-` and not `stdio`",
+                t.name
+            );
         }
         if t.sha256.len() != 64 || !t.sha256.chars().all(|c| c.is_ascii_hexdigit()) {
             anyhow::bail!("[[tokens]] {}: sha256 must be 64 hex digits (`ludus token {}` prints the line to use)", t.name, t.name);

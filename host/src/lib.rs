@@ -23,6 +23,8 @@
 //!   narrow trait the session implements; the store's state and the linker.
 //! - `runtime`: wasmtime: the engine, the epoch ticker behind CPU limits,
 //!   the cache of compiled components, the memory cap, the contract's bindings.
+//! - `store`: where sessions of durable games are kept across restarts (an
+//!   SQLite file by default), read and written by `session`.
 //! - `config`, `locking`: the operator's configuration as plain data; the lock rule.
 //!
 //! The answer goes back the same way: the component's value is converted by
@@ -42,3 +44,4 @@ pub mod registry;
 pub mod runtime;
 pub mod server;
 pub mod session;
+pub mod store;

@@ -36,6 +36,12 @@ enum Command {
         /// Do not load the built-in games.
         #[arg(long)]
         no_builtin: bool,
+        /// Where games are kept so that they survive a restart: an SQLite
+        /// file (created if missing), or `memory` to keep them in this
+        /// process only. Default: the config's `store`, else
+        /// $XDG_DATA_HOME/ludus/sessions.db (~/.local/share/ludus/sessions.db).
+        #[arg(long, value_name = "PATH")]
+        store: Option<String>,
     },
     /// Say whether each built-in game is ready to play on this machine, and
     /// what it lacks (Node.js for Showdown's offline battles, Python 3.11+
@@ -127,9 +133,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .on_thread_stop(ludus::runtime::note_thread_end)
         .build()?;
     match cli.command {
-        Command::Serve { plugins, http, config, no_builtin } => {
+        Command::Serve { plugins, http, config, no_builtin, store } => {
             let config = load_config(config.as_ref())?;
-            let opts = ludus::server::ServeOptions { plugins, http, config, builtins: !no_builtin };
+            let store = ludus::store::StoreSpec::parse(store.as_deref().or(config.store.as_deref()).unwrap_or_default());
+            let opts = ludus::server::ServeOptions { plugins, http, config, builtins: !no_builtin, store };
             rt.block_on(ludus::server::serve(opts))
         }
         Command::Doctor { config } => {

@@ -38,9 +38,9 @@ const TOOLS_TTL_MS: u64 = 10_000;
 #[derive(Clone)]
 pub struct Ludus {
     registry: Arc<Registry>,
-    /// This client, as plugins see it (`host.caller`), where the transport
-    /// does not say (stdio: one client, one caller).
-    caller: String,
+    /// This client, where the transport does not say (stdio: one client,
+    /// one caller).
+    caller: Caller,
     /// Cancelled when the MCP session's handler is dropped (the client
     /// closed, was deleted or expired): ends the tasks serving only it.
     gone: CancellationToken,
@@ -50,14 +50,13 @@ pub struct Ludus {
 impl Ludus {
     pub fn new(registry: Arc<Registry>) -> Self {
         let gone = CancellationToken::new();
-        let caller = format!("client-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        Ludus { registry, caller, _drop: Arc::new(gone.clone().drop_guard()), gone }
+        Ludus { registry, caller: Caller::Stdio, _drop: Arc::new(gone.clone().drop_guard()), gone }
     }
 
     /// Who is calling: over HTTP what the transport found (a bearer token's
     /// name, the MCP session, or a stateless request), otherwise this client.
     fn caller_of(&self, context: &RequestContext<RoleServer>) -> Caller {
-        caller_in(&context.extensions).unwrap_or_else(|| Caller::Connection(self.caller.clone()))
+        caller_in(&context.extensions).unwrap_or_else(|| self.caller.clone())
     }
 }
 
@@ -129,7 +128,7 @@ impl Ludus {
             }
             ClientRequest::CallToolRequest(call) => {
                 let this = self.clone();
-                let caller = caller.unwrap_or_else(|| Caller::Connection(self.caller.clone()));
+                let caller = caller.unwrap_or_else(|| self.caller.clone());
                 // rmcp's parser moves a request's `_meta` into its extensions.
                 let progress = call.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token).map(|token| {
                     progress_reporter(token, move |p| notify(ServerJsonRpcMessage::notification(ProgressNotification::new(p).into())))
@@ -202,6 +201,7 @@ impl You {
     fn of(caller: &Caller) -> You {
         let identity = match caller {
             Caller::Token(_) => "a bearer token: your games stay yours across reconnects and on stateless requests",
+            Caller::Stdio => "the client of this stdio server: your games stay yours when the server is started again",
             Caller::Connection(_) => {
                 "this connection (its MCP session): a reconnect makes you a new caller, without these games; an operator \
                  who issues bearer tokens (`ludus token NAME`) lets a client keep its games across reconnects"

@@ -64,6 +64,9 @@ pub struct GameStatus {
     pub source: String,
     pub status: &'static str,
     pub tools: Vec<String>,
+    /// Its games survive a restart of the server (the plugin hands the host
+    /// its state, and the server keeps a store).
+    pub durable: bool,
     pub live_sessions: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -232,6 +235,7 @@ impl Registry {
                     source: p.source.to_string(),
                     status: if e.error.is_some() { "error (serving last good version)" } else { "ok" },
                     tools: p.tools.iter().map(|t| t.name.clone()).collect(),
+                    durable: p.durable.is_some() && self.sessions.is_durable(),
                     live_sessions: live.get(&p.name).copied().unwrap_or(0),
                     last_error: e.error.clone(),
                 }

@@ -115,6 +115,8 @@ pub async fn stdio(args: &[&str], work: &Path) -> Client {
 /// the channel processes it starts).
 pub async fn stdio_env(args: &[&str], work: &Path, env: &[(&str, &str)]) -> Client {
     let mut cmd = tokio::process::Command::new(BIN);
+    // Games are kept in the work dir's data dir, not the user's.
+    cmd.env("XDG_DATA_HOME", work.join("data"));
     cmd.envs(env.iter().copied());
     cmd.arg("serve").args(args);
     if !args.contains(&"--config") {
@@ -138,6 +140,8 @@ pub async fn http_server_env(args: &[&str], work: &Path, env: &[(&str, &str)]) -
     // HTTP clients in this process (rmcp's, reqwest's) need the TLS provider installed.
     ludus::capability::channels::install_tls_provider();
     let mut cmd = tokio::process::Command::new(BIN);
+    // Games are kept in the work dir's data dir, not the user's.
+    cmd.env("XDG_DATA_HOME", work.join("data"));
     cmd.args(["serve", "--http", "127.0.0.1:0"]).args(args);
     if !args.contains(&"--config") {
         cmd.arg("--config").arg(cache_config(work));

@@ -187,6 +187,8 @@ pub fn serve_command(args: &[&str], cfg: &Path) -> std::process::Command {
 pub fn serve_command_of(bin: &str, args: &[&str], cfg: &Path) -> std::process::Command {
     let mut command = std::process::Command::new(bin);
     command.arg("serve").args(args).arg("--config").arg(cfg).env("LUDUS_LOG", "error");
+    // Games are kept next to the config, not in the user's data dir.
+    command.env("XDG_DATA_HOME", cfg.parent().unwrap_or(Path::new(".")).join("data"));
     command
 }
 

@@ -22,9 +22,10 @@ use crate::runtime::{Runtime, ToolSpeed};
 use docs::Docs;
 use schema::{Field, Shape, object_schema};
 
-const META: &str = "ludus:plugin/meta@0.1.2";
-const ACCESS: &str = "ludus:plugin/access@0.1.2";
-const EVENTS: &str = "ludus:plugin/events@0.1.2";
+const META: &str = "ludus:plugin/meta@0.1.3";
+const ACCESS: &str = "ludus:plugin/access@0.1.3";
+const EVENTS: &str = "ludus:plugin/events@0.1.3";
+const DURABLE: &str = "ludus:plugin/durable@0.1.3";
 
 /// Where a plugin version came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -192,6 +193,9 @@ pub struct Plugin {
     /// The channel endpoints the operator granted, with their limits.
     pub channels: Arc<ChannelGrant>,
     pub read_resource: ComponentExportIndex,
+    /// The game hands over its state and is rebuilt from it
+    /// (`ludus:plugin/durable`): its sessions survive a restart.
+    pub durable: Option<Durable>,
     pub limits: PluginLimits,
     pub imports: Vec<String>,
     pub loaded_at: SystemTime,
@@ -244,6 +248,10 @@ impl Plugin {
             .and_then(|m| component.get_export_index(Some(&m), "read-resource"))
             .ok_or_else(|| format!("it does not export {META} read-resource"))?;
         let event = |name: &str| component.get_export_index(None, EVENTS).and_then(|e| component.get_export_index(Some(&e), name));
+        let durable = component.get_export_index(None, DURABLE).and_then(|d| {
+            let save = component.get_export_index(Some(&d), "save")?;
+            Some(Durable { save, restore: component.get_export_index(Some(&d), "restore")? })
+        });
         let channels = Arc::new(ChannelGrant {
             plugin: info.name.clone(),
             processes: runtime.processes.clone(),
@@ -276,6 +284,7 @@ impl Plugin {
             on_closed: event("on-closed"),
             channels,
             read_resource,
+            durable,
             limits,
             start_pace: ToolSpeed::default(),
             event_pace: ToolSpeed::default(),
@@ -294,6 +303,13 @@ impl Plugin {
     pub fn has_seats(&self) -> bool {
         self.tools.iter().any(|t| t.audience == Audience::Joins)
     }
+}
+
+/// The exports of `ludus:plugin/durable`.
+#[derive(Clone, Copy)]
+pub struct Durable {
+    pub save: ComponentExportIndex,
+    pub restore: ComponentExportIndex,
 }
 
 /// A plugin whose instances map their data segments (chess: 4.4 MB of move

@@ -7,9 +7,9 @@ wasmtime::component::bindgen!({
     inline: "
         package ludus:host;
         world linked {
-            include ludus:plugin/game@0.1.2;
-            import ludus:plugin/channels@0.1.2;
-            import ludus:plugin/lifecycle@0.1.2;
+            include ludus:plugin/game@0.1.3;
+            import ludus:plugin/channels@0.1.3;
+            import ludus:plugin/lifecycle@0.1.3;
         }
     ",
     path: "../wit/plugin",

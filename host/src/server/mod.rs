@@ -30,6 +30,8 @@ pub struct ServeOptions {
     pub http: Option<SocketAddr>,
     pub config: Config,
     pub builtins: bool,
+    /// Where games are kept across restarts.
+    pub store: crate::store::StoreSpec,
 }
 
 /// Everything except the transport: loads the games and starts the background tasks.
@@ -43,7 +45,8 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     let config = Arc::new(config);
     let runtime = Runtime::new(cache)?;
     runtime.processes.set_limits(config.limits.max_processes, config.limits.max_processes_per_caller);
-    let sessions = Sessions::new(session_limits(&config.limits), tokio::runtime::Handle::current());
+    let store = crate::store::open(&opts.store).map_err(anyhow::Error::msg)?;
+    let sessions = Sessions::new(session_limits(&config.limits), tokio::runtime::Handle::current(), store).map_err(anyhow::Error::msg)?;
     let registry = Registry::new(runtime, config, sessions.clone());
 
     if opts.builtins {

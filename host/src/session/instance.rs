@@ -20,6 +20,7 @@ use crate::locking::lock;
 use crate::plugin::Plugin;
 use crate::runtime::clock::TimerKey;
 use crate::runtime::{run_guest, ticks};
+use crate::store::{Record, SessionStore, now_ms};
 
 /// Pending timers one session may have at once.
 const MAX_TIMERS: usize = 64;
@@ -27,6 +28,14 @@ const MAX_TIMERS: usize = 64;
 /// rename must change its key there too.
 pub trait Names: Send + Sync {
     fn rename(&self, old: &str, new: &str) -> Result<(), String>;
+}
+
+/// Where a session lives: the table that lists it, and the store that keeps
+/// it across restarts (none when the server keeps games in memory only, or
+/// the plugin cannot hand over its state).
+pub struct Home {
+    pub table: Weak<dyn Names>,
+    pub store: Option<Arc<dyn SessionStore>>,
 }
 
 enum Slot {
@@ -53,6 +62,8 @@ pub struct Session {
     pub seed: u64,
     pub created_by: String,
     pub created_at: SystemTime,
+    /// When a call last changed it, as stored (milliseconds since the epoch).
+    changed_at_ms: AtomicU64,
     /// Who may call the session's tools: its creator, then each caller that
     /// took a seat with the join code (`plugin::Audience`).
     players: Mutex<Vec<String>>,
@@ -85,32 +96,92 @@ pub struct Session {
     pub channels: Arc<Channels>,
     /// The table that lists this session (none for a plugin's shared instance).
     table: Option<Weak<dyn Names>>,
+    /// Where it is kept across restarts, and a digest of what was last
+    /// written there (a call that changed nothing writes nothing).
+    store: Option<Arc<dyn SessionStore>>,
+    stored: Mutex<Option<u64>>,
     rt: tokio::runtime::Handle,
 }
 
 impl Session {
-    /// Instantiates a plugin. `table` is none for a plugin's shared instance.
+    /// Instantiates a plugin. `home` is none for a plugin's shared instance.
     pub fn start(
         plugin: Arc<Plugin>,
         id: String,
         seed: u64,
         caller: &str,
-        table: Option<Weak<dyn Names>>,
+        home: Option<Home>,
         rt: tokio::runtime::Handle,
     ) -> Result<Arc<Session>, String> {
-        let out_cap = plugin.limits.max_output_bytes;
-        let session = Arc::new(Session {
-            id: Mutex::new(id),
-            renamed: AtomicBool::new(false),
-            plugin: plugin.clone(),
+        let record = Record {
+            id,
+            plugin: plugin.name.clone(),
+            plugin_version: plugin.version.clone(),
+            plugin_sha256: plugin.sha256.clone(),
             seed,
             created_by: caller.to_string(),
-            created_at: SystemTime::now(),
-            players: Mutex::new(vec![caller.to_string()]),
+            created_at_ms: now_ms(),
+            players: vec![caller.to_string()],
             join_code: plugin.has_seats().then(new_join_code),
-            over: AtomicBool::new(false),
+            over: false,
+            renamed: false,
+            calls: 0,
+            changed_at_ms: now_ms(),
+            idle_timeout_ms: plugin.limits.idle_timeout.as_millis() as u64,
+        };
+        Session::instantiate(plugin, record, home, rt)
+    }
+
+    /// Rebuilds a stored session: a fresh instance of the same plugin
+    /// version with the session's id and seed, handed the game's state
+    /// (`durable.restore`). Its idle time goes on from when it was last changed.
+    pub fn revive(
+        plugin: Arc<Plugin>,
+        record: Record,
+        state: Vec<u8>,
+        home: Home,
+        rt: tokio::runtime::Handle,
+    ) -> Result<Arc<Session>, String> {
+        let Some(durable) = plugin.durable else { return Err(format!("{} cannot rebuild a game from its state", plugin.name)) };
+        let idle = Duration::from_millis(now_ms().saturating_sub(record.changed_at_ms));
+        let session = Session::instantiate(plugin, record, Some(home), rt)?;
+        if let Some(at) = Instant::now().checked_sub(idle) {
+            *lock(&session.last_used) = at;
+        }
+        let restored = session.run_export(CallInfo::default(), |store, instance| {
+            let restore = instance.get_typed_func::<(&[u8],), (Result<(), String>,)>(&mut *store, durable.restore)?;
+            Ok(restore.call(&mut *store, (&state,))?.0)
+        });
+        match restored {
+            Ok((Ok(()), _)) => {
+                *lock(&session.stored) = Some(digest(&session.record(), &state));
+                Ok(session)
+            }
+            Ok((Err(why), _)) => Err(format!("the game could not be rebuilt from its stored state: {why}")),
+            Err(why) => Err(why),
+        }
+    }
+
+    fn instantiate(plugin: Arc<Plugin>, record: Record, home: Option<Home>, rt: tokio::runtime::Handle) -> Result<Arc<Session>, String> {
+        let out_cap = plugin.limits.max_output_bytes;
+        let caller = record.created_by.as_str();
+        let (table, store) = match home {
+            Some(Home { table, store }) => (Some(table), store.filter(|_| plugin.durable.is_some())),
+            None => (None, None),
+        };
+        let session = Arc::new(Session {
+            id: Mutex::new(record.id.clone()),
+            renamed: AtomicBool::new(record.renamed),
+            plugin: plugin.clone(),
+            seed: record.seed,
+            created_by: caller.to_string(),
+            created_at: SystemTime::UNIX_EPOCH + Duration::from_millis(record.created_at_ms),
+            changed_at_ms: AtomicU64::new(record.changed_at_ms),
+            players: Mutex::new(record.players.clone()),
+            join_code: record.join_code.clone(),
+            over: AtomicBool::new(record.over),
             last_used: Mutex::new(Instant::now()),
-            calls: AtomicU64::new(0),
+            calls: AtomicU64::new(record.calls),
             waiting: AtomicU64::new(0),
             slot: Mutex::new(Slot::Dead("the session is still starting".into())),
             turn: tokio::sync::Mutex::new(()),
@@ -124,8 +195,11 @@ impl Session {
             next_timer: AtomicU64::new(0),
             channels: Arc::new(Channels::new(plugin.channels.clone(), caller, rt.clone())),
             table,
+            store,
+            stored: Mutex::new(None),
             rt,
         });
+        let seed = record.seed;
         // A plugin's shared instance belongs to no session: it has no timers and no channels.
         let (host, channels) = if session.table.is_some() {
             let control: Weak<dyn SessionControl> = Arc::downgrade(&session) as _;
@@ -201,6 +275,24 @@ impl Session {
     pub fn invoke(&self, export: &ComponentExportIndex, params: &[Val], results: usize, call: CallInfo) -> Result<Invocation, String> {
         self.touch();
         self.calls.fetch_add(1, Ordering::Relaxed);
+        let (value, wait) = self.run_export(call, |store, instance| {
+            let func =
+                instance.get_func(&mut *store, export).ok_or_else(|| wasmtime::format_err!("the plugin does not export this function"))?;
+            let mut out = vec![Val::Bool(false); results];
+            func.call(&mut *store, params, &mut out)?;
+            Ok(out.pop())
+        })?;
+        Ok(Invocation { value, wait })
+    }
+
+    /// Runs `f` on the instance, within the plugin's CPU limit, and says
+    /// whether the guest asked to wait. A trap ends the session (and its
+    /// stored copy: it cannot go on from a state it crashed in).
+    fn run_export<R>(
+        &self,
+        call: CallInfo,
+        f: impl FnOnce(&mut Store<HostState>, &Instance) -> wasmtime::Result<R>,
+    ) -> Result<(R, Option<u32>), String> {
         let mut slot = lock(&self.slot);
         let live = match &mut *slot {
             Slot::Live(live) => live,
@@ -210,21 +302,17 @@ impl Session {
         store.data_mut().host.call = call;
         store.data_mut().host.wait = None;
         store.set_epoch_deadline(ticks(self.plugin.limits.call_timeout));
-        let Some(func) = instance.get_func(&mut *store, export) else {
-            return Err("the plugin does not export this function".into());
-        };
-        let mut out = vec![Val::Bool(false); results];
-        let outcome = func.call(&mut *store, params, &mut out);
+        let outcome = f(store, instance);
         self.flush_output();
         match outcome {
-            Ok(()) => {
+            Ok(r) => {
                 let host = &mut store.data_mut().host;
                 let (wait, over) = (host.wait.take(), std::mem::take(&mut host.game_over));
                 drop(slot);
                 if over {
                     self.end_game();
                 }
-                Ok(Invocation { value: out.pop(), wait })
+                Ok((r, wait))
             }
             Err(e) => {
                 let why = self.trap_reason(&e, store.data().limiter.hit);
@@ -232,9 +320,68 @@ impl Session {
                 *slot = Slot::Dead(why.clone());
                 drop(slot);
                 self.stop_io();
+                self.forget();
                 self.bump();
                 Err(format!("the game session crashed and has ended: {why}"))
             }
+        }
+    }
+
+    /// What the host keeps of the session besides the game's state.
+    fn record(&self) -> Record {
+        Record {
+            id: self.id(),
+            plugin: self.plugin.name.clone(),
+            plugin_version: self.plugin.version.clone(),
+            plugin_sha256: self.plugin.sha256.clone(),
+            seed: self.seed,
+            created_by: self.created_by.clone(),
+            created_at_ms: self.created_at.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+            players: lock(&self.players).clone(),
+            join_code: self.join_code.clone(),
+            over: self.is_over(),
+            renamed: self.renamed.load(Ordering::Relaxed),
+            calls: self.calls.load(Ordering::Relaxed),
+            changed_at_ms: self.changed_at_ms.load(Ordering::Relaxed),
+            idle_timeout_ms: self.plugin.limits.idle_timeout.as_millis() as u64,
+        }
+    }
+
+    /// Writes the session to its store, if it has one and something changed
+    /// since the last write: the game's state (`durable.save`) and the
+    /// host's record. Blocking (a guest call and a write): run it where the
+    /// call that changed the session ran, before that call is answered.
+    pub fn persist(&self) {
+        let (Some(store), Some(durable)) = (&self.store, self.plugin.durable) else { return };
+        let saved = self.run_export(CallInfo::default(), |store, instance| {
+            let save = instance.get_typed_func::<(), (Vec<u8>,)>(&mut *store, durable.save)?;
+            Ok(save.call(&mut *store, ())?.0)
+        });
+        let Ok((state, _)) = saved else { return };
+        let mut record = self.record();
+        let mut stored = lock(&self.stored);
+        let d = digest(&record, &state);
+        if *stored == Some(d) {
+            return;
+        }
+        record.changed_at_ms = now_ms();
+        self.changed_at_ms.store(record.changed_at_ms, Ordering::Relaxed);
+        match store.put(&record, &state) {
+            Ok(()) => *stored = Some(d),
+            Err(e) => tracing::error!(plugin = self.plugin.name, session = record.id, "the session could not be stored: {e}"),
+        }
+    }
+
+    /// Removes the session's stored copy (it ended).
+    pub fn forget(&self) {
+        self.forget_as(&self.id());
+    }
+
+    fn forget_as(&self, id: &str) {
+        if let Some(store) = &self.store
+            && let Err(e) = store.remove(id)
+        {
+            tracing::error!(plugin = self.plugin.name, session = id, "the session's stored copy could not be removed: {e}");
         }
     }
 
@@ -295,10 +442,24 @@ impl Session {
         let s = self.clone();
         let call = move || s.invoke(&export, &[Val::U64(id)], 0, CallInfo::default());
         match run_guest(&self.plugin.event_pace, call).await {
-            Ok(Ok(_)) => self.bump(),
+            Ok(Ok(_)) => {
+                self.persist_then_bump().await;
+            }
             Ok(Err(e)) => tracing::warn!(plugin = self.plugin.name, "timer event failed: {e}"),
             Err(e) => tracing::error!("timer task failed: {e}"),
         }
+    }
+
+    /// After an event changed the session: stores it, then wakes waiting
+    /// calls (which answer from the stored state).
+    async fn persist_then_bump(self: &Arc<Self>) {
+        if self.store.is_some() {
+            let s = self.clone();
+            if let Err(e) = run_guest(&self.plugin.event_pace, move || s.persist()).await {
+                tracing::error!("storing a session after an event failed: {e}");
+            }
+        }
+        self.bump();
     }
 
     /// The session as its players see it in `ludus_sessions`: the seed only
@@ -347,6 +508,9 @@ impl SessionControl for Session {
             return Err(e);
         }
         *lock(&self.id) = name.to_string();
+        // The next write stores it under its new name.
+        self.forget_as(&old);
+        *lock(&self.stored) = None;
         Ok(())
     }
 
@@ -401,7 +565,7 @@ impl Inbox for Session {
         let s = self.clone();
         match run_guest(&self.plugin.event_pace, move || s.invoke(&export, &params, 0, CallInfo::default())).await {
             Ok(Ok(_)) => {
-                self.bump();
+                self.persist_then_bump().await;
                 true
             }
             Ok(Err(e)) => {
@@ -445,6 +609,36 @@ pub struct SessionInfo {
     pub channels: Vec<ChannelInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended: Option<String>,
+}
+
+impl SessionInfo {
+    /// A stored session not running yet, from its record.
+    pub fn of_stored(r: &Record) -> SessionInfo {
+        SessionInfo {
+            id: r.id.clone(),
+            plugin: r.plugin.clone(),
+            plugin_version: r.plugin_version.clone(),
+            seed: r.over.then_some(r.seed),
+            created_by: r.created_by.clone(),
+            players: r.players.len(),
+            join_code: r.join_code.clone(),
+            game_over: r.over,
+            idle_seconds: now_ms().saturating_sub(r.changed_at_ms) / 1000,
+            calls: r.calls,
+            waiting_calls: 0,
+            channels: Vec::new(),
+            ended: None,
+        }
+    }
+}
+
+/// What identifies a session's stored content: a write that would store the
+/// same again is left out.
+fn digest(record: &Record, state: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (&record.id, &record.players, record.over, state).hash(&mut h);
+    h.finish()
 }
 
 /// A join code: 16 characters from a v4 UUID's random bits (about 64 bits),

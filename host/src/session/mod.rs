@@ -20,16 +20,20 @@ use crate::capability::CallInfo;
 use crate::locking::lock;
 use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, ToolDef};
 use crate::runtime::{maps_per_instance, run_guest};
+use crate::store::{Record, SessionStore, now_ms};
 
 use ended::EndedSessions;
-pub use instance::{Invocation, Names, Session, SessionInfo};
+pub use instance::{Home, Invocation, Names, Session, SessionInfo};
 use wait::{Wait, Woken};
 
 /// Who makes a call. Sessions belong to callers, so every call has one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Caller {
-    /// A connection: the stdio client, or an HTTP MCP session. Known until
-    /// it closes; a reconnecting client is a new caller.
+    /// The one client of a stdio server: the same caller when the server
+    /// is started again, so its games continue after a restart.
+    Stdio,
+    /// An HTTP MCP session. Known until it closes; a reconnecting client is
+    /// a new caller.
     Connection(String),
     /// The name of an operator's bearer token: the same caller on every
     /// connection and on stateless requests.
@@ -43,6 +47,7 @@ impl Caller {
     pub fn name(&self) -> &str {
         match self {
             Caller::Connection(name) | Caller::Token(name) => name,
+            Caller::Stdio => STDIO_CALLER,
             Caller::Stateless => "",
         }
     }
@@ -55,6 +60,8 @@ impl Caller {
         }
     }
 }
+
+pub use crate::config::STDIO_CALLER;
 
 /// Why a stateless request without a token cannot start or play a game.
 pub const STATELESS_REFUSAL: &str = "this request carries no caller identity (a stateless HTTP request without a bearer \
@@ -81,6 +88,12 @@ pub struct Sessions {
     gone: Mutex<EndedSessions>,
     /// Calls held waiting, by caller.
     waits: Mutex<HashMap<String, u64>>,
+    /// Where sessions of durable games are kept across restarts (none:
+    /// in memory only).
+    store: Option<Arc<dyn SessionStore>>,
+    /// Stored sessions not running yet: read at start, each rebuilt when a
+    /// call first names it.
+    dormant: Mutex<HashMap<String, Record>>,
     limits: SessionLimits,
     rt: tokio::runtime::Handle,
 }
@@ -206,8 +219,44 @@ pub struct WaitProgress {
 }
 
 impl Sessions {
-    pub fn new(limits: SessionLimits, rt: tokio::runtime::Handle) -> Arc<Sessions> {
-        Arc::new(Sessions { live: Mutex::default(), shared: Mutex::default(), gone: Mutex::default(), waits: Mutex::default(), limits, rt })
+    /// The table, with the sessions `store` holds from an earlier run
+    /// waiting to be rebuilt (those idle past their timeout are dropped).
+    pub fn new(limits: SessionLimits, rt: tokio::runtime::Handle, store: Option<Box<dyn SessionStore>>) -> Result<Arc<Sessions>, String> {
+        let store: Option<Arc<dyn SessionStore>> = store.map(Arc::from);
+        let mut dormant = HashMap::new();
+        let mut gone = EndedSessions::default();
+        if let Some(store) = &store {
+            let now = now_ms();
+            for record in store.records()? {
+                if record.expired(now) {
+                    let _ = store.remove(&record.id);
+                    gone.record(&record.id, &expiry_reason(record.idle_timeout_ms));
+                } else {
+                    dormant.insert(record.id.clone(), record);
+                }
+            }
+            tracing::info!(store = store.describe(), sessions = dormant.len(), "games are kept in the session store");
+        }
+        Ok(Arc::new(Sessions {
+            live: Mutex::default(),
+            shared: Mutex::default(),
+            gone: Mutex::new(gone),
+            waits: Mutex::default(),
+            store,
+            dormant: Mutex::new(dormant),
+            limits,
+            rt,
+        }))
+    }
+
+    /// Whether sessions of durable games survive a restart here.
+    pub fn is_durable(&self) -> bool {
+        self.store.is_some()
+    }
+
+    /// Stored sessions from an earlier run not rebuilt yet.
+    pub fn dormant_len(&self) -> usize {
+        lock(&self.dormant).len()
     }
 
     pub fn len(&self) -> usize {
@@ -228,6 +277,8 @@ impl Sessions {
     pub fn list_for(&self, caller: &Caller) -> Vec<SessionInfo> {
         let name = caller.name();
         let mut v: Vec<SessionInfo> = lock(&self.live).by_id.values().filter(|s| s.is_player(name)).map(|s| s.info()).collect();
+        let mine = |r: &&Record| !name.is_empty() && r.players.iter().any(|p| p == name);
+        v.extend(lock(&self.dormant).values().filter(mine).map(SessionInfo::of_stored));
         v.sort_by(|a, b| a.id.cmp(&b.id));
         v
     }
@@ -280,6 +331,9 @@ impl Sessions {
             }
             return Ok(s.clone());
         }
+        if let Some(r) = lock(&self.dormant).get(id).filter(|r| r.plugin != plugin.name) {
+            return Err(format!("`{param}` {id} belongs to a {} game, not {}", r.plugin, plugin.name));
+        }
         match lock(&self.gone).why(id) {
             Some(why) => Err(format!("`{param}` {id} is no longer available: {why}. Start a new game.")),
             None => Err(format!("unknown `{param}` {id:?}: no such game session (ids come from the tool that starts a game)")),
@@ -303,8 +357,60 @@ impl Sessions {
         let removed = lock(&self.live).remove(id);
         if let Some(session) = removed {
             session.stop_io();
+            session.forget();
             lock(&self.gone).record(id, why);
         }
+    }
+
+    /// Rebuilds the stored session `id` if it is one not running yet: on the
+    /// plugin version it ran (the same component); when that version is no
+    /// longer loaded, or the game cannot be rebuilt, the session ends and
+    /// the reason is what a call on it is told.
+    async fn revive(self: &Arc<Self>, id: &str, plugin: &Arc<Plugin>) {
+        let record = {
+            let mut dormant = lock(&self.dormant);
+            match dormant.get(id) {
+                Some(r) if r.plugin == plugin.name => dormant.remove(id),
+                _ => None,
+            }
+        };
+        let (Some(record), Some(store)) = (record, self.store.clone()) else { return };
+        if record.plugin_sha256 != plugin.sha256 {
+            let why = format!(
+                "it ran version {} of {} (component sha256 {}…), which this server no longer has, and a game does not move to \
+                 another version",
+                record.plugin_version,
+                record.plugin,
+                &record.plugin_sha256[..record.plugin_sha256.len().min(12)]
+            );
+            return self.end_stored(&record.id, &why);
+        }
+        let state = match store.state(id) {
+            Ok(Some(state)) => state,
+            Ok(None) => return self.end_stored(id, "its stored copy was removed"),
+            Err(e) => return self.end_stored(id, &format!("its stored copy could not be read: {e}")),
+        };
+        let (p, me, rt) = (plugin.clone(), self.clone(), self.rt.clone());
+        let revive = move || {
+            let home = Home { table: Arc::downgrade(&me) as Weak<dyn Names>, store: me.store.clone() };
+            Session::revive(p, record, state, home, rt)
+        };
+        match run_guest(&plugin.start_pace, revive).await {
+            Ok(Ok(session)) => {
+                tracing::info!(plugin = plugin.name, session = id, "rebuilt a stored game");
+                self.insert(session);
+            }
+            Ok(Err(why)) | Err(why) => self.end_stored(id, &why),
+        }
+    }
+
+    /// A stored session that cannot run again: removed, with why.
+    fn end_stored(&self, id: &str, why: &str) {
+        tracing::warn!(session = id, "a stored game ends: {why}");
+        if let Some(store) = &self.store {
+            let _ = store.remove(id);
+        }
+        lock(&self.gone).record(id, why);
     }
 
     /// Drops sessions idle longer than their plugin allows.
@@ -317,9 +423,27 @@ impl Sessions {
             .collect();
         let many = expired.len() >= 100;
         for (id, limit) in expired {
-            self.remove(&id, &format!("it expired after {} s without calls", limit.as_secs()));
+            self.remove(&id, &expiry_reason(limit.as_millis() as u64));
+        }
+        let now = now_ms();
+        let stale: Vec<Record> = {
+            let mut dormant = lock(&self.dormant);
+            let ids: Vec<String> = dormant.values().filter(|r| r.expired(now)).map(|r| r.id.clone()).collect();
+            ids.iter().filter_map(|id| dormant.remove(id)).collect()
+        };
+        for r in stale {
+            self.end_stored(&r.id, &expiry_reason(r.idle_timeout_ms));
         }
         crate::runtime::release_freed_memory_after_sweep(many);
+    }
+
+    /// Rebuilds the stored session a call's arguments name, if there is one.
+    async fn revive_named(self: &Arc<Self>, plugin: &Arc<Plugin>, param: &str, args: &serde_json::Map<String, serde_json::Value>) {
+        if let Some(id) = args.get(param).and_then(serde_json::Value::as_str)
+            && lock(&self.dormant).contains_key(id)
+        {
+            self.revive(id, plugin).await;
+        }
     }
 
     fn new_id() -> String {
@@ -360,6 +484,9 @@ impl Sessions {
             _ => (std::borrow::Cow::Borrowed(args), None),
         };
         let args = args.as_ref();
+        if let Role::Uses(i) = current.role {
+            self.revive_named(plugin, &current.params[i].json, args).await;
+        }
         // Whose session it is comes first: a stranger learns nothing from
         // its arguments being checked.
         let named = match current.role {
@@ -403,7 +530,16 @@ impl Sessions {
             let turn = session.turn.lock().await;
             changes.borrow_and_update();
             let (s, export, p, info) = (session.clone(), tool.export, params.clone(), CallInfo { caller: caller.clone(), timed_out });
-            let inv = run_guest(&tool.pace, move || s.invoke(&export, &p, results, info)).await;
+            // What a call changed is stored before it is answered.
+            let changes_state = !tool.read_only;
+            let inv = run_guest(&tool.pace, move || {
+                let inv = s.invoke(&export, &p, results, info);
+                if changes_state && inv.is_ok() {
+                    s.persist();
+                }
+                inv
+            })
+            .await;
             drop(turn);
             let inv = match inv {
                 Ok(Ok(inv)) => inv,
@@ -429,6 +565,7 @@ impl Sessions {
                 let ok = !matches!(inv.value, Some(Val::Result(Err(_))));
                 if joins && ok {
                     session.seat(&caller);
+                    session.persist();
                 }
                 let note = if creates && ok { join_note(&session, &version) } else { None };
                 return Reply::Value { value: inv.value, plugin: version.clone(), tool: index, note };
@@ -501,8 +638,8 @@ impl Sessions {
                 let seed = seed.unwrap_or_else(rand_seed);
                 let (p, me, caller, rt) = (plugin.clone(), self.clone(), caller.to_string(), self.rt.clone());
                 let start = move || {
-                    let names: Weak<dyn Names> = Arc::downgrade(&me) as _;
-                    Session::start(p, Sessions::new_id(), seed, &caller, Some(names), rt)
+                    let home = Home { table: Arc::downgrade(&me) as Weak<dyn Names>, store: me.store.clone() };
+                    Session::start(p, Sessions::new_id(), seed, &caller, Some(home), rt)
                 };
                 run_guest(&plugin.start_pace, start).await?
             }
@@ -525,7 +662,7 @@ impl Sessions {
     /// session's instance for per-session resources (for its players, or
     /// anyone when the plugin opens it to spectators), else in the shared one.
     pub async fn read_resource(
-        &self,
+        self: &Arc<Self>,
         plugin: &Arc<Plugin>,
         uri: &str,
         session: Option<(&str, Audience)>,
@@ -533,6 +670,9 @@ impl Sessions {
     ) -> Result<String, String> {
         let session = match session {
             Some((id, audience)) => {
+                if lock(&self.dormant).contains_key(id) {
+                    self.revive(id, plugin).await;
+                }
                 let s = self.live(id, plugin, "session")?;
                 if audience != Audience::Spectators && !s.is_player(caller.name()) {
                     if *caller == Caller::Stateless {
@@ -625,6 +765,10 @@ struct Prepared {
     version: Arc<Plugin>,
     tool: usize,
     params: Vec<Val>,
+}
+
+fn expiry_reason(idle_timeout_ms: u64) -> String {
+    format!("it expired after {} s without calls", idle_timeout_ms / 1000)
 }
 
 fn rand_seed() -> u64 {

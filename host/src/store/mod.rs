@@ -1,0 +1,131 @@
+//! Where game sessions are kept so that they outlive the server process: a
+//! session's record ([`Record`]: who plays it, which plugin version runs it,
+//! its seed, when it was last changed) and the state its game hands over
+//! (`ludus:plugin/durable`). The `session` layer writes a session here after
+//! every call that may have changed it, before the call is answered, and
+//! reads it back after a restart. Why SQLite and how a write is made
+//! durable: docs/design-notes.md, "Durable sessions".
+
+mod sqlite;
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+pub use sqlite::SqliteStore;
+
+/// What the host keeps of a session besides the game's own state.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Record {
+    pub id: String,
+    pub plugin: String,
+    pub plugin_version: String,
+    /// The component's SHA-256: a session continues only on the very build it started on.
+    pub plugin_sha256: String,
+    pub seed: u64,
+    pub created_by: String,
+    pub created_at_ms: u64,
+    /// The callers that may play (creator first).
+    pub players: Vec<String>,
+    pub join_code: Option<String>,
+    /// The game said it is over (`lifecycle.game-over`).
+    pub over: bool,
+    /// The plugin renamed the session (`host.rename-session`); once only.
+    pub renamed: bool,
+    pub calls: u64,
+    /// When a call last changed the session (milliseconds since the epoch):
+    /// idle expiry counts from here after a restart.
+    pub changed_at_ms: u64,
+    /// How long the session may stay idle, as its plugin said when it was written.
+    pub idle_timeout_ms: u64,
+}
+
+impl Record {
+    /// Whether it has been idle past its timeout at `now_ms`.
+    pub fn expired(&self, now_ms: u64) -> bool {
+        now_ms.saturating_sub(self.changed_at_ms) > self.idle_timeout_ms
+    }
+}
+
+/// A place sessions are written to and read back from.
+pub trait SessionStore: Send + Sync {
+    /// Writes (or replaces) a session: its record and its game's state.
+    fn put(&self, record: &Record, state: &[u8]) -> Result<(), String>;
+    /// Forgets a session (it ended or expired).
+    fn remove(&self, id: &str) -> Result<(), String>;
+    /// Every stored session's record (read once at start).
+    fn records(&self) -> Result<Vec<Record>, String>;
+    /// A stored session's game state.
+    fn state(&self, id: &str) -> Result<Option<Vec<u8>>, String>;
+    /// Where it is, for logs and `ludus doctor`.
+    fn describe(&self) -> String;
+}
+
+/// Where the operator asked sessions to be kept.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StoreSpec {
+    /// Nowhere: sessions live only in this process (`store = "memory"`).
+    Memory,
+    /// An SQLite file the operator named.
+    File(PathBuf),
+    /// The default: `sessions.db` in the data directory.
+    Default,
+}
+
+impl StoreSpec {
+    pub fn parse(text: &str) -> StoreSpec {
+        match text {
+            "memory" => StoreSpec::Memory,
+            "" | "default" => StoreSpec::Default,
+            path => StoreSpec::File(PathBuf::from(path)),
+        }
+    }
+}
+
+/// Opens the store the operator chose. The default file falls back to
+/// memory when another server already holds it (two stdio clients started
+/// by one desktop app each start a server); a file the operator named is
+/// an error then, as is any file that is not a Ludus session store.
+pub fn open(spec: &StoreSpec) -> Result<Option<Box<dyn SessionStore>>, String> {
+    let path = match spec {
+        StoreSpec::Memory => return Ok(None),
+        StoreSpec::File(path) => path.clone(),
+        StoreSpec::Default => {
+            let path = data_dir().join("sessions.db");
+            return match SqliteStore::open(&path) {
+                Ok(store) => Ok(Some(Box::new(store))),
+                Err(e) if e.held_by_another => {
+                    tracing::warn!("{}; this server keeps its games in memory only", e.message);
+                    Ok(None)
+                }
+                Err(e) => Err(e.message),
+            };
+        }
+    };
+    SqliteStore::open(&path).map(|s| Some(Box::new(s) as Box<dyn SessionStore>)).map_err(|e| e.message)
+}
+
+/// `$XDG_DATA_HOME/ludus` or `~/.local/share/ludus` (the current directory
+/// when neither is known).
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("XDG_DATA_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("ludus")
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Why a store could not be opened.
+#[derive(Debug)]
+pub struct OpenError {
+    pub message: String,
+    /// Another server holds the file.
+    pub held_by_another: bool,
+}

@@ -1,0 +1,272 @@
+//! Games that survive the server: the real `ludus` binary is killed with
+//! SIGKILL in the middle of games and started again on the same session
+//! store; every durable game goes on with the same id and state, its players
+//! keep their seats (bearer tokens over HTTP, the one client over stdio), a
+//! stranger is still refused, and what cannot go on says why.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// A server on `store` admitting the callers of `tokens` (the config lines
+/// `ludus token` printed), with `extra` config.
+struct Setup {
+    cfg: PathBuf,
+    store: PathBuf,
+}
+
+impl Setup {
+    fn new(work: &Path, tokens: &[&str], extra: &str) -> Setup {
+        let cfg = config(work, &format!("{}\n{extra}", tokens.join("\n")));
+        Setup { cfg, store: work.join("games.db") }
+    }
+
+    async fn serve(&self, work: &Path, more: &[&str]) -> HttpServer {
+        let mut args = vec!["--config", self.cfg.to_str().unwrap(), "--store", self.store.to_str().unwrap()];
+        args.extend_from_slice(more);
+        http_server(&args, work).await
+    }
+}
+
+/// SIGKILL, and wait until the process is gone: nothing of it may run on.
+fn kill9(server: HttpServer) {
+    let pid = server.pid();
+    let status = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+    assert!(status.success());
+    for _ in 0..200 {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count()).unwrap_or(0);
+        // Gone, or a zombie waiting for its parent (this test) to reap it
+        // whose other threads have ended too (they share its open files).
+        if state.is_empty() || (state.split_whitespace().nth(2) == Some("Z") && threads <= 1) {
+            drop(server);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("the server survived SIGKILL");
+}
+
+fn session_ids(sessions: &Value) -> Vec<String> {
+    sessions["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn puzzles_survive_a_kill_with_their_state_and_their_owner() {
+    let work = scratch();
+    let (alice_token, alice) = issue_token("alice");
+    let (bob_token, bob) = issue_token("bob");
+    let setup = Setup::new(work.path(), &[&alice, &bob], "");
+    let server = setup.serve(work.path(), &[]).await;
+    let a = http_client_with_token(&server, &alice_token).await;
+
+    let games = a.ok("ludus_games", json!({})).await;
+    let durable = |name: &str| games["games"].as_array().unwrap().iter().find(|g| g["name"] == name).unwrap()["durable"].clone();
+    for game in ["hanoi", "river_crossing", "chess"] {
+        assert_eq!(durable(game), true, "{game} should be durable: {games}");
+    }
+    for game in ["showdown", "cards"] {
+        assert_eq!(durable(game), false, "{game}: {games}");
+    }
+
+    let hanoi = a.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].as_str().unwrap().to_string();
+    for mv in [[1, 0, 2], [2, 0, 1], [1, 2, 1]] {
+        a.ok("hanoi_execute_move", json!({"env_id": hanoi, "move": mv})).await;
+    }
+    let hanoi_before = a.ok("hanoi_get_state", json!({"env_id": hanoi})).await;
+    let river = a.ok("river_crossing_init_simulator", json!({"n": 2, "k": 2})).await["env_id"].as_str().unwrap().to_string();
+    a.ok("river_crossing_execute_move", json!({"env_id": river, "move": ["A_1", "a_1"]})).await;
+    let river_before = a.ok("river_crossing_get_state", json!({"env_id": river})).await;
+    kill9(server);
+
+    let server = setup.serve(work.path(), &[]).await;
+    let a = http_client_with_token(&server, &alice_token).await;
+    let mut listed = session_ids(&a.ok("ludus_sessions", json!({})).await);
+    listed.sort();
+    let mut expected = vec![hanoi.clone(), river.clone()];
+    expected.sort();
+    assert_eq!(listed, expected, "alice's games are listed after the restart");
+
+    let b = http_client_with_token(&server, &bob_token).await;
+    let e = b.err("hanoi_get_state", json!({"env_id": hanoi})).await;
+    assert!(e.contains("not one of your game sessions"), "a stranger is still refused: {e}");
+    assert!(session_ids(&b.ok("ludus_sessions", json!({})).await).is_empty());
+
+    assert_eq!(a.ok("hanoi_get_state", json!({"env_id": hanoi})).await, hanoi_before);
+    assert_eq!(a.ok("river_crossing_get_state", json!({"env_id": river})).await, river_before);
+    let mut last = Value::Null;
+    for mv in [[3, 0, 2], [1, 1, 0], [2, 1, 2], [1, 0, 2]] {
+        last = a.ok("hanoi_execute_move", json!({"env_id": hanoi, "move": mv})).await;
+    }
+    assert_eq!(last["goal_reached"], true, "{last}");
+    assert_eq!(last["moves_made"], 7, "the moves before the kill count: {last}");
+}
+
+/// The moves of a chess game (from its PGN resource, without the headers).
+async fn movetext(c: &Client, id: &str) -> String {
+    let (pgn, _) = c.read_resource(&format!("chess://game/{id}/pgn")).await.unwrap();
+    pgn.lines().filter(|l| !l.starts_with('[') && !l.trim().is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+/// Plays `agent_moves` of our moves against the engine (each the legal
+/// move at a fixed place in the list), killing the server after our move
+/// number `kill_after` (while the engine's reply is pending) when given.
+async fn chess_against_the_engine(work: &Path, agent_moves: usize, kill_after: Option<usize>) -> String {
+    let (token, lines) = issue_token("alice");
+    let setup = Setup::new(work, &[&lines], "");
+    let mut server = setup.serve(work, &[]).await;
+    let mut c = http_client_with_token(&server, &token).await;
+    let board = c.ok("chess_create_game", json!({"type": "computer", "color": "white", "difficulty": 2, "seed": 99})).await;
+    let id = board["game_id"].as_str().unwrap().to_string();
+    let mut board = board;
+    for n in 0..agent_moves {
+        while board["status"] != "your-turn" {
+            assert_ne!(board["status"], "game-over", "{board}");
+            board = c.ok("chess_wait_for_next_turn", json!({"game_id": id})).await;
+        }
+        let legal = board["legal_moves"].as_array().unwrap();
+        let mv = legal[(n * 7) % legal.len()].as_str().unwrap().to_string();
+        board = c.ok("chess_finish_turn", json!({"game_id": id, "move": mv})).await;
+        if kill_after == Some(n) {
+            kill9(server);
+            server = setup.serve(work, &[]).await;
+            c = http_client_with_token(&server, &token).await;
+            board = c.ok("chess_wait_for_next_turn", json!({"game_id": id})).await;
+        }
+    }
+    while board["status"] == "opponent-turn" {
+        board = c.ok("chess_wait_for_next_turn", json!({"game_id": id})).await;
+    }
+    movetext(&c, &id).await
+}
+
+#[tokio::test]
+async fn a_chess_game_killed_while_the_engine_thinks_plays_on_as_it_would_have() {
+    let (straight, crashed) = (scratch(), scratch());
+    let without = chess_against_the_engine(straight.path(), 8, None).await;
+    let with = chess_against_the_engine(crashed.path(), 8, Some(3)).await;
+    assert!(without.split_whitespace().count() >= 16, "{without}");
+    assert_eq!(with, without, "the same seed and moves give the same game across a kill");
+}
+
+#[tokio::test]
+async fn agents_keep_their_seats_and_a_wait_cut_by_a_kill_works_when_sent_again() {
+    let work = scratch();
+    let (alice_token, alice) = issue_token("alice");
+    let (bob_token, bob) = issue_token("bob");
+    let setup = Setup::new(work.path(), &[&alice, &bob], "");
+    let server = setup.serve(work.path(), &[]).await;
+    let a = http_client_with_token(&server, &alice_token).await;
+    let b = http_client_with_token(&server, &bob_token).await;
+    let id = a.ok("chess_create_game", json!({"type": "agent", "color": "white"})).await["game_id"].as_str().unwrap().to_string();
+    let code = join_code(&a, &id).await;
+    b.ok("chess_join_game", json!({"game_id": id, "join_code": code})).await;
+    a.ok("chess_finish_turn", json!({"game_id": id, "move": "e2e4"})).await;
+    b.ok("chess_finish_turn", json!({"game_id": id, "move": "e7e5"})).await;
+    // Bob waits for White's move while the server dies under his call.
+    let waited = json!({"game_id": id});
+    let waiting = tokio::spawn(async move { b.try_call("chess_wait_for_next_turn", waited).await.map(|_| ()) });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    kill9(server);
+    // The cut call ends in an error (or not at all, for a client that waits
+    // on): either way the agent sends it again.
+    let _ = tokio::time::timeout(Duration::from_secs(10), waiting).await;
+
+    let server = setup.serve(work.path(), &[]).await;
+    let (a, b) = (http_client_with_token(&server, &alice_token).await, http_client_with_token(&server, &bob_token).await);
+    let id2 = id.clone();
+    let retried = tokio::spawn(async move { b.ok("chess_wait_for_next_turn", json!({"game_id": id2})).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.ok("chess_finish_turn", json!({"game_id": id, "move": "g1f3"})).await;
+    let board = tokio::time::timeout(Duration::from_secs(30), retried).await.expect("the retried wait is answered").unwrap();
+    assert_eq!(board["status"], "your-turn", "{board}");
+    assert_eq!(board["last_move"], "Nf3", "{board}");
+    assert_eq!(board["your_color"], "black", "bob still plays black: {board}");
+}
+
+#[tokio::test]
+async fn over_stdio_the_same_client_continues_its_games_after_a_restart() {
+    let work = scratch();
+    let store = work.path().join("games.db");
+    let args = ["--store", store.to_str().unwrap()];
+    let c = stdio(&args, work.path()).await;
+    let id = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].as_str().unwrap().to_string();
+    c.ok("hanoi_execute_move", json!({"env_id": id, "move": [1, 0, 1]})).await;
+    c.close().await;
+    let c = stdio(&args, work.path()).await;
+    let sessions = c.ok("ludus_sessions", json!({})).await;
+    assert_eq!(session_ids(&sessions), vec![id.clone()], "{sessions}");
+    assert_eq!(sessions["you"]["caller"], "stdio", "{sessions}");
+    let state = c.ok("hanoi_execute_move", json!({"env_id": id, "move": [2, 0, 2]})).await;
+    assert_eq!(state["moves_made"], 2, "{state}");
+    c.close().await;
+}
+
+#[tokio::test]
+async fn idle_expiry_counts_across_a_restart_and_a_gone_version_ends_its_games_with_a_reason() {
+    let work = scratch();
+    let (token, lines) = issue_token("alice");
+    // Expiry: a puzzle idle past its timeout while the server was down is gone.
+    let setup = Setup::new(work.path(), &[&lines], "[plugins.hanoi]\nidle_timeout_ms = 1500");
+    let server = setup.serve(work.path(), &[]).await;
+    let c = http_client_with_token(&server, &token).await;
+    let id = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].as_str().unwrap().to_string();
+    kill9(server);
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let server = setup.serve(work.path(), &[]).await;
+    let c = http_client_with_token(&server, &token).await;
+    let e = c.err("hanoi_get_state", json!({"env_id": id})).await;
+    assert!(e.contains("expired"), "{e}");
+    drop(server);
+
+    // A game runs on the build it started on: when that build is gone, it ends and says why.
+    let work = scratch();
+    let setup = Setup::new(work.path(), &[&lines], "");
+    let plugins = plugins_dir(work.path(), &["hanoi"]);
+    let dir = plugins.to_str().unwrap();
+    let server = setup.serve(work.path(), &["--no-builtin", "--plugins", dir]).await;
+    let c = http_client_with_token(&server, &token).await;
+    let id = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].as_str().unwrap().to_string();
+    kill9(server);
+    // Another build of hanoi: the same component with one more custom section.
+    let mut bytes = std::fs::read(plugins.join("hanoi.wasm")).unwrap();
+    bytes.extend_from_slice(&[0x00, 0x03, 0x01, b'x', b'y']);
+    std::fs::write(plugins.join("hanoi.wasm"), bytes).unwrap();
+    let server = setup.serve(work.path(), &["--no-builtin", "--plugins", dir]).await;
+    let c = http_client_with_token(&server, &token).await;
+    let e = c.err("hanoi_get_state", json!({"env_id": id})).await;
+    assert!(e.contains("no longer available") && e.contains("which this server no longer has"), "{e}");
+    // The new build plays new games.
+    c.ok("hanoi_init_simulator", json!({"n": 2})).await;
+}
+
+#[test]
+fn a_store_that_is_damaged_or_from_a_newer_ludus_stops_the_start_and_is_left_alone() {
+    let work = scratch();
+    let run = |store: &Path| {
+        let out = std::process::Command::new(BIN)
+            .args(["serve", "--http", "127.0.0.1:0", "--no-builtin", "--store", store.to_str().unwrap()])
+            .env("LUDUS_LOG", "error")
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let junk = work.path().join("junk.db");
+    std::fs::write(&junk, b"these are not the sessions you are looking for".repeat(100)).unwrap();
+    let before = std::fs::read(&junk).unwrap();
+    let err = run(&junk);
+    assert!(err.contains(junk.to_str().unwrap()) && err.contains("not a Ludus session store"), "{err}");
+    assert_eq!(std::fs::read(&junk).unwrap(), before, "nothing was overwritten");
+
+    let newer = work.path().join("newer.db");
+    rusqlite::Connection::open(&newer).unwrap().pragma_update(None, "user_version", 99).unwrap();
+    let before = std::fs::read(&newer).unwrap();
+    let err = run(&newer);
+    assert!(err.contains(newer.to_str().unwrap()) && err.contains("newer Ludus"), "{err}");
+    assert_eq!(std::fs::read(&newer).unwrap(), before, "nothing was overwritten");
+}
