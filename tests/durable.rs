@@ -270,3 +270,43 @@ fn a_store_that_is_damaged_or_from_a_newer_ludus_stops_the_start_and_is_left_alo
     assert!(err.contains(newer.to_str().unwrap()) && err.contains("newer Ludus"), "{err}");
     assert_eq!(std::fs::read(&newer).unwrap(), before, "nothing was overwritten");
 }
+
+#[tokio::test]
+async fn a_move_sent_again_is_answered_once_made_even_across_a_kill() {
+    let work = scratch();
+    let (token, lines) = issue_token("alice");
+    let setup = Setup::new(work.path(), &[&lines], "");
+    let server = setup.serve(work.path(), &[]).await;
+    let c = std::sync::Arc::new(http_client_with_token(&server, &token).await);
+
+    // Two identical moves at once (a client that sent its call twice): one is made.
+    let id = c.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].as_str().unwrap().to_string();
+    let call = json!({"env_id": id, "move": [1, 0, 2]});
+    let (first, second) = tokio::join!(c.call("hanoi_execute_move", call.clone()), c.call("hanoi_execute_move", call.clone()));
+    for r in [&first, &second] {
+        assert_ne!(r.is_error, Some(true), "{}", text(r));
+        assert_eq!(r.structured_content.as_ref().unwrap()["moves_made"], 1, "{}", text(r));
+    }
+    assert!(text(&first).contains("made already") != text(&second).contains("made already"), "one of the two is the repeat");
+    assert_eq!(c.ok("hanoi_get_state", json!({"env_id": id})).await["moves_made"], 1);
+    // Another move in between: the same move again is a new call (refused here: disk 1 is not on peg 0).
+    c.ok("hanoi_execute_move", json!({"env_id": id, "move": [2, 0, 1]})).await;
+    let e = c.err("hanoi_execute_move", call).await;
+    assert!(e.contains("Illegal move"), "{e}");
+
+    // A chess move whose answer was lost with the server: sent again after the restart, it is not played twice.
+    let game = c.ok("chess_create_game", json!({"type": "agent", "color": "white"})).await["game_id"].as_str().unwrap().to_string();
+    let made = c.ok("chess_finish_turn", json!({"game_id": game, "move": "e2e4"})).await;
+    kill9(server);
+    let server = setup.serve(work.path(), &[]).await;
+    let c = http_client_with_token(&server, &token).await;
+    let again = c.call("chess_finish_turn", json!({"game_id": game, "move": "e2e4"})).await;
+    assert_ne!(again.is_error, Some(true), "{}", text(&again));
+    assert!(text(&again).contains("made already"), "{}", text(&again));
+    assert_eq!(again.structured_content.unwrap()["fen"], made["fen"]);
+    let movetext = movetext(&c, &game).await;
+    assert_eq!(movetext.matches("e4").count(), 1, "one move was played: {movetext}");
+    // The game goes on: black (this caller plays both sides until someone joins) answers.
+    let board = c.ok("chess_finish_turn", json!({"game_id": game, "move": "e7e5"})).await;
+    assert_eq!(board["last_move"], "e5", "{board}");
+}

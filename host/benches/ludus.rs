@@ -28,7 +28,10 @@
 //! across cores, one on CPU 0); `LUDUS_BENCH=http` only the HTTP rows of the
 //! minimal and concurrent clients (three rounds); with
 //! `LUDUS_BENCH_BASELINE=/path/to/ludus` as well (with `http` or `stdio`), those against another build
-//! of Ludus in the same run (before and after a change).
+//! of Ludus in the same run (before and after a change). `LUDUS_BENCH=store`
+//! measures what keeping games across restarts costs: a changing call and a
+//! read-only one with the session store against `--store memory`, and the
+//! time from a restart to the first answered call with 10,000 stored games.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -526,6 +529,94 @@ fn stdio_only(cfg: &Path) {
     );
 }
 
+/// `LUDUS_BENCH=store`: over stdio, one call at a time, a server keeping its
+/// games in the default store file against one with `--store memory`, asked
+/// in turn: `hanoi_execute_move` (a change, written before it is answered)
+/// and `hanoi_get_state` (read-only, nothing written). Then the time from
+/// starting a server to its first answered call on a stored game, with
+/// 10,000 games in its store and with an empty one.
+fn store_costs(cfg: &Path) {
+    let hanoi = |args: &[&str]| {
+        let mut c = RawClient::serve(args, cfg);
+        let init = c.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#);
+        let env = init["result"]["structuredContent"]["env_id"].as_str().unwrap().to_string();
+        (c, env)
+    };
+    let ((memory, memory_env), (stored, stored_env)) = (hanoi(&["--store", "memory"]), hanoi(&[]));
+    // Disk 1 to peg 1 and back: every call a legal change.
+    let move_line = |env: String| {
+        move |id: usize| {
+            let to = if id % 2 == 0 { "[1,0,1]" } else { "[1,1,0]" };
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"hanoi_execute_move","arguments":{{"env_id":"{env}","move":{to}}}}}}}"#
+            )
+        }
+    };
+    let (move_memory, move_stored) = (move_line(memory_env.clone()), move_line(stored_env.clone()));
+    let (get_memory, get_stored) = (get_state_line(&memory_env), get_state_line(&stored_env));
+    let mut clients = [memory, stored];
+    for round in 1..=3 {
+        let kinds: [(usize, &dyn Fn(usize) -> String); 4] = [(0, &move_memory), (1, &move_stored), (0, &get_memory), (1, &get_stored)];
+        let [(mm, mm99), (ms, ms99), (gm, gm99), (gs, gs99)]: [(Duration, Duration); 4] =
+            common::alternating(&mut clients, &kinds).try_into().unwrap();
+        eprintln!(
+            "store round {round}: hanoi_execute_move memory {} / {}, stored {} / {} ({:.2}× at p50); hanoi_get_state memory {} / {}, stored {} / {}",
+            us(mm),
+            us(mm99),
+            us(ms),
+            us(ms99),
+            ms.as_secs_f64() / mm.as_secs_f64(),
+            us(gm),
+            us(gm99),
+            us(gs),
+            us(gs99)
+        );
+    }
+    for mut c in clients {
+        let _ = c.child.kill();
+    }
+
+    // A store with 10,000 puzzles, left by a killed server.
+    let dir = cfg.parent().unwrap().join("restart");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (full, empty) = (dir.join("full.db"), dir.join("empty.db"));
+    let mut c = RawClient::serve(&["--store", full.to_str().unwrap()], cfg);
+    let mut last = String::new();
+    for batch in 0..20 {
+        for i in 0..500 {
+            c.send(&tool_call(batch * 500 + i + 10, "hanoi_init_simulator", json!({"n": 3})).to_string());
+        }
+        for _ in 0..500 {
+            last = read_answer(&mut c.output)["result"]["structuredContent"]["env_id"].as_str().unwrap().to_string();
+        }
+    }
+    let _ = c.child.kill();
+    let _ = c.child.wait();
+    let mut c = RawClient::serve(&["--store", empty.to_str().unwrap()], cfg);
+    let fresh = c.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#);
+    let fresh = fresh["result"]["structuredContent"]["env_id"].as_str().unwrap().to_string();
+    let _ = c.child.kill();
+    let _ = c.child.wait();
+    for round in 1..=3 {
+        let mut first_call = |store: &Path, env: &str| {
+            let t = Instant::now();
+            let mut c = RawClient::serve(&["--store", store.to_str().unwrap()], cfg);
+            let answer = c.ask(&get_state_line(env)(2));
+            let took = t.elapsed();
+            assert!(answer["result"]["structuredContent"]["state"].is_array(), "{answer}");
+            let _ = c.child.kill();
+            let _ = c.child.wait();
+            took
+        };
+        let (with, without) = (first_call(&full, &last), first_call(&empty, &fresh));
+        eprintln!(
+            "store round {round}: start to the first answered call on a stored game: 10,000 stored {:.1} ms, 1 stored {:.1} ms",
+            with.as_secs_f64() * 1e3,
+            without.as_secs_f64() * 1e3
+        );
+    }
+}
+
 /// `LUDUS_BENCH=stdio LUDUS_BENCH_BASELINE=/path/to/ludus`: this build
 /// against another binary of Ludus in one run: `ping` and `hanoi_get_state`
 /// one at a time over stdio to each, asked in turn, three rounds, so a
@@ -619,6 +710,7 @@ async fn main() {
             Ok(baseline) => return tokio::task::spawn_blocking(move || stdio_against(&cfg, &baseline)).await.unwrap(),
             Err(_) => return tokio::task::spawn_blocking(move || stdio_only(&cfg)).await.unwrap(),
         },
+        Ok("store") => return tokio::task::spawn_blocking(move || store_costs(&cfg)).await.unwrap(),
         Ok("http") => match std::env::var("LUDUS_BENCH_BASELINE") {
             Ok(baseline) => return http_against(&cfg, &baseline).await,
             Err(_) => return http_only(&cfg).await,

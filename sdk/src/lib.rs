@@ -266,6 +266,13 @@ pub mod puzzle {
     /// Puzzles untouched this long are removed (as in the seed server).
     pub const IDLE_TIMEOUT_MS: u32 = 120_000;
 
+    /// The tools whose repeat is a retry (`ludus:plugin/retries`): a move or
+    /// a plan sent twice in a row is sent again, not meant twice (the same
+    /// move is illegal from the position it left).
+    pub fn retries() -> Vec<String> {
+        vec!["execute-move".into(), "execute-moves".into()]
+    }
+
     /// `describe()` for a puzzle: `start` and `one_move` title the first two tools.
     pub fn info(name: &str, version: &str, title: &str, description: &str, start: &str, one_move: &str) -> PluginInfo {
         PluginInfo {

@@ -26,6 +26,7 @@ const META: &str = "ludus:plugin/meta@0.1.3";
 const ACCESS: &str = "ludus:plugin/access@0.1.3";
 const EVENTS: &str = "ludus:plugin/events@0.1.3";
 const DURABLE: &str = "ludus:plugin/durable@0.1.3";
+const RETRIES: &str = "ludus:plugin/retries@0.1.3";
 
 /// Where a plugin version came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,6 +84,9 @@ pub struct ToolDef {
     pub role: Role,
     pub audience: Audience,
     pub read_only: bool,
+    /// A player's repeat of its last successful call of this tool, with the
+    /// same arguments, is a retry (`ludus:plugin/retries`).
+    pub repeat_is_retry: bool,
     pub default_wait: Duration,
     pub max_wait: Duration,
     /// How the tool presents itself to clients.
@@ -225,7 +229,7 @@ impl Plugin {
                 if ungranted.is_empty() { "an interface".to_string() } else { format!("`{}`", ungranted.join("`, `")) }
             )
         })?;
-        let (info, grants) = describe(&pre)?;
+        let (info, grants, retries) = describe(&pre)?;
         validate_plugin_name(&info.name)?;
         let docs = match ludus_pack::package_docs(bytes) {
             Some(json) => Docs::parse(json)?,
@@ -241,7 +245,7 @@ impl Plugin {
         if maps_data {
             cap_mapped_sessions(&info.name, &mut limits);
         }
-        let tools = derive_tools(&component, &info, &docs, &prefix, &limits, &grants)?;
+        let tools = derive_tools(&component, &info, &docs, &prefix, &limits, &grants, &retries)?;
         check_grants(&grants, &tools, &info)?;
         let read_resource = component
             .get_export_index(None, META)
@@ -334,8 +338,9 @@ fn imports_of(component: &Component) -> Vec<String> {
 /// What a plugin grants beyond its players: (tool function or resource URI, audience).
 type Grants = Vec<(String, Audience)>;
 
-/// Runs `meta.describe` (and `access.grants`, if exported) in a throwaway instance.
-fn describe(pre: &InstancePre<HostState>) -> Result<(PluginInfo, Grants), String> {
+/// Runs `meta.describe` (and `access.grants` and `retries.repeat-is-retry`,
+/// if exported) in a throwaway instance.
+fn describe(pre: &InstancePre<HostState>) -> Result<(PluginInfo, Grants, Vec<String>), String> {
     let game_pre = LinkedPre::new(pre.clone())
         .map_err(|e| format!("it is not a Ludus game: it must export {META} (include ludus:plugin/game in its world): {e:#}"))?;
     let limits = Config::default().limits_for("", None);
@@ -351,7 +356,18 @@ fn describe(pre: &InstancePre<HostState>) -> Result<(PluginInfo, Grants), String
     };
     let info = game.ludus_plugin_meta().call_describe(&mut store).map_err(|e| failed("describe()", e))?;
     let grants = read_grants(&mut store, &instance).map_err(|e| failed("access.grants()", e))?;
-    Ok((info, grants))
+    let retries = read_retries(&mut store, &instance).map_err(|e| failed("retries.repeat-is-retry()", e))?;
+    Ok((info, grants, retries))
+}
+
+/// Calls `retries.repeat-is-retry` when the plugin exports it (a 0.1.3 interface).
+fn read_retries(store: &mut wasmtime::Store<HostState>, instance: &wasmtime::component::Instance) -> wasmtime::Result<Vec<String>> {
+    let Some(iface) = instance.get_export_index(&mut *store, None, RETRIES) else { return Ok(Vec::new()) };
+    let Some(func) = instance.get_export_index(&mut *store, Some(&iface), "repeat-is-retry") else {
+        wasmtime::bail!("{RETRIES} has no `repeat-is-retry` function");
+    };
+    let func = instance.get_typed_func::<(), (Vec<String>,)>(&mut *store, func)?;
+    Ok(func.call(&mut *store, ())?.0)
 }
 
 /// Calls `access.grants` when the plugin exports it (a 0.1.2 interface,
@@ -448,8 +464,12 @@ fn derive_tools(
     prefix: &str,
     limits: &PluginLimits,
     grants: &Grants,
+    retries: &[String],
 ) -> Result<Vec<ToolDef>, String> {
     let (iface, funcs) = tools_interface(component)?;
+    if let Some(unknown) = retries.iter().find(|r| !funcs.iter().any(|(f, _)| f == *r)) {
+        return Err(format!("retries.repeat-is-retry() names `{unknown}`, which its tools interface does not export"));
+    }
     for hint in &info.tools {
         if !funcs.iter().any(|(f, _)| *f == hint.name) {
             let names: Vec<&str> = funcs.iter().map(|(f, _)| f.as_str()).collect();
@@ -505,6 +525,10 @@ fn derive_tools(
             params[i].doc.get_or_insert_with(|| "Id of the game session to act on.".into());
         }
         let audience = audience_of(grants, &func);
+        let repeat_is_retry = retries.contains(&func);
+        if repeat_is_retry && !matches!(role, Role::Uses(_)) {
+            return Err(at("retries.repeat-is-retry() names it, but only a tool that uses a session can have retries".into()));
+        }
         let listing = listing(&func, &fdocs.summary, &params, hint, audience);
         tools.push(ToolDef {
             export: component.get_export_index(Some(&iface_index), func.as_str()).ok_or_else(|| at("export index not found".into()))?,
@@ -515,6 +539,7 @@ fn derive_tools(
             role,
             audience,
             read_only: hint.is_some_and(|h| h.read_only),
+            repeat_is_retry,
             default_wait: default_wait.min(max_wait),
             max_wait,
             listing,

@@ -20,7 +20,7 @@ use crate::locking::lock;
 use crate::plugin::Plugin;
 use crate::runtime::clock::TimerKey;
 use crate::runtime::{run_guest, ticks};
-use crate::store::{Record, SessionStore, now_ms};
+use crate::store::{Record, SessionStore, StoredCall, now_ms};
 
 /// Pending timers one session may have at once.
 const MAX_TIMERS: usize = 64;
@@ -76,6 +76,9 @@ pub struct Session {
     calls: AtomicU64,
     /// Calls currently held in a wait on this session.
     pub(super) waiting: AtomicU64,
+    /// Each player's last successful call of a tool whose repeat is a
+    /// retry (`ludus:plugin/retries`), by caller.
+    last_calls: Mutex<HashMap<String, LastCall>>,
     slot: Mutex<Slot>,
     /// Tool calls take turns in arrival order (tokio's mutex is fair): two
     /// calls on one session never overtake each other, even when the first
@@ -128,6 +131,7 @@ impl Session {
             calls: 0,
             changed_at_ms: now_ms(),
             idle_timeout_ms: plugin.limits.idle_timeout.as_millis() as u64,
+            last_calls: Default::default(),
         };
         Session::instantiate(plugin, record, home, rt)
     }
@@ -182,6 +186,7 @@ impl Session {
             over: AtomicBool::new(record.over),
             last_used: Mutex::new(Instant::now()),
             calls: AtomicU64::new(record.calls),
+            last_calls: Mutex::new(last_calls_of(&plugin, &record)),
             waiting: AtomicU64::new(0),
             slot: Mutex::new(Slot::Dead("the session is still starting".into())),
             turn: tokio::sync::Mutex::new(()),
@@ -344,7 +349,29 @@ impl Session {
             calls: self.calls.load(Ordering::Relaxed),
             changed_at_ms: self.changed_at_ms.load(Ordering::Relaxed),
             idle_timeout_ms: self.plugin.limits.idle_timeout.as_millis() as u64,
+            last_calls: self.stored_calls(),
         }
+    }
+
+    /// The answer of `caller`'s last successful call of `tool` when this
+    /// call repeats it (same arguments, `args` their digest): a retry.
+    pub fn repeat_of(&self, caller: &str, tool: &str, args: &str) -> Option<Val> {
+        lock(&self.last_calls).get(caller).filter(|c| c.tool == tool && c.args == args).map(|c| c.answer.clone())
+    }
+
+    /// Keeps `caller`'s successful call to answer its retry.
+    pub fn remember(&self, caller: &str, tool: &str, args: String, answer: Val) {
+        lock(&self.last_calls).insert(caller.to_string(), LastCall { tool: tool.to_string(), args, answer });
+    }
+
+    fn stored_calls(&self) -> std::collections::BTreeMap<String, StoredCall> {
+        let calls = lock(&self.last_calls);
+        let mut stored = std::collections::BTreeMap::new();
+        for (caller, c) in calls.iter() {
+            let Some(shape) = self.plugin.tools.iter().find(|t| t.func == c.tool).and_then(|t| t.result.as_ref()) else { continue };
+            stored.insert(caller.clone(), StoredCall { tool: c.tool.clone(), args: c.args.clone(), answer: shape.to_json(&c.answer) });
+        }
+        stored
     }
 
     /// Writes the session to its store, if it has one and something changed
@@ -632,12 +659,32 @@ impl SessionInfo {
     }
 }
 
+/// A call made, with its answer, kept to answer a retry.
+struct LastCall {
+    tool: String,
+    args: String,
+    answer: Val,
+}
+
+/// The stored calls of a record, as values of the plugin's result types
+/// (one that no longer converts is left out: its retry runs as a new call).
+fn last_calls_of(plugin: &Plugin, record: &Record) -> HashMap<String, LastCall> {
+    let mut calls = HashMap::new();
+    for (caller, c) in &record.last_calls {
+        let Some(shape) = plugin.tools.iter().find(|t| t.func == c.tool).and_then(|t| t.result.as_ref()) else { continue };
+        if let Ok(answer) = shape.to_val(&c.answer, "answer") {
+            calls.insert(caller.clone(), LastCall { tool: c.tool.clone(), args: c.args.clone(), answer });
+        }
+    }
+    calls
+}
+
 /// What identifies a session's stored content: a write that would store the
 /// same again is left out.
 fn digest(record: &Record, state: &[u8]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    (&record.id, &record.players, record.over, state).hash(&mut h);
+    (&record.id, &record.players, record.over, state, &record.last_calls.values().map(|c| &c.args).collect::<Vec<_>>()).hash(&mut h);
     h.finish()
 }
 

@@ -526,14 +526,30 @@ impl Sessions {
         let mut changes = session.changed.subscribe();
         let mut wait = Wait::new();
         let (mut timed_out, mut rerun) = (false, false);
+        let retry_key = tool.repeat_is_retry.then(|| arguments_digest(tool, &params));
         loop {
             let turn = session.turn.lock().await;
+            // Under the session's turn: of two identical calls sent at once,
+            // the second finds the first made.
+            if !rerun
+                && let Some(key) = &retry_key
+                && let Some(answer) = session.repeat_of(&caller, &tool.func, key)
+            {
+                return Reply::Value { value: Some(answer), plugin: version.clone(), tool: index, note: Some(REPEATED.into()) };
+            }
             changes.borrow_and_update();
             let (s, export, p, info) = (session.clone(), tool.export, params.clone(), CallInfo { caller: caller.clone(), timed_out });
-            // What a call changed is stored before it is answered.
+            // What a call changed is stored before it is answered, with the
+            // answer its retry gets.
             let changes_state = !tool.read_only;
+            let remember = retry_key.clone().map(|key| (caller.clone(), tool.func.clone(), key));
             let inv = run_guest(&tool.pace, move || {
                 let inv = s.invoke(&export, &p, results, info);
+                if let (Ok(Invocation { value: Some(value), wait: None }), Some((caller, func, key))) = (&inv, remember)
+                    && !matches!(value, Val::Result(Err(_)))
+                {
+                    s.remember(&caller, &func, key, value.clone());
+                }
                 if changes_state && inv.is_ok() {
                     s.persist();
                 }
@@ -765,6 +781,21 @@ struct Prepared {
     version: Arc<Plugin>,
     tool: usize,
     params: Vec<Val>,
+}
+
+/// What the agent is told with the answer of a call it sent again.
+const REPEATED: &str = "This call repeats your last one, which was made already: this is the answer it got then, and \
+    nothing was done again. Ask for the game's state to see what happened since.";
+
+/// A digest of a call's arguments, to know the same call sent again: each
+/// argument as JSON (keys sorted, as `JsonOf` writes them), hashed.
+fn arguments_digest(tool: &ToolDef, params: &[Val]) -> String {
+    let mut bytes = Vec::new();
+    for (field, val) in tool.params.iter().zip(params) {
+        let _ = serde_json::to_writer(&mut bytes, &crate::plugin::schema::JsonOf::new(&field.shape, val));
+        bytes.push(b'\n');
+    }
+    crate::runtime::sha256_hex(&bytes)
 }
 
 fn expiry_reason(idle_timeout_ms: u64) -> String {

@@ -8,6 +8,7 @@
 
 mod sqlite;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -39,6 +40,21 @@ pub struct Record {
     pub changed_at_ms: u64,
     /// How long the session may stay idle, as its plugin said when it was written.
     pub idle_timeout_ms: u64,
+    /// Each player's last successful call of a tool whose repeat is a
+    /// retry, by caller: a retry after a restart gets its answer.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub last_calls: BTreeMap<String, StoredCall>,
+}
+
+/// A call made, kept to answer its retry.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct StoredCall {
+    /// The function (kebab-case, as in WIT).
+    pub tool: String,
+    /// A digest of its arguments.
+    pub args: String,
+    /// Its answer, as the tool's result converts to JSON.
+    pub answer: serde_json::Value,
 }
 
 impl Record {

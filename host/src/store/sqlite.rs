@@ -157,6 +157,7 @@ mod tests {
             calls: 3,
             changed_at_ms: 2,
             idle_timeout_ms: 120_000,
+            last_calls: Default::default(),
         }
     }
 

@@ -476,6 +476,15 @@ impl exports::ludus::plugin::durable::Guest for Plugin {
     }
 }
 
+/// A player's move sent twice in a row is a retry: the same move is never
+/// legal for the same player twice in a row (its piece has left the square).
+/// A join sent again is answered "you already play …", which says enough.
+impl exports::ludus::plugin::retries::Guest for Plugin {
+    fn repeat_is_retry() -> Vec<String> {
+        vec!["finish-turn".into()]
+    }
+}
+
 impl exports::ludus::plugin::events::Guest for Plugin {
     /// The computer's move: searched here, in a timer event, not in a tool call.
     fn on_timer(_id: u64) {

@@ -41,6 +41,12 @@ struct Plugin;
 // A restart of the server keeps the puzzle: its state is the `Hanoi` value.
 ludus_sdk::durable!(Plugin, GAME);
 
+impl exports::ludus::plugin::retries::Guest for Plugin {
+    fn repeat_is_retry() -> Vec<String> {
+        ludus_sdk::puzzle::retries()
+    }
+}
+
 impl exports::ludus::plugin::meta::Guest for Plugin {
     fn describe() -> PluginInfo {
         ludus_sdk::puzzle::info(

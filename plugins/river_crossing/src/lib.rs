@@ -25,6 +25,12 @@ thread_local! {
 // A restart of the server keeps the puzzle: its state is the `Game` value.
 ludus_sdk::durable!(Plugin, GAME);
 
+impl exports::ludus::plugin::retries::Guest for Plugin {
+    fn repeat_is_retry() -> Vec<String> {
+        ludus_sdk::puzzle::retries()
+    }
+}
+
 fn with_game<T>(f: impl FnOnce(&mut Game) -> Result<T, String>) -> Result<T, String> {
     GAME.with_borrow_mut(|g| f(g.as_mut().ok_or("this puzzle was not started")?))
 }
