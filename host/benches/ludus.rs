@@ -546,7 +546,7 @@ fn store_costs(cfg: &Path) {
     // Disk 1 to peg 1 and back: every call a legal change.
     let move_line = |env: String| {
         move |id: usize| {
-            let to = if id % 2 == 0 { "[1,0,1]" } else { "[1,1,0]" };
+            let to = if id.is_multiple_of(2) { "[1,0,1]" } else { "[1,1,0]" };
             format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"hanoi_execute_move","arguments":{{"env_id":"{env}","move":{to}}}}}}}"#
             )
@@ -598,7 +598,7 @@ fn store_costs(cfg: &Path) {
     let _ = c.child.kill();
     let _ = c.child.wait();
     for round in 1..=3 {
-        let mut first_call = |store: &Path, env: &str| {
+        let first_call = |store: &Path, env: &str| {
             let t = Instant::now();
             let mut c = RawClient::serve(&["--store", store.to_str().unwrap()], cfg);
             let answer = c.ask(&get_state_line(env)(2));
