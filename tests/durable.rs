@@ -2,7 +2,8 @@
 //! SIGKILL in the middle of games and started again on the same session
 //! store; every durable game goes on with the same id and state, its players
 //! keep their seats (bearer tokens over HTTP, the one client over stdio), a
-//! stranger is still refused, and what cannot go on says why.
+//! stranger is still refused, and what cannot go on says why. The offline
+//! Showdown battle runs the real simulator from npm (as `tests/showdown.rs`).
 
 mod common;
 
@@ -51,6 +52,50 @@ fn kill9(server: HttpServer) {
     panic!("the server survived SIGKILL");
 }
 
+/// Plays an offline battle (seed 20261125, the random bot) with a fixed
+/// policy for `decisions` decisions, killing the server after decision
+/// `kill_after` when given; the battle's log then.
+async fn offline_battle(work: &Path, decisions: usize, kill_after: Option<usize>) -> String {
+    let package = common::showdown::showdown_package();
+    let (token, lines) = issue_token("alice");
+    let setup = Setup::new(work, &[&lines, &common::showdown::sim_endpoint(&package)], "");
+    let mut server = setup.serve(work, &[]).await;
+    let mut c = http_client_with_token(&server, &token).await;
+    let id = common::showdown::offline(&c, "random", 20261125).await;
+    for step in 0..decisions {
+        let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
+        if s["status"] == "finished" {
+            break;
+        }
+        let actions = s["available_actions"].as_array().unwrap().clone();
+        let action = actions[step % actions.len()].as_str().unwrap().to_string();
+        let r = c.ok("showdown_make_move", json!({"battle_id": id, "action": action})).await;
+        assert_eq!(r["action"], action, "{r}");
+        if kill_after == Some(step) {
+            kill9(server);
+            server = setup.serve(work, &[]).await;
+            c = http_client_with_token(&server, &token).await;
+            // The same move sent again after the restart is the one made, not a new one.
+            let again = c.ok("showdown_make_move", json!({"battle_id": id, "action": action})).await;
+            assert_eq!(again["action"], action, "{again}");
+        }
+    }
+    let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
+    assert_eq!(s["status"], "active", "the battle goes on: {s}");
+    let (log, _) = c.read_resource(&format!("showdown://battle/{id}/log")).await.unwrap();
+    drop(server);
+    log
+}
+
+#[tokio::test]
+async fn an_offline_battle_killed_mid_battle_plays_on_as_it_would_have() {
+    let (straight, crashed) = (scratch(), scratch());
+    let without = offline_battle(straight.path(), 8, None).await;
+    let with = offline_battle(crashed.path(), 8, Some(4)).await;
+    assert!(without.matches("|turn|").count() >= 5, "{without}");
+    assert_eq!(with, without, "the same seed and choices give the same battle across a kill");
+}
+
 fn session_ids(sessions: &Value) -> Vec<String> {
     sessions["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap().to_string()).collect()
 }
@@ -66,12 +111,10 @@ async fn puzzles_survive_a_kill_with_their_state_and_their_owner() {
 
     let games = a.ok("ludus_games", json!({})).await;
     let durable = |name: &str| games["games"].as_array().unwrap().iter().find(|g| g["name"] == name).unwrap()["durable"].clone();
-    for game in ["hanoi", "river_crossing", "chess"] {
+    for game in ["hanoi", "river_crossing", "chess", "showdown"] {
         assert_eq!(durable(game), true, "{game} should be durable: {games}");
     }
-    for game in ["showdown", "cards"] {
-        assert_eq!(durable(game), false, "{game}: {games}");
-    }
+    assert_eq!(durable("cards"), false, "{games}");
 
     let hanoi = a.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].as_str().unwrap().to_string();
     for mv in [[1, 0, 2], [2, 0, 1], [1, 2, 1]] {

@@ -3,7 +3,9 @@
 //! `synchronous = NORMAL`: a write is in the file's log when `put` returns,
 //! so it survives the server being killed; only a power cut can drop the
 //! last writes (an fsync per write would make every move wait for the disk).
-//! One server at a time: the file is locked while a server holds it.
+//! One server at a time: the file is locked while a server holds it (and
+//! SQLite's own lock is held throughout, so other programs read it only
+//! while no server runs).
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -50,8 +52,12 @@ impl SqliteStore {
         }
         let db = Connection::open(path).map_err(|e| fail(format!("cannot open it: {e}")))?;
         check(&db).map_err(fail)?;
+        // Exclusive locking: this server is the file's only user (the lock
+        // above), so SQLite need not take and release its file locks around
+        // every write (system calls on every move).
         db.execute_batch(
-            "PRAGMA journal_mode = WAL;
+            "PRAGMA locking_mode = EXCLUSIVE;
+             PRAGMA journal_mode = WAL;
              PRAGMA synchronous = NORMAL;
              CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, record TEXT NOT NULL, state BLOB NOT NULL);",
         )

@@ -7,7 +7,7 @@ use crate::engine::{self, Settings};
 use crate::request::{Action, Kind, Request, TeamMember};
 use crate::rng::Rng;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Bot {
     /// Any legal action, uniformly.
     Random,

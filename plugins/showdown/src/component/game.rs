@@ -4,6 +4,7 @@
 //! to the game.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 
 use ludus_sdk::{LogLevel, channels, host};
 
@@ -50,6 +51,16 @@ pub enum Mode {
         seed: u64,
         reader: SimReader,
         bot_view: Battle,
+        /// Lines the simulator has written so far.
+        received: u64,
+        /// Our lines to the simulator, each with how many lines it had
+        /// written when it was sent: with the seed, all a restart needs to
+        /// play the battle again to where it was (the simulator and the
+        /// bot are deterministic).
+        sent: Vec<(u64, String)>,
+        /// After a restart: those lines still to send again, each when the
+        /// simulator has written as many lines as it had then.
+        replay: VecDeque<(u64, String)>,
     },
     Online {
         goal: Goal,
@@ -187,10 +198,38 @@ pub fn same_action(a: &str, b: &str) -> bool {
     norm(a) == norm(b) || to_id(a) == to_id(b)
 }
 
+/// Sends one of our lines to the offline simulator, keeping it for a replay.
+pub fn to_sim(g: &mut Game, line: &str) {
+    if let Mode::Offline { received, sent, .. } = &mut g.mode {
+        sent.push((*received, line.to_string()));
+    }
+    send(g.channel, line);
+}
+
+impl Game {
+    /// Whether an offline battle is still being played again after a restart.
+    pub fn replaying(&self) -> bool {
+        matches!(&self.mode, Mode::Offline { replay, .. } if !replay.is_empty())
+    }
+}
+
+/// One more line from the simulator has been read: sends the replayed lines
+/// now due.
+pub fn simulator_wrote_a_line(g: &mut Game) {
+    let channel = g.channel;
+    let Mode::Offline { received, sent, replay, .. } = &mut g.mode else { return };
+    *received += 1;
+    while replay.front().is_some_and(|(at, _)| *at <= *received) {
+        let (at, line) = replay.pop_front().unwrap_or_default();
+        sent.push((at, line.clone()));
+        send(channel, &line);
+    }
+}
+
 /// Sends our choice for the current request.
 pub fn choose(g: &mut Game, choice: &str) {
     match &g.mode {
-        Mode::Offline { .. } => send(g.channel, &format!(">p1 {choice}")),
+        Mode::Offline { .. } => to_sim(g, &format!(">p1 {choice}")),
         Mode::Online { room: Some(room), rqid, .. } => {
             let rqid = rqid.map(|r| format!("|{r}")).unwrap_or_default();
             send(g.channel, &format!("{room}|/choose {choice}{rqid}"));

@@ -8,7 +8,7 @@ mod bindings;
 mod game;
 mod render;
 
-use bindings::exports::ludus::plugin::{events, meta};
+use bindings::exports::ludus::plugin::{durable, events, meta};
 use bindings::exports::ludus::showdown::tools::{
     ActionInfo, AvailableActions, BattleStarted, BattleState, Bot as BotChoice, Guest, MoveResult, PokemonDetails,
 };
@@ -23,7 +23,7 @@ use crate::request::{Kind, Request};
 use crate::rng::Rng;
 use game::{
     CHALLENGE_RETRY_MS, GAME, Game, Goal, Mode, Status, battle_id, choose, offline_event, online_event, open, same_action, score, send,
-    signed, sim_seed, valid_format, valid_username, with_game,
+    signed, sim_seed, simulator_wrote_a_line, to_sim, valid_format, valid_username, with_game,
 };
 use render::{available_list, describe_action, mon_line, move_names, move_result, next_step, pokemon, state, summary};
 
@@ -180,33 +180,20 @@ impl Guest for Showdown {
             BotChoice::Search => Bot::Search,
         };
         // The host seeds this instance from the `seed` argument and reports it.
-        let seed = host::seed();
-        let channel = open("sim", "an offline battle")?;
-        let mut rng = Rng::new(seed);
-        let bot_name = match bot {
-            Bot::Random => "Random Bot",
-            Bot::Heuristic => "Heuristic Bot",
-            Bot::Search => "Search Bot",
-        };
-        // Our own strings only: ids checked above, names fixed here.
-        send(channel, &format!(r#">start {{"formatid":"{format}","seed":"{}"}}"#, sim_seed(&mut rng)));
-        send(channel, &format!(r#">player p1 {{"name":"You","seed":"{}"}}"#, sim_seed(&mut rng)));
-        send(channel, &format!(r#">player p2 {{"name":"{bot_name}","seed":"{}"}}"#, sim_seed(&mut rng)));
+        let game = offline_game(bot, format, host::seed())?;
         let id = battle_id();
-        let tag = format!("battle-{format}-offline-{}", id.get(..10).unwrap_or(&id));
+        let tag = format!("battle-{}-offline-{}", game.format, id.get(..10).unwrap_or(&id));
         if let Err(e) = host::rename_session(&tag) {
             ludus_sdk::log(LogLevel::Warn, &format!("keeping the session id: {e}"));
         }
-        let bot_view = Battle { me: "p2".into(), ..Battle::default() };
-        let mode = Mode::Offline { bot, rng, seed, reader: SimReader::default(), bot_view };
-        let battle = Battle { me: "p1".into(), ..Battle::default() };
-        begin(Game::new(mode, format, "You".into(), channel, battle, Status::Active))
+        begin(game)
     }
 
     fn get_battle_state(_battle_id: String) -> Result<BattleState, String> {
         with_game(|g| {
-            let unsettled =
-                matches!(g.status, Status::Searching | Status::Challenging) || (g.status == Status::Active && g.battle.pending().is_none());
+            let unsettled = matches!(g.status, Status::Searching | Status::Challenging)
+                || (g.status == Status::Active && g.battle.pending().is_none())
+                || g.replaying();
             if unsettled && !host::wait_timed_out() {
                 host::wait(0);
             }
@@ -250,6 +237,12 @@ impl Guest for Showdown {
         with_game(|g| {
             if let Status::Error(e) = &g.status {
                 return Err(e.clone());
+            }
+            // After a restart the battle is played again up to where it was
+            // before a new action is taken.
+            if g.replaying() && !host::wait_timed_out() {
+                host::wait(0);
+                return Ok(move_result(g, &action, None));
             }
             // The host re-runs a waiting call with the same arguments: finish
             // that call instead of submitting the action again for a new turn.
@@ -341,7 +334,7 @@ impl Guest for Showdown {
             if !g.battle.over() {
                 if g.submitted.as_ref().is_none_or(|(_, a)| a != "forfeit") {
                     match &g.mode {
-                        Mode::Offline { .. } => send(g.channel, ">forcelose p1"),
+                        Mode::Offline { .. } => to_sim(g, ">forcelose p1"),
                         Mode::Online { room: Some(room), .. } => send(g.channel, &format!("{room}|/forfeit")),
                         Mode::Online { .. } => {
                             g.status = Status::Finished;
@@ -383,6 +376,84 @@ fn finish_move(g: &mut Game, at: u64, submitted: &str, action: &str) -> Result<M
     Ok(move_result(g, action, Some(at)))
 }
 
+/// A new offline battle: the simulator started with seeds drawn from `seed`.
+fn offline_game(bot: Bot, format: String, seed: u64) -> Result<Game, String> {
+    let channel = open("sim", "an offline battle")?;
+    let mut rng = Rng::new(seed);
+    let bot_name = match bot {
+        Bot::Random => "Random Bot",
+        Bot::Heuristic => "Heuristic Bot",
+        Bot::Search => "Search Bot",
+    };
+    // Our own strings only: ids checked above, names fixed here.
+    send(channel, &format!(r#">start {{"formatid":"{format}","seed":"{}"}}"#, sim_seed(&mut rng)));
+    send(channel, &format!(r#">player p1 {{"name":"You","seed":"{}"}}"#, sim_seed(&mut rng)));
+    send(channel, &format!(r#">player p2 {{"name":"{bot_name}","seed":"{}"}}"#, sim_seed(&mut rng)));
+    let bot_view = Battle { me: "p2".into(), ..Battle::default() };
+    let mode =
+        Mode::Offline { bot, rng, seed, reader: SimReader::default(), bot_view, received: 0, sent: Vec::new(), replay: Default::default() };
+    let battle = Battle { me: "p1".into(), ..Battle::default() };
+    Ok(Game::new(mode, format, "You".into(), channel, battle, Status::Active))
+}
+
+// ---------------------------------------------------------------- durable
+
+/// What a restart keeps of an offline battle: the seed and our lines to the
+/// simulator; the simulator and the bot play the rest again, identically.
+/// Plus what the tools remember of the agent's calls.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Saved {
+    format: String,
+    bot: Bot,
+    seed: u64,
+    sent: Vec<(u64, String)>,
+    submitted: Option<(u64, String)>,
+    in_flight: Option<(u64, String)>,
+    announced: bool,
+}
+
+impl durable::Guest for Showdown {
+    fn save() -> Vec<u8> {
+        GAME.with_borrow(|g| {
+            let saved = g.as_ref().and_then(|g| match &g.mode {
+                Mode::Offline { bot, seed, sent, replay, .. } => Some(Saved {
+                    format: g.format.clone(),
+                    bot: *bot,
+                    seed: *seed,
+                    // Lines not yet sent again after a restart are still ours.
+                    sent: sent.iter().chain(replay.iter()).cloned().collect(),
+                    submitted: g.submitted.clone(),
+                    in_flight: g.in_flight.clone(),
+                    announced: g.announced,
+                }),
+                Mode::Online { .. } => None,
+            });
+            ludus_sdk::durable::write(&(g.is_some(), saved))
+        })
+    }
+
+    /// Starts a new simulator with the same seeds and plays our lines
+    /// again as the simulator reaches the points where they were sent.
+    fn restore(state: Vec<u8>) -> Result<(), String> {
+        let (had_game, saved): (bool, Option<Saved>) = ludus_sdk::durable::read(&state)?;
+        let Some(saved) = saved else {
+            return match had_game {
+                true => Err("a battle on a Showdown server does not survive a restart of Ludus".into()),
+                false => Ok(()),
+            };
+        };
+        let mut game = offline_game(saved.bot, saved.format, saved.seed)?;
+        if let Mode::Offline { replay, .. } = &mut game.mode {
+            *replay = saved.sent.into();
+        }
+        game.submitted = saved.submitted;
+        game.in_flight = saved.in_flight;
+        game.announced = saved.announced;
+        GAME.set(Some(game));
+        Ok(())
+    }
+}
+
 // ---------------------------------------------------------------- events
 
 impl events::Guest for Showdown {
@@ -414,6 +485,7 @@ impl events::Guest for Showdown {
                     if let Some(event) = reader.line(&data) {
                         offline_event(g, event);
                     }
+                    simulator_wrote_a_line(g);
                 }
                 Mode::Online { .. } => {
                     for event in server_frame(&data) {
