@@ -3,7 +3,8 @@
 //! store; every durable game goes on with the same id and state, its players
 //! keep their seats (bearer tokens over HTTP, the one client over stdio), a
 //! stranger is still refused, and what cannot go on says why. The offline
-//! Showdown battle runs the real simulator from npm (as `tests/showdown.rs`).
+//! Showdown battle runs the real simulator from npm (as `tests/showdown.rs`),
+//! the Magic game the real phase engine from PyPI (as `tests/cards.rs`).
 
 mod common;
 
@@ -96,6 +97,62 @@ async fn an_offline_battle_killed_mid_battle_plays_on_as_it_would_have() {
     assert_eq!(with, without, "the same seed and choices give the same battle across a kill");
 }
 
+/// The answer a fixed policy gives to a Magic decision (`k`: how many it answered before).
+fn magic_answer(choices: &Value, k: usize) -> Value {
+    let action = choices["action_type"].as_str().unwrap_or("");
+    let n = choices["choices"].as_array().map_or(0, Vec::len);
+    match choices["response_type"].as_str().unwrap_or("") {
+        "boolean" => json!({"answer": false}),
+        "amount" => json!({"amount": choices["max"]}),
+        // Declares no attackers and no blockers.
+        _ if action == "DeclareAttackers" || action == "DeclareBlockers" => json!({"answer": false}),
+        _ if n > 0 => json!({"index": (k * 7) % n}),
+        _ => json!({"answer": false}),
+    }
+}
+
+/// Plays `decisions` decisions of a Magic game against phase-ai (seed 21)
+/// with a fixed policy, killing the server after decision `kill_after` when
+/// given; the game's log then.
+async fn magic_game(work: &Path, decisions: usize, kill_after: Option<usize>) -> String {
+    let (token, lines) = issue_token("alice");
+    let setup = Setup::new(work, &[&lines], "");
+    let mut server = setup.serve(work, &[]).await;
+    let mut c = http_client_with_token(&server, &token).await;
+    let st = c.ok("cards_start_game", json!({"seed": 21})).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    for k in 0..decisions {
+        let st = c.ok("cards_pass_priority", json!({"game_id": id})).await;
+        if st["game_over"] == true {
+            break;
+        }
+        let choices = c.ok("cards_get_action_choices", json!({"game_id": id})).await;
+        if choices["action_pending"] != true {
+            continue;
+        }
+        let mut call = json!({"game_id": id});
+        call.as_object_mut().unwrap().extend(magic_answer(&choices, k).as_object().unwrap().clone());
+        c.ok("cards_choose_action", call).await;
+        if kill_after == Some(k) {
+            kill9(server);
+            server = setup.serve(work, &[]).await;
+            c = http_client_with_token(&server, &token).await;
+        }
+    }
+    let log = c.ok("cards_get_game_log", json!({"game_id": id})).await;
+    drop(server);
+    log["text"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_magic_game_on_phase_killed_mid_game_plays_on_as_it_would_have() {
+    let (straight, crashed) = (scratch(), scratch());
+    let without = magic_game(straight.path(), 30, None).await;
+    let with = magic_game(crashed.path(), 30, Some(12)).await;
+    assert!(without.len() > 500, "{without}");
+    assert_eq!(with, without, "the same seed and decisions give the same game across a kill");
+}
+
 fn session_ids(sessions: &Value) -> Vec<String> {
     sessions["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap().to_string()).collect()
 }
@@ -111,10 +168,9 @@ async fn puzzles_survive_a_kill_with_their_state_and_their_owner() {
 
     let games = a.ok("ludus_games", json!({})).await;
     let durable = |name: &str| games["games"].as_array().unwrap().iter().find(|g| g["name"] == name).unwrap()["durable"].clone();
-    for game in ["hanoi", "river_crossing", "chess", "showdown"] {
+    for game in ["hanoi", "river_crossing", "chess", "showdown", "cards"] {
         assert_eq!(durable(game), true, "{game} should be durable: {games}");
     }
-    assert_eq!(durable("cards"), false, "{games}");
 
     let hanoi = a.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].as_str().unwrap().to_string();
     for mv in [[1, 0, 2], [2, 0, 1], [1, 2, 1]] {

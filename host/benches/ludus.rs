@@ -458,7 +458,13 @@ async fn magic_round_trips(url: &str) -> Result<(Vec<Duration>, usize, Duration)
         return Err(format!("{:?}", r.content));
     }
     let id = r.structured_content.unwrap_or_default()["game_id"].as_str().unwrap_or_default().to_string();
-    call_raw(&b, "cards_join_game", json!({"game_id": id})).await.map_err(|e| e.to_string())?;
+    // The second seat is taken with the game's join code, which its creator's `ludus_sessions` shows.
+    let sessions = call_raw(&a, "ludus_sessions", json!({})).await.map_err(|e| e.to_string())?.structured_content.unwrap_or_default();
+    let code = sessions["sessions"].as_array().into_iter().flatten().find(|s| s["id"] == id.as_str()).map(|s| s["join_code"].clone());
+    let joined = call_raw(&b, "cards_join_game", json!({"game_id": id, "join_code": code})).await.map_err(|e| e.to_string())?;
+    if joined.is_error == Some(true) {
+        return Err(format!("the second seat could not join: {:?}", joined.content));
+    }
     loop {
         let st = call_raw(&a, "cards_wait_for_action", json!({"game_id": id})).await.map_err(|e| e.to_string())?;
         if st.structured_content.unwrap_or_default()["action_pending"] == true {

@@ -142,7 +142,37 @@ class Table:
         self.chat = []
         self.staged = {0: set(), 1: set()}  # attackers / blocks being chosen
         self.conceded = None
+        # Everything that changed the game, in order: with the seed and the
+        # decks, what rebuilds it (`replay`) after the host restarted.
+        self.journal = []
+        for entry in args.get("replay") or []:
+            self.redo(entry)
         self.advance()
+
+    def redo(self, entry):
+        """Applies one journal entry again (a game being rebuilt)."""
+        from phase import GameAction
+
+        kind, seat = entry[0], int(entry[1])
+        if kind == "act":
+            self.apply(seat, GameAction.from_dict(entry[2]))
+        elif kind == "chat":
+            self.say(seat, entry[2])
+        elif kind == "concede":
+            self.concede(seat)
+        else:
+            raise ValueError(f"unknown journal entry {kind!r}")
+
+    def say(self, seat, msg):
+        self.chat.append(f"Player {seat + 1}: {msg}")
+        self.log.append((None, f"chat Player {seat + 1}: {msg}"))
+        self.journal.append(["chat", seat, msg])
+
+    def concede(self, seat):
+        if not self.over():
+            self.conceded = seat
+            self.log.append((None, f"Player {seat + 1} concedes."))
+            self.journal.append(["concede", seat])
 
     # -- whose move
 
@@ -171,6 +201,7 @@ class Table:
 
     def apply(self, seat, action):
         result = self.game.apply(seat, action)
+        self.journal.append(["act", seat, action.to_dict() if hasattr(action, "to_dict") else action])
         for entry in result.log_entries or []:
             text = "".join(seg_text(s) for s in entry.get("segments", []))
             hidden = (entry.get("presentation") or {}).get("visibility") == "HiddenInformation"
@@ -350,8 +381,8 @@ def prompt_message(kind, data):
 
 
 TOOLS = [
-    ("new_game", "Start the game (bridge extra; XMage's client is configured at launch). seats: two of agent|ai; decks: two deck names or {card: count}; seed; first_player; ai_level.",
-     {"seats": {"type": "array"}, "decks": {"type": "array"}, "seed": {"type": "integer"}, "first_player": {"type": "integer"}, "ai_level": {"type": "string"}}),
+    ("new_game", "Start the game (bridge extra; XMage's client is configured at launch). seats: two of agent|ai; decks: two deck names or {card: count}; seed; first_player; ai_level; replay: the journal a game's answers carried (in _meta.journal), to rebuild it.",
+     {"seats": {"type": "array"}, "decks": {"type": "array"}, "seed": {"type": "integer"}, "first_player": {"type": "integer"}, "ai_level": {"type": "string"}, "replay": {"type": "array"}}),
     ("is_action_on_me", "Whether a decision is pending for you, without waiting.", {}),
     ("wait_for_action", "Wait until a decision is pending for you (or the game ends).", {"timeout_ms": {"type": "integer", "default": 15000}}),
     ("pass_priority", "Pass priority until you can actually do something: a decision other than priority, or priority with something to play.", {"timeout_ms": {"type": "integer", "default": 30000}}),
@@ -381,6 +412,16 @@ class Bridge:
         self.engine = Engine.from_json(json.dumps(faces))
         self.table = None
         self.waits = []  # (deadline, request id, seat, tool, args)
+        self.journaled = 0  # journal entries already sent with an answer
+
+    def news(self):
+        """The journal entries no answer has carried yet: every answer hands
+        them to the host, which keeps them to rebuild the game."""
+        if self.table is None:
+            return []
+        new = self.table.journal[self.journaled:]
+        self.journaled = len(self.table.journal)
+        return new
 
     # -- dispatch
 
@@ -398,8 +439,7 @@ class Bridge:
         if name == "send_chat_message":
             msg = str(args.get("message", ""))[:500]
             if self.table:
-                self.table.chat.append(f"Player {seat + 1}: {msg}")
-                self.table.log.append((None, f"chat Player {seat + 1}: {msg}"))
+                self.table.say(seat, msg)
             return {"sent": True}
         t = self.need_table()
         if seat not in (0, 1):
@@ -420,9 +460,7 @@ class Bridge:
         if name == "choose_action":
             return self.choose(seat, args)
         if name == "concede":
-            if not t.over():
-                t.conceded = seat
-                t.log.append((None, f"Player {seat + 1} concedes."))
+            t.concede(seat)
             return {"conceded": True, "winner": t.winner()}
         raise ToolError(f"unknown tool {name}")
 
@@ -612,7 +650,7 @@ class Bridge:
                     result = self.finish(seat, name, state, timeout=True)
                 if result is not None:
                     self.waits.remove(w)
-                    send_result(req_id, result)
+                    send_result(req_id, result, journal=self.news())
                     moved = True
 
     def next_deadline(self):
@@ -627,11 +665,13 @@ def send(msg):
     sys.stdout.flush()
 
 
-def send_result(req_id, value, error=False):
+def send_result(req_id, value, error=False, journal=None):
     text = json.dumps(value, separators=(",", ":")) if not isinstance(value, str) else value
     result = {"content": [{"type": "text", "text": text}], "isError": error}
     if not error:
         result["structuredContent"] = value
+    if journal:
+        result["_meta"] = {"journal": journal}
     send({"jsonrpc": "2.0", "id": req_id, "result": result})
 
 
@@ -653,7 +693,11 @@ def handle(bridge, msg):
                     raise ToolError("seat must be 0 or 1")
                 bridge.start_wait(req_id, seat, name, args)
                 return
-            send_result(req_id, bridge.call(seat, name, args))
+            value = bridge.call(seat, name, args)
+            if name == "new_game":
+                # A rebuilt game's journal is the host's already.
+                bridge.journaled = len(args.get("replay") or [])
+            send_result(req_id, value, journal=bridge.news())
             bridge.check_waits()
         except ToolError as e:
             send_result(req_id, str(e), error=True)

@@ -33,7 +33,7 @@ impl Backend {
     }
 }
 
-#[derive(Clone, PartialEq, Debug)]
+#[derive(Clone, PartialEq, Debug, serde::Serialize, serde::Deserialize)]
 pub enum Seat {
     Agent(String),
     Ai,
@@ -66,6 +66,11 @@ pub struct Game {
     /// The game has ended: its final log and each seat's final state are
     /// being fetched, then the backend is let go.
     ending: Option<Ending>,
+    /// On phase: the `new_game` arguments and every change the bridge has
+    /// reported since (its answers' `_meta.journal`), which rebuild the game
+    /// in a new bridge after a restart.
+    pub start: Option<Value>,
+    pub journal: Vec<Value>,
 }
 
 /// The end of a game: why, the requests for its final views still out, and
@@ -116,6 +121,8 @@ impl Game {
             failed: None,
             notice: None,
             ending: None,
+            start: None,
+            journal: Vec::new(),
         }
     }
 
@@ -182,6 +189,15 @@ impl Game {
         Step::Waiting
     }
 
+    /// Starts the game on a new bridge as it was: the same `new_game`
+    /// arguments, and the journal to apply again. Its answer is nobody's call.
+    pub fn rebuild(&mut self) {
+        let (Some(mut args), Some(channel)) = (self.start.clone(), self.channels[0]) else { return };
+        args["replay"] = Value::Array(self.journal.clone());
+        let id = self.id();
+        send(channel, &rpc::tool_call(id, "new_game", args, Some(0)));
+    }
+
     /// The request this caller waits for has this key.
     pub fn in_flight(&self, caller: &str, key: &str) -> bool {
         self.calls.get(caller).is_some_and(|c| c.key == key)
@@ -239,6 +255,9 @@ impl Game {
     }
 
     pub fn receive(&mut self, line: &str) {
+        if let Some(news) = rpc::journal(line) {
+            self.journal.extend(news);
+        }
         match rpc::parse(line) {
             Incoming::Response { id, result } if Some(id) == self.list_request => {
                 self.list_request = None;

@@ -10,7 +10,7 @@ mod render;
 
 use bindings::exports::ludus::cards::tools::{ActionChoices, ActionStatus, GameState, Guest, Opponent, Oracle};
 use bindings::exports::ludus::plugin::access::{self, Audience, Grant};
-use bindings::exports::ludus::plugin::{events, meta};
+use bindings::exports::ludus::plugin::{durable, events, meta};
 use ludus_sdk::{PluginInfo, ToolHint, host};
 use serde_json::{Value, json};
 
@@ -172,6 +172,10 @@ impl Guest for Cards {
                 if let Some(l) = ai_level {
                     args["ai_level"] = json!(l);
                 }
+                with_game(|g| {
+                    g.start.get_or_insert_with(|| args.clone());
+                    Ok(())
+                })?;
                 status_call("new_game", args)
             }
             // XMage's client joined its table at launch: ask where it stands.
@@ -308,6 +312,47 @@ impl access::Guest for Cards {
     /// the players (a hand is hidden information).
     fn grants() -> Vec<Grant> {
         vec![Grant { name: "join-game".into(), audience: Audience::Joins }]
+    }
+}
+
+/// What a restart keeps of a game on phase: who sits where, the `new_game`
+/// arguments and the journal of changes the bridge reported; `restore`
+/// starts a new bridge and has it apply the journal again. A game on XMage
+/// lives in the XMage server and the operator's client processes: it does
+/// not survive a restart of Ludus.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Saved {
+    seats: [Seat; 2],
+    start: Value,
+    journal: Vec<Value>,
+}
+
+impl durable::Guest for Cards {
+    fn save() -> Vec<u8> {
+        GAME.with_borrow(|g| {
+            let saved = g.as_ref().and_then(|g| {
+                let start = g.start.clone().filter(|_| g.backend == Backend::Phase)?;
+                Some(Saved { seats: g.seats.clone(), start, journal: g.journal.clone() })
+            });
+            ludus_sdk::durable::write(&(g.is_some(), saved))
+        })
+    }
+
+    fn restore(state: Vec<u8>) -> Result<(), String> {
+        let (had_game, saved): (bool, Option<Saved>) = ludus_sdk::durable::read(&state)?;
+        let Some(saved) = saved else {
+            return match had_game {
+                true => Err("a game on an XMage server does not survive a restart of Ludus".into()),
+                false => Ok(()),
+            };
+        };
+        let mut g = Game::new(Backend::Phase, saved.seats);
+        g.connect(0)?;
+        g.start = Some(saved.start);
+        g.journal = saved.journal;
+        g.rebuild();
+        GAME.set(Some(g));
+        Ok(())
     }
 }
 
