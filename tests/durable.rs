@@ -153,6 +153,59 @@ async fn a_magic_game_on_phase_killed_mid_game_plays_on_as_it_would_have() {
     assert_eq!(with, without, "the same seed and decisions give the same game across a kill");
 }
 
+/// One agent of an online battle: the first legal action whenever one is
+/// due, for `decisions` decisions or to the end; the last state it saw.
+async fn first_actions(c: &Client, id: &str, decisions: usize) -> Value {
+    let mut made = 0;
+    for _ in 0..2000 {
+        let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
+        if s["status"] != "active" || made == decisions {
+            return s;
+        }
+        let Some(action) = s["available_actions"].as_array().and_then(|a| a.first()).and_then(Value::as_str) else { continue };
+        c.ok("showdown_make_move", json!({"battle_id": id, "action": action})).await;
+        made += 1;
+    }
+    panic!("battle {id} did not end");
+}
+
+#[tokio::test]
+async fn a_battle_on_a_showdown_server_is_rejoined_after_a_kill_and_played_to_its_end() {
+    let package = common::showdown::showdown_package();
+    let showdown = common::showdown::local_server(&package, "");
+    let work = scratch();
+    let (alice_token, alice) = issue_token("alice");
+    let (bob_token, bob) = issue_token("bob");
+    let endpoint = format!("[plugins.showdown.channels.server]\nwebsocket = \"ws://127.0.0.1:{}/showdown/websocket\"\n", showdown.port);
+    let setup = Setup::new(work.path(), &[&alice, &bob, &endpoint], "");
+    let server = setup.serve(work.path(), &[]).await;
+    let (a, b) = (http_client_with_token(&server, &alice_token).await, http_client_with_token(&server, &bob_token).await);
+    let tag = std::process::id() % 100_000;
+    let (an, bn) = (format!("Ann{tag}"), format!("Ben{tag}"));
+    let (ra, rb) = tokio::join!(
+        a.ok("showdown_challenge_user", json!({"opponent": bn, "username": an})),
+        b.ok("showdown_challenge_user", json!({"opponent": an, "username": bn}))
+    );
+    let (ia, ib) = (ra["battle_id"].as_str().unwrap().to_string(), rb["battle_id"].as_str().unwrap().to_string());
+    // A few turns, then the server dies with both agents between decisions.
+    tokio::join!(first_actions(&a, &ia, 3), first_actions(&b, &ib, 3));
+    let before = a.ok("showdown_get_battle_state", json!({"battle_id": ia})).await;
+    assert_eq!(before["status"], "active", "{before}");
+    kill9(server);
+
+    // Each logs in again and rejoins the room; the battle goes on where it was, to its end.
+    let server = setup.serve(work.path(), &[]).await;
+    let (a, b) = (http_client_with_token(&server, &alice_token).await, http_client_with_token(&server, &bob_token).await);
+    let after = a.ok("showdown_get_battle_state", json!({"battle_id": ia})).await;
+    assert_eq!(after["status"], "active", "{after}");
+    assert_eq!(after["turn"], before["turn"], "the battle goes on from the same turn: {after}");
+    assert_eq!(after["your_team"], before["your_team"], "{after}");
+    let (ea, eb) = tokio::join!(first_actions(&a, &ia, usize::MAX), first_actions(&b, &ib, usize::MAX));
+    assert_eq!((ea["status"].as_str(), eb["status"].as_str()), (Some("finished"), Some("finished")), "{ea}\n{eb}");
+    assert_eq!(ea["winner"], eb["winner"]);
+    drop(showdown);
+}
+
 fn session_ids(sessions: &Value) -> Vec<String> {
     sessions["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap().to_string()).collect()
 }

@@ -177,51 +177,6 @@ async fn bad_actions_forfeit_and_a_killed_simulator() {
     c.close().await;
 }
 
-/// A helper process of a test, killed (and reaped) when dropped.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A local `pokemon-showdown start --no-security` on 127.0.0.1; killed on drop.
-struct LocalServer {
-    _child: Killed,
-    port: u16,
-}
-
-/// A Showdown server on loopback; `extra` is appended to its `config/config.js`.
-fn local_server(package: &Path, extra: &str) -> LocalServer {
-    // Tests share the package's config file: one server at a time writes it and reads it at start.
-    static CONFIG: Mutex<()> = Mutex::new(());
-    let _writing = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
-    // The traps from the research notes: bind to loopback, no REPL, no subprocesses, the log dirs present.
-    let example = std::fs::read_to_string(package.join("config/config-example.js")).unwrap();
-    let config = format!("{example}\nexports.bindaddress = '127.0.0.1';\nexports.subprocesses = 0;\nexports.repl = false;\n{extra}\n");
-    std::fs::write(package.join("config/config.js"), config).unwrap();
-    for d in ["logs/repl", "logs/chat", "logs/modlog", "config/chat-plugins", "config/ladders"] {
-        std::fs::create_dir_all(package.join(d)).unwrap();
-    }
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new("node")
-        .args(["pokemon-showdown", "start", "--no-security", "--skip-build", &port.to_string()])
-        .current_dir(package)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starting the Showdown server");
-    let server = LocalServer { _child: Killed(child), port };
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(30), "the Showdown server did not start listening");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    server
-}
-
 /// One agent's loop: wait for our turn, take the first legal action, until
 /// the end; each move on the server is scored like an offline one.
 async fn play_agent(c: &Client, id: &str) -> Value {

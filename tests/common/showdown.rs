@@ -80,3 +80,48 @@ pub async fn offline(c: &Client, bot: &str, seed: u64) -> String {
     assert_eq!(v["seed"], seed);
     v["battle_id"].as_str().unwrap().to_string()
 }
+
+/// A helper process of a test, killed (and reaped) when dropped.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A local `pokemon-showdown start --no-security` on 127.0.0.1; killed on drop.
+pub struct LocalServer {
+    _child: Killed,
+    pub port: u16,
+}
+
+/// A Showdown server on loopback; `extra` is appended to its `config/config.js`.
+pub fn local_server(package: &Path, extra: &str) -> LocalServer {
+    // Tests share the package's config file: one server at a time writes it and reads it at start.
+    static CONFIG: Mutex<()> = Mutex::new(());
+    let _writing = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
+    // The traps from the research notes: bind to loopback, no REPL, no subprocesses, the log dirs present.
+    let example = std::fs::read_to_string(package.join("config/config-example.js")).unwrap();
+    let config = format!("{example}\nexports.bindaddress = '127.0.0.1';\nexports.subprocesses = 0;\nexports.repl = false;\n{extra}\n");
+    std::fs::write(package.join("config/config.js"), config).unwrap();
+    for d in ["logs/repl", "logs/chat", "logs/modlog", "config/chat-plugins", "config/ladders"] {
+        std::fs::create_dir_all(package.join(d)).unwrap();
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = std::process::Command::new("node")
+        .args(["pokemon-showdown", "start", "--no-security", "--skip-build", &port.to_string()])
+        .current_dir(package)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("starting the Showdown server");
+    let server = LocalServer { _child: Killed(child), port };
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(30), "the Showdown server did not start listening");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    server
+}

@@ -71,10 +71,13 @@ pub enum Mode {
         password: Option<String>,
         /// The open `login` channel while the login server is asked.
         login: Option<u32>,
+        /// After a restart of Ludus: the battle room to join again once
+        /// logged in (the server sends its log and our request).
+        rejoin: Option<String>,
     },
 }
 
-#[derive(Clone)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub enum Goal {
     Ladder,
     Challenge(String),
@@ -308,7 +311,7 @@ pub fn signed(g: &mut Game, login_channel: u32, reply: &str) {
 }
 
 pub fn online_event(g: &mut Game, event: Event) {
-    let Mode::Online { goal, logged_in, room, rqid, password, login: login_channel } = &mut g.mode else { return };
+    let Mode::Online { goal, logged_in, room, rqid, password, login: login_channel, rejoin } = &mut g.mode else { return };
     match event {
         Event::Global { line } => {
             let f = fields(&line);
@@ -333,9 +336,10 @@ pub fn online_event(g: &mut Game, event: Event) {
                     if named && to_id(f.get(1).unwrap_or(&"")) == to_id(&g.username) && !*logged_in {
                         *logged_in = true;
                         send(g.channel, "|/utm null");
-                        match goal {
-                            Goal::Ladder => send(g.channel, &format!("|/search {}", g.format)),
-                            Goal::Challenge(opp) => {
+                        match (rejoin.take(), goal) {
+                            (Some(battle), _) => send(g.channel, &format!("|/join {battle}")),
+                            (None, Goal::Ladder) => send(g.channel, &format!("|/search {}", g.format)),
+                            (None, Goal::Challenge(opp)) => {
                                 send(g.channel, &format!("|/challenge {opp}, {}", g.format));
                                 host::set_timer(CHALLENGE_RETRY_MS);
                             }

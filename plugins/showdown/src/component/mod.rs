@@ -101,8 +101,26 @@ fn start_online(goal: Goal, format: Option<String>, username: Option<String>) ->
         Goal::Ladder => Status::Searching,
         Goal::Challenge(_) => Status::Challenging,
     };
-    let mode = Mode::Online { goal, logged_in: false, room: None, rqid: None, password, login: None };
+    let mode = Mode::Online { goal, logged_in: false, room: None, rqid: None, password, login: None, rejoin: None };
     begin(Game::new(mode, format, username, channel, Battle::default(), status))
+}
+
+/// An online battle after a restart of Ludus: connects and logs in again
+/// as the same user, then joins its battle room again (or goes on searching
+/// or challenging when the battle had not begun).
+fn online_again(goal: Goal, format: String, username: String, battle: Option<String>) -> Result<Game, String> {
+    let env = |key: &str| std::env::var(key).ok();
+    // The password is never stored: it comes from the operator's environment again.
+    let account = login::account(Some(&username), env("SHOWDOWN_USERNAME").as_deref(), env("SHOWDOWN_PASSWORD").as_deref());
+    let password = account.and_then(|a| a.password);
+    let channel = open("server", "playing on a Showdown server")?;
+    let status = match (&battle, &goal) {
+        (Some(_), _) => Status::Active,
+        (None, Goal::Ladder) => Status::Searching,
+        (None, Goal::Challenge(_)) => Status::Challenging,
+    };
+    let mode = Mode::Online { goal, logged_in: false, room: None, rqid: None, password, login: None, rejoin: battle };
+    Ok(Game::new(mode, format, username, channel, Battle::default(), status))
 }
 
 /// Makes `game` this session's battle and answers the starting tool.
@@ -398,15 +416,19 @@ fn offline_game(bot: Bot, format: String, seed: u64) -> Result<Game, String> {
 
 // ---------------------------------------------------------------- durable
 
-/// What a restart keeps of an offline battle: the seed and our lines to the
+/// What a restart keeps of a battle. Offline: the seed and our lines to the
 /// simulator; the simulator and the bot play the rest again, identically.
-/// Plus what the tools remember of the agent's calls.
+/// Online: who we are and where the battle is; the server has the rest.
+#[derive(serde::Serialize, serde::Deserialize)]
+enum Kept {
+    Offline { format: String, bot: Bot, seed: u64, sent: Vec<(u64, String)> },
+    Online { format: String, username: String, goal: Goal, room: Option<String> },
+}
+
+/// A battle as saved, with what the tools remember of the agent's calls.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Saved {
-    format: String,
-    bot: Bot,
-    seed: u64,
-    sent: Vec<(u64, String)>,
+    kept: Kept,
     submitted: Option<(u64, String)>,
     in_flight: Option<(u64, String)>,
     announced: bool,
@@ -415,39 +437,49 @@ struct Saved {
 impl durable::Guest for Showdown {
     fn save() -> Vec<u8> {
         GAME.with_borrow(|g| {
-            let saved = g.as_ref().and_then(|g| match &g.mode {
-                Mode::Offline { bot, seed, sent, replay, .. } => Some(Saved {
-                    format: g.format.clone(),
-                    bot: *bot,
-                    seed: *seed,
-                    // Lines not yet sent again after a restart are still ours.
-                    sent: sent.iter().chain(replay.iter()).cloned().collect(),
-                    submitted: g.submitted.clone(),
-                    in_flight: g.in_flight.clone(),
-                    announced: g.announced,
-                }),
-                Mode::Online { .. } => None,
+            let saved = g.as_ref().map(|g| Saved {
+                kept: match &g.mode {
+                    Mode::Offline { bot, seed, sent, replay, .. } => Kept::Offline {
+                        format: g.format.clone(),
+                        bot: *bot,
+                        seed: *seed,
+                        // Lines not yet sent again after a restart are still ours.
+                        sent: sent.iter().chain(replay.iter()).cloned().collect(),
+                    },
+                    Mode::Online { goal, room, rejoin, .. } => Kept::Online {
+                        format: g.format.clone(),
+                        username: g.username.clone(),
+                        goal: goal.clone(),
+                        room: room.clone().or_else(|| rejoin.clone()),
+                    },
+                },
+                submitted: g.submitted.clone(),
+                in_flight: g.in_flight.clone(),
+                announced: g.announced,
             });
-            ludus_sdk::durable::write(&(g.is_some(), saved))
+            ludus_sdk::durable::write(&saved)
         })
     }
 
-    /// Starts a new simulator with the same seeds and plays our lines
-    /// again as the simulator reaches the points where they were sent.
+    /// Offline: starts a new simulator with the same seeds and plays our
+    /// lines again as the simulator reaches the points where they were
+    /// sent. Online: logs in again and rejoins the battle room; the server
+    /// sends the battle so far and the request due (what we had submitted
+    /// for a turn is the server's to remember, so it is not kept).
     fn restore(state: Vec<u8>) -> Result<(), String> {
-        let (had_game, saved): (bool, Option<Saved>) = ludus_sdk::durable::read(&state)?;
-        let Some(saved) = saved else {
-            return match had_game {
-                true => Err("a battle on a Showdown server does not survive a restart of Ludus".into()),
-                false => Ok(()),
-            };
+        let Some(saved) = ludus_sdk::durable::read::<Option<Saved>>(&state)? else { return Ok(()) };
+        let mut game = match saved.kept {
+            Kept::Offline { format, bot, seed, sent } => {
+                let mut game = offline_game(bot, format, seed)?;
+                if let Mode::Offline { replay, .. } = &mut game.mode {
+                    *replay = sent.into();
+                }
+                game.submitted = saved.submitted;
+                game.in_flight = saved.in_flight;
+                game
+            }
+            Kept::Online { format, username, goal, room } => online_again(goal, format, username, room)?,
         };
-        let mut game = offline_game(saved.bot, saved.format, saved.seed)?;
-        if let Mode::Offline { replay, .. } = &mut game.mode {
-            *replay = saved.sent.into();
-        }
-        game.submitted = saved.submitted;
-        game.in_flight = saved.in_flight;
         game.announced = saved.announced;
         GAME.set(Some(game));
         Ok(())
