@@ -192,8 +192,8 @@ pub fn with_state<T: 'static, R>(
 
 /// Makes a game durable (`ludus:plugin/durable`: its sessions survive a
 /// restart of the server) when its whole state is the serde type in one
-/// thread-local slot, as [`with_state`] keeps it: the state is saved as JSON
-/// and read back into the slot. The world must `export
+/// thread-local slot, as [`with_state`] keeps it: the state is saved in
+/// postcard's compact form and read back into the slot. The world must `export
 /// ludus:plugin/durable@0.1.3;`, and the macro is called where the bindings
 /// were generated:
 ///
@@ -224,14 +224,14 @@ pub mod durable {
     use std::cell::RefCell;
     use std::thread::LocalKey;
 
-    /// The slot's content as JSON.
+    /// The slot's content, serialised.
     pub fn save<T: serde::Serialize + 'static>(slot: &'static LocalKey<RefCell<Option<T>>>) -> Vec<u8> {
         slot.with_borrow(write)
     }
 
-    /// Any serde value as JSON, for [`read`].
+    /// Any serde value in postcard's compact form, for [`read`].
     pub fn write<T: serde::Serialize>(value: &T) -> Vec<u8> {
-        serde_json::to_vec(value).unwrap_or_default()
+        postcard::to_allocvec(value).unwrap_or_default()
     }
 
     /// Puts what [`save`] wrote back into the slot.
@@ -244,9 +244,9 @@ pub mod durable {
         Ok(())
     }
 
-    /// Reads a state [`save`] wrote (or any serde type written as JSON).
+    /// Reads a state [`save`] or [`write`] wrote.
     pub fn read<T: serde::de::DeserializeOwned>(state: &[u8]) -> Result<T, String> {
-        serde_json::from_slice(state).map_err(|e| format!("the stored state is not this game's: {e}"))
+        postcard::from_bytes(state).map_err(|e| format!("the stored state is not this game's: {e}"))
     }
 }
 

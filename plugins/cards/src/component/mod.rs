@@ -334,12 +334,14 @@ impl durable::Guest for Cards {
                 let start = g.start.clone().filter(|_| g.backend == Backend::Phase)?;
                 Some(Saved { seats: g.seats.clone(), start, journal: g.journal.clone() })
             });
-            ludus_sdk::durable::write(&(g.is_some(), saved))
+            // JSON: the journal holds the engine's own JSON values.
+            serde_json::to_vec(&(g.is_some(), saved)).unwrap_or_default()
         })
     }
 
     fn restore(state: Vec<u8>) -> Result<(), String> {
-        let (had_game, saved): (bool, Option<Saved>) = ludus_sdk::durable::read(&state)?;
+        let (had_game, saved): (bool, Option<Saved>) =
+            serde_json::from_slice(&state).map_err(|e| format!("the stored state is not this game's: {e}"))?;
         let Some(saved) = saved else {
             return match had_game {
                 true => Err("a game on an XMage server does not survive a restart of Ludus".into()),
