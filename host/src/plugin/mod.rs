@@ -247,15 +247,13 @@ impl Plugin {
         }
         let tools = derive_tools(&component, &info, &docs, &prefix, &limits, &grants, &retries)?;
         check_grants(&grants, &tools, &info)?;
-        let read_resource = component
-            .get_export_index(None, META)
-            .and_then(|m| component.get_export_index(Some(&m), "read-resource"))
-            .ok_or_else(|| format!("it does not export {META} read-resource"))?;
-        let event = |name: &str| component.get_export_index(None, EVENTS).and_then(|e| component.get_export_index(Some(&e), name));
-        let durable = component.get_export_index(None, DURABLE).and_then(|d| {
-            let save = component.get_export_index(Some(&d), "save")?;
-            Some(Durable { save, restore: component.get_export_index(Some(&d), "restore")? })
-        });
+        // A function of an exported interface, looked up by name: every
+        // interface beyond `meta` is optional.
+        let export =
+            |iface: &str, func: &str| component.get_export_index(None, iface).and_then(|i| component.get_export_index(Some(&i), func));
+        let read_resource = export(META, "read-resource").ok_or_else(|| format!("it does not export {META} read-resource"))?;
+        let event = |name: &str| export(EVENTS, name);
+        let durable = export(DURABLE, "save").zip(export(DURABLE, "restore")).map(|(save, restore)| Durable { save, restore });
         let channels = Arc::new(ChannelGrant {
             plugin: info.name.clone(),
             processes: runtime.processes.clone(),
@@ -301,6 +299,11 @@ impl Plugin {
 
     pub fn tool(&self, name: &str) -> Option<&ToolDef> {
         self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The result type of the tool exported as `func` (kebab-case, as in WIT).
+    pub fn result_of(&self, func: &str) -> Option<&Shape> {
+        self.tools.iter().find(|t| t.func == func).and_then(|t| t.result.as_ref())
     }
 
     /// Its sessions have seats another caller takes with a join code.
@@ -360,22 +363,34 @@ fn describe(pre: &InstancePre<HostState>) -> Result<(PluginInfo, Grants, Vec<Str
     Ok((info, grants, retries))
 }
 
+/// Function `func` of interface `iface` when the plugin exports that
+/// interface (a later 0.1.x one, looked up by name so that older plugins
+/// keep loading); an error when the interface lacks the function.
+fn optional_export(
+    store: &mut wasmtime::Store<HostState>,
+    instance: &wasmtime::component::Instance,
+    iface: &str,
+    func: &str,
+) -> wasmtime::Result<Option<ComponentExportIndex>> {
+    let Some(i) = instance.get_export_index(&mut *store, None, iface) else { return Ok(None) };
+    match instance.get_export_index(&mut *store, Some(&i), func) {
+        Some(f) => Ok(Some(f)),
+        None => wasmtime::bail!("{iface} has no `{func}` function"),
+    }
+}
+
 /// Calls `retries.repeat-is-retry` when the plugin exports it (a 0.1.3 interface).
 fn read_retries(store: &mut wasmtime::Store<HostState>, instance: &wasmtime::component::Instance) -> wasmtime::Result<Vec<String>> {
-    let Some(iface) = instance.get_export_index(&mut *store, None, RETRIES) else { return Ok(Vec::new()) };
-    let Some(func) = instance.get_export_index(&mut *store, Some(&iface), "repeat-is-retry") else {
-        wasmtime::bail!("{RETRIES} has no `repeat-is-retry` function");
-    };
+    let Some(func) = optional_export(store, instance, RETRIES, "repeat-is-retry")? else { return Ok(Vec::new()) };
     let func = instance.get_typed_func::<(), (Vec<String>,)>(&mut *store, func)?;
     Ok(func.call(&mut *store, ())?.0)
 }
 
-/// Calls `access.grants` when the plugin exports it (a 0.1.2 interface,
-/// looked up by name so that older plugins keep loading).
+/// Calls `access.grants` when the plugin exports it (a 0.1.2 interface).
 fn read_grants(store: &mut wasmtime::Store<HostState>, instance: &wasmtime::component::Instance) -> wasmtime::Result<Grants> {
     use wasmtime::component::Val;
-    let Some(iface) = instance.get_export_index(&mut *store, None, ACCESS) else { return Ok(Vec::new()) };
-    let Some(func) = instance.get_export_index(&mut *store, Some(&iface), "grants").and_then(|f| instance.get_func(&mut *store, f)) else {
+    let Some(func) = optional_export(store, instance, ACCESS, "grants")? else { return Ok(Vec::new()) };
+    let Some(func) = instance.get_func(&mut *store, func) else {
         wasmtime::bail!("{ACCESS} has no `grants` function");
     };
     let mut out = [Val::Bool(false)];

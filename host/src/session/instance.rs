@@ -158,7 +158,7 @@ impl Session {
         });
         match restored {
             Ok((Ok(()), _)) => {
-                *lock(&session.stored) = Some(digest(&session.record(), &state));
+                *lock(&session.stored) = Some(session.digest(&state));
                 Ok(session)
             }
             Ok((Err(why), _)) => Err(format!("the game could not be rebuilt from its stored state: {why}")),
@@ -368,10 +368,23 @@ impl Session {
         let calls = lock(&self.last_calls);
         let mut stored = std::collections::BTreeMap::new();
         for (caller, c) in calls.iter() {
-            let Some(shape) = self.plugin.tools.iter().find(|t| t.func == c.tool).and_then(|t| t.result.as_ref()) else { continue };
+            let Some(shape) = self.plugin.result_of(&c.tool) else { continue };
             stored.insert(caller.clone(), StoredCall { tool: c.tool.clone(), args: c.args.clone(), answer: shape.to_json(&c.answer) });
         }
         stored
+    }
+
+    /// What identifies the session's stored content (with the game's
+    /// `state`): a write that would store the same again is left out.
+    fn digest(&self, state: &[u8]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (self.id(), &*lock(&self.players), self.is_over(), state).hash(&mut h);
+        let calls = lock(&self.last_calls);
+        let mut args: Vec<(&String, &String)> = calls.iter().map(|(caller, c)| (caller, &c.args)).collect();
+        args.sort();
+        args.hash(&mut h);
+        h.finish()
     }
 
     /// Writes the session to its store, if it has one and something changed
@@ -385,14 +398,15 @@ impl Session {
             Ok(save.call(&mut *store, ())?.0)
         });
         let Ok((state, _)) = saved else { return };
-        let mut record = self.record();
+        // Most events change nothing stored: that is known before the
+        // record (with its stored answers as JSON) is built.
+        let d = self.digest(&state);
         let mut stored = lock(&self.stored);
-        let d = digest(&record, &state);
         if *stored == Some(d) {
             return;
         }
-        record.changed_at_ms = now_ms();
-        self.changed_at_ms.store(record.changed_at_ms, Ordering::Relaxed);
+        self.changed_at_ms.store(now_ms(), Ordering::Relaxed);
+        let record = self.record();
         match store.put(&record, &state) {
             Ok(()) => *stored = Some(d),
             Err(e) => tracing::error!(plugin = self.plugin.name, session = record.id, "the session could not be stored: {e}"),
@@ -671,21 +685,12 @@ struct LastCall {
 fn last_calls_of(plugin: &Plugin, record: &Record) -> HashMap<String, LastCall> {
     let mut calls = HashMap::new();
     for (caller, c) in &record.last_calls {
-        let Some(shape) = plugin.tools.iter().find(|t| t.func == c.tool).and_then(|t| t.result.as_ref()) else { continue };
+        let Some(shape) = plugin.result_of(&c.tool) else { continue };
         if let Ok(answer) = shape.to_val(&c.answer, "answer") {
             calls.insert(caller.clone(), LastCall { tool: c.tool.clone(), args: c.args.clone(), answer });
         }
     }
     calls
-}
-
-/// What identifies a session's stored content: a write that would store the
-/// same again is left out.
-fn digest(record: &Record, state: &[u8]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (&record.id, &record.players, record.over, state, &record.last_calls.values().map(|c| &c.args).collect::<Vec<_>>()).hash(&mut h);
-    h.finish()
 }
 
 /// A join code: 16 characters from a v4 UUID's random bits (about 64 bits),

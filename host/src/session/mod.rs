@@ -223,40 +223,31 @@ impl Sessions {
     /// waiting to be rebuilt (those idle past their timeout are dropped).
     pub fn new(limits: SessionLimits, rt: tokio::runtime::Handle, store: Option<Box<dyn SessionStore>>) -> Result<Arc<Sessions>, String> {
         let store: Option<Arc<dyn SessionStore>> = store.map(Arc::from);
-        let mut dormant = HashMap::new();
-        let mut gone = EndedSessions::default();
-        if let Some(store) = &store {
-            let now = now_ms();
-            for record in store.records()? {
-                if record.expired(now) {
-                    let _ = store.remove(&record.id);
-                    gone.record(&record.id, &expiry_reason(record.idle_timeout_ms));
-                } else {
-                    dormant.insert(record.id.clone(), record);
-                }
-            }
-            tracing::info!(store = store.describe(), sessions = dormant.len(), "games are kept in the session store");
-        }
-        Ok(Arc::new(Sessions {
+        let records = match &store {
+            Some(store) => store.records()?,
+            None => Vec::new(),
+        };
+        let dormant = records.into_iter().map(|r| (r.id.clone(), r)).collect();
+        let sessions = Arc::new(Sessions {
             live: Mutex::default(),
             shared: Mutex::default(),
-            gone: Mutex::new(gone),
+            gone: Mutex::default(),
             waits: Mutex::default(),
             store,
             dormant: Mutex::new(dormant),
             limits,
             rt,
-        }))
+        });
+        sessions.expire_dormant();
+        if let Some(store) = &sessions.store {
+            tracing::info!(store = store.describe(), sessions = lock(&sessions.dormant).len(), "games are kept in the session store");
+        }
+        Ok(sessions)
     }
 
     /// Whether sessions of durable games survive a restart here.
     pub fn is_durable(&self) -> bool {
         self.store.is_some()
-    }
-
-    /// Stored sessions from an earlier run not rebuilt yet.
-    pub fn dormant_len(&self) -> usize {
-        lock(&self.dormant).len()
     }
 
     pub fn len(&self) -> usize {
@@ -362,7 +353,8 @@ impl Sessions {
         }
     }
 
-    /// Rebuilds the stored session `id` if it is one not running yet: on the
+    /// Rebuilds the stored session `id` if it is one not running yet (else
+    /// does nothing): on the
     /// plugin version it ran (the same component); when that version is no
     /// longer loaded, or the game cannot be rebuilt, the session ends and
     /// the reason is what a call on it is told.
@@ -406,7 +398,7 @@ impl Sessions {
 
     /// A stored session that cannot run again: removed, with why.
     fn end_stored(&self, id: &str, why: &str) {
-        tracing::warn!(session = id, "a stored game ends: {why}");
+        tracing::info!(session = id, "a stored game ends: {why}");
         if let Some(store) = &self.store {
             let _ = store.remove(id);
         }
@@ -425,6 +417,13 @@ impl Sessions {
         for (id, limit) in expired {
             self.remove(&id, &expiry_reason(limit.as_millis() as u64));
         }
+        self.expire_dormant();
+        crate::runtime::release_freed_memory_after_sweep(many);
+    }
+
+    /// Ends the stored sessions not rebuilt yet that have been idle past
+    /// their timeout (idle time counts from their last change, across restarts).
+    fn expire_dormant(&self) {
         let now = now_ms();
         let stale: Vec<Record> = {
             let mut dormant = lock(&self.dormant);
@@ -433,16 +432,6 @@ impl Sessions {
         };
         for r in stale {
             self.end_stored(&r.id, &expiry_reason(r.idle_timeout_ms));
-        }
-        crate::runtime::release_freed_memory_after_sweep(many);
-    }
-
-    /// Rebuilds the stored session a call's arguments name, if there is one.
-    async fn revive_named(self: &Arc<Self>, plugin: &Arc<Plugin>, param: &str, args: &serde_json::Map<String, serde_json::Value>) {
-        if let Some(id) = args.get(param).and_then(serde_json::Value::as_str)
-            && lock(&self.dormant).contains_key(id)
-        {
-            self.revive(id, plugin).await;
         }
     }
 
@@ -484,8 +473,10 @@ impl Sessions {
             _ => (std::borrow::Cow::Borrowed(args), None),
         };
         let args = args.as_ref();
-        if let Role::Uses(i) = current.role {
-            self.revive_named(plugin, &current.params[i].json, args).await;
+        if let Role::Uses(i) = current.role
+            && let Some(id) = args.get(&current.params[i].json).and_then(serde_json::Value::as_str)
+        {
+            self.revive(id, plugin).await;
         }
         // Whose session it is comes first: a stranger learns nothing from
         // its arguments being checked.
@@ -543,12 +534,20 @@ impl Sessions {
             // answer its retry gets.
             let changes_state = !tool.read_only;
             let remember = retry_key.clone().map(|key| (caller.clone(), tool.func.clone(), key));
+            let seated = joins.then(|| caller.clone());
             let inv = run_guest(&tool.pace, move || {
                 let inv = s.invoke(&export, &p, results, info);
-                if let (Ok(Invocation { value: Some(value), wait: None }), Some((caller, func, key))) = (&inv, remember)
-                    && !matches!(value, Val::Result(Err(_)))
+                if let Ok(Invocation { value, wait }) = &inv
+                    && !matches!(value, Some(Val::Result(Err(_))))
                 {
-                    s.remember(&caller, &func, key, value.clone());
+                    // A `joins` tool's final success takes the seat; a
+                    // retry-safe tool's final answer is kept for its retry.
+                    if let Some(caller) = seated.filter(|_| wait.is_none() || timed_out) {
+                        s.seat(&caller);
+                    }
+                    if let (Some(value), None, Some((caller, func, key))) = (value, wait, remember) {
+                        s.remember(&caller, &func, key, value.clone());
+                    }
                 }
                 if changes_state && inv.is_ok() {
                     s.persist();
@@ -579,10 +578,6 @@ impl Sessions {
                     session.bump();
                 }
                 let ok = !matches!(inv.value, Some(Val::Result(Err(_))));
-                if joins && ok {
-                    session.seat(&caller);
-                    session.persist();
-                }
                 let note = if creates && ok { join_note(&session, &version) } else { None };
                 return Reply::Value { value: inv.value, plugin: version.clone(), tool: index, note };
             };
@@ -686,9 +681,7 @@ impl Sessions {
     ) -> Result<String, String> {
         let session = match session {
             Some((id, audience)) => {
-                if lock(&self.dormant).contains_key(id) {
-                    self.revive(id, plugin).await;
-                }
+                self.revive(id, plugin).await;
                 let s = self.live(id, plugin, "session")?;
                 if audience != Audience::Spectators && !s.is_player(caller.name()) {
                     if *caller == Caller::Stateless {
