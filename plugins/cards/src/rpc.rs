@@ -70,14 +70,9 @@ pub fn parse(line: &str) -> Incoming {
     Incoming::Response { id, result }
 }
 
-/// The changes a phase bridge's answer reports (`result._meta.journal`).
-pub fn journal(line: &str) -> Option<Vec<Value>> {
-    // Only answers carry it; most lines are cheaper to skip than to parse twice.
-    if !line.contains("\"journal\"") {
-        return None;
-    }
-    let v: Value = serde_json::from_str(line).ok()?;
-    v["result"]["_meta"]["journal"].as_array().cloned()
+/// The changes a phase bridge's answer reports (its `_meta.journal`).
+pub fn journal(result: &Value) -> &[Value] {
+    result["_meta"]["journal"].as_array().map_or(&[], Vec::as_slice)
 }
 
 /// A `tools/call` result as the tool's value: its structured content (or its

@@ -255,10 +255,11 @@ impl Game {
     }
 
     pub fn receive(&mut self, line: &str) {
-        if let Some(news) = rpc::journal(line) {
-            self.journal.extend(news);
+        let incoming = rpc::parse(line);
+        if let Incoming::Response { result: Ok(result), .. } = &incoming {
+            self.journal.extend(rpc::journal(result).iter().cloned());
         }
-        match rpc::parse(line) {
+        match incoming {
             Incoming::Response { id, result } if Some(id) == self.list_request => {
                 self.list_request = None;
                 self.offered = result.map(|r| rpc::tool_names(&r)).unwrap_or_default();

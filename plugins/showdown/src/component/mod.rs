@@ -87,8 +87,7 @@ impl meta::Guest for Showdown {
 
 fn start_online(goal: Goal, format: Option<String>, username: Option<String>) -> Result<BattleStarted, String> {
     let format = valid_format(format)?;
-    let env = |key: &str| std::env::var(key).ok();
-    let account = login::account(username.as_deref(), env("SHOWDOWN_USERNAME").as_deref(), env("SHOWDOWN_PASSWORD").as_deref());
+    let account = operator_account(username.as_deref());
     let password = account.as_ref().and_then(|a| a.password.clone());
     let username = valid_username(account.map(|a| a.username))?;
     if let Goal::Challenge(opp) = &goal
@@ -96,23 +95,21 @@ fn start_online(goal: Goal, format: Option<String>, username: Option<String>) ->
     {
         return Err(format!("opponent {opp:?} is not a Showdown user name"));
     }
-    let channel = open("server", "playing on a Showdown server")?;
-    let status = match goal {
-        Goal::Ladder => Status::Searching,
-        Goal::Challenge(_) => Status::Challenging,
-    };
-    let mode = Mode::Online { goal, logged_in: false, room: None, rqid: None, password, login: None, rejoin: None };
-    begin(Game::new(mode, format, username, channel, Battle::default(), status))
+    begin(online_game(goal, format, username, password, None)?)
 }
 
-/// An online battle after a restart of Ludus: connects and logs in again
-/// as the same user, then joins its battle room again (or goes on searching
-/// or challenging when the battle had not begun).
-fn online_again(goal: Goal, format: String, username: String, battle: Option<String>) -> Result<Game, String> {
+/// The account to play as: the name asked for, with the operator's
+/// password when it is the operator's user (`SHOWDOWN_USERNAME`,
+/// `SHOWDOWN_PASSWORD`); the operator's user when none is asked for.
+fn operator_account(asked: Option<&str>) -> Option<login::Account> {
     let env = |key: &str| std::env::var(key).ok();
-    // The password is never stored: it comes from the operator's environment again.
-    let account = login::account(Some(&username), env("SHOWDOWN_USERNAME").as_deref(), env("SHOWDOWN_PASSWORD").as_deref());
-    let password = account.and_then(|a| a.password);
+    login::account(asked, env("SHOWDOWN_USERNAME").as_deref(), env("SHOWDOWN_PASSWORD").as_deref())
+}
+
+/// A battle on the server: connects, then logs in as `username`, and then
+/// searches the ladder or challenges (`goal`), or joins `battle` again (after
+/// a restart of Ludus).
+fn online_game(goal: Goal, format: String, username: String, password: Option<String>, battle: Option<String>) -> Result<Game, String> {
     let channel = open("server", "playing on a Showdown server")?;
     let status = match (&battle, &goal) {
         (Some(_), _) => Status::Active,
@@ -478,7 +475,11 @@ impl durable::Guest for Showdown {
                 game.in_flight = saved.in_flight;
                 game
             }
-            Kept::Online { format, username, goal, room } => online_again(goal, format, username, room)?,
+            Kept::Online { format, username, goal, room } => {
+                // The password is never stored: it comes from the operator's environment again.
+                let password = operator_account(Some(&username)).and_then(|a| a.password);
+                online_game(goal, format, username, password, room)?
+            }
         };
         game.announced = saved.announced;
         GAME.set(Some(game));
