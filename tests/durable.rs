@@ -14,23 +14,31 @@ use std::time::Duration;
 use common::*;
 use serde_json::{Value, json};
 
-/// A server on `store` admitting the callers of `tokens` (the config lines
-/// `ludus token` printed), with `extra` config.
+/// A server on `store` admitting `callers`, each with a bearer token that
+/// `ludus token` issued, with `extra` config.
 struct Setup {
+    work: PathBuf,
     cfg: PathBuf,
     store: PathBuf,
+    tokens: Vec<String>,
 }
 
 impl Setup {
-    fn new(work: &Path, tokens: &[&str], extra: &str) -> Setup {
-        let cfg = config(work, &format!("{}\n{extra}", tokens.join("\n")));
-        Setup { cfg, store: work.join("games.db") }
+    fn new(work: &Path, callers: &[&str], extra: &str) -> Setup {
+        let (tokens, lines): (Vec<String>, Vec<String>) = callers.iter().map(|c| issue_token(c)).unzip();
+        let cfg = config(work, &format!("{}\n{extra}", lines.join("\n")));
+        Setup { work: work.to_path_buf(), cfg, store: work.join("games.db"), tokens }
     }
 
-    async fn serve(&self, work: &Path, more: &[&str]) -> HttpServer {
+    /// An MCP client over HTTP of `server`, as caller number `caller`.
+    async fn client(&self, server: &HttpServer, caller: usize) -> Client {
+        http_client_with_token(server, &self.tokens[caller]).await
+    }
+
+    async fn serve(&self, more: &[&str]) -> HttpServer {
         let mut args = vec!["--config", self.cfg.to_str().unwrap(), "--store", self.store.to_str().unwrap()];
         args.extend_from_slice(more);
-        http_server(&args, work).await
+        http_server(&args, &self.work).await
     }
 }
 
@@ -58,10 +66,9 @@ fn kill9(server: HttpServer) {
 /// `kill_after` when given; the battle's log then.
 async fn offline_battle(work: &Path, decisions: usize, kill_after: Option<usize>) -> String {
     let package = common::showdown::showdown_package();
-    let (token, lines) = issue_token("alice");
-    let setup = Setup::new(work, &[&lines, &common::showdown::sim_endpoint(&package)], "");
-    let mut server = setup.serve(work, &[]).await;
-    let mut c = http_client_with_token(&server, &token).await;
+    let setup = Setup::new(work, &["alice"], &common::showdown::sim_endpoint(&package));
+    let mut server = setup.serve(&[]).await;
+    let mut c = setup.client(&server, 0).await;
     let id = common::showdown::offline(&c, "random", 20261125).await;
     for step in 0..decisions {
         let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
@@ -74,8 +81,8 @@ async fn offline_battle(work: &Path, decisions: usize, kill_after: Option<usize>
         assert_eq!(r["action"], action, "{r}");
         if kill_after == Some(step) {
             kill9(server);
-            server = setup.serve(work, &[]).await;
-            c = http_client_with_token(&server, &token).await;
+            server = setup.serve(&[]).await;
+            c = setup.client(&server, 0).await;
             // The same move sent again after the restart is the one made, not a new one.
             let again = c.ok("showdown_make_move", json!({"battle_id": id, "action": action})).await;
             assert_eq!(again["action"], action, "{again}");
@@ -115,10 +122,9 @@ fn magic_answer(choices: &Value, k: usize) -> Value {
 /// with a fixed policy, killing the server after decision `kill_after` when
 /// given; the game's log then.
 async fn magic_game(work: &Path, decisions: usize, kill_after: Option<usize>) -> String {
-    let (token, lines) = issue_token("alice");
-    let setup = Setup::new(work, &[&lines], "");
-    let mut server = setup.serve(work, &[]).await;
-    let mut c = http_client_with_token(&server, &token).await;
+    let setup = Setup::new(work, &["alice"], "");
+    let mut server = setup.serve(&[]).await;
+    let mut c = setup.client(&server, 0).await;
     let st = c.ok("cards_start_game", json!({"seed": 21})).await;
     let id = st["game_id"].as_str().unwrap().to_string();
     for k in 0..decisions {
@@ -135,8 +141,8 @@ async fn magic_game(work: &Path, decisions: usize, kill_after: Option<usize>) ->
         c.ok("cards_choose_action", call).await;
         if kill_after == Some(k) {
             kill9(server);
-            server = setup.serve(work, &[]).await;
-            c = http_client_with_token(&server, &token).await;
+            server = setup.serve(&[]).await;
+            c = setup.client(&server, 0).await;
         }
     }
     let log = c.ok("cards_get_game_log", json!({"game_id": id})).await;
@@ -174,12 +180,10 @@ async fn a_battle_on_a_showdown_server_is_rejoined_after_a_kill_and_played_to_it
     let package = common::showdown::showdown_package();
     let showdown = common::showdown::local_server(&package, "");
     let work = scratch();
-    let (alice_token, alice) = issue_token("alice");
-    let (bob_token, bob) = issue_token("bob");
     let endpoint = format!("[plugins.showdown.channels.server]\nwebsocket = \"ws://127.0.0.1:{}/showdown/websocket\"\n", showdown.port);
-    let setup = Setup::new(work.path(), &[&alice, &bob, &endpoint], "");
-    let server = setup.serve(work.path(), &[]).await;
-    let (a, b) = (http_client_with_token(&server, &alice_token).await, http_client_with_token(&server, &bob_token).await);
+    let setup = Setup::new(work.path(), &["alice", "bob"], &endpoint);
+    let server = setup.serve(&[]).await;
+    let (a, b) = (setup.client(&server, 0).await, setup.client(&server, 1).await);
     let tag = std::process::id() % 100_000;
     let (an, bn) = (format!("Ann{tag}"), format!("Ben{tag}"));
     let (ra, rb) = tokio::join!(
@@ -194,8 +198,8 @@ async fn a_battle_on_a_showdown_server_is_rejoined_after_a_kill_and_played_to_it
     kill9(server);
 
     // Each logs in again and rejoins the room; the battle goes on where it was, to its end.
-    let server = setup.serve(work.path(), &[]).await;
-    let (a, b) = (http_client_with_token(&server, &alice_token).await, http_client_with_token(&server, &bob_token).await);
+    let server = setup.serve(&[]).await;
+    let (a, b) = (setup.client(&server, 0).await, setup.client(&server, 1).await);
     let after = a.ok("showdown_get_battle_state", json!({"battle_id": ia})).await;
     assert_eq!(after["status"], "active", "{after}");
     assert_eq!(after["turn"], before["turn"], "the battle goes on from the same turn: {after}");
@@ -222,11 +226,9 @@ fn session_ids(sessions: &Value) -> Vec<String> {
 #[tokio::test]
 async fn puzzles_survive_a_kill_with_their_state_and_their_owner() {
     let work = scratch();
-    let (alice_token, alice) = issue_token("alice");
-    let (bob_token, bob) = issue_token("bob");
-    let setup = Setup::new(work.path(), &[&alice, &bob], "");
-    let server = setup.serve(work.path(), &[]).await;
-    let a = http_client_with_token(&server, &alice_token).await;
+    let setup = Setup::new(work.path(), &["alice", "bob"], "");
+    let server = setup.serve(&[]).await;
+    let a = setup.client(&server, 0).await;
 
     let games = a.ok("ludus_games", json!({})).await;
     let durable = |name: &str| games["games"].as_array().unwrap().iter().find(|g| g["name"] == name).unwrap()["durable"].clone();
@@ -244,15 +246,15 @@ async fn puzzles_survive_a_kill_with_their_state_and_their_owner() {
     let river_before = a.ok("river_crossing_get_state", json!({"env_id": river})).await;
     kill9(server);
 
-    let server = setup.serve(work.path(), &[]).await;
-    let a = http_client_with_token(&server, &alice_token).await;
+    let server = setup.serve(&[]).await;
+    let a = setup.client(&server, 0).await;
     let mut listed = session_ids(&a.ok("ludus_sessions", json!({})).await);
     listed.sort();
     let mut expected = vec![hanoi.clone(), river.clone()];
     expected.sort();
     assert_eq!(listed, expected, "alice's games are listed after the restart");
 
-    let b = http_client_with_token(&server, &bob_token).await;
+    let b = setup.client(&server, 1).await;
     let e = b.err("hanoi_get_state", json!({"env_id": hanoi})).await;
     assert!(e.contains("not one of your game sessions"), "a stranger is still refused: {e}");
     assert!(session_ids(&b.ok("ludus_sessions", json!({})).await).is_empty());
@@ -277,10 +279,9 @@ async fn movetext(c: &Client, id: &str) -> String {
 /// move at a fixed place in the list), killing the server after our move
 /// number `kill_after` (while the engine's reply is pending) when given.
 async fn chess_against_the_engine(work: &Path, agent_moves: usize, kill_after: Option<usize>) -> String {
-    let (token, lines) = issue_token("alice");
-    let setup = Setup::new(work, &[&lines], "");
-    let mut server = setup.serve(work, &[]).await;
-    let mut c = http_client_with_token(&server, &token).await;
+    let setup = Setup::new(work, &["alice"], "");
+    let mut server = setup.serve(&[]).await;
+    let mut c = setup.client(&server, 0).await;
     let board = c.ok("chess_create_game", json!({"type": "computer", "color": "white", "difficulty": 2, "seed": 99})).await;
     let id = board["game_id"].as_str().unwrap().to_string();
     let mut board = board;
@@ -294,8 +295,8 @@ async fn chess_against_the_engine(work: &Path, agent_moves: usize, kill_after: O
         board = c.ok("chess_finish_turn", json!({"game_id": id, "move": mv})).await;
         if kill_after == Some(n) {
             kill9(server);
-            server = setup.serve(work, &[]).await;
-            c = http_client_with_token(&server, &token).await;
+            server = setup.serve(&[]).await;
+            c = setup.client(&server, 0).await;
             board = c.ok("chess_wait_for_next_turn", json!({"game_id": id})).await;
         }
     }
@@ -317,12 +318,10 @@ async fn a_chess_game_killed_while_the_engine_thinks_plays_on_as_it_would_have()
 #[tokio::test]
 async fn agents_keep_their_seats_and_a_wait_cut_by_a_kill_works_when_sent_again() {
     let work = scratch();
-    let (alice_token, alice) = issue_token("alice");
-    let (bob_token, bob) = issue_token("bob");
-    let setup = Setup::new(work.path(), &[&alice, &bob], "");
-    let server = setup.serve(work.path(), &[]).await;
-    let a = http_client_with_token(&server, &alice_token).await;
-    let b = http_client_with_token(&server, &bob_token).await;
+    let setup = Setup::new(work.path(), &["alice", "bob"], "");
+    let server = setup.serve(&[]).await;
+    let a = setup.client(&server, 0).await;
+    let b = setup.client(&server, 1).await;
     let id = a.ok("chess_create_game", json!({"type": "agent", "color": "white"})).await["game_id"].as_str().unwrap().to_string();
     let code = join_code(&a, &id).await;
     b.ok("chess_join_game", json!({"game_id": id, "join_code": code})).await;
@@ -337,8 +336,8 @@ async fn agents_keep_their_seats_and_a_wait_cut_by_a_kill_works_when_sent_again(
     // on): either way the agent sends it again.
     let _ = tokio::time::timeout(Duration::from_secs(10), waiting).await;
 
-    let server = setup.serve(work.path(), &[]).await;
-    let (a, b) = (http_client_with_token(&server, &alice_token).await, http_client_with_token(&server, &bob_token).await);
+    let server = setup.serve(&[]).await;
+    let (a, b) = (setup.client(&server, 0).await, setup.client(&server, 1).await);
     let id2 = id.clone();
     let retried = tokio::spawn(async move { b.ok("chess_wait_for_next_turn", json!({"game_id": id2})).await });
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -370,35 +369,34 @@ async fn over_stdio_the_same_client_continues_its_games_after_a_restart() {
 #[tokio::test]
 async fn idle_expiry_counts_across_a_restart_and_a_gone_version_ends_its_games_with_a_reason() {
     let work = scratch();
-    let (token, lines) = issue_token("alice");
     // Expiry: a puzzle idle past its timeout while the server was down is gone.
-    let setup = Setup::new(work.path(), &[&lines], "[plugins.hanoi]\nidle_timeout_ms = 1500");
-    let server = setup.serve(work.path(), &[]).await;
-    let c = http_client_with_token(&server, &token).await;
+    let setup = Setup::new(work.path(), &["alice"], "[plugins.hanoi]\nidle_timeout_ms = 1500");
+    let server = setup.serve(&[]).await;
+    let c = setup.client(&server, 0).await;
     let id = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].as_str().unwrap().to_string();
     kill9(server);
     tokio::time::sleep(Duration::from_millis(2000)).await;
-    let server = setup.serve(work.path(), &[]).await;
-    let c = http_client_with_token(&server, &token).await;
+    let server = setup.serve(&[]).await;
+    let c = setup.client(&server, 0).await;
     let e = c.err("hanoi_get_state", json!({"env_id": id})).await;
     assert!(e.contains("expired"), "{e}");
     drop(server);
 
     // A game runs on the build it started on: when that build is gone, it ends and says why.
     let work = scratch();
-    let setup = Setup::new(work.path(), &[&lines], "");
+    let setup = Setup::new(work.path(), &["alice"], "");
     let plugins = plugins_dir(work.path(), &["hanoi"]);
     let dir = plugins.to_str().unwrap();
-    let server = setup.serve(work.path(), &["--no-builtin", "--plugins", dir]).await;
-    let c = http_client_with_token(&server, &token).await;
+    let server = setup.serve(&["--no-builtin", "--plugins", dir]).await;
+    let c = setup.client(&server, 0).await;
     let id = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].as_str().unwrap().to_string();
     kill9(server);
     // Another build of hanoi: the same component with one more custom section.
     let mut bytes = std::fs::read(plugins.join("hanoi.wasm")).unwrap();
     bytes.extend_from_slice(&[0x00, 0x03, 0x01, b'x', b'y']);
     std::fs::write(plugins.join("hanoi.wasm"), bytes).unwrap();
-    let server = setup.serve(work.path(), &["--no-builtin", "--plugins", dir]).await;
-    let c = http_client_with_token(&server, &token).await;
+    let server = setup.serve(&["--no-builtin", "--plugins", dir]).await;
+    let c = setup.client(&server, 0).await;
     let e = c.err("hanoi_get_state", json!({"env_id": id})).await;
     assert!(e.contains("no longer available") && e.contains("which this server no longer has"), "{e}");
     // The new build plays new games.
@@ -435,10 +433,9 @@ fn a_store_that_is_damaged_or_from_a_newer_ludus_stops_the_start_and_is_left_alo
 #[tokio::test]
 async fn a_move_sent_again_is_answered_once_made_even_across_a_kill() {
     let work = scratch();
-    let (token, lines) = issue_token("alice");
-    let setup = Setup::new(work.path(), &[&lines], "");
-    let server = setup.serve(work.path(), &[]).await;
-    let c = std::sync::Arc::new(http_client_with_token(&server, &token).await);
+    let setup = Setup::new(work.path(), &["alice"], "");
+    let server = setup.serve(&[]).await;
+    let c = std::sync::Arc::new(setup.client(&server, 0).await);
 
     // Two identical moves at once (a client that sent its call twice): one is made.
     let id = c.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].as_str().unwrap().to_string();
@@ -459,8 +456,8 @@ async fn a_move_sent_again_is_answered_once_made_even_across_a_kill() {
     let game = c.ok("chess_create_game", json!({"type": "agent", "color": "white"})).await["game_id"].as_str().unwrap().to_string();
     let made = c.ok("chess_finish_turn", json!({"game_id": game, "move": "e2e4"})).await;
     kill9(server);
-    let server = setup.serve(work.path(), &[]).await;
-    let c = http_client_with_token(&server, &token).await;
+    let server = setup.serve(&[]).await;
+    let c = setup.client(&server, 0).await;
     let again = c.call("chess_finish_turn", json!({"game_id": game, "move": "e2e4"})).await;
     assert_ne!(again.is_error, Some(true), "{}", text(&again));
     assert!(text(&again).contains("made already"), "{}", text(&again));

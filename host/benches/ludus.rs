@@ -349,6 +349,12 @@ fn string_field(v: &wasmtime::component::Val, name: &str) -> Option<String> {
     }
 }
 
+/// Starts a Tower of Hanoi puzzle (3 disks) over `c`: its `env_id`.
+fn new_puzzle(c: &mut RawClient) -> String {
+    let init = c.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#);
+    init["result"]["structuredContent"]["env_id"].as_str().unwrap().to_string()
+}
+
 /// `hanoi_get_state` of the puzzle `env` as a JSON-RPC line with this id.
 fn get_state_line(env: &str) -> impl Fn(usize) -> String + '_ {
     move |id| {
@@ -367,8 +373,7 @@ fn one_at_a_time(cfg: &Path, same_cpu: bool) -> ([(Duration, Duration); 3], RawC
     let (cat, server) = (std::process::Command::new("cat"), common::serve_command(&[], cfg));
     let (cat, server) = if same_cpu { (common::on_cpu0(&cat), common::on_cpu0(&server)) } else { (cat, server) };
     let (cat, mut c) = (RawClient::spawn(cat), RawClient::initialize(server));
-    let init = c.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#);
-    let env = init["result"]["structuredContent"]["env_id"].as_str().unwrap().to_string();
+    let env = new_puzzle(&mut c);
     let get = get_state_line(&env);
     let ping = |id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
     let mut clients = [cat, c];
@@ -544,8 +549,7 @@ fn stdio_only(cfg: &Path) {
 fn store_costs(cfg: &Path) {
     let hanoi = |args: &[&str]| {
         let mut c = RawClient::serve(args, cfg);
-        let init = c.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#);
-        let env = init["result"]["structuredContent"]["env_id"].as_str().unwrap().to_string();
+        let env = new_puzzle(&mut c);
         (c, env)
     };
     let ((memory, memory_env), (stored, stored_env)) = (hanoi(&["--store", "memory"]), hanoi(&[]));
@@ -599,8 +603,7 @@ fn store_costs(cfg: &Path) {
     let _ = c.child.kill();
     let _ = c.child.wait();
     let mut c = RawClient::serve(&["--store", empty.to_str().unwrap()], cfg);
-    let fresh = c.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#);
-    let fresh = fresh["result"]["structuredContent"]["env_id"].as_str().unwrap().to_string();
+    let fresh = new_puzzle(&mut c);
     let _ = c.child.kill();
     let _ = c.child.wait();
     for round in 1..=3 {
@@ -630,8 +633,7 @@ fn store_costs(cfg: &Path) {
 fn stdio_against(cfg: &Path, baseline: &str) {
     let hanoi = |command| {
         let mut c = RawClient::initialize(command);
-        let init = c.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#);
-        let env = init["result"]["structuredContent"]["env_id"].as_str().unwrap().to_string();
+        let env = new_puzzle(&mut c);
         (c, env)
     };
     let ((old, old_env), (new, new_env)) = (hanoi(common::serve_command_of(baseline, &[], cfg)), hanoi(common::serve_command(&[], cfg)));
