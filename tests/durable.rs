@@ -42,25 +42,6 @@ impl Setup {
     }
 }
 
-/// SIGKILL, and wait until the process is gone: nothing of it may run on.
-fn kill9(server: HttpServer) {
-    let pid = server.pid();
-    let status = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
-    assert!(status.success());
-    for _ in 0..200 {
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count()).unwrap_or(0);
-        // Gone, or a zombie waiting for its parent (this test) to reap it
-        // whose other threads have ended too (they share its open files).
-        if state.is_empty() || (state.split_whitespace().nth(2) == Some("Z") && threads <= 1) {
-            drop(server);
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("the server survived SIGKILL");
-}
-
 /// Plays an offline battle (seed 20261125, the random bot) with a fixed
 /// policy for `decisions` decisions, killing the server after decision
 /// `kill_after` when given; the battle's log then.

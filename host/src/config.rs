@@ -160,8 +160,13 @@ pub struct Config {
     /// configured, every HTTP request must carry one.
     pub tokens: Vec<Token>,
     /// Where games are kept across restarts: a file path, or "memory" for
-    /// nowhere (default: `sessions.db` in the data directory).
+    /// nowhere (default: `sessions.db` in the data directory), or
+    /// `redis://HOST:PORT` for a store several servers share.
     pub store: Option<String>,
+    /// This server's name among several sharing a store: its MCP session
+    /// ids start with it (`NAME-`), so a proxy can send each session's
+    /// requests back to it. Default: none (a random name in leases).
+    pub server_name: Option<String>,
 }
 
 /// A bearer token: the caller's name, and the SHA-256 of the token (the
@@ -171,6 +176,13 @@ pub struct Config {
 pub struct Token {
     pub name: String,
     pub sha256: String,
+}
+
+/// A server name goes into MCP session ids and a proxy's routing rules.
+pub fn check_server_name(name: &str) -> anyhow::Result<()> {
+    let ok = !name.is_empty() && name.len() <= 32 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    anyhow::ensure!(ok, "server_name {name:?}: use 1-32 letters, digits or _ (it starts this server's MCP session ids)");
+    Ok(())
 }
 
 /// Origins allowed when the operator names none: local pages, any port.
@@ -186,6 +198,7 @@ impl Default for Config {
             allowed_hosts: Vec::new(),
             tokens: Vec::new(),
             store: None,
+            server_name: None,
         }
     }
 }
@@ -195,6 +208,9 @@ impl Config {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
         let config: Config = toml::from_str(&text).with_context(|| format!("in config {}", path.display()))?;
         check_tokens(&config.tokens).with_context(|| format!("in config {}", path.display()))?;
+        if let Some(name) = &config.server_name {
+            check_server_name(name).with_context(|| format!("in config {}", path.display()))?;
+        }
         for (plugin, p) in &config.plugins {
             if let Some(name) = p.channels.iter().find_map(|(name, e)| (*e == Endpoint::Disabled(false)).then_some(name)) {
                 anyhow::bail!(

@@ -40,8 +40,15 @@ enum Command {
         /// file (created if missing), or `memory` to keep them in this
         /// process only. Default: the config's `store`, else
         /// $XDG_DATA_HOME/ludus/sessions.db (~/.local/share/ludus/sessions.db).
+        /// (`redis://HOST:PORT`: a Redis that several servers share, any of
+        /// them serving any game; see the README's "Several servers".)
         #[arg(long, value_name = "PATH")]
         store: Option<String>,
+        /// This server's name among several behind one proxy: its MCP
+        /// session ids start with `NAME-` so the proxy can route by them.
+        /// Default: the config's `server_name`.
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
     },
     /// Say whether each built-in game is ready to play on this machine, and
     /// what it lacks (Node.js for Showdown's offline battles, Python 3.11+
@@ -133,8 +140,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .on_thread_stop(ludus::runtime::note_thread_end)
         .build()?;
     match cli.command {
-        Command::Serve { plugins, http, config, no_builtin, store } => {
-            let config = load_config(config.as_ref())?;
+        Command::Serve { plugins, http, config, no_builtin, store, name } => {
+            let mut config = load_config(config.as_ref())?;
+            if let Some(name) = name {
+                ludus::config::check_server_name(&name)?;
+                config.server_name = Some(name);
+            }
             let store = ludus::store::StoreSpec::parse(store.as_deref().or(config.store.as_deref()).unwrap_or_default());
             let opts = ludus::server::ServeOptions { plugins, http, config, builtins: !no_builtin, store };
             rt.block_on(ludus::server::serve(opts))

@@ -1,6 +1,7 @@
 //! Drives the real `ludus` binary through rmcp's MCP client.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod processes;
 pub mod showdown;
 
@@ -70,6 +71,25 @@ impl HttpServer {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
         status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap()
     }
+}
+
+/// SIGKILL, and wait until the process is gone: nothing of it may run on.
+pub fn kill9(server: HttpServer) {
+    let pid = server.pid();
+    let status = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+    assert!(status.success());
+    for _ in 0..200 {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count()).unwrap_or(0);
+        // Gone, or a zombie waiting for its parent (this test) to reap it
+        // whose other threads have ended too (they share its open files).
+        if state.is_empty() || (state.split_whitespace().nth(2) == Some("Z") && threads <= 1) {
+            drop(server);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("the server survived SIGKILL");
 }
 
 impl Drop for HttpServer {
@@ -293,9 +313,15 @@ pub fn issue_token(name: &str) -> (String, String) {
 
 /// An MCP client over HTTP that sends `token` with every request.
 pub async fn http_client_with_token(server: &HttpServer, token: &str) -> Client {
+    http_client_at(&server.url, token).await.expect("MCP handshake over HTTP")
+}
+
+/// An MCP client of the endpoint at `url` (a server, or a proxy in front of
+/// several) that sends `token` with every request; the handshake's error if
+/// it fails.
+pub async fn http_client_at(url: &str, token: &str) -> Result<Client, String> {
     let (handler, (list_changed, progress)) = recorder();
-    let config =
-        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(server.url.clone()).auth_header(token);
-    let service = handler.serve(StreamableHttpClientTransport::from_config(config)).await.expect("MCP handshake over HTTP");
-    Client { service, list_changed, progress }
+    let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token);
+    let service = handler.serve(StreamableHttpClientTransport::from_config(config)).await.map_err(|e| e.to_string())?;
+    Ok(Client { service, list_changed, progress })
 }

@@ -45,7 +45,9 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     let config = Arc::new(config);
     let runtime = Runtime::new(cache)?;
     runtime.processes.set_limits(config.limits.max_processes, config.limits.max_processes_per_caller);
-    let store = crate::store::open(&opts.store).map_err(anyhow::Error::msg)?;
+    // Leases need a name for this server even when the operator gave none.
+    let name = config.server_name.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()[..12].to_string());
+    let store = crate::store::open(&opts.store, &name).map_err(anyhow::Error::msg)?;
     let sessions = Sessions::new(session_limits(&config.limits), tokio::runtime::Handle::current(), store).map_err(anyhow::Error::msg)?;
     let registry = Registry::new(runtime, config, sessions.clone());
 

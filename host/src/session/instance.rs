@@ -17,10 +17,10 @@ use crate::capability::channels::{ChannelInfo, Channels, Inbox, Input};
 use crate::capability::host::SessionControl;
 use crate::capability::{self, CallInfo, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
 use crate::locking::lock;
-use crate::plugin::Plugin;
+use crate::plugin::{Durable, Plugin};
 use crate::runtime::clock::TimerKey;
 use crate::runtime::{run_guest, ticks};
-use crate::store::{Record, SessionStore, StoredCall, now_ms};
+use crate::store::{LEASE, Lease, Record, SessionStore, SharedStore, StoredCall, now_ms};
 
 /// Pending timers one session may have at once.
 const MAX_TIMERS: usize = 64;
@@ -103,6 +103,10 @@ pub struct Session {
     /// written there (a call that changed nothing writes nothing).
     store: Option<Arc<dyn SessionStore>>,
     stored: Mutex<Option<u64>>,
+    /// In a store other servers share: the stored version this copy is
+    /// (0: never written), and the game's lease while a call or event runs.
+    version: AtomicU64,
+    lease: Mutex<Option<Lease>>,
     rt: tokio::runtime::Handle,
 }
 
@@ -152,18 +156,96 @@ impl Session {
         if let Some(at) = Instant::now().checked_sub(idle) {
             *lock(&session.last_used) = at;
         }
-        let restored = session.run_export(CallInfo::default(), |store, instance| {
+        session.restore(durable, &state)?;
+        Ok(session)
+    }
+
+    /// Hands the game its stored state (`durable.restore`).
+    fn restore(&self, durable: Durable, state: &[u8]) -> Result<(), String> {
+        let restored = self.run_export(CallInfo::default(), |store, instance| {
             let restore = instance.get_typed_func::<(&[u8],), (Result<(), String>,)>(&mut *store, durable.restore)?;
-            Ok(restore.call(&mut *store, (&state,))?.0)
+            Ok(restore.call(&mut *store, (state,))?.0)
         });
         match restored {
             Ok((Ok(()), _)) => {
-                *lock(&session.stored) = Some(session.digest(&state));
-                Ok(session)
+                *lock(&self.stored) = Some(self.digest(state));
+                Ok(())
             }
             Ok((Err(why), _)) => Err(format!("the game could not be rebuilt from its stored state: {why}")),
             Err(why) => Err(why),
         }
+    }
+
+    /// Sets the stored version this copy is (a shared store's).
+    pub fn set_version(&self, version: u64) {
+        self.version.store(version, Ordering::Relaxed);
+    }
+
+    /// Whether a shared store's notice of `version` makes this copy stale.
+    pub fn is_older_than(&self, version: u64) -> bool {
+        self.version.load(Ordering::Relaxed) < version
+    }
+
+    /// The store, when other servers share it.
+    fn shared(&self) -> Option<&dyn SharedStore> {
+        self.store.as_deref().and_then(|s| s.shared())
+    }
+
+    /// Runs `f` (a call or an event, with the write after it) under the
+    /// game's lease when other servers share the store, after bringing
+    /// this copy up to date if another server changed the game since. An
+    /// event finds an outdated copy a leftover instead (the game runs on
+    /// another server now): it is not delivered, and the copy's timers and
+    /// processes stop. Without a shared store, just runs `f`.
+    pub fn leased<R>(self: &Arc<Self>, event: bool, f: impl FnOnce() -> R) -> Result<R, String> {
+        let Some(shared) = self.shared() else { return Ok(f()) };
+        let id = self.id();
+        let lease = shared.lease(&id, LEASE + Duration::from_secs(1))?;
+        let known = self.version.load(Ordering::Relaxed);
+        let lease_version_differs = lease.version != known;
+        if lease_version_differs {
+            let caught_up = if event { Err(String::new()) } else { self.catch_up(shared, &id) };
+            if let Err(why) = caught_up {
+                shared.release(&id, &lease);
+                self.stop_io();
+                return Err(why);
+            }
+        }
+        *lock(&self.lease) = Some(lease);
+        let out = f();
+        // A copy that caught up is where the game runs now: a write (even
+        // of what it read) tells the server it came from to let go of its own.
+        if lease_version_differs && lock(&self.stored).is_none() {
+            let _ = self.persist();
+        }
+        if let Some(lease) = lock(&self.lease).take() {
+            shared.release(&id, &lease);
+        }
+        Ok(out)
+    }
+
+    /// Replaces this copy with the game as another server stored it: a new
+    /// instance restored from the stored state (its timers and processes
+    /// start again from there), and the record's players and counts.
+    fn catch_up(self: &Arc<Self>, shared: &dyn SharedStore, id: &str) -> Result<(), String> {
+        let Some(durable) = self.plugin.durable else { return Err(format!("{} cannot rebuild a game from its state", self.plugin.name)) };
+        let stored = match shared.load(id)? {
+            Some(stored) => stored,
+            None => return Err("this game session has ended: its stored copy is gone (it ended or expired)".into()),
+        };
+        self.stop_io();
+        let r = &stored.record;
+        *lock(&self.players) = r.players.clone();
+        self.over.store(r.over, Ordering::Relaxed);
+        self.calls.store(r.calls, Ordering::Relaxed);
+        self.changed_at_ms.store(r.changed_at_ms, Ordering::Relaxed);
+        *lock(&self.last_calls) = last_calls_of(&self.plugin, r);
+        self.fresh_instance()?;
+        self.restore(durable, &stored.state)?;
+        self.set_version(stored.version);
+        *lock(&self.stored) = None;
+        tracing::debug!(plugin = self.plugin.name, session = id, version = stored.version, "caught up with another server's change");
+        Ok(())
     }
 
     fn instantiate(plugin: Arc<Plugin>, record: Record, home: Option<Home>, rt: tokio::runtime::Handle) -> Result<Arc<Session>, String> {
@@ -202,13 +284,22 @@ impl Session {
             table,
             store,
             stored: Mutex::new(None),
+            version: AtomicU64::new(0),
+            lease: Mutex::new(None),
             rt,
         });
-        let seed = record.seed;
+        session.fresh_instance()?;
+        Ok(session)
+    }
+
+    /// Gives the session a new instance of its plugin (at its start, and
+    /// when another server changed the game).
+    fn fresh_instance(self: &Arc<Self>) -> Result<(), String> {
+        let (session, plugin, seed) = (self, &self.plugin, self.seed);
         // A plugin's shared instance belongs to no session: it has no timers and no channels.
         let (host, channels) = if session.table.is_some() {
-            let control: Weak<dyn SessionControl> = Arc::downgrade(&session) as _;
-            let inbox: Weak<dyn Inbox> = Arc::downgrade(&session) as _;
+            let control: Weak<dyn SessionControl> = Arc::downgrade(session) as _;
+            let inbox: Weak<dyn Inbox> = Arc::downgrade(session) as _;
             (HostCtx::new(&plugin.name, seed, Some(control)), ChannelsCtx::new(session.channels.clone(), inbox))
         } else {
             (HostCtx::new(&plugin.name, seed, None), ChannelsCtx::default())
@@ -219,7 +310,7 @@ impl Session {
         session.flush_output();
         let instance = instance.map_err(|e| format!("the plugin failed to start: {e:#}"))?;
         *lock(&session.slot) = Slot::Live(Box::new(Live { store, instance }));
-        Ok(session)
+        Ok(())
     }
 
     pub fn id(&self) -> String {
@@ -391,25 +482,41 @@ impl Session {
     /// since the last write: the game's state (`durable.save`) and the
     /// host's record. Blocking (a guest call and a write): run it where the
     /// call that changed the session ran, before that call is answered.
-    pub fn persist(&self) {
-        let (Some(store), Some(durable)) = (&self.store, self.plugin.durable) else { return };
+    /// Fails only when a shared store refused the write (another server
+    /// took the game over meanwhile): the call must not be reported made.
+    pub fn persist(&self) -> Result<(), String> {
+        let (Some(store), Some(durable)) = (&self.store, self.plugin.durable) else { return Ok(()) };
         let saved = self.run_export(CallInfo::default(), |store, instance| {
             let save = instance.get_typed_func::<(), (Vec<u8>,)>(&mut *store, durable.save)?;
             Ok(save.call(&mut *store, ())?.0)
         });
-        let Ok((state, _)) = saved else { return };
+        let Ok((state, _)) = saved else { return Ok(()) };
         // Most events change nothing stored: that is known before the
         // record (with its stored answers as JSON) is built.
         let d = self.digest(&state);
         let mut stored = lock(&self.stored);
         if *stored == Some(d) {
-            return;
+            return Ok(());
         }
         self.changed_at_ms.store(now_ms(), Ordering::Relaxed);
         let record = self.record();
-        match store.put(&record, &state) {
-            Ok(()) => *stored = Some(d),
-            Err(e) => tracing::error!(plugin = self.plugin.name, session = record.id, "the session could not be stored: {e}"),
+        let lease = lock(&self.lease);
+        match store.put(&record, &state, lease.as_ref()) {
+            Ok(version) => {
+                *stored = Some(d);
+                self.set_version(version);
+                Ok(())
+            }
+            Err(e) if store.shared().is_some() => {
+                // This copy went where the stored game did not: it is not the game any more.
+                *stored = None;
+                self.set_version(u64::MAX);
+                Err(format!("the move was not made: {e}; send it again"))
+            }
+            Err(e) => {
+                tracing::error!(plugin = self.plugin.name, session = record.id, "the session could not be stored: {e}");
+                Ok(())
+            }
         }
     }
 
@@ -480,27 +587,30 @@ impl Session {
             tracing::warn!(plugin = self.plugin.name, "timer fired but the plugin exports no events.on-timer");
             return;
         };
-        let s = self.clone();
-        let call = move || s.invoke(&export, &[Val::U64(id)], 0, CallInfo::default());
-        match run_guest(&self.plugin.event_pace, call).await {
-            Ok(Ok(_)) => {
-                self.persist_then_bump().await;
-            }
-            Ok(Err(e)) => tracing::warn!(plugin = self.plugin.name, "timer event failed: {e}"),
-            Err(e) => tracing::error!("timer task failed: {e}"),
+        if let Err(e) = self.clone().event(export, vec![Val::U64(id)]).await {
+            tracing::warn!(plugin = self.plugin.name, "timer event failed: {e}");
         }
     }
 
-    /// After an event changed the session: stores it, then wakes waiting
-    /// calls (which answer from the stored state).
-    async fn persist_then_bump(self: &Arc<Self>) {
-        if self.store.is_some() {
-            let s = self.clone();
-            if let Err(e) = run_guest(&self.plugin.event_pace, move || s.persist()).await {
-                tracing::error!("storing a session after an event failed: {e}");
+    /// Delivers an event to the guest and stores what it changed, then wakes
+    /// waiting calls (which answer from the stored state).
+    async fn event(self: Arc<Self>, export: ComponentExportIndex, params: Vec<Val>) -> Result<(), String> {
+        let s = self.clone();
+        let run = move || {
+            s.leased(true, || {
+                s.invoke(&export, &params, 0, CallInfo::default())?;
+                s.persist()
+            })
+        };
+        match run_guest(&self.plugin.event_pace, run).await {
+            Ok(Ok(Ok(()))) => {
+                self.bump();
+                Ok(())
             }
+            // A leftover copy: the game runs on another server now.
+            Ok(Err(why)) if why.is_empty() => Ok(()),
+            Ok(Ok(Err(e)) | Err(e)) | Err(e) => Err(e),
         }
-        self.bump();
     }
 
     /// The session as its players see it in `ludus_sessions`: the seed only
@@ -603,18 +713,11 @@ impl Inbox for Session {
             Input::Closed(reason) => (self.plugin.on_closed, vec![Val::U32(channel), Val::String(reason)]),
         };
         let Some(export) = export else { return false };
-        let s = self.clone();
-        match run_guest(&self.plugin.event_pace, move || s.invoke(&export, &params, 0, CallInfo::default())).await {
-            Ok(Ok(_)) => {
-                self.persist_then_bump().await;
-                true
-            }
-            Ok(Err(e)) => {
-                tracing::warn!(plugin = self.plugin.name, channel, "channel event failed: {e}");
-                false
-            }
+        let plugin = self.plugin.name.clone();
+        match self.event(export, params).await {
+            Ok(()) => true,
             Err(e) => {
-                tracing::error!("channel event task failed: {e}");
+                tracing::warn!(plugin, channel, "channel event failed: {e}");
                 false
             }
         }

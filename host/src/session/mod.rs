@@ -20,7 +20,7 @@ use crate::capability::CallInfo;
 use crate::locking::lock;
 use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, ToolDef};
 use crate::runtime::{maps_per_instance, run_guest};
-use crate::store::{Record, SessionStore, now_ms};
+use crate::store::{Record, SessionStore, SharedStore, now_ms};
 
 use ended::EndedSessions;
 pub use instance::{Home, Invocation, Names, Session, SessionInfo};
@@ -239,10 +239,35 @@ impl Sessions {
             rt,
         });
         sessions.expire_dormant();
+        if let Some(shared) = sessions.store.as_deref().and_then(|s| s.shared()) {
+            let table = Arc::downgrade(&sessions);
+            shared.watch(Box::new(move |id, version| {
+                if let Some(table) = table.upgrade() {
+                    table.changed_elsewhere(id, version);
+                }
+            }));
+        }
         if let Some(store) = &sessions.store {
             tracing::info!(store = store.describe(), sessions = lock(&sessions.dormant).len(), "games are kept in the session store");
         }
         Ok(sessions)
+    }
+
+    /// Another server wrote game `id` (a store shared with it): this
+    /// server's copy, if it has one, is outdated. Its timers and processes
+    /// stop now (the game runs there), and the calls held waiting on it
+    /// wake, so they run again on the game as it is now.
+    fn changed_elsewhere(&self, id: &str, version: u64) {
+        let Some(session) = lock(&self.live).by_id.get(id).cloned() else { return };
+        if session.is_older_than(version) {
+            session.stop_io();
+            session.bump();
+        }
+    }
+
+    /// The store, when other servers share it.
+    fn shared(&self) -> Option<&dyn SharedStore> {
+        self.store.as_deref().and_then(|s| s.shared())
     }
 
     /// Whether sessions of durable games survive a restart here.
@@ -270,6 +295,15 @@ impl Sessions {
         let mut v: Vec<SessionInfo> = lock(&self.live).by_id.values().filter(|s| s.is_player(name)).map(|s| s.info()).collect();
         let mine = |r: &&Record| !name.is_empty() && r.players.iter().any(|p| p == name);
         v.extend(lock(&self.dormant).values().filter(mine).map(SessionInfo::of_stored));
+        if let Some(shared) = self.shared().filter(|_| !name.is_empty()) {
+            match shared.records_of(name) {
+                Ok(records) => {
+                    let here: std::collections::HashSet<String> = v.iter().map(|s| s.id.clone()).collect();
+                    v.extend(records.iter().filter(|r| !here.contains(&r.id)).map(SessionInfo::of_stored));
+                }
+                Err(e) => tracing::warn!("listing a caller's games in the shared store: {e}"),
+            }
+        }
         v.sort_by(|a, b| a.id.cmp(&b.id));
         v
     }
@@ -353,12 +387,24 @@ impl Sessions {
         }
     }
 
+    /// Drops this server's copy of a game other servers may still play
+    /// (a shared store keeps it, and expires it by itself).
+    fn let_go(&self, id: &str, why: &str) {
+        if let Some(session) = lock(&self.live).remove(id) {
+            session.stop_io();
+            lock(&self.gone).record(id, why);
+        }
+    }
+
     /// Rebuilds the stored session `id` if it is one not running yet (else
     /// does nothing): on the
     /// plugin version it ran (the same component); when that version is no
     /// longer loaded, or the game cannot be rebuilt, the session ends and
     /// the reason is what a call on it is told.
     async fn revive(self: &Arc<Self>, id: &str, plugin: &Arc<Plugin>) {
+        if self.shared().is_some() {
+            return self.load_shared(id, plugin).await;
+        }
         let record = {
             let mut dormant = lock(&self.dormant);
             match dormant.get(id) {
@@ -396,6 +442,50 @@ impl Sessions {
         }
     }
 
+    /// Builds this server's copy of game `id` from the store other servers
+    /// share, when it has none (the game started elsewhere, or this copy
+    /// was let go).
+    async fn load_shared(self: &Arc<Self>, id: &str, plugin: &Arc<Plugin>) {
+        if lock(&self.live).by_id.contains_key(id) {
+            return;
+        }
+        let (p, me, rt, key) = (plugin.clone(), self.clone(), self.rt.clone(), id.to_string());
+        let load = move || -> Result<Option<Arc<Session>>, String> {
+            let shared = me.shared().expect("checked by the caller");
+            let Some(stored) = shared.load(&key)? else { return Ok(None) };
+            if stored.record.plugin != p.name {
+                return Ok(None);
+            }
+            if stored.record.plugin_sha256 != p.sha256 {
+                return Err(format!(
+                    "it runs version {} of {} (component sha256 {}…), which this server does not have; serve the same builds \
+                     on every server",
+                    stored.record.plugin_version,
+                    stored.record.plugin,
+                    &stored.record.plugin_sha256[..stored.record.plugin_sha256.len().min(12)]
+                ));
+            }
+            let home = Home { table: Arc::downgrade(&me) as Weak<dyn Names>, store: me.store.clone() };
+            let session = Session::revive(p, stored.record, stored.state, home, rt)?;
+            session.set_version(stored.version);
+            Ok(Some(session))
+        };
+        match run_guest(&plugin.start_pace, load).await {
+            Ok(Ok(Some(session))) => {
+                let mut live = lock(&self.live);
+                // Two calls may have loaded it at once: the first one stays.
+                if !live.by_id.contains_key(&session.id()) {
+                    live.insert(session);
+                }
+            }
+            Ok(Ok(None)) => {}
+            Ok(Err(why)) | Err(why) => {
+                tracing::warn!(plugin = plugin.name, session = id, "a stored game cannot run here: {why}");
+                lock(&self.gone).record(id, &why);
+            }
+        }
+    }
+
     /// A stored session that cannot run again: removed, with why.
     fn end_stored(&self, id: &str, why: &str) {
         tracing::info!(session = id, "a stored game ends: {why}");
@@ -414,8 +504,10 @@ impl Sessions {
             .map(|(id, s)| (id.clone(), s.plugin.limits.idle_timeout))
             .collect();
         let many = expired.len() >= 100;
+        let shared = self.shared().is_some();
         for (id, limit) in expired {
-            self.remove(&id, &expiry_reason(limit.as_millis() as u64));
+            let why = expiry_reason(limit.as_millis() as u64);
+            if shared { self.let_go(&id, &why) } else { self.remove(&id, &why) }
         }
         self.expire_dormant();
         crate::runtime::release_freed_memory_after_sweep(many);
@@ -536,23 +628,23 @@ impl Sessions {
             let remember = retry_key.clone().map(|key| (caller.clone(), tool.func.clone(), key));
             let seated = joins.then(|| caller.clone());
             let inv = run_guest(&tool.pace, move || {
-                let inv = s.invoke(&export, &p, results, info);
-                if let Ok(Invocation { value, wait }) = &inv
-                    && !matches!(value, Some(Val::Result(Err(_))))
-                {
-                    // A `joins` tool's final success takes the seat; a
-                    // retry-safe tool's final answer is kept for its retry.
-                    if let Some(caller) = seated.filter(|_| wait.is_none() || timed_out) {
-                        s.seat(&caller);
+                s.leased(false, || {
+                    let inv = s.invoke(&export, &p, results, info)?;
+                    if !matches!(inv.value, Some(Val::Result(Err(_)))) {
+                        // A `joins` tool's final success takes the seat; a
+                        // retry-safe tool's final answer is kept for its retry.
+                        if let Some(caller) = seated.filter(|_| inv.wait.is_none() || timed_out) {
+                            s.seat(&caller);
+                        }
+                        if let (Some(value), None, Some((caller, func, key))) = (&inv.value, inv.wait, remember) {
+                            s.remember(&caller, &func, key, value.clone());
+                        }
                     }
-                    if let (Some(value), None, Some((caller, func, key))) = (value, wait, remember) {
-                        s.remember(&caller, &func, key, value.clone());
+                    if changes_state {
+                        s.persist()?;
                     }
-                }
-                if changes_state && inv.is_ok() {
-                    s.persist();
-                }
-                inv
+                    Ok(inv)
+                })?
             })
             .await;
             drop(turn);
@@ -694,7 +786,8 @@ impl Sessions {
             None => self.shared_session(plugin)?,
         };
         let (export, uri) = (session.plugin.read_resource, uri.to_string());
-        let call = move || session.invoke(&export, &[Val::String(uri)], 1, CallInfo::default());
+        // Under the game's lease, on a copy brought up to date (another server may have changed it).
+        let call = move || session.leased(false, || session.invoke(&export, &[Val::String(uri)], 1, CallInfo::default())).and_then(|r| r);
         let inv = run_guest(&plugin.event_pace, call).await??;
         let text = |v: Option<Box<Val>>| match v.map(|b| *b) {
             Some(Val::String(s)) => s,

@@ -6,14 +6,16 @@
 //! reads it back after a restart. Why SQLite and how a write is made
 //! durable: docs/design-notes.md, "Durable sessions".
 
+mod redis;
 mod sqlite;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+pub use redis::{LEASE, RedisStore};
 pub use sqlite::SqliteStore;
 
 /// What the host keeps of a session besides the game's own state.
@@ -66,8 +68,10 @@ impl Record {
 
 /// A place sessions are written to and read back from.
 pub trait SessionStore: Send + Sync {
-    /// Writes (or replaces) a session: its record and its game's state.
-    fn put(&self, record: &Record, state: &[u8]) -> Result<(), String>;
+    /// Writes (or replaces) a session: its record and its game's state. A
+    /// shared store writes only under the game's `lease`, and answers the
+    /// version written (a local store: 0).
+    fn put(&self, record: &Record, state: &[u8], lease: Option<&Lease>) -> Result<u64, String>;
     /// Forgets a session (it ended or expired).
     fn remove(&self, id: &str) -> Result<(), String>;
     /// Every stored session's record (read once at start).
@@ -76,6 +80,48 @@ pub trait SessionStore: Send + Sync {
     fn state(&self, id: &str) -> Result<Option<Vec<u8>>, String>;
     /// Where it is, for logs and `ludus doctor`.
     fn describe(&self) -> String;
+    /// The same store, when other servers share it.
+    fn shared(&self) -> Option<&dyn SharedStore> {
+        None
+    }
+}
+
+/// A store other servers share: any of them may run a game, one at a time
+/// (each call or event under the game's lease), and each learns when
+/// another one changed a game.
+pub trait SharedStore: Send + Sync {
+    /// Takes game `id`'s lease, waiting up to `wait` while another server holds it.
+    fn lease(&self, id: &str, wait: Duration) -> Result<Lease, String>;
+    /// Gives the lease back (it also expires by itself, `LEASE` after it was taken).
+    fn release(&self, id: &str, lease: &Lease);
+    /// A stored game: its record, its state and its version.
+    fn load(&self, id: &str) -> Result<Option<Stored>, String>;
+    /// The stored games `caller` plays in.
+    fn records_of(&self, caller: &str) -> Result<Vec<Record>, String>;
+    /// Calls `changed(id, version)`, from a thread of its own, whenever
+    /// another server wrote a game.
+    fn watch(&self, changed: OnChange);
+    /// This server's name, as leases and notices carry it.
+    fn server(&self) -> &str;
+}
+
+/// What a shared store calls when another server wrote a game: its id and new version.
+pub type OnChange = Box<dyn Fn(&str, u64) + Send + Sync>;
+
+/// A game's lease, held by this server for one call or event.
+#[derive(Debug)]
+pub struct Lease {
+    /// Unique and increasing over all leases: stored with each write (`fence`).
+    pub token: u64,
+    /// The game's stored version when the lease was taken (0: never written).
+    pub version: u64,
+}
+
+/// A game as a shared store holds it.
+pub struct Stored {
+    pub record: Record,
+    pub state: Vec<u8>,
+    pub version: u64,
 }
 
 /// Where the operator asked sessions to be kept.
@@ -87,6 +133,8 @@ pub enum StoreSpec {
     File(PathBuf),
     /// The default: `sessions.db` in the data directory.
     Default,
+    /// A Redis server that several Ludus servers share (`redis://HOST:PORT`).
+    Redis(String),
 }
 
 impl StoreSpec {
@@ -94,6 +142,9 @@ impl StoreSpec {
         match text {
             "memory" => StoreSpec::Memory,
             "" | "default" => StoreSpec::Default,
+            url if url.starts_with("redis://") || url.starts_with("rediss://") || url.starts_with("redis+unix://") => {
+                StoreSpec::Redis(url.to_string())
+            }
             path => StoreSpec::File(PathBuf::from(path)),
         }
     }
@@ -103,9 +154,11 @@ impl StoreSpec {
 /// memory when another server already holds it (two stdio clients started
 /// by one desktop app each start a server); a file the operator named is
 /// an error then, as is any file that is not a Ludus session store.
-pub fn open(spec: &StoreSpec) -> Result<Option<Box<dyn SessionStore>>, String> {
+/// `server` names this server in a shared store's leases.
+pub fn open(spec: &StoreSpec, server: &str) -> Result<Option<Box<dyn SessionStore>>, String> {
     let path = match spec {
         StoreSpec::Memory => return Ok(None),
+        StoreSpec::Redis(url) => return Ok(Some(Box::new(RedisStore::open(url, server)?))),
         StoreSpec::File(path) => path.clone(),
         StoreSpec::Default => {
             let path = data_dir().join("sessions.db");

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{OpenError, Record, SessionStore};
+use super::{Lease, OpenError, Record, SessionStore};
 use crate::locking::lock;
 
 /// The layout this build writes (`PRAGMA user_version`).
@@ -99,7 +99,7 @@ fn check(db: &Connection) -> Result<(), String> {
 }
 
 impl SessionStore for SqliteStore {
-    fn put(&self, record: &Record, state: &[u8]) -> Result<(), String> {
+    fn put(&self, record: &Record, state: &[u8], _lease: Option<&Lease>) -> Result<u64, String> {
         let json = serde_json::to_string(record).map_err(|e| e.to_string())?;
         let db = lock(&self.db);
         let mut put = db
@@ -108,7 +108,7 @@ impl SessionStore for SqliteStore {
                  ON CONFLICT (id) DO UPDATE SET record = excluded.record, state = excluded.state",
             )
             .map_err(|e| e.to_string())?;
-        put.execute(params![record.id, json, state]).map(drop).map_err(|e| format!("writing session {}: {e}", record.id))
+        put.execute(params![record.id, json, state]).map(|_| 0).map_err(|e| format!("writing session {}: {e}", record.id))
     }
 
     fn remove(&self, id: &str) -> Result<(), String> {
@@ -173,9 +173,9 @@ mod tests {
         let path = dir.path().join("s.db");
         {
             let store = SqliteStore::open(&path).unwrap();
-            store.put(&record("a"), b"one").unwrap();
-            store.put(&record("a"), b"two").unwrap();
-            store.put(&record("b"), b"").unwrap();
+            store.put(&record("a"), b"one", None).unwrap();
+            store.put(&record("a"), b"two", None).unwrap();
+            store.put(&record("b"), b"", None).unwrap();
             store.remove("b").unwrap();
         }
         let store = SqliteStore::open(&path).unwrap();

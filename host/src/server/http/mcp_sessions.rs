@@ -21,7 +21,7 @@ use std::task::{Context, Poll};
 
 use futures_util::{Stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ClientNotification, GetExtensions, ServerJsonRpcMessage};
-use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError};
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError, create_local_session};
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
 use sync_wrapper::SyncWrapper;
 use tokio_util::sync::CancellationToken;
@@ -38,6 +38,9 @@ pub struct McpSessions {
     in_flight: InFlight,
     /// With bearer tokens: the token (caller name) that opened each session.
     owners: Mutex<HashMap<SessionId, String>>,
+    /// This server's name (`server_name`): session ids start with it and a
+    /// dash, so a proxy in front of several servers routes by them.
+    server_name: Option<String>,
 }
 
 /// A trim of freed memory is due shortly (MCP sessions were closed).
@@ -53,7 +56,7 @@ impl McpSessions {
     /// MCP sessions for `ludus`'s registry that close after `idle_limit` without
     /// a request; the sweep runs on the current runtime for as long as the
     /// returned manager lives.
-    pub fn new(ludus: Ludus, idle_limit: Duration) -> Arc<McpSessions> {
+    pub fn new(ludus: Ludus, idle_limit: Duration, server_name: Option<String>) -> Arc<McpSessions> {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = None;
         // No SSE priming events (see `http::mcp_config`).
@@ -65,6 +68,7 @@ impl McpSessions {
             last_used: Default::default(),
             in_flight: Default::default(),
             owners: Default::default(),
+            server_name,
         });
         let weak = Arc::downgrade(&sessions);
         let every = (idle_limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
@@ -218,9 +222,17 @@ impl SessionManager for McpSessions {
     type Transport = <LocalSessionManager as SessionManager>::Transport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let (id, transport) = self.inner.create_session().await?;
+        let Some(name) = &self.server_name else {
+            let (id, transport) = self.inner.create_session().await?;
+            self.touch(&id);
+            return Ok((id, transport));
+        };
+        // rmcp's own `create_session` with the id chosen here.
+        let id: SessionId = format!("{name}-{}", uuid::Uuid::new_v4().simple()).into();
+        let (handle, worker) = create_local_session(id.clone(), self.inner.session_config.clone());
+        self.inner.sessions.write().await.insert(id.clone(), handle);
         self.touch(&id);
-        Ok((id, transport))
+        Ok((id, rmcp::transport::WorkerTransport::spawn(worker)))
     }
 
     async fn initialize_session(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<ServerJsonRpcMessage, Self::Error> {

@@ -1,0 +1,277 @@
+//! Several servers, one endpoint: real `ludus serve --http` processes share
+//! their games through a real Redis, behind a real nginx configured with the
+//! repo's `deploy/nginx-ludus.conf` (both from Debian, started by the tests
+//! on 127.0.0.1). Games go on when the server that ran them is killed, no
+//! acknowledged move is lost or made twice, and a move made through one
+//! server wakes a call held waiting on another.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::cluster::{nginx, redis, server, services_present};
+use common::*;
+use serde_json::{Value, json};
+
+/// The optimal Hanoi solution for `n` disks from peg 0 to peg 2.
+fn hanoi_moves(n: u32, from: u32, to: u32, via: u32, out: &mut Vec<[u32; 3]>) {
+    if n == 0 {
+        return;
+    }
+    hanoi_moves(n - 1, from, via, to, out);
+    out.push([n, from, to]);
+    hanoi_moves(n - 1, via, to, from, out);
+}
+
+/// Calls `tool` through the endpoint until a server answers it, opening a
+/// new MCP session when the one in use is gone (its server died): what an
+/// agent does. A refusal that says the move was not made is sent again too.
+async fn call_until_answered(front: &str, token: &str, client: &mut Option<Client>, tool: &str, args: &Value) -> Value {
+    let t = Instant::now();
+    loop {
+        assert!(t.elapsed() < Duration::from_secs(90), "{tool}({args}) was never answered");
+        if client.is_none() {
+            *client = http_client_at(front, token).await.ok();
+            if client.is_none() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        }
+        match client.as_ref().unwrap().try_call(tool, args.clone()).await {
+            Ok(r) if r.is_error != Some(true) => return r.structured_content.clone().unwrap_or(Value::Null),
+            Ok(r) => {
+                let why = text(&r);
+                assert!(why.contains("send it again") || why.contains("is busy on server"), "{tool}({args}) refused: {why}");
+            }
+            // The session's server is gone (nginx answers 404) or the connection broke mid-call.
+            Err(_) => *client = None,
+        }
+    }
+}
+
+/// Solves one Hanoi puzzle move by move through `front`; each acknowledged
+/// answer's move count, in order.
+async fn solve(front: String, token: String, n: u32, made: Arc<AtomicUsize>) -> (String, Vec<u64>) {
+    let mut client = None;
+    let init = call_until_answered(&front, &token, &mut client, "hanoi_init_simulator", &json!({"n": n})).await;
+    let id = init["env_id"].as_str().unwrap().to_string();
+    let mut moves = Vec::new();
+    hanoi_moves(n, 0, 2, 1, &mut moves);
+    let mut acknowledged = Vec::new();
+    for mv in moves {
+        let state = call_until_answered(&front, &token, &mut client, "hanoi_execute_move", &json!({"env_id": id, "move": mv})).await;
+        acknowledged.push(state["moves_made"].as_u64().unwrap_or_else(|| panic!("{state}")));
+        made.fetch_add(1, Ordering::Relaxed);
+    }
+    let state = call_until_answered(&front, &token, &mut client, "hanoi_get_state", &json!({"env_id": id})).await;
+    assert_eq!(state["goal_reached"], true, "{id}: {state}");
+    (id, acknowledged)
+}
+
+/// Each stored game: the server that wrote it last, and its version.
+fn last_writers(redis: &str) -> std::collections::HashMap<String, (String, u64)> {
+    let mut con = redis::Client::open(redis).unwrap().get_connection().unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("ludus:game:*").query(&mut con).unwrap();
+    keys.iter()
+        .map(|k| {
+            let (server, version): (String, u64) = redis::cmd("HMGET").arg(k).arg("server").arg("version").query(&mut con).unwrap();
+            (k.trim_start_matches("ludus:game:").to_string(), (server, version))
+        })
+        .collect()
+}
+
+/// Plays `agent_moves` moves against the engine (seeded, each move the legal
+/// move at a fixed place in the list) through `front`; the game's id and movetext.
+async fn chess_against_the_engine(front: String, token: String, seed: u64, agent_moves: usize, made: Arc<AtomicUsize>) -> (String, String) {
+    let mut client = None;
+    let start = json!({"type": "computer", "color": "white", "difficulty": 2, "seed": seed});
+    let mut board = call_until_answered(&front, &token, &mut client, "chess_create_game", &start).await;
+    let id = board["game_id"].as_str().unwrap().to_string();
+    let game = json!({"game_id": id});
+    for n in 0..agent_moves {
+        while board["status"] != "your-turn" {
+            assert_ne!(board["status"], "game-over", "{board}");
+            board = call_until_answered(&front, &token, &mut client, "chess_wait_for_next_turn", &game).await;
+        }
+        let legal = board["legal_moves"].as_array().unwrap();
+        let mv = legal[(n * 7) % legal.len()].as_str().unwrap();
+        board = call_until_answered(&front, &token, &mut client, "chess_finish_turn", &json!({"game_id": id, "move": mv})).await;
+        made.fetch_add(1, Ordering::Relaxed);
+    }
+    while board["status"] == "opponent-turn" {
+        board = call_until_answered(&front, &token, &mut client, "chess_wait_for_next_turn", &game).await;
+    }
+    let pgn = loop {
+        if let Some(Ok((pgn, _))) = match &client {
+            Some(c) => Some(c.read_resource(&format!("chess://game/{id}/pgn")).await),
+            None => None,
+        } {
+            break pgn;
+        }
+        client = http_client_at(&front, &token).await.ok();
+    };
+    (id, pgn.lines().filter(|l| !l.starts_with('[') && !l.trim().is_empty()).collect::<Vec<_>>().join(" "))
+}
+
+const CHESS_GAMES: u64 = 10;
+const CHESS_MOVES: usize = 6;
+
+/// The chess games as one server plays them without a crash (the reference).
+async fn chess_without_a_crash(work: &std::path::Path) -> Vec<String> {
+    std::fs::create_dir_all(work).unwrap();
+    let (token, line) = issue_token("ref");
+    let cfg = config(work, &line);
+    let server = http_server(&["--config", cfg.to_str().unwrap(), "--store", "memory"], work).await;
+    let made = Arc::new(AtomicUsize::new(0));
+    let games: Vec<_> = (0..CHESS_GAMES)
+        .map(|seed| tokio::spawn(chess_against_the_engine(server.url.clone(), token.clone(), seed, CHESS_MOVES, made.clone())))
+        .collect();
+    let mut movetexts = Vec::new();
+    for g in games {
+        movetexts.push(g.await.unwrap().1);
+    }
+    movetexts
+}
+
+/// 40 Hanoi puzzles and 10 chess games against the engine, through nginx in
+/// front of `count` servers on one Redis; a third of the way through, server
+/// s2 is killed (SIGKILL) under its calls. Every game finishes; every
+/// acknowledged move is in its game exactly once; the chess games are the
+/// games one server plays without a crash; and the games s2 ran last ended on
+/// the others.
+async fn fifty_games_with_a_server_killed(count: usize) {
+    if !services_present() {
+        return;
+    }
+    let work = scratch();
+    let reference = chess_without_a_crash(&work.path().join("reference")).await;
+    let callers = ["ann", "ben", "cai", "dee", "eva"];
+    let (tokens, lines): (Vec<String>, Vec<String>) = callers.iter().map(|c| issue_token(c)).unzip();
+    let cfg = config(work.path(), &lines.join("\n"));
+    let redis = redis(work.path());
+    let mut servers = Vec::new();
+    for i in 1..=count {
+        servers.push(Some(server(work.path(), &cfg, &redis.url, &format!("s{i}")).await));
+    }
+    let front = nginx(work.path(), &servers.iter().map(|s| s.as_ref().unwrap()).collect::<Vec<_>>());
+
+    let (puzzles, n) = (50 - CHESS_GAMES as usize, 5);
+    let per_puzzle = (1 << n) - 1;
+    let total = puzzles * per_puzzle + CHESS_GAMES as usize * CHESS_MOVES;
+    let made = Arc::new(AtomicUsize::new(0));
+    let token = |g: usize| tokens[g % tokens.len()].clone();
+    let hanoi: Vec<_> = (0..puzzles).map(|g| tokio::spawn(solve(front.url.clone(), token(g), n, made.clone()))).collect();
+    let chess: Vec<_> = (0..CHESS_GAMES)
+        .map(|seed| tokio::spawn(chess_against_the_engine(front.url.clone(), token(seed as usize), seed, CHESS_MOVES, made.clone())))
+        .collect();
+    let t = Instant::now();
+    while made.load(Ordering::Relaxed) < total / 3 {
+        assert!(t.elapsed() < Duration::from_secs(60), "the games did not get going");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    kill9(servers[1].take().unwrap());
+    let killed_at = made.load(Ordering::Relaxed);
+    let on_killed: Vec<(String, u64)> =
+        last_writers(&redis.url).into_iter().filter(|(_, (s, _))| s == "s2").map(|(id, (_, v))| (id, v)).collect();
+
+    for game in hanoi {
+        let (id, acknowledged) = tokio::time::timeout(Duration::from_secs(180), game).await.expect("a puzzle never finished").unwrap();
+        // The answers count 1, 2, 3, … with no gap (a lost move) and no
+        // repeat (a move made twice, or two servers running the game from one state).
+        let expected: Vec<u64> = (1..=per_puzzle as u64).collect();
+        assert_eq!(acknowledged, expected, "game {id}");
+    }
+    for (seed, game) in chess.into_iter().enumerate() {
+        let (id, movetext) = tokio::time::timeout(Duration::from_secs(180), game).await.expect("a chess game never finished").unwrap();
+        assert_eq!(movetext, reference[seed], "chess game {id} (seed {seed}) went otherwise than without the kill");
+    }
+    assert!(killed_at < total, "the server was killed before the games ended");
+    // Games the killed server had run last and that were not over went on
+    // on the others (the rest had ended before the kill).
+    let now = last_writers(&redis.url);
+    let moved = on_killed.iter().filter(|(id, v)| now[id].1 > *v).count();
+    eprintln!("{} of 50 games were last written by the killed server; {moved} of them went on elsewhere", on_killed.len());
+    assert!(moved > 0, "no game in progress was on the killed server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_games_on_two_servers_all_finish_when_one_is_killed() {
+    fifty_games_with_a_server_killed(2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_games_on_three_servers_all_finish_when_one_is_killed() {
+    fifty_games_with_a_server_killed(3).await;
+}
+
+#[tokio::test]
+async fn a_move_through_one_server_wakes_the_wait_held_on_another() {
+    if !services_present() {
+        return;
+    }
+    let work = scratch();
+    let (alice, a_line) = issue_token("alice");
+    let (bob, b_line) = issue_token("bob");
+    let cfg = config(work.path(), &format!("{a_line}\n{b_line}"));
+    let redis = redis(work.path());
+    let (s1, s2) = (server(work.path(), &cfg, &redis.url, "s1").await, server(work.path(), &cfg, &redis.url, "s2").await);
+    // Each agent talks to its own server.
+    let a = http_client_with_token(&s1, &alice).await;
+    let b = http_client_with_token(&s2, &bob).await;
+    let id = a.ok("chess_create_game", json!({"type": "agent", "color": "white"})).await["game_id"].as_str().unwrap().to_string();
+    let code = join_code(&a, &id).await;
+    b.ok("chess_join_game", json!({"game_id": id, "join_code": code})).await;
+
+    // Bob waits on s2 for White's move; Alice makes it on s1.
+    let (b, id2) = (Arc::new(b), id.clone());
+    let bob_waits = {
+        let b = b.clone();
+        tokio::spawn(async move { b.ok("chess_wait_for_next_turn", json!({"game_id": id2})).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.ok("chess_finish_turn", json!({"game_id": id, "move": "e2e4"})).await;
+    let board = tokio::time::timeout(Duration::from_secs(10), bob_waits).await.expect("bob's wait on s2 was not woken").unwrap();
+    assert_eq!(board["status"], "your-turn", "{board}");
+    assert_eq!(board["last_move"], "e4", "{board}");
+
+    // And the other way round: Alice waits on s1 for Bob's reply on s2.
+    let (a, id3) = (Arc::new(a), id.clone());
+    let alice_waits = {
+        let a = a.clone();
+        tokio::spawn(async move { a.ok("chess_wait_for_next_turn", json!({"game_id": id3})).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    b.ok("chess_finish_turn", json!({"game_id": id, "move": "c7c5"})).await;
+    let board = tokio::time::timeout(Duration::from_secs(10), alice_waits).await.expect("alice's wait on s1 was not woken").unwrap();
+    assert_eq!(board["last_move"], "c5", "{board}");
+    // A stranger on either server is still refused.
+    let (eve, _) = issue_token("eve");
+    let refused = http_client_at(&s1.url, &eve).await;
+    assert!(refused.is_err(), "a token the servers were not given is refused at the door");
+}
+
+#[tokio::test]
+async fn a_redis_laid_out_by_a_newer_ludus_stops_the_start_and_is_left_alone() {
+    if !services_present() {
+        return;
+    }
+    let work = scratch();
+    let redis = redis(work.path());
+    let port = redis.url.rsplit(':').next().unwrap();
+    let cli = common::cluster::binary("redis-cli").expect("redis-cli comes with redis-server");
+    let set = std::process::Command::new(&cli).args(["-p", port, "SET", "ludus:format", "99"]).output().unwrap();
+    assert!(set.status.success());
+    let out = tokio::process::Command::new(BIN)
+        .args(["serve", "--http", "127.0.0.1:0", "--store", &redis.url])
+        .env("XDG_DATA_HOME", work.path())
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "it started: {stderr}");
+    assert!(stderr.contains(&redis.url) && stderr.contains("newer Ludus"), "{stderr}");
+    let get = std::process::Command::new(&cli).args(["-p", port, "GET", "ludus:format"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&get.stdout).trim(), "99", "the store was changed");
+}

@@ -1,0 +1,114 @@
+//! Several servers behind one endpoint, as the README deploys them: a real
+//! Redis (Debian's `redis-server`) as their shared store and a real nginx
+//! in front, configured with the repo's own `deploy/nginx-ludus.conf`. Both
+//! run on 127.0.0.1 for the length of a test and stop with it.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{HttpServer, http_server};
+
+/// A service process, stopped when dropped.
+pub struct Service {
+    child: Child,
+    pub url: String,
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Where a Debian binary is, if installed (`.ci/run` installs both).
+pub fn binary(name: &str) -> Option<PathBuf> {
+    ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"].iter().map(|d| Path::new(d).join(name)).find(|p| p.exists())
+}
+
+/// Redis and nginx, or why the test cannot run (printed; the caller returns).
+pub fn services_present() -> bool {
+    let missing: Vec<&str> = ["redis-server", "nginx"].into_iter().filter(|b| binary(b).is_none()).collect();
+    if !missing.is_empty() {
+        eprintln!("SKIPPED: {} not installed (apt-get install redis-server nginx; .ci/run installs them)", missing.join(" and "));
+    }
+    missing.is_empty()
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn wait_until_listening(port: u16, what: &str) {
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(10), "{what} did not start listening on port {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A Redis of its own in `work`, persisting nothing (the servers die, not Redis).
+pub fn redis(work: &Path) -> Service {
+    let port = free_port();
+    let dir = work.join("redis");
+    std::fs::create_dir_all(&dir).unwrap();
+    let child = Command::new(binary("redis-server").unwrap())
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("starting redis-server");
+    wait_until_listening(port, "redis-server");
+    Service { child, url: format!("redis://127.0.0.1:{port}") }
+}
+
+/// `ludus serve --http` named `name` on the shared store, with `cfg`.
+pub async fn server(work: &Path, cfg: &Path, redis: &str, name: &str) -> HttpServer {
+    let dir = work.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    http_server(&["--config", cfg.to_str().unwrap(), "--store", redis, "--name", name], &dir).await
+}
+
+/// nginx in front of `servers` (named s1, s2, … in order), configured with
+/// `deploy/nginx-ludus.conf` where only the addresses change: the MCP
+/// endpoint it serves.
+pub fn nginx(work: &Path, servers: &[&HttpServer]) -> Service {
+    let dir = work.join("nginx");
+    std::fs::create_dir_all(dir.join("temp")).unwrap();
+    let port = free_port();
+    let deploy = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/nginx-ludus.conf")).unwrap();
+    let mut site = deploy.replace("listen 127.0.0.1:8800;", &format!("listen 127.0.0.1:{port};"));
+    for i in 1..=3 {
+        let documented = format!("127.0.0.1:880{i}");
+        site = match servers.get(i - 1) {
+            Some(s) => site.replace(&documented, s.url.trim_start_matches("http://").trim_end_matches("/mcp")),
+            // Fewer servers than the example: their lines go.
+            None => site.lines().filter(|l| !l.contains(&documented)).map(|l| format!("{l}\n")).collect(),
+        };
+    }
+    std::fs::write(dir.join("ludus.conf"), site).unwrap();
+    let temp = dir.join("temp");
+    let t = temp.display();
+    let main = format!(
+        "daemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\nevents {{ worker_connections 1024; }}\nhttp {{\n  \
+         access_log off;\n  client_body_temp_path {t}/body;\n  proxy_temp_path {t}/proxy;\n  fastcgi_temp_path {t}/fastcgi;\n  \
+         uwsgi_temp_path {t}/uwsgi;\n  scgi_temp_path {t}/scgi;\n  include {d}/ludus.conf;\n}}\n",
+        d = dir.display()
+    );
+    std::fs::write(dir.join("nginx.conf"), main).unwrap();
+    let child = Command::new(binary("nginx").unwrap())
+        .arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("starting nginx");
+    wait_until_listening(port, "nginx");
+    Service { child, url: format!("http://127.0.0.1:{port}/mcp") }
+}
