@@ -11,9 +11,21 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::cluster::{nginx, redis, server, services_present};
+use common::cluster::{Service, redis, services_present};
 use common::*;
 use serde_json::{Value, json};
+
+/// `ludus serve --http` named `name` on the shared store, with `cfg`.
+async fn server(work: &std::path::Path, cfg: &std::path::Path, redis: &str, name: &str) -> HttpServer {
+    let dir = work.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    http_server(&["--config", cfg.to_str().unwrap(), "--store", redis, "--name", name], &dir).await
+}
+
+/// nginx in front of `servers`, as `deploy/nginx-ludus.conf` sets it up.
+fn nginx(work: &std::path::Path, servers: &[&HttpServer]) -> Service {
+    common::cluster::nginx(&work.join("nginx"), &servers.iter().map(|s| s.url.as_str()).collect::<Vec<_>>())
+}
 
 /// The optimal Hanoi solution for `n` disks from peg 0 to peg 2.
 fn hanoi_moves(n: u32, from: u32, to: u32, via: u32, out: &mut Vec<[u32; 3]>) {

@@ -32,6 +32,9 @@
 //! measures what keeping games across restarts costs: a changing call and a
 //! read-only one with the session store against `--store memory`, and the
 //! time from a restart to the first answered call with 10,000 stored games.
+//! `LUDUS_BENCH=cluster` measures several servers on Redis (Debian's
+//! redis-server and nginx): a call with games in Redis against SQLite and
+//! memory, and 200 sessions through nginx in front of one server and two.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -47,6 +50,9 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
 mod common;
+// Redis and nginx as the tests start them (`LUDUS_BENCH=cluster`).
+#[path = "../../tests/common/cluster.rs"]
+mod cluster;
 
 use common::{BIN, RawClient, RawHttp, percentiles, read_answer, rpc_result, rss_kib, tool_call};
 
@@ -626,6 +632,62 @@ fn store_costs(cfg: &Path) {
     }
 }
 
+/// `LUDUS_BENCH=cluster`: over HTTP, one call at a time, a server keeping
+/// its games in memory, one in the SQLite file and one in Redis, asked in
+/// turn: `hanoi_execute_move` and `hanoi_get_state`. Then 200 concurrent
+/// sessions (the HTTP load generator of the main table) through nginx in
+/// front of one server and in front of two sharing the Redis, in turn.
+async fn cluster_costs(cfg: &Path) {
+    if !cluster::services_present() {
+        return;
+    }
+    let work = cfg.parent().unwrap().join("cluster");
+    let redis = cluster::redis(&work);
+    let serve = |more: &[&str]| {
+        let mut args = vec!["--http", "127.0.0.1:0"];
+        args.extend_from_slice(more);
+        http_server_of(common::serve_command(&args, cfg))
+    };
+    let s1 = serve(&["--store", &redis.url, "--name", "s1"]).await;
+    let (memory, file) = (serve(&["--store", "memory"]).await, serve(&[]).await);
+    let ((m, m_env), (f, f_env), (r, r_env)) =
+        (http_hanoi_session(&memory.url).await, http_hanoi_session(&file.url).await, http_hanoi_session(&s1.url).await);
+    // Disk 1 to peg 1 and back: every call a legal change.
+    let move_of = |env: &Value| {
+        let env = env.clone();
+        move |id: u64| {
+            let to = if id.is_multiple_of(2) { json!([1, 0, 1]) } else { json!([1, 1, 0]) };
+            tool_call(id, "hanoi_execute_move", json!({"env_id": env, "move": to}))
+        }
+    };
+    let (move_m, move_f, move_r) = (move_of(&m_env), move_of(&f_env), move_of(&r_env));
+    let (get_m, get_f, get_r) = (get_state(&m_env), get_state(&f_env), get_state(&r_env));
+    let mut clients = [m, f, r];
+    for round in 1..=3 {
+        let kinds: [(usize, &dyn Fn(u64) -> Value); 6] = [(0, &move_m), (1, &move_f), (2, &move_r), (0, &get_m), (1, &get_f), (2, &get_r)];
+        let t = alternating_http(&mut clients, &kinds).await;
+        let pair = |(p50, p99): (Duration, Duration)| format!("{} / {}", us(p50), us(p99));
+        eprintln!(
+            "cluster round {round}: hanoi_execute_move memory {}, SQLite {}, Redis {}; hanoi_get_state memory {}, SQLite {}, Redis {}",
+            pair(t[0]),
+            pair(t[1]),
+            pair(t[2]),
+            pair(t[3]),
+            pair(t[4]),
+            pair(t[5])
+        );
+    }
+    let s2 = serve(&["--store", &redis.url, "--name", "s2"]).await;
+    let one = cluster::nginx(&work.join("nginx-one"), &[&s1.url]);
+    let two = cluster::nginx(&work.join("nginx-two"), &[&s1.url, &s2.url]);
+    for round in 1..=3 {
+        for (name, front) in [("1 server", &one), ("2 servers", &two)] {
+            let (rate, p50, p99) = http_load(&front.url, 200, 30).await;
+            eprintln!("cluster round {round}, nginx in front of {name}: 200 sessions {rate:.0} calls/s, p50 {} / p99 {}", us(p50), us(p99));
+        }
+    }
+}
+
 /// `LUDUS_BENCH=stdio LUDUS_BENCH_BASELINE=/path/to/ludus`: this build
 /// against another binary of Ludus in one run: `ping` and `hanoi_get_state`
 /// one at a time over stdio to each, asked in turn, three rounds, so a
@@ -719,6 +781,7 @@ async fn main() {
             Err(_) => return tokio::task::spawn_blocking(move || stdio_only(&cfg)).await.unwrap(),
         },
         Ok("store") => return tokio::task::spawn_blocking(move || store_costs(&cfg)).await.unwrap(),
+        Ok("cluster") => return cluster_costs(&cfg).await,
         Ok("http") => match std::env::var("LUDUS_BENCH_BASELINE") {
             Ok(baseline) => return http_against(&cfg, &baseline).await,
             Err(_) => return http_only(&cfg).await,

@@ -1,14 +1,13 @@
 //! Several servers behind one endpoint, as the README deploys them: a real
 //! Redis (Debian's `redis-server`) as their shared store and a real nginx
 //! in front, configured with the repo's own `deploy/nginx-ludus.conf`. Both
-//! run on 127.0.0.1 for the length of a test and stop with it.
+//! run on 127.0.0.1 for the length of a test and stop with it. The
+//! benchmarks use this file too (`LUDUS_BENCH=cluster`).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-use super::{HttpServer, http_server};
 
 /// A service process, stopped when dropped.
 pub struct Service {
@@ -65,26 +64,19 @@ pub fn redis(work: &Path) -> Service {
     Service { child, url: format!("redis://127.0.0.1:{port}") }
 }
 
-/// `ludus serve --http` named `name` on the shared store, with `cfg`.
-pub async fn server(work: &Path, cfg: &Path, redis: &str, name: &str) -> HttpServer {
-    let dir = work.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    http_server(&["--config", cfg.to_str().unwrap(), "--store", redis, "--name", name], &dir).await
-}
-
-/// nginx in front of `servers` (named s1, s2, … in order), configured with
-/// `deploy/nginx-ludus.conf` where only the addresses change: the MCP
-/// endpoint it serves.
-pub fn nginx(work: &Path, servers: &[&HttpServer]) -> Service {
-    let dir = work.join("nginx");
+/// nginx in front of the servers at `urls` (`http://ADDR/mcp`, named s1,
+/// s2, … in order), configured in `dir` with `deploy/nginx-ludus.conf`
+/// where only the addresses change: the MCP endpoint it serves.
+pub fn nginx(dir: &Path, urls: &[&str]) -> Service {
+    let dir = dir.to_path_buf();
     std::fs::create_dir_all(dir.join("temp")).unwrap();
     let port = free_port();
     let deploy = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/nginx-ludus.conf")).unwrap();
     let mut site = deploy.replace("listen 127.0.0.1:8800;", &format!("listen 127.0.0.1:{port};"));
     for i in 1..=3 {
         let documented = format!("127.0.0.1:880{i}");
-        site = match servers.get(i - 1) {
-            Some(s) => site.replace(&documented, s.url.trim_start_matches("http://").trim_end_matches("/mcp")),
+        site = match urls.get(i - 1) {
+            Some(url) => site.replace(&documented, url.trim_start_matches("http://").trim_end_matches("/mcp")),
             // Fewer servers than the example: their lines go.
             None => site.lines().filter(|l| !l.contains(&documented)).map(|l| format!("{l}\n")).collect(),
         };
