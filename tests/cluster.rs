@@ -51,7 +51,13 @@ async fn call_until_answered(front: &str, token: &str, client: &mut Option<Clien
                 continue;
             }
         }
-        match client.as_ref().unwrap().try_call(tool, args.clone()).await {
+        // An agent gives up on an answer that does not come (a stream cut
+        // by the dead server) and sends the call again.
+        let Ok(answer) = tokio::time::timeout(Duration::from_secs(40), client.as_ref().unwrap().try_call(tool, args.clone())).await else {
+            *client = None;
+            continue;
+        };
+        match answer {
             Ok(r) if r.is_error != Some(true) => return r.structured_content.clone().unwrap_or(Value::Null),
             Ok(r) => {
                 let why = text(&r);

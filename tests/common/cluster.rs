@@ -72,14 +72,15 @@ pub fn nginx(dir: &Path, urls: &[&str]) -> Service {
     std::fs::create_dir_all(dir.join("temp")).unwrap();
     let port = free_port();
     let deploy = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/nginx-ludus.conf")).unwrap();
-    let mut site = deploy.replace("listen 127.0.0.1:8800;", &format!("listen 127.0.0.1:{port};"));
-    for i in 1..=3 {
-        let documented = format!("127.0.0.1:880{i}");
-        site = match urls.get(i - 1) {
-            Some(url) => site.replace(&documented, url.trim_start_matches("http://").trim_end_matches("/mcp")),
-            // Fewer servers than the example: their lines go.
-            None => site.lines().filter(|l| !l.contains(&documented)).map(|l| format!("{l}\n")).collect(),
-        };
+    // Fewer servers than the example: their lines go (before any address
+    // changes, so that a real port cannot look like a documented one).
+    let absent =
+        |line: &str| (urls.len() + 1..=3).any(|i| line.contains(&format!("127.0.0.1:880{i}")) || line.contains(&format!("ludus_s{i}")));
+    let mut site: String = deploy.lines().filter(|l| !absent(l)).map(|l| format!("{l}\n")).collect();
+    site = site.replace("listen 127.0.0.1:8800;", &format!("listen 127.0.0.1:{port};"));
+    for (i, url) in urls.iter().enumerate() {
+        site =
+            site.replace(&format!("127.0.0.1:880{};", i + 1), &format!("{};", url.trim_start_matches("http://").trim_end_matches("/mcp")));
     }
     std::fs::write(dir.join("ludus.conf"), site).unwrap();
     let temp = dir.join("temp");

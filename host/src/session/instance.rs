@@ -20,7 +20,7 @@ use crate::locking::lock;
 use crate::plugin::{Durable, Plugin};
 use crate::runtime::clock::TimerKey;
 use crate::runtime::{run_guest, ticks};
-use crate::store::{LEASE, Lease, Record, SessionStore, SharedStore, StoredCall, now_ms};
+use crate::store::{LEASE, Lease, Record, SessionStore, SharedStore, Stored, StoredCall, now_ms};
 
 /// Pending timers one session may have at once.
 const MAX_TIMERS: usize = 64;
@@ -46,6 +46,17 @@ enum Slot {
 struct Live {
     store: Store<HostState>,
     instance: Instance,
+}
+
+/// What runs on a game (`Session::leased`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Run {
+    /// A call that may change it.
+    Change,
+    /// A call that only reads it (a read-only tool, a resource).
+    Read,
+    /// An event the game itself raised (a timer, a process's line).
+    Event,
 }
 
 /// What one call into the guest produced.
@@ -107,6 +118,11 @@ pub struct Session {
     /// (0: never written), and the game's lease while a call or event runs.
     version: AtomicU64,
     lease: Mutex<Option<Lease>>,
+    /// One call or event of this process at a time between taking the lease
+    /// and knowing the version it wrote: events do not take `turn`, and an
+    /// event that took the lease the instant a call's write gave it back
+    /// would see the stored version ahead of this copy's and drop itself.
+    leasing: Mutex<()>,
     rt: tokio::runtime::Handle,
 }
 
@@ -142,20 +158,18 @@ impl Session {
 
     /// Rebuilds a stored session: a fresh instance of the same plugin
     /// version with the session's id and seed, handed the game's state
-    /// (`durable.restore`). Its idle time goes on from when it was last changed.
-    pub fn revive(
-        plugin: Arc<Plugin>,
-        record: Record,
-        state: Vec<u8>,
-        home: Home,
-        rt: tokio::runtime::Handle,
-    ) -> Result<Arc<Session>, String> {
+    /// (`durable.restore`). Its idle time goes on from when it was last
+    /// changed. `version` is the stored version (a shared store's; else 0),
+    /// known before the restore: an event the restore arms may fire at once.
+    pub fn revive(plugin: Arc<Plugin>, stored: Stored, home: Home, rt: tokio::runtime::Handle) -> Result<Arc<Session>, String> {
+        let Stored { record, state, version } = stored;
         let Some(durable) = plugin.durable else { return Err(format!("{} cannot rebuild a game from its state", plugin.name)) };
         let idle = Duration::from_millis(now_ms().saturating_sub(record.changed_at_ms));
         let session = Session::instantiate(plugin, record, Some(home), rt)?;
         if let Some(at) = Instant::now().checked_sub(idle) {
             *lock(&session.last_used) = at;
         }
+        session.set_version(version);
         session.restore(durable, &state)?;
         Ok(session)
     }
@@ -196,15 +210,21 @@ impl Session {
     /// this copy up to date if another server changed the game since. An
     /// event finds an outdated copy a leftover instead (the game runs on
     /// another server now): it is not delivered, and the copy's timers and
-    /// processes stop. Without a shared store, just runs `f`.
-    pub fn leased<R>(self: &Arc<Self>, event: bool, f: impl FnOnce() -> R) -> Result<R, String> {
+    /// processes stop. A read on an up-to-date copy takes no lease (it
+    /// changes nothing; one round trip instead of two). Without a shared
+    /// store, just runs `f`.
+    pub fn leased<R>(self: &Arc<Self>, kind: Run, f: impl FnOnce() -> R) -> Result<R, String> {
         let Some(shared) = self.shared() else { return Ok(f()) };
+        let _one_at_a_time = lock(&self.leasing);
         let id = self.id();
-        let lease = shared.lease(&id, LEASE + Duration::from_secs(1))?;
         let known = self.version.load(Ordering::Relaxed);
-        let lease_version_differs = lease.version != known;
-        if lease_version_differs {
-            let caught_up = if event { Err(String::new()) } else { self.catch_up(shared, &id) };
+        if kind == Run::Read && shared.version(&id)? == known {
+            return Ok(f());
+        }
+        let lease = shared.lease(&id, LEASE + Duration::from_secs(1))?;
+        let behind = lease.version != known;
+        if behind {
+            let caught_up = if kind == Run::Event { Err(String::new()) } else { self.catch_up(shared, &id) };
             if let Err(why) = caught_up {
                 shared.release(&id, &lease);
                 self.stop_io();
@@ -215,9 +235,10 @@ impl Session {
         let out = f();
         // A copy that caught up is where the game runs now: a write (even
         // of what it read) tells the server it came from to let go of its own.
-        if lease_version_differs && lock(&self.stored).is_none() {
+        if behind && lock(&self.stored).is_none() && lock(&self.lease).is_some() {
             let _ = self.persist();
         }
+        // A write gives the lease back itself.
         if let Some(lease) = lock(&self.lease).take() {
             shared.release(&id, &lease);
         }
@@ -240,9 +261,10 @@ impl Session {
         self.calls.store(r.calls, Ordering::Relaxed);
         self.changed_at_ms.store(r.changed_at_ms, Ordering::Relaxed);
         *lock(&self.last_calls) = last_calls_of(&self.plugin, r);
+        // The version first: the restore may arm an event that fires at once.
+        self.set_version(stored.version);
         self.fresh_instance()?;
         self.restore(durable, &stored.state)?;
-        self.set_version(stored.version);
         *lock(&self.stored) = None;
         tracing::debug!(plugin = self.plugin.name, session = id, version = stored.version, "caught up with another server's change");
         Ok(())
@@ -286,6 +308,7 @@ impl Session {
             stored: Mutex::new(None),
             version: AtomicU64::new(0),
             lease: Mutex::new(None),
+            leasing: Mutex::new(()),
             rt,
         });
         session.fresh_instance()?;
@@ -500,11 +523,13 @@ impl Session {
         }
         self.changed_at_ms.store(now_ms(), Ordering::Relaxed);
         let record = self.record();
-        let lease = lock(&self.lease);
+        let mut lease = lock(&self.lease);
         match store.put(&record, &state, lease.as_ref()) {
             Ok(version) => {
                 *stored = Some(d);
                 self.set_version(version);
+                // A shared store's write gave the lease back with it.
+                *lease = None;
                 Ok(())
             }
             Err(e) if store.shared().is_some() => {
@@ -597,7 +622,7 @@ impl Session {
     async fn event(self: Arc<Self>, export: ComponentExportIndex, params: Vec<Val>) -> Result<(), String> {
         let s = self.clone();
         let run = move || {
-            s.leased(true, || {
+            s.leased(Run::Event, || {
                 s.invoke(&export, &params, 0, CallInfo::default())?;
                 s.persist()
             })

@@ -20,10 +20,10 @@ use crate::capability::CallInfo;
 use crate::locking::lock;
 use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, ToolDef};
 use crate::runtime::{maps_per_instance, run_guest};
-use crate::store::{Record, SessionStore, SharedStore, now_ms};
+use crate::store::{Record, SessionStore, SharedStore, Stored, now_ms};
 
 use ended::EndedSessions;
-pub use instance::{Home, Invocation, Names, Session, SessionInfo};
+pub use instance::{Home, Invocation, Names, Run, Session, SessionInfo};
 use wait::{Wait, Woken};
 
 /// Who makes a call. Sessions belong to callers, so every call has one.
@@ -431,7 +431,7 @@ impl Sessions {
         let (p, me, rt) = (plugin.clone(), self.clone(), self.rt.clone());
         let revive = move || {
             let home = Home { table: Arc::downgrade(&me) as Weak<dyn Names>, store: me.store.clone() };
-            Session::revive(p, record, state, home, rt)
+            Session::revive(p, Stored { record, state, version: 0 }, home, rt)
         };
         match run_guest(&plugin.start_pace, revive).await {
             Ok(Ok(session)) => {
@@ -466,9 +466,7 @@ impl Sessions {
                 ));
             }
             let home = Home { table: Arc::downgrade(&me) as Weak<dyn Names>, store: me.store.clone() };
-            let session = Session::revive(p, stored.record, stored.state, home, rt)?;
-            session.set_version(stored.version);
-            Ok(Some(session))
+            Session::revive(p, stored, home, rt).map(Some)
         };
         match run_guest(&plugin.start_pace, load).await {
             Ok(Ok(Some(session))) => {
@@ -625,10 +623,11 @@ impl Sessions {
             // What a call changed is stored before it is answered, with the
             // answer its retry gets.
             let changes_state = !tool.read_only;
+            let run_kind = if changes_state { Run::Change } else { Run::Read };
             let remember = retry_key.clone().map(|key| (caller.clone(), tool.func.clone(), key));
             let seated = joins.then(|| caller.clone());
             let inv = run_guest(&tool.pace, move || {
-                s.leased(false, || {
+                s.leased(run_kind, || {
                     let inv = s.invoke(&export, &p, results, info)?;
                     if !matches!(inv.value, Some(Val::Result(Err(_)))) {
                         // A `joins` tool's final success takes the seat; a
@@ -787,7 +786,8 @@ impl Sessions {
         };
         let (export, uri) = (session.plugin.read_resource, uri.to_string());
         // Under the game's lease, on a copy brought up to date (another server may have changed it).
-        let call = move || session.leased(false, || session.invoke(&export, &[Val::String(uri)], 1, CallInfo::default())).and_then(|r| r);
+        let call =
+            move || session.leased(Run::Read, || session.invoke(&export, &[Val::String(uri)], 1, CallInfo::default())).and_then(|r| r);
         let inv = run_guest(&plugin.event_pace, call).await??;
         let text = |v: Option<Box<Val>>| match v.map(|b| *b) {
             Some(Val::String(s)) => s,

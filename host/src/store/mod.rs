@@ -69,8 +69,8 @@ impl Record {
 /// A place sessions are written to and read back from.
 pub trait SessionStore: Send + Sync {
     /// Writes (or replaces) a session: its record and its game's state. A
-    /// shared store writes only under the game's `lease`, and answers the
-    /// version written (a local store: 0).
+    /// shared store writes only under the game's `lease`, gives the lease
+    /// back with the write, and answers the version written (a local store: 0).
     fn put(&self, record: &Record, state: &[u8], lease: Option<&Lease>) -> Result<u64, String>;
     /// Forgets a session (it ended or expired).
     fn remove(&self, id: &str) -> Result<(), String>;
@@ -92,7 +92,10 @@ pub trait SessionStore: Send + Sync {
 pub trait SharedStore: Send + Sync {
     /// Takes game `id`'s lease, waiting up to `wait` while another server holds it.
     fn lease(&self, id: &str, wait: Duration) -> Result<Lease, String>;
-    /// Gives the lease back (it also expires by itself, `LEASE` after it was taken).
+    /// The version game `id` is stored at (0: not stored).
+    fn version(&self, id: &str) -> Result<u64, String>;
+    /// Gives the lease back (a write gives it back too; it also expires by
+    /// itself, `LEASE` after it was taken).
     fn release(&self, id: &str, lease: &Lease);
     /// A stored game: its record, its state and its version.
     fn load(&self, id: &str) -> Result<Option<Stored>, String>;

@@ -57,13 +57,15 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 ";
 
-/// Writes the game if the lease is still this holder's: its new version, or -1.
+/// Writes the game if the lease is still this holder's, and gives the lease
+/// back: the game's new version, or -1.
 /// ARGV: holder, token, record, state, idle ms, server, id, players...
 const WRITE: &str = r"
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 local version = redis.call('HINCRBY', KEYS[2], 'version', 1)
 redis.call('HSET', KEYS[2], 'record', ARGV[3], 'state', ARGV[4], 'fence', ARGV[2], 'server', ARGV[6])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
+redis.call('DEL', KEYS[1])
 for i = 8, #ARGV do
   local index = 'ludus:caller:' .. ARGV[i]
   redis.call('SADD', index, ARGV[7])
@@ -193,6 +195,11 @@ impl SharedStore for RedisStore {
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(50));
         }
+    }
+
+    fn version(&self, id: &str) -> Result<u64, String> {
+        let version: Option<u64> = self.with(|con| redis::cmd("HGET").arg(game_key(id)).arg("version").query(con))?;
+        Ok(version.unwrap_or(0))
     }
 
     fn release(&self, id: &str, lease: &Lease) {
