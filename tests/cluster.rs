@@ -293,3 +293,54 @@ async fn a_redis_laid_out_by_a_newer_ludus_stops_the_start_and_is_left_alone() {
     let get = std::process::Command::new(&cli).args(["-p", port, "GET", "ludus:format"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&get.stdout).trim(), "99", "the store was changed");
 }
+
+/// The lease discipline itself, on a real Redis: a server whose lease was
+/// lost (it stalled past it) cannot write over the game the next holder
+/// wrote, a second server waits while the lease is held, and every write
+/// records its writer and bumps the version.
+#[test]
+fn a_write_after_the_lease_was_lost_is_refused() {
+    use ludus::store::{Record, RedisStore, SessionStore, SharedStore};
+    if !services_present() {
+        return;
+    }
+    let work = scratch();
+    let redis = redis(work.path());
+    let (a, b) = (RedisStore::open(&redis.url, "a").unwrap(), RedisStore::open(&redis.url, "b").unwrap());
+    let record = Record {
+        id: "g1".into(),
+        plugin: "hanoi".into(),
+        plugin_version: "0.1.0".into(),
+        plugin_sha256: "ab".into(),
+        seed: 7,
+        created_by: "alice".into(),
+        created_at_ms: 1,
+        players: vec!["alice".into()],
+        join_code: None,
+        over: false,
+        renamed: false,
+        calls: 1,
+        changed_at_ms: 2,
+        idle_timeout_ms: 60_000,
+        last_calls: Default::default(),
+    };
+    let first = a.lease("g1", Duration::from_secs(1)).unwrap();
+    assert_eq!(first.version, 0, "a new game is at version 0");
+    // While a holds it, b waits and gives up with the holder named.
+    let busy = b.lease("g1", Duration::from_millis(200)).unwrap_err();
+    assert!(busy.contains("busy on server a"), "{busy}");
+    assert_eq!(a.put(&record, b"one", Some(&first)).unwrap(), 1);
+    // The write gave the lease back: b takes it at once and sees version 1.
+    let second = b.lease("g1", Duration::from_millis(200)).unwrap();
+    assert_eq!(second.version, 1);
+    assert!(second.token > first.token, "tokens only grow");
+    // a, stalled with its old lease, cannot write; b can.
+    assert!(a.put(&record, b"stale", Some(&first)).is_err(), "a lost lease still wrote");
+    assert_eq!(b.put(&record, b"two", Some(&second)).unwrap(), 2);
+    let stored = a.load("g1").unwrap().unwrap();
+    assert_eq!((stored.state.as_slice(), stored.version), (&b"two"[..], 2));
+    assert_eq!(last_writers(&redis.url)["g1"], ("b".to_string(), 2));
+    // Unleased writes are refused outright, and the caller's games are listed.
+    assert!(a.put(&record, b"x", None).is_err());
+    assert_eq!(b.records_of("alice").unwrap().len(), 1);
+}
