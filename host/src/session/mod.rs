@@ -7,6 +7,7 @@
 
 mod ended;
 mod instance;
+mod shared;
 mod wait;
 
 use std::collections::HashMap;
@@ -20,7 +21,7 @@ use crate::capability::CallInfo;
 use crate::locking::lock;
 use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, ToolDef};
 use crate::runtime::{maps_per_instance, run_guest};
-use crate::store::{Record, SessionStore, SharedStore, Stored, now_ms};
+use crate::store::{Record, SessionStore, Stored, now_ms};
 
 use ended::EndedSessions;
 pub use instance::{Home, Invocation, Names, Run, Session, SessionInfo};
@@ -253,23 +254,6 @@ impl Sessions {
         Ok(sessions)
     }
 
-    /// Another server wrote game `id` (a store shared with it): this
-    /// server's copy, if it has one, is outdated. Its timers and processes
-    /// stop now (the game runs there), and the calls held waiting on it
-    /// wake, so they run again on the game as it is now.
-    fn changed_elsewhere(&self, id: &str, version: u64) {
-        let Some(session) = lock(&self.live).by_id.get(id).cloned() else { return };
-        if session.is_older_than(version) {
-            session.stop_io();
-            session.bump();
-        }
-    }
-
-    /// The store, when other servers share it.
-    fn shared(&self) -> Option<&dyn SharedStore> {
-        self.store.as_deref().and_then(|s| s.shared())
-    }
-
     /// Whether sessions of durable games survive a restart here.
     pub fn is_durable(&self) -> bool {
         self.store.is_some()
@@ -387,15 +371,6 @@ impl Sessions {
         }
     }
 
-    /// Drops this server's copy of a game other servers may still play
-    /// (a shared store keeps it, and expires it by itself).
-    fn let_go(&self, id: &str, why: &str) {
-        if let Some(session) = lock(&self.live).remove(id) {
-            session.stop_io();
-            lock(&self.gone).record(id, why);
-        }
-    }
-
     /// Rebuilds the stored session `id` if it is one not running yet (else
     /// does nothing): on the
     /// plugin version it ran (the same component); when that version is no
@@ -439,48 +414,6 @@ impl Sessions {
                 self.insert(session);
             }
             Ok(Err(why)) | Err(why) => self.end_stored(id, &why),
-        }
-    }
-
-    /// Builds this server's copy of game `id` from the store other servers
-    /// share, when it has none (the game started elsewhere, or this copy
-    /// was let go).
-    async fn load_shared(self: &Arc<Self>, id: &str, plugin: &Arc<Plugin>) {
-        if lock(&self.live).by_id.contains_key(id) {
-            return;
-        }
-        let (p, me, rt, key) = (plugin.clone(), self.clone(), self.rt.clone(), id.to_string());
-        let load = move || -> Result<Option<Arc<Session>>, String> {
-            let shared = me.shared().expect("checked by the caller");
-            let Some(stored) = shared.load(&key)? else { return Ok(None) };
-            if stored.record.plugin != p.name {
-                return Ok(None);
-            }
-            if stored.record.plugin_sha256 != p.sha256 {
-                return Err(format!(
-                    "it runs version {} of {} (component sha256 {}…), which this server does not have; serve the same builds \
-                     on every server",
-                    stored.record.plugin_version,
-                    stored.record.plugin,
-                    &stored.record.plugin_sha256[..stored.record.plugin_sha256.len().min(12)]
-                ));
-            }
-            let home = Home { table: Arc::downgrade(&me) as Weak<dyn Names>, store: me.store.clone() };
-            Session::revive(p, stored, home, rt).map(Some)
-        };
-        match run_guest(&plugin.start_pace, load).await {
-            Ok(Ok(Some(session))) => {
-                let mut live = lock(&self.live);
-                // Two calls may have loaded it at once: the first one stays.
-                if !live.by_id.contains_key(&session.id()) {
-                    live.insert(session);
-                }
-            }
-            Ok(Ok(None)) => {}
-            Ok(Err(why)) | Err(why) => {
-                tracing::warn!(plugin = plugin.name, session = id, "a stored game cannot run here: {why}");
-                lock(&self.gone).record(id, &why);
-            }
         }
     }
 

@@ -3,6 +3,8 @@
 //! this session, and the next call says what happened. The session is what
 //! the capabilities see through `SessionControl` and `Inbox`.
 
+mod lease;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -20,7 +22,9 @@ use crate::locking::lock;
 use crate::plugin::{Durable, Plugin};
 use crate::runtime::clock::TimerKey;
 use crate::runtime::{run_guest, ticks};
-use crate::store::{LEASE, Lease, Record, SessionStore, SharedStore, Stored, StoredCall, now_ms};
+use crate::store::{Lease, Record, SessionStore, Stored, StoredCall, now_ms};
+
+pub use lease::Run;
 
 /// Pending timers one session may have at once.
 const MAX_TIMERS: usize = 64;
@@ -46,17 +50,6 @@ enum Slot {
 struct Live {
     store: Store<HostState>,
     instance: Instance,
-}
-
-/// What runs on a game (`Session::leased`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Run {
-    /// A call that may change it.
-    Change,
-    /// A call that only reads it (a read-only tool, a resource).
-    Read,
-    /// An event the game itself raised (a timer, a process's line).
-    Event,
 }
 
 /// What one call into the guest produced.
@@ -188,86 +181,6 @@ impl Session {
             Ok((Err(why), _)) => Err(format!("the game could not be rebuilt from its stored state: {why}")),
             Err(why) => Err(why),
         }
-    }
-
-    /// Sets the stored version this copy is (a shared store's).
-    pub fn set_version(&self, version: u64) {
-        self.version.store(version, Ordering::Relaxed);
-    }
-
-    /// Whether a shared store's notice of `version` makes this copy stale.
-    pub fn is_older_than(&self, version: u64) -> bool {
-        self.version.load(Ordering::Relaxed) < version
-    }
-
-    /// The store, when other servers share it.
-    fn shared(&self) -> Option<&dyn SharedStore> {
-        self.store.as_deref().and_then(|s| s.shared())
-    }
-
-    /// Runs `f` (a call or an event, with the write after it) under the
-    /// game's lease when other servers share the store, after bringing
-    /// this copy up to date if another server changed the game since. An
-    /// event finds an outdated copy a leftover instead (the game runs on
-    /// another server now): it is not delivered, and the copy's timers and
-    /// processes stop. A read on an up-to-date copy takes no lease (it
-    /// changes nothing; one round trip instead of two). Without a shared
-    /// store, just runs `f`.
-    pub fn leased<R>(self: &Arc<Self>, kind: Run, f: impl FnOnce() -> R) -> Result<R, String> {
-        let Some(shared) = self.shared() else { return Ok(f()) };
-        let _one_at_a_time = lock(&self.leasing);
-        let id = self.id();
-        let known = self.version.load(Ordering::Relaxed);
-        if kind == Run::Read && shared.version(&id)? == known {
-            return Ok(f());
-        }
-        let lease = shared.lease(&id, LEASE + Duration::from_secs(1))?;
-        let behind = lease.version != known;
-        if behind {
-            let caught_up = if kind == Run::Event { Err(String::new()) } else { self.catch_up(shared, &id) };
-            if let Err(why) = caught_up {
-                shared.release(&id, &lease);
-                self.stop_io();
-                return Err(why);
-            }
-        }
-        *lock(&self.lease) = Some(lease);
-        let out = f();
-        // A copy that caught up is where the game runs now: a write (even
-        // of what it read) tells the server it came from to let go of its own.
-        if behind && lock(&self.stored).is_none() && lock(&self.lease).is_some() {
-            let _ = self.persist();
-        }
-        // A write gives the lease back itself.
-        if let Some(lease) = lock(&self.lease).take() {
-            shared.release(&id, &lease);
-        }
-        Ok(out)
-    }
-
-    /// Replaces this copy with the game as another server stored it: a new
-    /// instance restored from the stored state (its timers and processes
-    /// start again from there), and the record's players and counts.
-    fn catch_up(self: &Arc<Self>, shared: &dyn SharedStore, id: &str) -> Result<(), String> {
-        let Some(durable) = self.plugin.durable else { return Err(format!("{} cannot rebuild a game from its state", self.plugin.name)) };
-        let stored = match shared.load(id)? {
-            Some(stored) => stored,
-            None => return Err("this game session has ended: its stored copy is gone (it ended or expired)".into()),
-        };
-        self.stop_io();
-        let r = &stored.record;
-        *lock(&self.players) = r.players.clone();
-        self.over.store(r.over, Ordering::Relaxed);
-        self.calls.store(r.calls, Ordering::Relaxed);
-        self.changed_at_ms.store(r.changed_at_ms, Ordering::Relaxed);
-        *lock(&self.last_calls) = last_calls_of(&self.plugin, r);
-        // The version first: the restore may arm an event that fires at once.
-        self.set_version(stored.version);
-        self.fresh_instance()?;
-        self.restore(durable, &stored.state)?;
-        *lock(&self.stored) = None;
-        tracing::debug!(plugin = self.plugin.name, session = id, version = stored.version, "caught up with another server's change");
-        Ok(())
     }
 
     fn instantiate(plugin: Arc<Plugin>, record: Record, home: Option<Home>, rt: tokio::runtime::Handle) -> Result<Arc<Session>, String> {

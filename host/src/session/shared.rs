@@ -1,0 +1,82 @@
+//! The session table on a store other servers share: games started
+//! elsewhere are loaded when a call names them, and another server's change
+//! stops this server's copy and wakes the calls waiting on it. Why:
+//! docs/design-notes.md, "Several servers".
+
+use std::sync::{Arc, Weak};
+
+use super::{Home, Names, Session, Sessions};
+use crate::locking::lock;
+use crate::plugin::Plugin;
+use crate::runtime::run_guest;
+use crate::store::SharedStore;
+
+impl Sessions {
+    /// Another server wrote game `id` (a store shared with it): this
+    /// server's copy, if it has one, is outdated. Its timers and processes
+    /// stop now (the game runs there), and the calls held waiting on it
+    /// wake, so they run again on the game as it is now.
+    pub(super) fn changed_elsewhere(&self, id: &str, version: u64) {
+        let Some(session) = lock(&self.live).by_id.get(id).cloned() else { return };
+        if session.is_older_than(version) {
+            session.stop_io();
+            session.bump();
+        }
+    }
+
+    /// The store, when other servers share it.
+    pub(super) fn shared(&self) -> Option<&dyn SharedStore> {
+        self.store.as_deref().and_then(|s| s.shared())
+    }
+
+    /// Builds this server's copy of game `id` from the store other servers
+    /// share, when it has none (the game started elsewhere, or this copy
+    /// was let go).
+    pub(super) async fn load_shared(self: &Arc<Self>, id: &str, plugin: &Arc<Plugin>) {
+        if lock(&self.live).by_id.contains_key(id) {
+            return;
+        }
+        let (p, me, rt, key) = (plugin.clone(), self.clone(), self.rt.clone(), id.to_string());
+        let load = move || -> Result<Option<Arc<Session>>, String> {
+            let shared = me.shared().expect("checked by the caller");
+            let Some(stored) = shared.load(&key)? else { return Ok(None) };
+            if stored.record.plugin != p.name {
+                return Ok(None);
+            }
+            if stored.record.plugin_sha256 != p.sha256 {
+                return Err(format!(
+                    "it runs version {} of {} (component sha256 {}…), which this server does not have; serve the same builds \
+                     on every server",
+                    stored.record.plugin_version,
+                    stored.record.plugin,
+                    &stored.record.plugin_sha256[..stored.record.plugin_sha256.len().min(12)]
+                ));
+            }
+            let home = Home { table: Arc::downgrade(&me) as Weak<dyn Names>, store: me.store.clone() };
+            Session::revive(p, stored, home, rt).map(Some)
+        };
+        match run_guest(&plugin.start_pace, load).await {
+            Ok(Ok(Some(session))) => {
+                let mut live = lock(&self.live);
+                // Two calls may have loaded it at once: the first one stays.
+                if !live.by_id.contains_key(&session.id()) {
+                    live.insert(session);
+                }
+            }
+            Ok(Ok(None)) => {}
+            Ok(Err(why)) | Err(why) => {
+                tracing::warn!(plugin = plugin.name, session = id, "a stored game cannot run here: {why}");
+                lock(&self.gone).record(id, &why);
+            }
+        }
+    }
+
+    /// Drops this server's copy of a game other servers may still play
+    /// (a shared store keeps it, and expires it by itself).
+    pub(super) fn let_go(&self, id: &str, why: &str) {
+        if let Some(session) = lock(&self.live).remove(id) {
+            session.stop_io();
+            lock(&self.gone).record(id, why);
+        }
+    }
+}
