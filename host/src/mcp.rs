@@ -220,7 +220,7 @@ fn host_tools() -> &'static [Tool] {
 
 fn build_host_tools() -> Vec<Tool> {
     let ro = ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false);
-    vec![
+    let tools = vec![
         Tool::new(
             "ludus_games",
             "List the loaded games: name, version, source file, status, tools, live sessions and the last load \
@@ -242,7 +242,61 @@ fn build_host_tools() -> Vec<Tool> {
         .with_output_schema::<SessionsOutput>()
         .with_title("Live game sessions")
         .annotate(ro),
-    ]
+    ];
+    tools.into_iter().map(standard_formats_only).collect()
+}
+
+/// JSON Schema's own formats (2020-12, "Vocabularies for Semantic Content").
+const JSON_SCHEMA_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// schemars marks integers with formats of its own (`uint`, `uint32`,
+/// `uint64`, …) that validators reject as unknown (the MCP Inspector warns
+/// once per field). Each such field's range (`minimum: 0`) says the same, so
+/// the format goes.
+fn standard_formats_only(mut tool: Tool) -> Tool {
+    fn clean(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                if map.get("format").and_then(Value::as_str).is_some_and(|f| !JSON_SCHEMA_FORMATS.contains(&f)) {
+                    map.remove("format");
+                }
+                map.values_mut().for_each(clean);
+            }
+            Value::Array(items) => items.iter_mut().for_each(clean),
+            _ => {}
+        }
+    }
+    fn cleaned(schema: &Arc<JsonObject>) -> Arc<JsonObject> {
+        let mut value = Value::Object((**schema).clone());
+        clean(&mut value);
+        match value {
+            Value::Object(map) => Arc::new(map),
+            _ => schema.clone(),
+        }
+    }
+    tool.input_schema = cleaned(&tool.input_schema);
+    tool.output_schema = tool.output_schema.as_ref().map(cleaned);
+    tool
 }
 
 impl Ludus {
