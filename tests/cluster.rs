@@ -242,12 +242,14 @@ async fn a_move_through_one_server_wakes_the_wait_held_on_another() {
     let code = join_code(&a, &id).await;
     b.ok("chess_join_game", json!({"game_id": id, "join_code": code})).await;
 
-    // Bob waits on s2 for White's move; Alice makes it on s1.
-    let (b, id2) = (Arc::new(b), id.clone());
-    let bob_waits = {
-        let b = b.clone();
-        tokio::spawn(async move { b.ok("chess_wait_for_next_turn", json!({"game_id": id2})).await })
+    // A wait held while the other agent moves, on the other server.
+    let wait_in_background = |c: &Arc<Client>| {
+        let (c, game) = (c.clone(), json!({"game_id": id}));
+        tokio::spawn(async move { c.ok("chess_wait_for_next_turn", game).await })
     };
+    let (a, b) = (Arc::new(a), Arc::new(b));
+    // Bob waits on s2 for White's move; Alice makes it on s1.
+    let bob_waits = wait_in_background(&b);
     tokio::time::sleep(Duration::from_millis(300)).await;
     a.ok("chess_finish_turn", json!({"game_id": id, "move": "e2e4"})).await;
     let board = tokio::time::timeout(Duration::from_secs(10), bob_waits).await.expect("bob's wait on s2 was not woken").unwrap();
@@ -255,11 +257,7 @@ async fn a_move_through_one_server_wakes_the_wait_held_on_another() {
     assert_eq!(board["last_move"], "e4", "{board}");
 
     // And the other way round: Alice waits on s1 for Bob's reply on s2.
-    let (a, id3) = (Arc::new(a), id.clone());
-    let alice_waits = {
-        let a = a.clone();
-        tokio::spawn(async move { a.ok("chess_wait_for_next_turn", json!({"game_id": id3})).await })
-    };
+    let alice_waits = wait_in_background(&a);
     tokio::time::sleep(Duration::from_millis(300)).await;
     b.ok("chess_finish_turn", json!({"game_id": id, "move": "c7c5"})).await;
     let board = tokio::time::timeout(Duration::from_secs(10), alice_waits).await.expect("alice's wait on s1 was not woken").unwrap();

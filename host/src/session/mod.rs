@@ -70,6 +70,12 @@ pub const STATELESS_REFUSAL: &str = "this request carries no caller identity (a 
     `Authorization: Bearer <token>` with a token the operator issued (`ludus token NAME`), or open an MCP session \
     with `initialize`";
 
+/// The plugin build a stored game runs on, as a refusal names it.
+fn build_of(record: &Record) -> String {
+    let sha = &record.plugin_sha256[..record.plugin_sha256.len().min(12)];
+    format!("version {} of {} (component sha256 {sha}…)", record.plugin_version, record.plugin)
+}
+
 /// The one refusal for a call on a session the caller does not play in.
 fn not_yours(param: &str, id: &str, what: &str, joins: Option<&str>) -> String {
     let join = match joins {
@@ -389,13 +395,7 @@ impl Sessions {
         };
         let (Some(record), Some(store)) = (record, self.store.clone()) else { return };
         if record.plugin_sha256 != plugin.sha256 {
-            let why = format!(
-                "it ran version {} of {} (component sha256 {}…), which this server no longer has, and a game does not move to \
-                 another version",
-                record.plugin_version,
-                record.plugin,
-                &record.plugin_sha256[..record.plugin_sha256.len().min(12)]
-            );
+            let why = format!("it ran {}, which this server no longer has, and a game does not move to another version", build_of(&record));
             return self.end_stored(&record.id, &why);
         }
         let state = match store.state(id) {

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Weak};
 
-use super::{Home, Names, Session, Sessions};
+use super::{Home, Names, Session, Sessions, build_of};
 use crate::locking::lock;
 use crate::plugin::Plugin;
 use crate::runtime::run_guest;
@@ -45,11 +45,8 @@ impl Sessions {
             }
             if stored.record.plugin_sha256 != p.sha256 {
                 return Err(format!(
-                    "it runs version {} of {} (component sha256 {}…), which this server does not have; serve the same builds \
-                     on every server",
-                    stored.record.plugin_version,
-                    stored.record.plugin,
-                    &stored.record.plugin_sha256[..stored.record.plugin_sha256.len().min(12)]
+                    "it runs {}, which this server does not have; serve the same builds on every server",
+                    build_of(&stored.record)
                 ));
             }
             let home = Home { table: Arc::downgrade(&me) as Weak<dyn Names>, store: me.store.clone() };

@@ -104,8 +104,6 @@ pub trait SharedStore: Send + Sync {
     /// Calls `changed(id, version)`, from a thread of its own, whenever
     /// another server wrote a game.
     fn watch(&self, changed: OnChange);
-    /// This server's name, as leases and notices carry it.
-    fn server(&self) -> &str;
 }
 
 /// What a shared store calls when another server wrote a game: its id and new version.

@@ -269,8 +269,4 @@ impl SharedStore for RedisStore {
             tracing::error!("cannot start the thread that listens to Redis: {e}");
         }
     }
-
-    fn server(&self) -> &str {
-        &self.server
-    }
 }
