@@ -342,6 +342,50 @@ async fn an_abandoned_wait_ends_with_its_connection_and_request_ids_are_not_reus
     assert_eq!(c.ok("hello_bump", json!({"counter_id": id})).await["count"], 1);
 }
 
+/// `notifications/cancelled` ends a waiting call's event stream without an
+/// answer: MCP says a cancelled request is not answered.
+#[tokio::test]
+async fn a_cancelled_call_gets_no_answer() {
+    use tokio::io::AsyncReadExt;
+    let work = scratch();
+    let (token, lines) = issue_token("agent");
+    let server = hello_server_with(work.path(), &lines).await;
+    let url = server.url.clone();
+    let c = http_client_with_token(&server, &token).await;
+    let id = c.ok("hello_start", json!({})).await["counter_id"].clone();
+    let (http, session) = raw_session_as(&url, Some(&token)).await;
+    let wait = format!(
+        r#"{{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{{"name":"hello_wait_for","arguments":{{"counter_id":{id},"at_least":50}}}}}}"#
+    );
+    let mut stream = raw_request(&url, &[("mcp-session-id", &session), ("authorization", &format!("Bearer {token}"))], &wait).await;
+    let waiting = || async { c.ok("ludus_sessions", json!({"game": "hello"})).await["sessions"][0]["waiting_calls"].as_u64().unwrap() };
+    let t = Instant::now();
+    while waiting().await != 1 {
+        assert!(t.elapsed() < Duration::from_secs(5), "the call never started waiting");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"the agent gave up"}}"#;
+    let accepted = raw_call(&http, &url, &session, cancel.into()).header("authorization", format!("Bearer {token}")).send().await.unwrap();
+    assert_eq!(accepted.status(), 202);
+    // The stream ends (its last chunk) well before the wait's own 5 s, and holds no answer.
+    let mut body = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !body.ends_with(b"0\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(3), stream.read(&mut chunk))
+            .await
+            .expect("the cancelled call's stream did not end")
+            .unwrap();
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    let body = String::from_utf8_lossy(&body);
+    assert!(body.starts_with("HTTP/1.1 200"), "{body}");
+    assert!(!body.contains("\"id\":41"), "a cancelled request was answered: {body}");
+    assert_eq!(waiting().await, 0);
+}
+
 /// Beyond `max_waits_per_session` a waiting call is not held: it gets the
 /// game's "call again" answer at once, and the held ones are untouched.
 #[tokio::test]

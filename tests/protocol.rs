@@ -25,7 +25,12 @@ impl Pipes {
     }
 
     fn start_with(work: &std::path::Path, args: &[&str]) -> Pipes {
-        let cfg = config(work, "");
+        Pipes::start_configured(work, "", args)
+    }
+
+    /// With `extra` appended to the server's config file.
+    fn start_configured(work: &std::path::Path, extra: &str, args: &[&str]) -> Pipes {
+        let cfg = config(work, extra);
         let mut child = Command::new(BIN)
             .args(["serve", "--config", cfg.to_str().unwrap()])
             .args(args)
@@ -337,6 +342,109 @@ fn over_stdio_quick_calls_answer_in_order_and_a_wait_holds_up_nothing() {
     // before the third bump's own.
     let wait = answers.iter().find(|a| a["id"] == 10).unwrap();
     assert_eq!(wait["result"]["structuredContent"]["count"], 3, "{wait}");
+}
+
+/// `tools/list` comes in pages of `limits.list_page_size`, each pointing at
+/// the next with `nextCursor`; together they are every tool once, and a
+/// cursor the server did not give is refused.
+#[test]
+fn tools_list_comes_in_pages_that_follow_their_cursors() {
+    let work = scratch();
+    let mut p = Pipes::start_configured(work.path(), "[limits]\nlist_page_size = 5\n", &[]);
+    let mut names: Vec<String> = Vec::new();
+    let mut cursor: Option<String> = None;
+    for id in 1.. {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let page = p.ask(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params}).to_string());
+        let tools = page["result"]["tools"].as_array().unwrap_or_else(|| panic!("{page}"));
+        assert!(tools.len() <= 5, "{} tools on one page", tools.len());
+        names.extend(tools.iter().map(|t| t["name"].as_str().unwrap().to_string()));
+        match page["result"]["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    let unique: std::collections::BTreeSet<&String> = names.iter().collect();
+    assert_eq!(unique.len(), names.len(), "a tool came twice: {names:?}");
+    assert!(names.len() > 30 && names.contains(&"hanoi_get_state".to_string()) && names.contains(&"ludus_games".to_string()), "{names:?}");
+    let bad = p.ask(r#"{"jsonrpc":"2.0","id":99,"method":"tools/list","params":{"cursor":"page-7"}}"#);
+    let (id, code, message) = error_of(&bad);
+    assert_eq!((id, code), (json!(99), -32602));
+    assert!(message.contains("cursor \"page-7\" is not one this server gave"), "{message}");
+}
+
+/// Writes `batch` from a thread of its own (the pipe blocks a writer until
+/// the server reads) and returns when it is all written, failing after `within`.
+/// Join it to give the pipe back.
+fn write_in_background(p: &mut Pipes, batch: String) -> std::thread::JoinHandle<std::process::ChildStdin> {
+    let mut input = p.input.take().expect("stdin is open");
+    std::thread::spawn(move || {
+        input.write_all(batch.as_bytes()).unwrap();
+        input.flush().unwrap();
+        input
+    })
+}
+
+fn get_states(ids: std::ops::Range<u64>, env: &Value) -> String {
+    ids.map(|id| call_line(id, "hanoi_get_state", json!({"env_id": env})) + "\n").collect()
+}
+
+/// A client that writes 10,000 requests before it reads a single answer:
+/// the server reads on while its answers wait for the client (if it waited
+/// for stdout to take them, both pipes would fill and neither side would
+/// move again), and every answer comes, in request order.
+#[test]
+fn over_stdio_ten_thousand_requests_written_before_reading_are_all_answered_in_order() {
+    let work = scratch();
+    let mut p = Pipes::start(work.path());
+    let env = p.tool(1, "hanoi_init_simulator", json!({"n": 3}))["env_id"].clone();
+    let writer = write_in_background(&mut p, get_states(100..10_100, &env));
+    let started = Instant::now();
+    while !writer.is_finished() {
+        assert!(started.elapsed() < Duration::from_secs(60), "the server stopped reading requests while its answers went unread");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    p.input = Some(writer.join().unwrap());
+    let ids: Vec<u64> = (0..10_000)
+        .map(|_| {
+            let a = p.read();
+            assert_eq!(a["result"]["structuredContent"]["simulator_params"]["n"], 3, "{a}");
+            a["id"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(ids, (100..10_100).collect::<Vec<_>>(), "answers out of request order");
+}
+
+/// A client that leaves more than `limits.max_unread_output_bytes` of
+/// answers unread: its further requests are refused, not run, with an error
+/// that says why; past twice the limit the server stops reading until the
+/// client reads. Nothing is lost: every request gets exactly one answer, in
+/// order, and the refused ones succeed when sent again.
+#[test]
+fn over_stdio_a_client_that_does_not_read_is_refused_and_loses_nothing() {
+    let work = scratch();
+    let mut p = Pipes::start_configured(work.path(), "[limits]\nmax_unread_output_bytes = 65536\n", &[]);
+    let env = p.tool(1, "hanoi_init_simulator", json!({"n": 3}))["env_id"].clone();
+    let writer = write_in_background(&mut p, get_states(100..3_100, &env));
+    // Read nothing for a while: the server fills the pipe, refuses, then stops reading.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!writer.is_finished(), "the server read every request although 64 KiB of answers went unread");
+    let answers: Vec<Value> = (0..3_000).map(|_| p.read()).collect();
+    p.input = Some(writer.join().unwrap());
+    let ids: Vec<u64> = answers.iter().map(|a| a["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, (100..3_100).collect::<Vec<_>>(), "one answer per request, in order");
+    let refused: Vec<u64> = answers.iter().filter(|a| a.get("error").is_some()).map(|a| a["id"].as_u64().unwrap()).collect();
+    assert!(!refused.is_empty() && refused.len() < 3_000, "{} refused", refused.len());
+    let (_, code, why) = error_of(answers.iter().find(|a| a.get("error").is_some()).unwrap());
+    assert_eq!(code, -32000);
+    assert!(why.contains("not run") && why.contains("limits.max_unread_output_bytes") && why.contains("send this request again"), "{why}");
+    // The client reads now: every refused request, sent again, is run.
+    for id in refused {
+        assert_eq!(p.tool(id, "hanoi_get_state", json!({"env_id": env}))["simulator_params"]["n"], 3);
+    }
 }
 
 /// `notifications/cancelled` over stdio ends a waiting call at once, and the

@@ -9,9 +9,14 @@
 //! and only then sleeps. It costs CPU only after an answer (not while a call
 //! is still running), at most one thread per core but one watches at a time,
 //! and a watching thread yields its CPU between looks: the client it just
-//! answered is often woken on that same CPU. Figures: docs/design-notes.md,
-//! "MCP surface".
+//! answered is often woken on that same CPU. It watches only for a client
+//! that keeps pace: once a client's next request came later than the watch
+//! (an agent thinking, a person, an idle connection), its thread sleeps at
+//! once after each answer until a request comes within the watch again, so
+//! a slow or idle client costs no CPU. Figures: docs/design-notes.md, "MCP
+//! surface".
 
+use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -26,6 +31,13 @@ pub fn configure(watch: Duration) {
     WATCH_US.store(watch.as_micros() as u64, Ordering::Relaxed);
 }
 
+thread_local! {
+    /// This thread's client sent its last request later than a watch would
+    /// have lasted: watching for its next one would most likely burn CPU for
+    /// nothing.
+    static CLIENT_IS_SLOW: Cell<bool> = const { Cell::new(false) };
+}
+
 /// What woke a thread from `wait_for`.
 pub struct Woken {
     /// Its input has an event (readable, writable, closed: whatever it asked for).
@@ -35,15 +47,21 @@ pub struct Woken {
 }
 
 /// Sleeps until `input` has an event or `bell` rings; when `watch_first`,
-/// watches both without blocking first. A stdio reader and an HTTP
-/// connection's thread wait here between requests. `input.fd` may be -1
-/// (poll(2) then ignores it: the thread waits only for its bell).
+/// watches both without blocking first, unless this thread's client has
+/// been slower than a watch. A stdio reader and an HTTP connection's thread
+/// wait here between requests. `input.fd` may be -1 (poll(2) then ignores
+/// it: the thread waits only for its bell).
 pub fn wait_for(input: libc::pollfd, bell: &Doorbell, watch_first: bool) -> io::Result<Woken> {
     let mut fds = [input, libc::pollfd { fd: bell.fd(), events: libc::POLLIN, revents: 0 }];
-    if !(watch_first && watch(&mut fds)?) {
+    let since = Instant::now();
+    if !(watch_first && !CLIENT_IS_SLOW.get() && watch(&mut fds)?) {
         while poll(&mut fds, -1)? == 0 {}
     }
     let woken = Woken { input: fds[0].revents != 0, bell: fds[1].revents != 0 };
+    if watch_first && woken.input {
+        // The client's pace since the answer decides whether to watch next time.
+        CLIENT_IS_SLOW.set(since.elapsed() > Duration::from_micros(WATCH_US.load(Ordering::Relaxed)));
+    }
     if woken.bell {
         bell.answer();
     }
@@ -168,8 +186,12 @@ mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
 
+    /// The watch's length is global: tests that set it take turns.
+    static WATCH_LENGTH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn watching_sees_input_that_comes_and_gives_up_when_none_does() {
+        let _turn = WATCH_LENGTH.lock().unwrap_or_else(|e| e.into_inner());
         let (rx, mut tx) = std::io::pipe().unwrap();
         let fds = || [libc::pollfd { fd: rx.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
         configure(Duration::from_millis(20));
@@ -189,6 +211,32 @@ mod tests {
         let bell = Doorbell::new().unwrap();
         let woken = wait_for(fds()[0], &bell, true).unwrap();
         assert!(woken.input && !woken.bell, "waiting returns at once on pending input");
+    }
+
+    #[test]
+    fn a_client_slower_than_the_watch_is_not_watched_for_until_it_keeps_pace_again() {
+        let _turn = WATCH_LENGTH.lock().unwrap_or_else(|e| e.into_inner());
+        let (rx, mut tx) = std::io::pipe().unwrap();
+        let input = libc::pollfd { fd: rx.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let bell = Doorbell::new().unwrap();
+        let drain = |rx: &std::io::PipeReader| std::io::Read::read(&mut &*rx, &mut [0u8; 64]).unwrap();
+        configure(Duration::from_millis(5));
+        // A request 30 ms after the answer: the watch ran out, the client is slow.
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            std::io::Write::write_all(&mut tx, b"late\n").unwrap();
+            tx
+        });
+        assert!(wait_for(input, &bell, true).unwrap().input);
+        let mut tx = late.join().unwrap();
+        drain(&rx);
+        assert!(CLIENT_IS_SLOW.get(), "a request later than the watch marks the client slow");
+        // A request at once: it is read, and the client keeps pace again.
+        std::io::Write::write_all(&mut tx, b"quick\n").unwrap();
+        assert!(wait_for(input, &bell, true).unwrap().input);
+        drain(&rx);
+        assert!(!CLIENT_IS_SLOW.get(), "a request within the watch makes the next wait watch again");
+        configure(Duration::ZERO);
     }
 
     #[test]

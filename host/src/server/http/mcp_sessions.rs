@@ -166,7 +166,7 @@ impl McpSessions {
             *slot = Some(ct.clone());
         }
         // Dropping the stream (the client went away) cancels the call.
-        Ok(DirectStream { progress: progress_rx, answer: Some(SyncWrapper::new(answer)), _cancel: ct.drop_guard() })
+        Ok(DirectStream { progress: progress_rx, answer: Some(SyncWrapper::new(answer)), cancelled: ct.clone(), _cancel: ct.drop_guard() })
     }
 }
 
@@ -182,6 +182,8 @@ fn shrink<V>(table: &Mutex<HashMap<SessionId, V>>) {
 struct DirectStream {
     progress: tokio::sync::mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
     answer: Option<SyncWrapper<DirectAnswer>>,
+    /// Cancelled by `notifications/cancelled`: the stream then ends without an answer.
+    cancelled: CancellationToken,
     _cancel: tokio_util::sync::DropGuard,
 }
 
@@ -200,7 +202,8 @@ impl Stream for DirectStream {
         let answer = self.answer.as_mut().expect("checked above").get_mut().as_mut().poll(cx);
         answer.map(|m| {
             self.answer = None;
-            Some(ServerSseMessage::from_message(m.into_message()))
+            // MCP: a cancelled request is not answered (the client has forgotten it).
+            (!self.cancelled.is_cancelled()).then(|| ServerSseMessage::from_message(m.into_message()))
         })
     }
 }

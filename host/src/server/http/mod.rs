@@ -69,7 +69,7 @@ pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     let gate = Arc::new(gate);
     let app = axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn_with_state(gate.clone(), check_request));
 
-    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+    let listener = listen(addr).with_context(|| format!("binding {addr}"))?;
     let local = listener.local_addr()?;
     if !local.ip().is_loopback() && !gate.guard.uses_tokens() {
         tracing::warn!("serving on {local}, which is reachable from other machines, without bearer tokens ([[tokens]] in the config)");
@@ -427,4 +427,16 @@ fn json_error(status: StatusCode, body: Vec<u8>) -> Response {
     let mut response = (status, Bytes::from(body)).into_response();
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
+}
+
+/// A listening socket whose queue of connections not yet accepted is as long
+/// as the system allows (`net.core.somaxconn`): a burst of clients connecting
+/// at once would overflow a short one, and a client whose connection was
+/// dropped there waits a whole second for its retry.
+fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn").ok().and_then(|s| s.trim().parse().ok());
+    socket.listen(somaxconn.unwrap_or(4096))
 }
