@@ -89,6 +89,29 @@ fn inspect_prints_what_the_host_derives() {
     let chess: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(chess["plugin"]["data"]["mapped"], true, "{}", chess["plugin"]["data"]);
     assert!(chess["plugin"]["maxSessions"].as_u64().unwrap() <= v["plugin"]["maxSessions"].as_u64().unwrap());
+    // A built-in game by its name: the component inside the binary.
+    let (code, out, err) = run(&["inspect", "chess"]);
+    assert_eq!(code, 0, "{err}");
+    let builtin: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((&builtin["plugin"]["name"], &builtin["plugin"]["source"]), (&serde_json::json!("chess"), &serde_json::json!("built-in")));
+    assert_eq!(builtin["tools"].as_array().unwrap().len(), chess["tools"].as_array().unwrap().len());
+}
+
+/// `serve --games` serves the games it names and lists only their tools; a
+/// name the server does not have stops the start with the names it has.
+#[tokio::test]
+async fn serve_games_serves_only_the_games_named() {
+    let work = scratch();
+    let c = stdio(&["--games", "chess,hanoi"], work.path()).await;
+    let names = c.tool_names().await;
+    let games: std::collections::BTreeSet<&str> = names.iter().filter_map(|n| n.split_once('_')).map(|(game, _)| game).collect();
+    assert_eq!(games, ["chess", "hanoi", "ludus"].into(), "{names:?}");
+    let err = c.try_call("river_crossing_init_simulator", serde_json::json!({})).await.unwrap_err().to_string();
+    assert!(err.contains("unknown tool"), "{err}");
+    c.close().await;
+    let (code, _, err) = run(&["serve", "--games", "chess,hanio"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("names `hanio`, which this server does not have; the built-in games are cards, chess, hanoi"), "{err}");
 }
 
 #[test]

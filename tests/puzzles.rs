@@ -228,6 +228,9 @@ async fn bad_arguments_name_the_field_and_what_was_expected() {
     // Unknown tools are protocol errors.
     let err = c.try_call("chess_move", json!({})).await.unwrap_err().to_string();
     assert!(err.contains("unknown tool `chess_move`"), "{err}");
+    // A near miss is answered with the nearest names.
+    let err = c.try_call("hanoi_getstate", json!({})).await.unwrap_err().to_string();
+    assert!(err.contains("unknown tool `hanoi_getstate`. Did you mean `hanoi_get_state`? Call tools/list"), "{err}");
     // The server is still fine.
     c.ok("hanoi_init_simulator", json!({"n": 1})).await;
     c.close().await;

@@ -25,9 +25,11 @@
 //! `finish_turn` (three rounds over stdio, then inside the server): a minute
 //! instead of five, for working on that path. `LUDUS_BENCH=stdio` measures
 //! only `ping` and `hanoi_get_state` one at a time over stdio (three rounds
-//! across cores, one on CPU 0); `LUDUS_BENCH=http` only the HTTP rows of the
+//! across cores, one on CPU 0); `LUDUS_BENCH=pace` the server's CPU per call
+//! for a quick client, a slow one and none; `LUDUS_BENCH=tools` the bytes
+//! of `tools/list` per game; `LUDUS_BENCH=http` only the HTTP rows of the
 //! minimal and concurrent clients (three rounds); with
-//! `LUDUS_BENCH_BASELINE=/path/to/ludus` as well (with `http` or `stdio`), those against another build
+//! `LUDUS_BENCH_BASELINE=/path/to/ludus` as well (with `http`, `stdio` or `pace`), those against another build
 //! of Ludus in the same run (before and after a change). `LUDUS_BENCH=store`
 //! measures what keeping games across restarts costs: a changing call and a
 //! read-only one with the session store against `--store memory`, and the
@@ -722,6 +724,82 @@ fn stdio_against(cfg: &Path, baseline: &str) {
     }
 }
 
+/// Nanoseconds the process `pid` has run on a CPU, all its threads.
+fn cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0 };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// Server CPU per `hanoi_get_state` (µs) over `n` calls one at a time, the
+/// client pausing `pause` after each answer.
+fn cpu_per_call(c: &mut RawClient, env: &str, n: usize, pause: Duration) -> f64 {
+    let get = get_state_line(env);
+    let before = cpu_ns(c.child.id());
+    for i in 0..n {
+        c.ask(&get(i));
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
+    }
+    cpu_ns(c.child.id()).saturating_sub(before) as f64 / n as f64 / 1_000.0
+}
+
+/// `LUDUS_BENCH=pace` (with `LUDUS_BENCH_BASELINE=/path/to/ludus` to compare
+/// another build in the same run): what the server spends on CPU per call
+/// for a client in a tight loop, for one that pauses 1 ms after each answer
+/// (an agent's pace, or slower), and idle for two seconds; three rounds.
+fn pace(cfg: &Path) {
+    let mut servers = vec![("this build", common::serve_command(&[], cfg))];
+    if let Ok(baseline) = std::env::var("LUDUS_BENCH_BASELINE") {
+        servers.insert(0, ("baseline", common::serve_command_of(&baseline, &[], cfg)));
+    }
+    let mut clients: Vec<(&str, RawClient, String)> = servers
+        .into_iter()
+        .map(|(name, command)| {
+            let mut c = RawClient::initialize(command);
+            let env = new_puzzle(&mut c);
+            (name, c, env)
+        })
+        .collect();
+    for round in 1..=3 {
+        for (name, c, env) in &mut clients {
+            let tight = cpu_per_call(c, env, 5_000, Duration::ZERO);
+            let paced = cpu_per_call(c, env, 1_000, Duration::from_millis(1));
+            let before = cpu_ns(c.child.id());
+            std::thread::sleep(Duration::from_secs(2));
+            let idle = cpu_ns(c.child.id()).saturating_sub(before) as f64 / 2e6;
+            eprintln!(
+                "pace round {round}, {name}: server CPU per hanoi_get_state, tight loop {tight:.1} µs; client pausing 1 ms {paced:.1} µs; idle {idle:.2} ms per s"
+            );
+        }
+    }
+    for (_, mut c, _) in clients {
+        let _ = c.child.kill();
+    }
+}
+
+/// `LUDUS_BENCH=tools`: the bytes of `tools/list` (the JSON-RPC answer an
+/// MCP client puts in its model's context) with every game, with each game
+/// alone (`--games`), and with none (the host's own tools); not timed.
+fn tool_list_bytes(cfg: &Path) {
+    let bytes = |args: &[&str]| {
+        let mut c = RawClient::serve(args, cfg);
+        let list = c.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+        let _ = c.child.kill();
+        (list.to_string().len(), list["result"]["tools"].as_array().map_or(0, Vec::len))
+    };
+    let (host, host_tools) = bytes(&["--no-builtin"]);
+    let (all, all_tools) = bytes(&[]);
+    eprintln!("tools/list, every game: {all} bytes, {all_tools} tools; the host's own tools alone: {host} bytes, {host_tools} tools");
+    for game in ["cards", "chess", "hanoi", "river_crossing", "showdown"] {
+        let (with, tools) = bytes(&["--games", game]);
+        eprintln!("tools/list, {game} alone: {with} bytes ({} for its {} tools)", with - host, tools - host_tools);
+    }
+}
+
 /// `LUDUS_BENCH=http`: the minimal HTTP client's round trips and the
 /// concurrent-client rows, three rounds on one server.
 async fn http_only(cfg: &Path) {
@@ -781,6 +859,8 @@ async fn main() {
             Err(_) => return tokio::task::spawn_blocking(move || stdio_only(&cfg)).await.unwrap(),
         },
         Ok("store") => return tokio::task::spawn_blocking(move || store_costs(&cfg)).await.unwrap(),
+        Ok("pace") => return tokio::task::spawn_blocking(move || pace(&cfg)).await.unwrap(),
+        Ok("tools") => return tokio::task::spawn_blocking(move || tool_list_bytes(&cfg)).await.unwrap(),
         Ok("cluster") => return cluster_costs(&cfg).await,
         Ok("http") => match std::env::var("LUDUS_BENCH_BASELINE") {
             Ok(baseline) => return http_against(&cfg, &baseline).await,

@@ -87,6 +87,13 @@ pub struct Limits {
     /// stdio and HTTP: after an answer, watch this long for the client's next
     /// request before the thread sleeps (spends CPU to skip a wake-up; 0: off).
     pub busy_poll_us: u64,
+    /// stdio: answers written but not yet read by the client, in bytes. Past
+    /// it a new request is refused (not run) with an error saying so; past
+    /// twice it the server stops reading requests until the client reads.
+    pub max_unread_output_bytes: usize,
+    /// Items per page of `tools/list`, `resources/list` and
+    /// `resources/templates/list`; clients follow `nextCursor` for the rest.
+    pub list_page_size: usize,
 }
 
 impl Default for Limits {
@@ -118,6 +125,8 @@ impl Default for Limits {
             max_mcp_sessions: 10_000,
             mcp_session_idle_ms: 30 * 60 * 1000,
             busy_poll_us: 100,
+            max_unread_output_bytes: 64 << 20,
+            list_page_size: 100,
         }
     }
 }
@@ -167,6 +176,10 @@ pub struct Config {
     /// ids start with it (`NAME-`), so a proxy can send each session's
     /// requests back to it. Default: none (a random name in leases).
     pub server_name: Option<String>,
+    /// The games this server serves, by name (built-in or in the plugins
+    /// directory); the others are not loaded and their tools not listed.
+    /// Default: every game.
+    pub games: Option<Vec<String>>,
 }
 
 /// A bearer token: the caller's name, and the SHA-256 of the token (the
@@ -199,6 +212,7 @@ impl Default for Config {
             tokens: Vec::new(),
             store: None,
             server_name: None,
+            games: None,
         }
     }
 }
@@ -221,6 +235,11 @@ impl Config {
             }
         }
         Ok(config)
+    }
+
+    /// Whether game `name` is among those this server serves (`games`).
+    pub fn serves(&self, name: &str) -> bool {
+        self.games.as_ref().is_none_or(|games| games.iter().any(|g| g == name))
     }
 
     pub fn channel_limits(&self) -> ChannelLimits {

@@ -49,6 +49,12 @@ enum Command {
         /// Default: the config's `server_name`.
         #[arg(long, value_name = "NAME")]
         name: Option<String>,
+        /// Serve only these games (comma-separated names, e.g.
+        /// `chess,hanoi`): the others are not loaded and their tools are not
+        /// listed, so a client that plays one game is not sent the others'
+        /// definitions. Default: the config's `games`, else every game.
+        #[arg(long, value_name = "GAMES", value_delimiter = ',')]
+        games: Option<Vec<String>>,
     },
     /// Say whether each built-in game is ready to play on this machine, and
     /// what it lacks (Node.js for Showdown's offline battles, Python 3.11+
@@ -60,7 +66,9 @@ enum Command {
     /// Print what the host derives from a component (tools, schemas, hints,
     /// imports) as JSON, or why it cannot be loaded.
     Inspect {
-        /// The component to inspect.
+        /// The component to inspect: a file, or the name of a built-in game
+        /// (`chess`, `hanoi`, …).
+        #[arg(value_name = "FILE|GAME")]
         file: PathBuf,
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
@@ -140,8 +148,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .on_thread_stop(ludus::runtime::note_thread_end)
         .build()?;
     match cli.command {
-        Command::Serve { plugins, http, config, no_builtin, store, name } => {
+        Command::Serve { plugins, http, config, no_builtin, store, name, games } => {
             let mut config = load_config(config.as_ref())?;
+            if games.is_some() {
+                config.games = games;
+            }
             if let Some(name) = name {
                 ludus::config::check_server_name(&name)?;
                 config.server_name = Some(name);
@@ -168,7 +179,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let cache = config.cache_dir.clone().or_else(ludus::runtime::default_cache_dir);
             let runtime = ludus::runtime::Runtime::new(cache)?;
             let _guard = rt.enter();
-            let out = ludus::mcp::inspect::inspect(&file, &config, &runtime).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let builtin = ludus::server::bundled::component(&file.to_string_lossy()).filter(|_| !file.exists());
+            let out = match builtin {
+                Some(bytes) => ludus::mcp::inspect::inspect_builtin(bytes, &config, &runtime),
+                None => ludus::mcp::inspect::inspect(&file, &config, &runtime),
+            };
+            let out = out.map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             println!("{}", serde_json::to_string_pretty(&out)?);
             Ok(())
         }

@@ -362,6 +362,29 @@ fn progress_reporter(token: ProgressToken, send: impl Fn(ProgressNotificationPar
     })
 }
 
+impl Ludus {
+    /// One page of a list (`limits.list_page_size` items) from the request's
+    /// cursor, and the cursor of the next page if there is one. A cursor is
+    /// the position the page starts at, opaque to clients; a list that
+    /// changed between pages (`list_changed`) is best listed again.
+    fn page<T>(&self, mut items: Vec<T>, request: Option<PaginatedRequestParams>) -> Result<(Vec<T>, Option<String>), McpError> {
+        let size = self.registry.config.limits.list_page_size.max(1);
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => cursor.parse::<usize>().ok().filter(|&at| at <= items.len()).ok_or_else(|| {
+                McpError::invalid_params(
+                    format!("cursor {:?} is not one this server gave; list again without a cursor", answer::brief(cursor)),
+                    None,
+                )
+            })?,
+        };
+        let end = items.len().min(start + size);
+        let next = (end < items.len()).then(|| end.to_string());
+        items.truncate(end);
+        Ok((items.split_off(start), next))
+    }
+}
+
 impl ServerHandler for Ludus {
     fn get_info(&self) -> ServerConfig {
         let caps = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().build();
@@ -372,13 +395,16 @@ impl ServerHandler for Ludus {
         )
     }
 
-    async fn list_tools(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
+    async fn list_tools(&self, page: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
         // Sorted by name: a deterministic order helps client caches.
         let mut plugin_tools: Vec<Tool> = self.registry.plugins().iter().flat_map(|p| tools::of_plugin(p).to_vec()).collect();
         plugin_tools.sort_by(|a, b| a.name.cmp(&b.name));
         let mut tools = host_tools().to_vec();
         tools.extend(plugin_tools);
-        Ok(ListToolsResult::with_all_items(tools).with_ttl_ms(TOOLS_TTL_MS).with_cache_scope(CacheScope::Public))
+        let (tools, next) = self.page(tools, page)?;
+        let mut result = ListToolsResult::with_all_items(tools).with_ttl_ms(TOOLS_TTL_MS).with_cache_scope(CacheScope::Public);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -401,7 +427,7 @@ impl ServerHandler for Ludus {
 
     async fn list_resources(
         &self,
-        _: Option<PaginatedRequestParams>,
+        page: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let resources = self
@@ -414,13 +440,16 @@ impl ServerHandler for Ludus {
                 })
             })
             .collect();
-        Ok(ListResourcesResult::with_all_items(resources))
+        let (resources, next) = self.page(resources, page)?;
+        let mut result = ListResourcesResult::with_all_items(resources);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     /// Per-game resources: one per live session, e.g. `chess://game/{session}/pgn`.
     async fn list_resource_templates(
         &self,
-        _: Option<PaginatedRequestParams>,
+        page: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let templates = self
@@ -436,7 +465,10 @@ impl ServerHandler for Ludus {
                 })
             })
             .collect();
-        Ok(ListResourceTemplatesResult::with_all_items(templates))
+        let (templates, next) = self.page(templates, page)?;
+        let mut result = ListResourceTemplatesResult::with_all_items(templates);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn read_resource(

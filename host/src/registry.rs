@@ -204,7 +204,7 @@ impl Registry {
         let Some(plugin) = st.tools.get(name).and_then(|p| st.plugins.get(p)) else {
             return Err(match st.removed.get(name) {
                 Some(why) => format!("tool `{name}` is gone: {why}. Call tools/list for the current tools."),
-                None => format!("unknown tool `{name}`. Call tools/list for the current tools."),
+                None => format!("unknown tool `{name}`.{} Call tools/list for the current tools.", did_you_mean(name, st.tools.keys())),
             });
         };
         let plugin = plugin.active.clone();
@@ -293,6 +293,51 @@ impl Registry {
         if self.config.plugins.get(&plugin.name).is_some_and(|c| c.disabled) {
             return Err(format!("plugin `{}` is disabled in the config", plugin.name));
         }
+        if !self.config.serves(&plugin.name) {
+            return Err(format!("plugin `{}` is not among the games this server serves (--games, or `games` in the config)", plugin.name));
+        }
         Ok(plugin)
+    }
+}
+
+/// " Did you mean `a` or `b`?" for the tools whose names come nearest to
+/// `name` (an agent's typo, a tool of another prefix), or "". Edit distance
+/// relative to the length, not Jaro-Winkler: that one rewards the shared
+/// game prefix, so every tool of the game came near.
+fn did_you_mean<'a>(name: &str, tools: impl Iterator<Item = &'a String>) -> String {
+    // The part after the game's prefix: `toh_get_state` is `hanoi_get_state` renamed.
+    fn action(n: &str) -> &str {
+        n.split_once('_').map_or(n, |(_, rest)| rest)
+    }
+    let mut near: Vec<(f64, &String)> = tools
+        .map(|t| {
+            let same_action = action(t) == action(name) && action(name) != name;
+            (if same_action { 1.0 } else { strsim::normalized_damerau_levenshtein(name, t) }, t)
+        })
+        .filter(|(score, _)| *score >= 0.8)
+        .collect();
+    near.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    let names: Vec<String> = near.iter().take(3).map(|(_, t)| format!("`{t}`")).collect();
+    match names.as_slice() {
+        [] => String::new(),
+        [one] => format!(" Did you mean {one}?"),
+        [rest @ .., last] => format!(" Did you mean {} or {last}?", rest.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::did_you_mean;
+
+    #[test]
+    fn an_unknown_tool_is_answered_with_the_nearest_names() {
+        let tools: Vec<String> =
+            ["hanoi_get_state", "hanoi_reset_simulator", "hanoi_execute_move", "hanoi_execute_moves", "chess_finish_turn"]
+                .map(String::from)
+                .into();
+        assert_eq!(did_you_mean("hanoi_getstate", tools.iter()), " Did you mean `hanoi_get_state`?");
+        assert_eq!(did_you_mean("toh_get_state", tools.iter()), " Did you mean `hanoi_get_state`?");
+        assert!(did_you_mean("hanoi_execute_mov", tools.iter()).contains("`hanoi_execute_move` or `hanoi_execute_moves`"));
+        assert_eq!(did_you_mean("fly_to_the_moon", tools.iter()), "");
     }
 }

@@ -8,7 +8,7 @@
 # Needs python3 (3.10 or newer, with venv). Installs componentize-py from
 # PyPI into the tool cache on first use ($LUDUS_SDK_TOOLS, default
 # target/sdk-tools); packs docs with `ludus pack` ($LUDUS, else `ludus` on
-# the PATH, else built from this checkout).
+# the PATH, else one built in this checkout; with none, it says how to build it).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 [[ $# -eq 4 ]] || { sed -n '2,12p' "$0" >&2; exit 2; }

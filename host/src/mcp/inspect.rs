@@ -16,6 +16,12 @@ pub fn inspect(path: &Path, config: &Config, runtime: &Arc<Runtime>) -> Result<V
     Ok(describe(&p, crate::runtime::data_bytes(&bytes)))
 }
 
+/// The same for a game built into the binary.
+pub fn inspect_builtin(bytes: &[u8], config: &Config, runtime: &Arc<Runtime>) -> Result<Value, String> {
+    let p = Plugin::load(runtime, config, bytes, Source::Builtin)?;
+    Ok(describe(&p, crate::runtime::data_bytes(bytes)))
+}
+
 /// `data_bytes`: the size of the component's data segments.
 pub fn describe(p: &Plugin, data_bytes: usize) -> Value {
     let tools: Vec<Value> = p

@@ -9,6 +9,11 @@ pub const BUNDLED: &[(&str, &[u8])] = &[
     ("showdown", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/showdown.wasm"))),
 ];
 
+/// The component of the built-in game `name`.
+pub fn component(name: &str) -> Option<&'static [u8]> {
+    BUNDLED.iter().find(|(n, _)| *n == name).map(|(_, bytes)| *bytes)
+}
+
 /// A program a bundled game runs as a channel process, shipped inside the
 /// binary so an installed `ludus` needs no source tree: its files are written
 /// into the cache directory at start and the endpoint is granted by default.

@@ -2,7 +2,7 @@
 //! directory), start hot reload and the idle reaper, and serve MCP over stdio
 //! or Streamable HTTP.
 
-mod bundled;
+pub mod bundled;
 mod busy_poll;
 pub mod doctor;
 mod http;
@@ -53,7 +53,7 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
 
     if opts.builtins {
         for (name, bytes) in bundled::BUNDLED {
-            if registry.config.plugins.get(*name).is_some_and(|p| p.disabled) {
+            if registry.config.plugins.get(*name).is_some_and(|p| p.disabled) || !registry.config.serves(name) {
                 continue;
             }
             let r = registry.clone();
@@ -70,6 +70,7 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
         tokio::task::spawn_blocking(move || watch::initial_scan(&r, &d)).await?;
         watch::spawn(registry.clone(), dir.clone()).context("watching the plugins directory")?;
     }
+    check_games_found(&registry, opts.builtins)?;
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -79,6 +80,24 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     let games: Vec<String> = registry.plugins().iter().map(|p| format!("{} {}", p.name, p.version)).collect();
     tracing::info!(ready_ms = started.elapsed().as_millis() as u64, "ready with games: {}", games.join(", "));
     Ok(registry)
+}
+
+/// `--games` (or `games` in the config) must name games there are: a typo
+/// would otherwise start a server without the game the operator asked for.
+fn check_games_found(registry: &Registry, builtins: bool) -> Result<()> {
+    let Some(games) = &registry.config.games else { return Ok(()) };
+    let loaded: Vec<String> = registry.plugins().iter().map(|p| p.name.clone()).collect();
+    let missing: Vec<&String> = games.iter().filter(|g| !loaded.contains(g)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let builtin: Vec<&str> = if builtins { bundled::BUNDLED.iter().map(|(name, _)| *name).collect() } else { Vec::new() };
+    bail!(
+        "--games (or `games` in the config) names {}, which this server does not have; the built-in games are {}{}",
+        missing.iter().map(|g| format!("`{g}`")).collect::<Vec<_>>().join(", "),
+        if builtin.is_empty() { "not loaded (--no-builtin)".to_string() } else { builtin.join(", ") },
+        if loaded.iter().any(|l| !builtin.contains(&l.as_str())) { ", and the plugins directory adds the others loaded" } else { "" }
+    )
 }
 
 /// The configured session limits, with the total capped where the kernel's
@@ -118,6 +137,9 @@ fn session_limits(limits: &crate::config::Limits) -> SessionLimits {
 fn grant_sidecars(config: &mut Config, cache: Option<&std::path::Path>) {
     let root = cache.map(|c| c.join("sidecars")).unwrap_or_else(|| std::env::temp_dir().join("ludus-sidecars"));
     for car in bundled::SIDECARS {
+        if !config.serves(car.plugin) {
+            continue;
+        }
         let plugin = config.plugins.entry(car.plugin.to_string()).or_default();
         if plugin.disabled || plugin.channels.contains_key(car.endpoint) {
             continue;
@@ -157,8 +179,9 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
     busy_poll::configure(Duration::from_micros(registry.config.limits.busy_poll_us));
     match opts.http {
         None => {
+            let unread_limit = registry.config.limits.max_unread_output_bytes;
             let ludus = Ludus::new(registry);
-            let service = ludus.clone().serve(stdio::Stdio::start(ludus)?).await?;
+            let service = ludus.clone().serve(stdio::Stdio::start(ludus, unread_limit)?).await?;
             service.waiting().await?;
             Ok(())
         }
