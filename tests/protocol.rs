@@ -44,6 +44,7 @@ impl Pipes {
         let mut p = Pipes { child, input, output };
         let init = p.ask(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#);
         assert!(init["result"]["serverInfo"].is_object(), "{init}");
+        assert_eq!(init["result"]["capabilities"]["logging"], json!({}), "logging is advertised: {init}");
         p.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         p
     }
@@ -60,13 +61,23 @@ impl Pipes {
 
     fn ask(&mut self, line: &str) -> Value {
         self.send(line);
-        self.read()
+        self.read_answer()
     }
 
     fn read(&mut self) -> Value {
         let mut answer = String::new();
         self.output.read_line(&mut answer).unwrap();
         serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer}"))
+    }
+
+    /// The next answer, past any notifications (a game's log lines).
+    fn read_answer(&mut self) -> Value {
+        loop {
+            let message = self.read();
+            if message.get("id").is_some() {
+                return message;
+            }
+        }
     }
 
     /// Calls a tool and returns its structured answer.
@@ -330,7 +341,7 @@ fn over_stdio_quick_calls_answer_in_order_and_a_wait_holds_up_nothing() {
         batch += &(call_line(id, "hanoi_get_state", json!({"env_id": env})) + "\n");
     }
     p.write(batch.as_bytes());
-    let answers: Vec<Value> = (0..204).map(|_| p.read()).collect();
+    let answers: Vec<Value> = (0..204).map(|_| p.read_answer()).collect();
     let order: Vec<u64> = answers.iter().map(|a| a["id"].as_u64().unwrap()).collect();
     let quick: Vec<u64> = order.iter().copied().filter(|&id| id >= 14).collect();
     assert_eq!(quick, (14..214).collect::<Vec<_>>(), "quick calls out of request order");
@@ -374,6 +385,35 @@ fn tools_list_comes_in_pages_that_follow_their_cursors() {
     let (id, code, message) = error_of(&bad);
     assert_eq!((id, code), (json!(99), -32602));
     assert!(message.contains("cursor \"page-7\" is not one this server gave"), "{message}");
+}
+
+/// What a game logs during a call reaches the calling client as MCP logging
+/// (`notifications/message`, before the call's answer), filtered by the
+/// level the client set with `logging/setLevel` (info until it sets one).
+#[test]
+fn a_games_log_lines_reach_its_caller_at_the_level_it_set() {
+    let work = scratch();
+    let (mut p, counter) = Pipes::with_hello_counter(work.path());
+    p.send(&call_line(10, "hello_bump", json!({"counter_id": counter})));
+    let line = p.read();
+    assert_eq!(line["method"], "notifications/message", "the log line comes before the answer: {line}");
+    assert_eq!(line["params"], json!({"level": "info", "logger": "hello_bump", "data": "bumped by 1 to 1"}));
+    assert_eq!(p.read()["id"], 10);
+
+    let set = p.ask(r#"{"jsonrpc":"2.0","id":11,"method":"logging/setLevel","params":{"level":"warning"}}"#);
+    assert_eq!(set["result"], json!({}), "{set}");
+    p.send(&call_line(12, "hello_bump", json!({"counter_id": counter, "by": 999})));
+    let line = p.read();
+    assert_eq!(
+        line["params"],
+        json!({"level": "warning", "logger": "hello_bump", "data": "the counter is past 1000"}),
+        "info is filtered out: {line}"
+    );
+    assert_eq!(p.read()["id"], 12);
+    let bad = p.ask(r#"{"jsonrpc":"2.0","id":13,"method":"logging/setLevel","params":{"level":"loud"}}"#);
+    let (_, code, message) = error_of(&bad);
+    assert_eq!(code, -32602, "{bad}");
+    assert!(message.contains("`level` must be one of debug, info, notice, warning"), "{message}");
 }
 
 /// Writes `batch` from a thread of its own (the pipe blocks a writer until

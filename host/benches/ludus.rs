@@ -322,7 +322,11 @@ async fn chess_finish_turn_in_server(registry: &std::sync::Arc<ludus::registry::
     let call = |tool: usize, a: Value| {
         let (r, p) = (registry.clone(), plugin.clone());
         async move {
-            match r.sessions.call(p, tool, &args(a), ludus::session::Caller::Connection("bench".into()), Default::default(), None).await {
+            match r
+                .sessions
+                .call(p, tool, &args(a), ludus::session::Caller::Connection("bench".into()), Default::default(), Default::default())
+                .await
+            {
                 ludus::session::Reply::Value { value, .. } => value,
                 ludus::session::Reply::Failed(e) => panic!("{e}"),
             }
@@ -951,7 +955,11 @@ async fn main() {
     let direct = move |tool: usize, a: Value| {
         let (r, p) = (reg.clone(), plug.clone());
         async move {
-            match r.sessions.call(p, tool, &args(a), ludus::session::Caller::Connection("bench".into()), Default::default(), None).await {
+            match r
+                .sessions
+                .call(p, tool, &args(a), ludus::session::Caller::Connection("bench".into()), Default::default(), Default::default())
+                .await
+            {
                 ludus::session::Reply::Value { value, .. } => value,
                 ludus::session::Reply::Failed(e) => panic!("{e}"),
             }

@@ -23,11 +23,12 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::registry::Registry;
-use crate::session::{Caller, Progress, WaitProgress};
+use crate::session::{Caller, Listeners, Progress, WaitProgress};
 
 mod answer;
 mod convention;
 pub mod inspect;
+mod logging;
 mod tools;
 pub use answer::Answer;
 use answer::json_len;
@@ -131,10 +132,12 @@ impl Ludus {
                 let caller = caller.unwrap_or_else(|| self.caller.clone());
                 // rmcp's parser moves a request's `_meta` into its extensions.
                 let progress = call.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token).map(|token| {
+                    let notify = notify.clone();
                     progress_reporter(token, move |p| notify(ServerJsonRpcMessage::notification(ProgressNotification::new(p).into())))
                 });
+                let log = logging::sink_for(&caller, &call.params.name, move |m| notify(ServerJsonRpcMessage::notification(m.into())));
                 Ok(Box::pin(async move {
-                    match this.call_tool_as(caller, call.params, ct, progress).await {
+                    match this.call_tool_as(caller, call.params, ct, Listeners { progress, log }).await {
                         Ok(answer) => Direct::Tool(id, answer),
                         Err(e) => Direct::Message(ServerJsonRpcMessage::error(e, Some(id))),
                     }
@@ -150,13 +153,13 @@ impl Ludus {
         caller: Caller,
         request: CallToolRequestParams,
         ct: CancellationToken,
-        progress: Option<Progress>,
+        listeners: Listeners,
     ) -> Result<Answer, McpError> {
         let args = request.arguments.unwrap_or_default();
         if let Some(r) = self.host_call(&request.name, &args, &caller) {
             return Ok(r);
         }
-        self.plugin_call(&request.name, args, caller, ct, progress).await
+        self.plugin_call(&request.name, args, caller, ct, listeners).await
     }
 }
 
@@ -334,7 +337,7 @@ impl Ludus {
         args: JsonObject,
         caller: Caller,
         ct: CancellationToken,
-        progress: Option<Progress>,
+        listeners: Listeners,
     ) -> Result<Answer, McpError> {
         let limits = &self.registry.config.limits;
         let size = json_len(&args);
@@ -345,7 +348,7 @@ impl Ludus {
             )));
         }
         let (plugin, index) = self.registry.find_tool(name).map_err(|e| McpError::invalid_params(e, None))?;
-        let reply = self.registry.sessions.call(plugin.clone(), index, &args, caller, ct, progress).await;
+        let reply = self.registry.sessions.call(plugin.clone(), index, &args, caller, ct, listeners).await;
         Ok(Answer::of(reply))
     }
 }
@@ -386,8 +389,9 @@ impl Ludus {
 }
 
 impl ServerHandler for Ludus {
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        let caps = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().build();
+        let caps = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().enable_logging().build();
         ServerConfig::new(caps).with_server_info(Implementation::new("ludus", env!("CARGO_PKG_VERSION"))).with_instructions(
             "Ludus serves games as tools named <game>_<action>. Start a game with its creating tool \
                  (e.g. hanoi_init_simulator), then pass the returned id to the other tools. \
@@ -422,7 +426,20 @@ impl ServerHandler for Ludus {
                 tokio::spawn(async move { peer.notify_progress(p).await });
             })
         });
-        Ok(self.call_tool_as(self.caller_of(&context), request, context.ct.clone(), progress).await?.into_result().into())
+        let caller = self.caller_of(&context);
+        let peer = context.peer.clone();
+        let log = logging::sink_for(&caller, &request.name, move |m| {
+            let peer = peer.clone();
+            tokio::spawn(async move { peer.send_notification(m.into()).await });
+        });
+        Ok(self.call_tool_as(caller, request, context.ct.clone(), Listeners { progress, log }).await?.into_result().into())
+    }
+
+    // rmcp marks logging deprecated (a later protocol drops it); clients up to 2025-11-25 use it.
+    #[allow(deprecated)]
+    async fn set_level(&self, request: SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        logging::set_level(&self.caller_of(&context), request.level);
+        Ok(())
     }
 
     async fn list_resources(

@@ -35,7 +35,7 @@ impl Bench {
         match self
             .registry
             .sessions
-            .call(plugin, i, &args, ludus::session::Caller::Connection("bench".into()), Default::default(), None)
+            .call(plugin, i, &args, ludus::session::Caller::Connection("bench".into()), Default::default(), Default::default())
             .await
         {
             ludus::session::Reply::Value { value: Some(wasmtime::component::Val::Result(Ok(Some(v)))), plugin, tool: t, .. } => {

@@ -14,6 +14,22 @@ pub struct CallInfo {
     pub caller: String,
     /// This call re-runs a wait whose deadline passed.
     pub timed_out: bool,
+    /// Where the call's `host.log` lines go besides the server's own log:
+    /// the calling client, at the level it asked for.
+    pub log: Option<LogSink>,
+}
+
+/// A client's share of a call's log lines (MCP logging, above this layer).
+#[derive(Clone)]
+pub struct LogSink(pub Arc<LogLine>);
+
+/// What a sink does with one line: its level and text.
+pub type LogLine = dyn Fn(tracing::Level, &str) + Send + Sync;
+
+impl std::fmt::Debug for LogSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LogSink")
+    }
 }
 
 /// What this interface may do to the session its instance serves: the
@@ -67,12 +83,22 @@ impl host::Host for HostCtx {
     fn log(&mut self, level: types::LogLevel, message: String) {
         let (plugin, session) = (&*self.plugin, self.session_label());
         let message = truncate(&message, 4096);
+        let level = match level {
+            types::LogLevel::Trace => tracing::Level::TRACE,
+            types::LogLevel::Debug => tracing::Level::DEBUG,
+            types::LogLevel::Info => tracing::Level::INFO,
+            types::LogLevel::Warn => tracing::Level::WARN,
+            types::LogLevel::Error => tracing::Level::ERROR,
+        };
         match level {
-            types::LogLevel::Trace => tracing::trace!(plugin, session, "{message}"),
-            types::LogLevel::Debug => tracing::debug!(plugin, session, "{message}"),
-            types::LogLevel::Info => tracing::info!(plugin, session, "{message}"),
-            types::LogLevel::Warn => tracing::warn!(plugin, session, "{message}"),
-            types::LogLevel::Error => tracing::error!(plugin, session, "{message}"),
+            tracing::Level::TRACE => tracing::trace!(plugin, session, "{message}"),
+            tracing::Level::DEBUG => tracing::debug!(plugin, session, "{message}"),
+            tracing::Level::INFO => tracing::info!(plugin, session, "{message}"),
+            tracing::Level::WARN => tracing::warn!(plugin, session, "{message}"),
+            tracing::Level::ERROR => tracing::error!(plugin, session, "{message}"),
+        }
+        if let Some(sink) = &self.call.log {
+            (sink.0)(level, message);
         }
     }
 

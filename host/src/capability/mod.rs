@@ -23,7 +23,7 @@ use crate::runtime::bindings::ludus::plugin as contract;
 use crate::runtime::{self, MemoryLimiter};
 
 pub use channels::ChannelsCtx;
-pub use host::{CallInfo, HostCtx};
+pub use host::{CallInfo, HostCtx, LogSink};
 pub use wasi::GuestOutput;
 
 /// What every store carries: each capability's context and the memory cap.

@@ -116,10 +116,17 @@ pub fn params_problem(request: &serde_json::Map<String, Value>) -> Option<String
         }),
         "resources/read" | "resources/subscribe" | "resources/unsubscribe" => required_string("uri", "the resource"),
         "prompts/get" => required_string("name", "the prompt"),
+        "logging/setLevel" => match field("level").and_then(Value::as_str) {
+            Some(level) if LOG_LEVELS.contains(&level) => None,
+            _ => Some(format!("`level` must be one of {}", LOG_LEVELS.join(", "))),
+        },
         "initialize" => required_string("protocolVersion", "the protocol version the client speaks"),
         _ => None,
     }
 }
+
+/// MCP's logging levels (RFC 5424's, least severe first).
+const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 fn json_kind(v: &Value) -> &'static str {
     match v {

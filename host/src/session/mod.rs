@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::Val;
 
 use crate::capability::CallInfo;
+pub use crate::capability::LogSink;
 use crate::locking::lock;
 use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, ToolDef};
 use crate::runtime::{maps_per_instance, run_guest};
@@ -216,6 +217,14 @@ pub enum Reply {
 /// Called while a call waits: every few seconds, and when its session's
 /// channel process says something new.
 pub type Progress = Box<dyn Fn(WaitProgress) + Send + Sync>;
+
+/// Who hears about a call while it runs: its client's progress (while it
+/// waits) and its game's log lines.
+#[derive(Default)]
+pub struct Listeners {
+    pub progress: Option<Progress>,
+    pub log: Option<LogSink>,
+}
 
 /// Where a waiting call stands, for a progress notification.
 pub struct WaitProgress {
@@ -471,10 +480,10 @@ impl Sessions {
         args: &serde_json::Map<String, serde_json::Value>,
         caller: Caller,
         cancel: CancellationToken,
-        progress: Option<Progress>,
+        listeners: Listeners,
     ) -> Reply {
         match self.prepare(&plugin, tool_index, args, &caller).await {
-            Ok(call) => self.run(call, caller.name().to_string(), cancel, progress).await,
+            Ok(call) => self.run(call, caller.name().to_string(), cancel, listeners).await,
             Err(e) => Reply::Failed(e),
         }
     }
@@ -531,7 +540,8 @@ impl Sessions {
 
     /// Calls the guest until it answers finally; a provisional answer is held
     /// until the session changes, the deadline passes, or the client cancels.
-    async fn run(self: &Arc<Self>, call: Prepared, caller: String, cancel: CancellationToken, progress: Option<Progress>) -> Reply {
+    async fn run(self: &Arc<Self>, call: Prepared, caller: String, cancel: CancellationToken, listeners: Listeners) -> Reply {
+        let Listeners { progress, log } = listeners;
         let Prepared { session, version, tool: index, params } = call;
         let tool = &version.tools[index];
         let creates = tool.role == Role::Creates;
@@ -552,7 +562,8 @@ impl Sessions {
                 return Reply::Value { value: Some(answer), plugin: version.clone(), tool: index, note: Some(REPEATED.into()) };
             }
             changes.borrow_and_update();
-            let (s, export, p, info) = (session.clone(), tool.export, params.clone(), CallInfo { caller: caller.clone(), timed_out });
+            let (s, export, p, info) =
+                (session.clone(), tool.export, params.clone(), CallInfo { caller: caller.clone(), timed_out, log: log.clone() });
             // What a call changed is stored before it is answered, with the
             // answer its retry gets.
             let changes_state = !tool.read_only;

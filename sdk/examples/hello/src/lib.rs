@@ -84,6 +84,12 @@ impl Tools for Hello {
             return Err(format!("`by` must be between 1 and 1000, got {by}"));
         }
         COUNT.set(COUNT.get().saturating_add(by));
+        // Reaches the calling client as MCP logging (`notifications/message`)
+        // and the server's log. Only the caller of this call hears it.
+        ludus_sdk::log(ludus_sdk::LogLevel::Info, &format!("bumped by {by} to {}", COUNT.get()));
+        if COUNT.get() >= 1000 {
+            ludus_sdk::log(ludus_sdk::LogLevel::Warn, "the counter is past 1000");
+        }
         Ok(counter())
     }
 
