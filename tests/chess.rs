@@ -89,6 +89,46 @@ async fn scholars_mate_claim_accepted_and_a_false_claim_rejected() {
     c.close().await;
 }
 
+/// A client subscribed to a game's FEN hears `notifications/resources/updated`
+/// on every move (its own and the computer's), until it unsubscribes; a
+/// resource that does not exist cannot be subscribed to.
+#[tokio::test]
+#[allow(deprecated)]
+async fn subscribers_hear_of_every_move_until_they_unsubscribe() {
+    use rmcp::model::{SubscribeRequestParams, UnsubscribeRequestParams};
+    let work = scratch();
+    let mut c = stdio(&[], work.path()).await;
+    let caps = c.service.peer_info().unwrap().capabilities.resources.clone().unwrap();
+    assert_eq!(caps.subscribe, Some(true), "subscriptions are advertised");
+    let game =
+        c.ok("chess_create_game", json!({"type": "computer", "difficulty": 1, "seed": 5})).await["game_id"].as_str().unwrap().to_string();
+    let fen = format!("chess://game/{game}/fen");
+    c.service.subscribe(SubscribeRequestParams::new(fen.clone())).await.unwrap();
+    c.ok("chess_finish_turn", json!({"game_id": game, "move": "e2e4"})).await;
+    let heard = tokio::time::timeout(Duration::from_secs(5), c.updated.recv()).await.expect("no update after our move").unwrap();
+    assert_eq!(heard, fen);
+    // The computer's reply is a change too.
+    let board = c.ok("chess_wait_for_next_turn", json!({"game_id": game})).await;
+    assert_eq!(board["status"], "your-turn", "{board}");
+    let mut updates = 1;
+    while let Ok(Some(uri)) = tokio::time::timeout(Duration::from_millis(300), c.updated.recv()).await {
+        assert_eq!(uri, fen);
+        updates += 1;
+    }
+    assert!(updates >= 2, "the computer's move was not told: {updates} update(s)");
+
+    c.service.unsubscribe(UnsubscribeRequestParams::new(fen.clone())).await.unwrap();
+    c.ok("chess_finish_turn", json!({"game_id": game, "move": "d2d4"})).await;
+    let after = tokio::time::timeout(Duration::from_millis(500), c.updated.recv()).await;
+    assert!(after.is_err(), "an update came after unsubscribing: {after:?}");
+
+    let e = c.service.subscribe(SubscribeRequestParams::new("chess://game/nope/fen")).await.unwrap_err().to_string();
+    assert!(e.contains("unknown `session` \"nope\""), "{e}");
+    let e = c.service.subscribe(SubscribeRequestParams::new("chess://nowhere")).await.unwrap_err().to_string();
+    assert!(e.contains("no resource chess://nowhere"), "{e}");
+    c.close().await;
+}
+
 #[tokio::test]
 async fn illegal_and_out_of_turn_moves_are_refused_with_reasons() {
     let work = scratch();

@@ -22,6 +22,8 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::locking::lock;
+use crate::plugin::{Audience, Plugin};
 use crate::registry::Registry;
 use crate::session::{Caller, Listeners, Progress, WaitProgress};
 
@@ -46,12 +48,14 @@ pub struct Ludus {
     /// closed, was deleted or expired): ends the tasks serving only it.
     gone: CancellationToken,
     _drop: Arc<DropGuard>,
+    /// This client's `resources/subscribe`s, by URI: cancelling one stops it.
+    subscriptions: Arc<std::sync::Mutex<std::collections::HashMap<String, CancellationToken>>>,
 }
 
 impl Ludus {
     pub fn new(registry: Arc<Registry>) -> Self {
         let gone = CancellationToken::new();
-        Ludus { registry, caller: Caller::Stdio, _drop: Arc::new(gone.clone().drop_guard()), gone }
+        Ludus { registry, caller: Caller::Stdio, _drop: Arc::new(gone.clone().drop_guard()), gone, subscriptions: Default::default() }
     }
 
     /// Who is calling: over HTTP what the transport found (a bearer token's
@@ -388,10 +392,60 @@ impl Ludus {
     }
 }
 
+impl Ludus {
+    /// The plugin serving resource `uri`, its MIME type, and the game it
+    /// belongs to (its id and who may read it) when it is a per-game one.
+    fn find_resource(&self, uri: &str) -> Result<FoundResource, McpError> {
+        let found = self.registry.plugins().into_iter().find_map(|p| {
+            let hit = p.resources.iter().find_map(|r| match r.session_in(uri) {
+                Some(id) => Some((r.mime_type.clone(), Some((id.to_string(), r.audience)))),
+                None => (r.uri == uri).then(|| (r.mime_type.clone(), None)),
+            });
+            hit.map(|(mime, session)| (p, mime, session))
+        });
+        found.ok_or_else(|| McpError::invalid_params(format!("no resource {}", answer::brief(uri.to_string())), None))
+    }
+}
+
+/// A resource's plugin, MIME type, and game (id, who may read it) if per-game.
+type FoundResource = (Arc<Plugin>, String, Option<(String, Audience)>);
+
+/// Tells a subscriber of `uri` each change of its game, until `stop` (an
+/// unsubscribe), the game's end, or the client's going.
+#[allow(deprecated)]
+async fn tell_changes(
+    mut changes: tokio::sync::watch::Receiver<u64>,
+    uri: String,
+    peer: rmcp::Peer<RoleServer>,
+    stop: CancellationToken,
+    gone: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = gone.cancelled() => return,
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                if peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone())).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
 impl ServerHandler for Ludus {
     #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        let caps = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().enable_logging().build();
+        let caps = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_logging()
+            .build();
         ServerConfig::new(caps).with_server_info(Implementation::new("ludus", env!("CARGO_PKG_VERSION"))).with_instructions(
             "Ludus serves games as tools named <game>_<action>. Start a game with its creating tool \
                  (e.g. hanoi_init_simulator), then pass the returned id to the other tools. \
@@ -494,21 +548,44 @@ impl ServerHandler for Ludus {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri;
-        let found = self.registry.plugins().into_iter().find_map(|p| {
-            let hit = p.resources.iter().find_map(|r| match r.session_in(&uri) {
-                Some(id) => Some((r.mime_type.clone(), Some((id.to_string(), r.audience)))),
-                None => (r.uri == uri).then(|| (r.mime_type.clone(), None)),
-            });
-            hit.map(|h| (p, h))
-        });
-        let Some((plugin, (mime, session))) = found else {
-            return Err(McpError::invalid_params(format!("no resource {}", answer::brief(uri)), None));
-        };
+        let (plugin, mime, session) = self.find_resource(&uri)?;
         let session = session.as_ref().map(|(id, audience)| (id.as_str(), *audience));
         match self.registry.sessions.read_resource(&plugin, &uri, session, &self.caller_of(&context)).await {
             Ok(text) => Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)]).into()),
             Err(e) => Err(McpError::invalid_params(e, None)),
         }
+    }
+
+    /// `resources/subscribe`: from now on this client hears
+    /// `notifications/resources/updated` whenever the game behind the
+    /// resource changes, until it unsubscribes, the game ends or the client
+    /// goes. A resource of no game (a plugin's own) never changes.
+    #[allow(deprecated)]
+    async fn subscribe(&self, request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        let uri = request.uri;
+        let (plugin, _, session) = self.find_resource(&uri)?;
+        let Some((id, audience)) = session else { return Ok(()) };
+        let caller = self.caller_of(&context);
+        let changes = self
+            .registry
+            .sessions
+            .watch_resource(&plugin, &uri, &id, audience, &caller)
+            .await
+            .map_err(|e| McpError::invalid_params(e, None))?;
+        let stop = CancellationToken::new();
+        if let Some(old) = lock(&self.subscriptions).insert(uri.clone(), stop.clone()) {
+            old.cancel();
+        }
+        tokio::spawn(tell_changes(changes, uri, context.peer, stop, self.gone.clone()));
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(&self, request: UnsubscribeRequestParams, _: RequestContext<RoleServer>) -> Result<(), McpError> {
+        if let Some(stop) = lock(&self.subscriptions).remove(&request.uri) {
+            stop.cancel();
+        }
+        Ok(())
     }
 
     // 2026-07-28 clients hear about tool changes on subscriptions/listen.

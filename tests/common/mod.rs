@@ -28,11 +28,12 @@ pub fn component(name: &str) -> PathBuf {
     Path::new(env!("LUDUS_WASM_DIR")).join(format!("{name}.wasm"))
 }
 
-/// Records `tools/list_changed` notifications.
+/// Records `tools/list_changed`, progress and `resources/updated` notifications.
 #[derive(Clone)]
 pub struct Recorder {
     list_changed: mpsc::UnboundedSender<()>,
     progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+    updated: mpsc::UnboundedSender<String>,
 }
 
 impl ClientHandler for Recorder {
@@ -44,6 +45,11 @@ impl ClientHandler for Recorder {
         let _ = self.progress.send(p);
     }
 
+    #[allow(deprecated)]
+    async fn on_resource_updated(&self, p: rmcp::model::ResourceUpdatedNotificationParam, _: NotificationContext<RoleClient>) {
+        let _ = self.updated.send(p.uri);
+    }
+
     fn get_info(&self) -> ClientConfig {
         ClientConfig::default()
     }
@@ -53,6 +59,8 @@ pub struct Client {
     pub service: RunningService<RoleClient, Recorder>,
     pub list_changed: mpsc::UnboundedReceiver<()>,
     pub progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    /// URIs of `notifications/resources/updated`, in order.
+    pub updated: mpsc::UnboundedReceiver<String>,
 }
 
 /// A running `ludus serve` over HTTP; killed on drop.
@@ -98,12 +106,13 @@ impl Drop for HttpServer {
     }
 }
 
-type Receivers = (mpsc::UnboundedReceiver<()>, mpsc::UnboundedReceiver<ProgressNotificationParam>);
+type Receivers = (mpsc::UnboundedReceiver<()>, mpsc::UnboundedReceiver<ProgressNotificationParam>, mpsc::UnboundedReceiver<String>);
 
 fn recorder() -> (Recorder, Receivers) {
     let (tx, rx) = mpsc::unbounded_channel();
     let (ptx, prx) = mpsc::unbounded_channel();
-    (Recorder { list_changed: tx, progress: ptx }, (rx, prx))
+    let (utx, urx) = mpsc::unbounded_channel();
+    (Recorder { list_changed: tx, progress: ptx, updated: utx }, (rx, prx, urx))
 }
 
 /// A temporary cache dir per test run keeps tests independent of ~/.cache.
@@ -144,9 +153,9 @@ pub async fn stdio_env(args: &[&str], work: &Path, env: &[(&str, &str)]) -> Clie
     }
     cmd.env("LUDUS_LOG", "warn");
     let (transport, _) = TokioChildProcess::builder(cmd).stderr(Stdio::inherit()).spawn().expect("spawning ludus");
-    let (handler, (list_changed, progress)) = recorder();
+    let (handler, (list_changed, progress, updated)) = recorder();
     let service = handler.serve(transport).await.expect("MCP handshake over stdio");
-    Client { service, list_changed, progress }
+    Client { service, list_changed, progress, updated }
 }
 
 /// `ludus serve --http 127.0.0.1:0`, waiting for the address it bound.
@@ -190,10 +199,10 @@ pub async fn http_server_env(args: &[&str], work: &Path, env: &[(&str, &str)]) -
 }
 
 pub async fn http_client(server: &HttpServer) -> Client {
-    let (handler, (list_changed, progress)) = recorder();
+    let (handler, (list_changed, progress, updated)) = recorder();
     let transport = StreamableHttpClientTransport::from_uri(server.url.clone());
     let service = handler.serve(transport).await.expect("MCP handshake over HTTP");
-    Client { service, list_changed, progress }
+    Client { service, list_changed, progress, updated }
 }
 
 impl Client {
@@ -320,8 +329,8 @@ pub async fn http_client_with_token(server: &HttpServer, token: &str) -> Client 
 /// several) that sends `token` with every request; the handshake's error if
 /// it fails.
 pub async fn http_client_at(url: &str, token: &str) -> Result<Client, String> {
-    let (handler, (list_changed, progress)) = recorder();
+    let (handler, (list_changed, progress, updated)) = recorder();
     let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token);
     let service = handler.serve(StreamableHttpClientTransport::from_config(config)).await.map_err(|e| e.to_string())?;
-    Ok(Client { service, list_changed, progress })
+    Ok(Client { service, list_changed, progress, updated })
 }

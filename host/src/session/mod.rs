@@ -715,17 +715,7 @@ impl Sessions {
         caller: &Caller,
     ) -> Result<String, String> {
         let session = match session {
-            Some((id, audience)) => {
-                self.revive(id, plugin).await;
-                let s = self.live(id, plugin, "session")?;
-                if audience != Audience::Spectators && !s.is_player(caller.name()) {
-                    if *caller == Caller::Stateless {
-                        return Err(STATELESS_REFUSAL.into());
-                    }
-                    return Err(not_yours("session", id, &format!("read {uri}"), None));
-                }
-                s
-            }
+            Some((id, audience)) => self.readable(plugin, uri, id, audience, caller).await?,
             None => self.shared_session(plugin)?,
         };
         let (export, uri) = (session.plugin.read_resource, uri.to_string());
@@ -742,6 +732,42 @@ impl Sessions {
             Some(Val::Result(Err(e))) => Err(text(e)),
             _ => Err("the plugin gave no resource".into()),
         }
+    }
+}
+
+impl Sessions {
+    /// The game a per-game resource belongs to, if `caller` may read it.
+    async fn readable(
+        self: &Arc<Self>,
+        plugin: &Arc<Plugin>,
+        uri: &str,
+        id: &str,
+        audience: Audience,
+        caller: &Caller,
+    ) -> Result<Arc<Session>, String> {
+        self.revive(id, plugin).await;
+        let s = self.live(id, plugin, "session")?;
+        if audience != Audience::Spectators && !s.is_player(caller.name()) {
+            if *caller == Caller::Stateless {
+                return Err(STATELESS_REFUSAL.into());
+            }
+            return Err(not_yours("session", id, &format!("read {uri}"), None));
+        }
+        Ok(s)
+    }
+
+    /// Changes of the game behind a per-game resource, for a subscriber who
+    /// may read it: the receiver wakes on every change of the game (here or
+    /// on another server) and fails once the game has ended.
+    pub async fn watch_resource(
+        self: &Arc<Self>,
+        plugin: &Arc<Plugin>,
+        uri: &str,
+        id: &str,
+        audience: Audience,
+        caller: &Caller,
+    ) -> Result<tokio::sync::watch::Receiver<u64>, String> {
+        Ok(self.readable(plugin, uri, id, audience, caller).await?.changed.subscribe())
     }
 }
 
