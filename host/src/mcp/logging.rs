@@ -7,17 +7,17 @@
 #![allow(deprecated)]
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, RwLock};
 
 use rmcp::model::{LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParam};
 
-use crate::locking::lock;
 use crate::session::{Caller, LogSink};
 
 /// Each caller's level. A caller that set one and left keeps its entry; at
 /// this many the table starts again (every client back at info) rather
 /// than grow without end.
-static LEVELS: LazyLock<Mutex<HashMap<String, LoggingLevel>>> = LazyLock::new(Default::default);
+/// Read on every tool call, written only by `logging/setLevel`.
+static LEVELS: LazyLock<RwLock<HashMap<String, LoggingLevel>>> = LazyLock::new(Default::default);
 const MAX_CALLERS: usize = 65_536;
 
 /// `logging/setLevel` from `caller`.
@@ -26,7 +26,7 @@ pub fn set_level(caller: &Caller, level: LoggingLevel) {
     if caller.name().is_empty() {
         return;
     }
-    let mut levels = lock(&LEVELS);
+    let mut levels = LEVELS.write().unwrap_or_else(|e| e.into_inner());
     if levels.len() >= MAX_CALLERS && !levels.contains_key(caller.name()) {
         levels.clear();
     }
@@ -36,7 +36,8 @@ pub fn set_level(caller: &Caller, level: LoggingLevel) {
 /// Where one call of `tool` by `caller` sends its game's log lines; `send`
 /// delivers a notification on the call's stream.
 pub fn sink_for(caller: &Caller, tool: &str, send: impl Fn(LoggingMessageNotification) + Send + Sync + 'static) -> Option<LogSink> {
-    let least = rank(lock(&LEVELS).get(caller.name()).copied().unwrap_or(LoggingLevel::Info));
+    let set = LEVELS.read().unwrap_or_else(|e| e.into_inner()).get(caller.name()).copied();
+    let least = rank(set.unwrap_or(LoggingLevel::Info));
     let logger = tool.to_string();
     Some(LogSink(Arc::new(move |level, message| {
         let level = mcp_level(level);
