@@ -129,6 +129,43 @@ async fn subscribers_hear_of_every_move_until_they_unsubscribe() {
     c.close().await;
 }
 
+/// `completion/complete` offers the caller's own games for a resource
+/// template's `{session}`, narrowed by what is typed; prompts, which the
+/// server does not offer, are not pretended.
+#[tokio::test]
+async fn resource_templates_complete_the_callers_games() {
+    use rmcp::model::{ArgumentInfo, CompleteRequestParams, Reference, ResourceTemplateReference};
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let caps = c.service.peer_info().unwrap().capabilities.clone();
+    assert!(caps.completions.is_some() && caps.prompts.is_none(), "{caps:?}");
+    let mut games = Vec::new();
+    for _ in 0..2 {
+        games.push(c.ok("chess_create_game", json!({"type": "agent"})).await["game_id"].as_str().unwrap().to_string());
+    }
+    games.sort();
+    let complete = |typed: &str| {
+        let template = Reference::Resource(ResourceTemplateReference::new("chess://game/{session}/fen"));
+        c.service.complete(CompleteRequestParams::new(template, ArgumentInfo::new("session", typed)))
+    };
+    assert_eq!(complete("").await.unwrap().completion.values, games);
+    let one = complete(&games[1][..games[1].len() - 1]).await.unwrap().completion;
+    assert_eq!((one.values, one.total), (vec![games[1].clone()], Some(1)));
+    let e = c
+        .service
+        .complete(CompleteRequestParams::new(
+            Reference::Resource(ResourceTemplateReference::new("chess://x/{session}")),
+            ArgumentInfo::new("session", ""),
+        ))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no resource template chess://x/{session}"), "{e}");
+    let e = c.service.list_prompts(None).await.unwrap_err().to_string();
+    assert!(e.contains("-32601"), "{e}");
+    c.close().await;
+}
+
 #[tokio::test]
 async fn illegal_and_out_of_turn_moves_are_refused_with_reasons() {
     let work = scratch();

@@ -445,6 +445,7 @@ impl ServerHandler for Ludus {
             .enable_resources()
             .enable_resources_subscribe()
             .enable_logging()
+            .enable_completions()
             .build();
         ServerConfig::new(caps).with_server_info(Implementation::new("ludus", env!("CARGO_PKG_VERSION"))).with_instructions(
             "Ludus serves games as tools named <game>_<action>. Start a game with its creating tool \
@@ -586,6 +587,42 @@ impl ServerHandler for Ludus {
             stop.cancel();
         }
         Ok(())
+    }
+
+    /// `completion/complete` for a resource template's `{session}`: the
+    /// caller's own games of that plugin whose ids start with what is typed
+    /// (never other callers' games, even where spectators may read them).
+    async fn complete(&self, request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, McpError> {
+        let Reference::Resource(template) = &request.r#ref else {
+            return Err(McpError::invalid_params("this server offers no prompts to complete arguments of", None));
+        };
+        let plugin = self.registry.plugins().into_iter().find(|p| p.resources.iter().any(|r| r.is_template() && r.uri == template.uri));
+        let Some(plugin) = plugin else {
+            return Err(McpError::invalid_params(format!("no resource template {}", answer::brief(template.uri.clone())), None));
+        };
+        let typed = &request.argument.value;
+        let mut ids: Vec<String> = match request.argument.name.as_str() {
+            "session" => self
+                .registry
+                .sessions
+                .list_for(&self.caller_of(&context))
+                .into_iter()
+                .filter(|s| s.plugin == plugin.name && s.ended.is_none() && s.id.starts_with(typed.as_str()))
+                .map(|s| s.id)
+                .collect(),
+            _ => Vec::new(),
+        };
+        ids.sort();
+        let total = ids.len();
+        ids.truncate(CompletionInfo::MAX_VALUES);
+        let values = CompletionInfo::with_pagination(ids, Some(total as u32), total > CompletionInfo::MAX_VALUES)
+            .map_err(|e| McpError::internal_error(e, None))?;
+        Ok(CompleteResult::new(values))
+    }
+
+    /// No prompts yet, and none advertised: the method is not offered.
+    async fn list_prompts(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListPromptsResult, McpError> {
+        Err(McpError::method_not_found::<ListPromptsRequestMethod>())
     }
 
     // 2026-07-28 clients hear about tool changes on subscriptions/listen.
