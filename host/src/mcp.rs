@@ -16,24 +16,22 @@ use std::sync::Arc;
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::locking::lock;
-use crate::plugin::{Audience, Plugin};
 use crate::registry::Registry;
 use crate::session::{Caller, Listeners, Progress, WaitProgress};
 
 mod answer;
 mod convention;
+mod host_tools;
 pub mod inspect;
 mod logging;
+mod resources;
 mod tools;
 pub use answer::Answer;
 use answer::json_len;
+use host_tools::host_tools;
 
 /// Clients that ignore list_changed re-list after this long.
 const TOOLS_TTL_MS: u64 = 10_000;
@@ -167,174 +165,7 @@ impl Ludus {
     }
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct GamesArgs {}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct SessionsArgs {
-    /// Only sessions of this game (plugin name, e.g. `hanoi`).
-    game: Option<String>,
-}
-
-/// What `ludus_games` answers (its `outputSchema`).
-#[derive(Serialize, JsonSchema)]
-struct GamesOutput {
-    games: Vec<crate::registry::GameStatus>,
-    /// Every file of the plugins directory with its load result.
-    files: Vec<crate::registry::FileStatus>,
-}
-
-/// What `ludus_sessions` answers (its `outputSchema`).
-#[derive(Serialize, JsonSchema)]
-struct SessionsOutput {
-    /// Who this server takes you for: the caller your games belong to.
-    you: You,
-    count: usize,
-    /// Your sessions only: the ones you created or joined.
-    sessions: Vec<crate::session::SessionInfo>,
-}
-
-#[derive(Serialize, JsonSchema)]
-struct You {
-    /// Your caller name, as games see it.
-    caller: String,
-    /// How the server knows you, and how long your games stay yours.
-    identity: String,
-}
-
-impl You {
-    fn of(caller: &Caller) -> You {
-        let identity = match caller {
-            Caller::Token(_) => "a bearer token: your games stay yours across reconnects and on stateless requests",
-            Caller::Stdio => "the client of this stdio server: your games stay yours when the server is started again",
-            Caller::Connection(_) => {
-                "this connection (its MCP session): a reconnect makes you a new caller, without these games; an operator \
-                 who issues bearer tokens (`ludus token NAME`) lets a client keep its games across reconnects"
-            }
-            Caller::Stateless => crate::session::STATELESS_REFUSAL,
-        };
-        You { caller: caller.name().to_string(), identity: identity.to_string() }
-    }
-}
-
-/// The host's own tools, built once (their schemas come from schemars).
-fn host_tools() -> &'static [Tool] {
-    static TOOLS: std::sync::OnceLock<Vec<Tool>> = std::sync::OnceLock::new();
-    TOOLS.get_or_init(build_host_tools)
-}
-
-fn build_host_tools() -> Vec<Tool> {
-    let ro = ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false);
-    let tools = vec![
-        Tool::new(
-            "ludus_games",
-            "List the loaded games: name, version, source file, status, tools, live sessions and the last load \
-             error; plus every file in the plugins directory with its load result.",
-            Arc::new(JsonObject::new()),
-        )
-        .with_input_schema::<GamesArgs>()
-        .with_output_schema::<GamesOutput>()
-        .with_title("Loaded games")
-        .annotate(ro.clone()),
-        Tool::new(
-            "ludus_sessions",
-            "List your live game sessions (the ones you created or joined): id, game, version, players, the join code \
-             of a game with seats, idle time, calls made, calls waiting, whether the game is over (then also its seed), \
-             and why a session ended; and who the server takes you for.",
-            Arc::new(JsonObject::new()),
-        )
-        .with_input_schema::<SessionsArgs>()
-        .with_output_schema::<SessionsOutput>()
-        .with_title("Live game sessions")
-        .annotate(ro),
-    ];
-    tools.into_iter().map(standard_formats_only).collect()
-}
-
-/// JSON Schema's own formats (2020-12, "Vocabularies for Semantic Content").
-const JSON_SCHEMA_FORMATS: [&str; 19] = [
-    "date-time",
-    "date",
-    "time",
-    "duration",
-    "email",
-    "idn-email",
-    "hostname",
-    "idn-hostname",
-    "ipv4",
-    "ipv6",
-    "uri",
-    "uri-reference",
-    "iri",
-    "iri-reference",
-    "uuid",
-    "uri-template",
-    "json-pointer",
-    "relative-json-pointer",
-    "regex",
-];
-
-/// schemars marks integers with formats of its own (`uint`, `uint32`,
-/// `uint64`, …) that validators reject as unknown (the MCP Inspector warns
-/// once per field). Each such field's range (`minimum: 0`) says the same, so
-/// the format goes.
-fn standard_formats_only(mut tool: Tool) -> Tool {
-    fn clean(value: &mut Value) {
-        match value {
-            Value::Object(map) => {
-                if map.get("format").and_then(Value::as_str).is_some_and(|f| !JSON_SCHEMA_FORMATS.contains(&f)) {
-                    map.remove("format");
-                }
-                map.values_mut().for_each(clean);
-            }
-            Value::Array(items) => items.iter_mut().for_each(clean),
-            _ => {}
-        }
-    }
-    fn cleaned(schema: &Arc<JsonObject>) -> Arc<JsonObject> {
-        let mut value = Value::Object((**schema).clone());
-        clean(&mut value);
-        match value {
-            Value::Object(map) => Arc::new(map),
-            _ => schema.clone(),
-        }
-    }
-    tool.input_schema = cleaned(&tool.input_schema);
-    tool.output_schema = tool.output_schema.as_ref().map(cleaned);
-    tool
-}
-
 impl Ludus {
-    fn host_call(&self, name: &str, args: &JsonObject, caller: &Caller) -> Option<Answer> {
-        let bad = |e: serde_json::Error| Answer::error(format!("invalid arguments for `{name}`: {e}"));
-        match name {
-            "ludus_games" => Some(match serde_json::from_value::<GamesArgs>(Value::Object(args.clone())) {
-                Ok(_) => {
-                    let (games, files) = self.registry.status();
-                    Answer::json(serde_json::to_value(GamesOutput { games, files }).unwrap_or_default())
-                }
-                Err(e) => bad(e),
-            }),
-            "ludus_sessions" => Some(match serde_json::from_value::<SessionsArgs>(Value::Object(args.clone())) {
-                Ok(a) => {
-                    let sessions: Vec<_> = self
-                        .registry
-                        .sessions
-                        .list_for(caller)
-                        .into_iter()
-                        .filter(|s| a.game.as_ref().is_none_or(|g| &s.plugin == g))
-                        .collect();
-                    let out = SessionsOutput { you: You::of(caller), count: sessions.len(), sessions };
-                    Answer::json(serde_json::to_value(out).unwrap_or_default())
-                }
-                Err(e) => bad(e),
-            }),
-            _ => None,
-        }
-    }
-
     async fn plugin_call(
         &self,
         name: &str,
@@ -389,50 +220,6 @@ impl Ludus {
         let next = (end < items.len()).then(|| end.to_string());
         items.truncate(end);
         Ok((items.split_off(start), next))
-    }
-}
-
-impl Ludus {
-    /// The plugin serving resource `uri`, its MIME type, and the game it
-    /// belongs to (its id and who may read it) when it is a per-game one.
-    fn find_resource(&self, uri: &str) -> Result<FoundResource, McpError> {
-        let found = self.registry.plugins().into_iter().find_map(|p| {
-            let hit = p.resources.iter().find_map(|r| match r.session_in(uri) {
-                Some(id) => Some((r.mime_type.clone(), Some((id.to_string(), r.audience)))),
-                None => (r.uri == uri).then(|| (r.mime_type.clone(), None)),
-            });
-            hit.map(|(mime, session)| (p, mime, session))
-        });
-        found.ok_or_else(|| McpError::invalid_params(format!("no resource {}", answer::brief(uri.to_string())), None))
-    }
-}
-
-/// A resource's plugin, MIME type, and game (id, who may read it) if per-game.
-type FoundResource = (Arc<Plugin>, String, Option<(String, Audience)>);
-
-/// Tells a subscriber of `uri` each change of its game, until `stop` (an
-/// unsubscribe), the game's end, or the client's going.
-#[allow(deprecated)]
-async fn tell_changes(
-    mut changes: tokio::sync::watch::Receiver<u64>,
-    uri: String,
-    peer: rmcp::Peer<RoleServer>,
-    stop: CancellationToken,
-    gone: CancellationToken,
-) {
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = gone.cancelled() => return,
-            changed = changes.changed() => {
-                if changed.is_err() {
-                    return;
-                }
-                if peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone())).await.is_err() {
-                    return;
-                }
-            }
-        }
     }
 }
 
@@ -502,20 +289,7 @@ impl ServerHandler for Ludus {
         page: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let resources = self
-            .registry
-            .plugins()
-            .iter()
-            .flat_map(|p| {
-                p.resources.iter().filter(|r| !r.is_template()).map(|r| {
-                    Resource::new(r.uri.clone(), r.name.clone()).with_description(r.description.clone()).with_mime_type(r.mime_type.clone())
-                })
-            })
-            .collect();
-        let (resources, next) = self.page(resources, page)?;
-        let mut result = ListResourcesResult::with_all_items(resources);
-        result.next_cursor = next;
-        Ok(result)
+        self.resources_page(page)
     }
 
     /// Per-game resources: one per live session, e.g. `chess://game/{session}/pgn`.
@@ -524,23 +298,7 @@ impl ServerHandler for Ludus {
         page: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let templates = self
-            .registry
-            .plugins()
-            .iter()
-            .flat_map(|p| {
-                p.resources.iter().filter(|r| r.is_template()).map(|r| {
-                    let mut t = ResourceTemplate::new(r.uri.clone(), r.name.clone());
-                    t.description = Some(r.description.clone());
-                    t.mime_type = Some(r.mime_type.clone());
-                    t
-                })
-            })
-            .collect();
-        let (templates, next) = self.page(templates, page)?;
-        let mut result = ListResourceTemplatesResult::with_all_items(templates);
-        result.next_cursor = next;
-        Ok(result)
+        self.templates_page(page)
     }
 
     async fn read_resource(
@@ -548,76 +306,27 @@ impl ServerHandler for Ludus {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let uri = request.uri;
-        let (plugin, mime, session) = self.find_resource(&uri)?;
-        let session = session.as_ref().map(|(id, audience)| (id.as_str(), *audience));
-        match self.registry.sessions.read_resource(&plugin, &uri, session, &self.caller_of(&context)).await {
-            Ok(text) => Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)]).into()),
-            Err(e) => Err(McpError::invalid_params(e, None)),
-        }
+        Ok(self.read(request.uri, &self.caller_of(&context)).await?.into())
     }
 
-    /// `resources/subscribe`: from now on this client hears
-    /// `notifications/resources/updated` whenever the game behind the
-    /// resource changes, until it unsubscribes, the game ends or the client
-    /// goes. A resource of no game (a plugin's own) never changes.
+    /// `resources/subscribe`: see `subscribe_to`.
     #[allow(deprecated)]
     async fn subscribe(&self, request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
-        let uri = request.uri;
-        let (plugin, _, session) = self.find_resource(&uri)?;
-        let Some((id, audience)) = session else { return Ok(()) };
-        let caller = self.caller_of(&context);
-        let changes = self
-            .registry
-            .sessions
-            .watch_resource(&plugin, &uri, &id, audience, &caller)
-            .await
-            .map_err(|e| McpError::invalid_params(e, None))?;
-        let stop = CancellationToken::new();
-        if let Some(old) = lock(&self.subscriptions).insert(uri.clone(), stop.clone()) {
-            old.cancel();
-        }
-        tokio::spawn(tell_changes(changes, uri, context.peer, stop, self.gone.clone()));
-        Ok(())
+        self.subscribe_to(request.uri, &self.caller_of(&context), context.peer).await
     }
 
     #[allow(deprecated)]
     async fn unsubscribe(&self, request: UnsubscribeRequestParams, _: RequestContext<RoleServer>) -> Result<(), McpError> {
-        if let Some(stop) = lock(&self.subscriptions).remove(&request.uri) {
-            stop.cancel();
-        }
+        self.unsubscribe_from(&request.uri);
         Ok(())
     }
 
-    /// `completion/complete` for a resource template's `{session}`: the
-    /// caller's own games of that plugin whose ids start with what is typed
-    /// (never other callers' games, even where spectators may read them).
+    /// `completion/complete`: see `complete_session`.
     async fn complete(&self, request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, McpError> {
         let Reference::Resource(template) = &request.r#ref else {
             return Err(McpError::invalid_params("this server offers no prompts to complete arguments of", None));
         };
-        let plugin = self.registry.plugins().into_iter().find(|p| p.resources.iter().any(|r| r.is_template() && r.uri == template.uri));
-        let Some(plugin) = plugin else {
-            return Err(McpError::invalid_params(format!("no resource template {}", answer::brief(template.uri.clone())), None));
-        };
-        let typed = &request.argument.value;
-        let mut ids: Vec<String> = match request.argument.name.as_str() {
-            "session" => self
-                .registry
-                .sessions
-                .list_for(&self.caller_of(&context))
-                .into_iter()
-                .filter(|s| s.plugin == plugin.name && s.ended.is_none() && s.id.starts_with(typed.as_str()))
-                .map(|s| s.id)
-                .collect(),
-            _ => Vec::new(),
-        };
-        ids.sort();
-        let total = ids.len();
-        ids.truncate(CompletionInfo::MAX_VALUES);
-        let values = CompletionInfo::with_pagination(ids, Some(total as u32), total > CompletionInfo::MAX_VALUES)
-            .map_err(|e| McpError::internal_error(e, None))?;
-        Ok(CompleteResult::new(values))
+        self.complete_session(&template.uri, &request.argument, &self.caller_of(&context))
     }
 
     /// No prompts yet, and none advertised: the method is not offered.

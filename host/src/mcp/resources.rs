@@ -1,0 +1,161 @@
+//! Resources: the plugins' own and each game's (`chess://game/{session}/fen`),
+//! listed in pages, read, subscribed to, and their `{session}` completed.
+
+use std::sync::Arc;
+
+use rmcp::model::*;
+use rmcp::{ErrorData as McpError, RoleServer};
+use tokio_util::sync::CancellationToken;
+
+use super::{Ludus, answer};
+use crate::locking::lock;
+use crate::plugin::{Audience, Plugin};
+use crate::session::Caller;
+
+impl Ludus {
+    /// One page of the plugins' own resources.
+    pub(super) fn resources_page(&self, page: Option<PaginatedRequestParams>) -> Result<ListResourcesResult, McpError> {
+        let resources = self
+            .registry
+            .plugins()
+            .iter()
+            .flat_map(|p| {
+                p.resources.iter().filter(|r| !r.is_template()).map(|r| {
+                    Resource::new(r.uri.clone(), r.name.clone()).with_description(r.description.clone()).with_mime_type(r.mime_type.clone())
+                })
+            })
+            .collect();
+        let (resources, next) = self.page(resources, page)?;
+        let mut result = ListResourcesResult::with_all_items(resources);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    /// One page of the per-game resource templates.
+    pub(super) fn templates_page(&self, page: Option<PaginatedRequestParams>) -> Result<ListResourceTemplatesResult, McpError> {
+        let templates = self
+            .registry
+            .plugins()
+            .iter()
+            .flat_map(|p| {
+                p.resources.iter().filter(|r| r.is_template()).map(|r| {
+                    let mut t = ResourceTemplate::new(r.uri.clone(), r.name.clone());
+                    t.description = Some(r.description.clone());
+                    t.mime_type = Some(r.mime_type.clone());
+                    t
+                })
+            })
+            .collect();
+        let (templates, next) = self.page(templates, page)?;
+        let mut result = ListResourceTemplatesResult::with_all_items(templates);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    /// `resources/read`, for a caller who may read it.
+    pub(super) async fn read(&self, uri: String, caller: &Caller) -> Result<ReadResourceResult, McpError> {
+        let (plugin, mime, session) = self.find_resource(&uri)?;
+        let session = session.as_ref().map(|(id, audience)| (id.as_str(), *audience));
+        match self.registry.sessions.read_resource(&plugin, &uri, session, caller).await {
+            Ok(text) => Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)])),
+            Err(e) => Err(McpError::invalid_params(e, None)),
+        }
+    }
+
+    /// From now on this client hears `notifications/resources/updated`
+    /// whenever the game behind `uri` changes, until it unsubscribes, the
+    /// game ends or the client goes. A resource of no game (a plugin's own)
+    /// never changes.
+    pub(super) async fn subscribe_to(&self, uri: String, caller: &Caller, peer: rmcp::Peer<RoleServer>) -> Result<(), McpError> {
+        let (plugin, _, session) = self.find_resource(&uri)?;
+        let Some((id, audience)) = session else { return Ok(()) };
+        let changes = self
+            .registry
+            .sessions
+            .watch_resource(&plugin, &uri, &id, audience, caller)
+            .await
+            .map_err(|e| McpError::invalid_params(e, None))?;
+        let stop = CancellationToken::new();
+        if let Some(old) = lock(&self.subscriptions).insert(uri.clone(), stop.clone()) {
+            old.cancel();
+        }
+        tokio::spawn(tell_changes(changes, uri, peer, stop, self.gone.clone()));
+        Ok(())
+    }
+
+    pub(super) fn unsubscribe_from(&self, uri: &str) {
+        if let Some(stop) = lock(&self.subscriptions).remove(uri) {
+            stop.cancel();
+        }
+    }
+
+    /// Completes a resource template's `{session}`: the caller's own games of
+    /// that plugin whose ids start with what is typed (never other callers'
+    /// games, even where spectators may read them).
+    pub(super) fn complete_session(&self, template: &str, argument: &ArgumentInfo, caller: &Caller) -> Result<CompleteResult, McpError> {
+        let plugin = self.registry.plugins().into_iter().find(|p| p.resources.iter().any(|r| r.is_template() && r.uri == template));
+        let Some(plugin) = plugin else {
+            return Err(McpError::invalid_params(format!("no resource template {}", answer::brief(template.to_string())), None));
+        };
+        let typed = &argument.value;
+        let mut ids: Vec<String> = match argument.name.as_str() {
+            "session" => self
+                .registry
+                .sessions
+                .list_for(caller)
+                .into_iter()
+                .filter(|s| s.plugin == plugin.name && s.ended.is_none() && s.id.starts_with(typed.as_str()))
+                .map(|s| s.id)
+                .collect(),
+            _ => Vec::new(),
+        };
+        ids.sort();
+        let total = ids.len();
+        ids.truncate(CompletionInfo::MAX_VALUES);
+        let values = CompletionInfo::with_pagination(ids, Some(total as u32), total > CompletionInfo::MAX_VALUES)
+            .map_err(|e| McpError::internal_error(e, None))?;
+        Ok(CompleteResult::new(values))
+    }
+
+    /// The plugin serving resource `uri`, its MIME type, and the game it
+    /// belongs to (its id and who may read it) when it is a per-game one.
+    fn find_resource(&self, uri: &str) -> Result<FoundResource, McpError> {
+        let found = self.registry.plugins().into_iter().find_map(|p| {
+            let hit = p.resources.iter().find_map(|r| match r.session_in(uri) {
+                Some(id) => Some((r.mime_type.clone(), Some((id.to_string(), r.audience)))),
+                None => (r.uri == uri).then(|| (r.mime_type.clone(), None)),
+            });
+            hit.map(|(mime, session)| (p, mime, session))
+        });
+        found.ok_or_else(|| McpError::invalid_params(format!("no resource {}", answer::brief(uri.to_string())), None))
+    }
+}
+
+/// A resource's plugin, MIME type, and game (id, who may read it) if per-game.
+type FoundResource = (Arc<Plugin>, String, Option<(String, Audience)>);
+
+/// Tells a subscriber of `uri` each change of its game, until `stop` (an
+/// unsubscribe), the game's end, or the client's going.
+#[allow(deprecated)]
+async fn tell_changes(
+    mut changes: tokio::sync::watch::Receiver<u64>,
+    uri: String,
+    peer: rmcp::Peer<RoleServer>,
+    stop: CancellationToken,
+    gone: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = gone.cancelled() => return,
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                if peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone())).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
