@@ -297,35 +297,67 @@ fn raw_call(http: &reqwest::Client, url: &str, session: &str, body: String) -> r
         .body(body)
 }
 
+/// A hello counter on a server with bearer tokens, an MCP client of it, and
+/// a raw MCP session of the same caller (one token, so both play the game)
+/// whose waits on the counter go over sockets of their own, so that going
+/// away is exactly closing one (an aborted reqwest call may leave its
+/// pooled connection open).
+struct RawWaits {
+    _work: tempfile::TempDir,
+    _server: HttpServer,
+    url: String,
+    token: String,
+    c: Client,
+    counter: serde_json::Value,
+    http: reqwest::Client,
+    session: String,
+}
+
+impl RawWaits {
+    async fn start() -> RawWaits {
+        let work = scratch();
+        let (token, lines) = issue_token("agent");
+        let server = hello_server_with(work.path(), &lines).await;
+        let url = server.url.clone();
+        let c = http_client_with_token(&server, &token).await;
+        let counter = c.ok("hello_start", json!({})).await["counter_id"].clone();
+        let (http, session) = raw_session_as(&url, Some(&token)).await;
+        RawWaits { _work: work, _server: server, url, token, c, counter, http, session }
+    }
+
+    /// `hello_wait_for` a count the test never reaches, as request `rid`.
+    fn wait(&self, rid: u32) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{rid},"method":"tools/call","params":{{"name":"hello_wait_for","arguments":{{"counter_id":{},"at_least":50}}}}}}"#,
+            self.counter
+        )
+    }
+
+    /// Sends wait `rid` over a socket of its own, once it is held.
+    async fn held_wait(&self, rid: u32) -> tokio::net::TcpStream {
+        let auth = format!("Bearer {}", self.token);
+        let socket = raw_request(&self.url, &[("mcp-session-id", &self.session), ("authorization", &auth)], &self.wait(rid)).await;
+        let t = Instant::now();
+        while self.waiting().await != 1 {
+            assert!(t.elapsed() < Duration::from_secs(5), "the call never started waiting");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        socket
+    }
+
+    async fn waiting(&self) -> u64 {
+        self.c.ok("ludus_sessions", json!({"game": "hello"})).await["sessions"][0]["waiting_calls"].as_u64().unwrap()
+    }
+}
+
 /// A client that goes away in the middle of a long wait cancels it (the wait
 /// used to hold until its event or its cap), and one request id cannot be in
 /// flight twice in a session (19 of 20 such waits used to go unanswered).
 #[tokio::test]
 async fn an_abandoned_wait_ends_with_its_connection_and_request_ids_are_not_reused_in_flight() {
-    let work = scratch();
-    // Two MCP sessions of one caller (one bearer token), so both play the game.
-    let (token, lines) = issue_token("agent");
-    let server = hello_server_with(work.path(), &lines).await;
-    let url = server.url.clone();
-    let c = http_client_with_token(&server, &token).await;
-    let id = c.ok("hello_start", json!({})).await["counter_id"].clone();
-    let waiting = || async { c.ok("ludus_sessions", json!({"game": "hello"})).await["sessions"][0]["waiting_calls"].as_u64().unwrap() };
-    let (http, session) = raw_session_as(&url, Some(&token)).await;
-    let wait = |rid: u32| {
-        format!(
-            r#"{{"jsonrpc":"2.0","id":{rid},"method":"tools/call","params":{{"name":"hello_wait_for","arguments":{{"counter_id":{id},"at_least":50}}}}}}"#
-        )
-    };
-
-    // The first wait goes over a socket of its own, so going away is exactly
-    // closing it (an aborted reqwest call may leave its pooled connection open).
-    let first = raw_request(&url, &[("mcp-session-id", &session), ("authorization", &format!("Bearer {token}"))], &wait(7)).await;
-    let t = Instant::now();
-    while waiting().await != 1 {
-        assert!(t.elapsed() < Duration::from_secs(5), "the call never started waiting");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let again = raw_call(&http, &url, &session, wait(7)).send().await.unwrap();
+    let w = RawWaits::start().await;
+    let first = w.held_wait(7).await;
+    let again = raw_call(&w.http, &w.url, &w.session, w.wait(7)).send().await.unwrap();
     assert_eq!(again.status(), 409, "the same id twice in flight");
     let body: serde_json::Value = again.json().await.unwrap();
     assert!(body["error"]["message"].as_str().unwrap().contains("already in flight"), "{body}");
@@ -334,12 +366,12 @@ async fn an_abandoned_wait_ends_with_its_connection_and_request_ids_are_not_reus
     // before the wait's own 5 s would have ended it.
     drop(first);
     let t = Instant::now();
-    while waiting().await != 0 {
+    while w.waiting().await != 0 {
         assert!(t.elapsed() < Duration::from_secs(2), "the abandoned wait was not cancelled");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // The session and the game are unharmed.
-    assert_eq!(c.ok("hello_bump", json!({"counter_id": id})).await["count"], 1);
+    assert_eq!(w.c.ok("hello_bump", json!({"counter_id": w.counter})).await["count"], 1);
 }
 
 /// `notifications/cancelled` ends a waiting call's event stream without an
@@ -347,25 +379,10 @@ async fn an_abandoned_wait_ends_with_its_connection_and_request_ids_are_not_reus
 #[tokio::test]
 async fn a_cancelled_call_gets_no_answer() {
     use tokio::io::AsyncReadExt;
-    let work = scratch();
-    let (token, lines) = issue_token("agent");
-    let server = hello_server_with(work.path(), &lines).await;
-    let url = server.url.clone();
-    let c = http_client_with_token(&server, &token).await;
-    let id = c.ok("hello_start", json!({})).await["counter_id"].clone();
-    let (http, session) = raw_session_as(&url, Some(&token)).await;
-    let wait = format!(
-        r#"{{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{{"name":"hello_wait_for","arguments":{{"counter_id":{id},"at_least":50}}}}}}"#
-    );
-    let mut stream = raw_request(&url, &[("mcp-session-id", &session), ("authorization", &format!("Bearer {token}"))], &wait).await;
-    let waiting = || async { c.ok("ludus_sessions", json!({"game": "hello"})).await["sessions"][0]["waiting_calls"].as_u64().unwrap() };
-    let t = Instant::now();
-    while waiting().await != 1 {
-        assert!(t.elapsed() < Duration::from_secs(5), "the call never started waiting");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let w = RawWaits::start().await;
+    let mut stream = w.held_wait(41).await;
     let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"the agent gave up"}}"#;
-    let accepted = raw_call(&http, &url, &session, cancel.into()).header("authorization", format!("Bearer {token}")).send().await.unwrap();
+    let accepted = raw_call(&w.http, &w.url, &w.session, cancel.into()).send().await.unwrap();
     assert_eq!(accepted.status(), 202);
     // The stream ends (its last chunk) well before the wait's own 5 s, and holds no answer.
     let mut body = Vec::new();
@@ -383,7 +400,7 @@ async fn a_cancelled_call_gets_no_answer() {
     let body = String::from_utf8_lossy(&body);
     assert!(body.starts_with("HTTP/1.1 200"), "{body}");
     assert!(!body.contains("\"id\":41"), "a cancelled request was answered: {body}");
-    assert_eq!(waiting().await, 0);
+    assert_eq!(w.waiting().await, 0);
 }
 
 /// Beyond `max_waits_per_session` a waiting call is not held: it gets the
