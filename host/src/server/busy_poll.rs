@@ -53,14 +53,15 @@ pub struct Woken {
 /// it: the thread waits only for its bell).
 pub fn wait_for(input: libc::pollfd, bell: &Doorbell, watch_first: bool) -> io::Result<Woken> {
     let mut fds = [input, libc::pollfd { fd: bell.fd(), events: libc::POLLIN, revents: 0 }];
-    let since = Instant::now();
+    // Only a wait right after an answer measures the client's pace.
+    let answered_at = watch_first.then(Instant::now);
     if !(watch_first && !CLIENT_IS_SLOW.get() && watch(&mut fds)?) {
         while poll(&mut fds, -1)? == 0 {}
     }
     let woken = Woken { input: fds[0].revents != 0, bell: fds[1].revents != 0 };
-    if watch_first && woken.input {
+    if let Some(answered_at) = answered_at.filter(|_| woken.input) {
         // The client's pace since the answer decides whether to watch next time.
-        CLIENT_IS_SLOW.set(since.elapsed() > Duration::from_micros(WATCH_US.load(Ordering::Relaxed)));
+        CLIENT_IS_SLOW.set(answered_at.elapsed() > Duration::from_micros(WATCH_US.load(Ordering::Relaxed)));
     }
     if woken.bell {
         bell.answer();
