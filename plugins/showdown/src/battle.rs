@@ -211,6 +211,11 @@ impl Battle {
                 copied = Some((target, p.moves.clone()));
             }
         }
+        // The request's order, as Showdown's own client shows the team (the
+        // active Pokémon first): the order is then the server's, the same
+        // after a rejoin as before it, not the order we first saw each one in.
+        let place = |m: &Mon| request.side.pokemon.iter().position(|p| p.name() == m.name).unwrap_or(usize::MAX);
+        side.mons.sort_by_key(place);
         // Transformed, ours can use exactly the moves of the one it copied.
         if let Some(((side, name), moves)) = copied {
             let target = self.sides.entry(side).or_default().mon(&name);
@@ -865,6 +870,27 @@ mod tests {
         b.on_log("|move|p1a: A|Tackle|p2a: B");
         b.record_request(r#"{"rqid":2}"#);
         assert_eq!(b.protocol(), "|turn|1\n|request|{\"rqid\":1}\n|move|p1a: A|Tackle|p2a: B\n|request|{\"rqid\":2}\n");
+    }
+
+    /// A rejoined battle's log shows the Pokémon that came in before the
+    /// request arrives; the team is still listed in the request's order.
+    #[test]
+    fn our_team_is_listed_in_the_request_order_whatever_the_log_showed_first() {
+        let request = |order: &[&str]| {
+            let mons: Vec<String> = order
+                .iter()
+                .enumerate()
+                .map(|(i, n)| format!(r#"{{"ident":"p1: {n}","details":"{n}, L80","condition":"100/100","active":{}}}"#, i == 0))
+                .collect();
+            Request::parse(&format!(r#"{{"side":{{"id":"p1","pokemon":[{}]}}}}"#, mons.join(","))).unwrap()
+        };
+        let mut b = Battle::default();
+        b.on_log("|switch|p1a: Emboar|Emboar, L80|100/100");
+        b.on_request(request(&["Emboar", "Dunsparce", "Tsareena"]));
+        let names = |b: &Battle| b.my_side().unwrap().mons.iter().map(|m| m.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&b), ["Emboar", "Dunsparce", "Tsareena"]);
+        b.on_request(request(&["Tsareena", "Dunsparce", "Emboar"]));
+        assert_eq!(names(&b), ["Tsareena", "Dunsparce", "Emboar"]);
     }
 
     #[test]
