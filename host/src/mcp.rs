@@ -23,10 +23,12 @@ use crate::registry::Registry;
 use crate::session::{Caller, Listeners, Progress, WaitProgress};
 
 mod answer;
+pub mod client;
 mod convention;
 mod host_tools;
 pub mod inspect;
 mod logging;
+mod prompts;
 mod resources;
 mod tools;
 pub use answer::Answer;
@@ -115,11 +117,14 @@ impl Direct {
 impl Ludus {
     /// Answers a tool call or a ping without rmcp's service loop; gives any
     /// other request back. `caller` is None for this client's own transport
-    /// (stdio); `ct` is cancelled when the request is (client gone, or
-    /// `notifications/cancelled`); progress goes to `notify`.
+    /// (stdio); `session` names the transport session (the client a game's
+    /// requests go to, `client`); `ct` is cancelled when the request is
+    /// (client gone, or `notifications/cancelled`); progress, and requests
+    /// to the client, go to `notify`.
     pub fn answer_directly(
         &self,
         caller: Option<Caller>,
+        session: &str,
         request: JsonRpcRequest<ClientRequest>,
         ct: CancellationToken,
         notify: Notify,
@@ -133,17 +138,24 @@ impl Ludus {
                 let this = self.clone();
                 let caller = caller.unwrap_or_else(|| self.caller.clone());
                 // rmcp's parser moves a request's `_meta` into its extensions.
-                let progress = call.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token).map(|token| {
+                let token = call.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token);
+                let client: Arc<dyn crate::capability::ClientLink> = client::Link::new(session, notify.clone(), token.clone(), ct.clone());
+                let progress = token.map(|token| {
                     let notify = notify.clone();
                     progress_reporter(token, move |p| notify(ServerJsonRpcMessage::notification(ProgressNotification::new(p).into())))
                 });
                 let log = logging::sink_for(&caller, &call.params.name, move |m| notify(ServerJsonRpcMessage::notification(m.into())));
+                let listeners = Listeners { progress, log, client: Some(client) };
                 Ok(Box::pin(async move {
-                    match this.call_tool_as(caller, call.params, ct, Listeners { progress, log }).await {
+                    match this.call_tool_as(caller, call.params, ct, listeners).await {
                         Ok(answer) => Direct::Tool(id, answer),
                         Err(e) => Direct::Message(ServerJsonRpcMessage::error(e, Some(id))),
                     }
                 }))
+            }
+            ClientRequest::InitializeRequest(init) => {
+                client::initialized(session, &init.params.capabilities);
+                Err(JsonRpcRequest { request: ClientRequest::InitializeRequest(init), ..request })
             }
             other => Err(JsonRpcRequest { request: other, ..request }),
         }
@@ -226,7 +238,7 @@ impl Ludus {
 impl ServerHandler for Ludus {
     #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        let caps = ServerCapabilities::builder()
+        let mut caps = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_resources()
@@ -234,6 +246,10 @@ impl ServerHandler for Ludus {
             .enable_logging()
             .enable_completions()
             .build();
+        // Prompts are advertised when a loaded plugin offers some.
+        if self.offers_prompts() {
+            caps.prompts = Some(serde_json::from_value(serde_json::json!({"listChanged": true})).expect("MCP's own field"));
+        }
         ServerConfig::new(caps).with_server_info(Implementation::new("ludus", env!("CARGO_PKG_VERSION"))).with_instructions(
             "Ludus serves games as tools named <game>_<action>. Start a game with its creating tool \
                  (e.g. hanoi_init_simulator), then pass the returned id to the other tools. \
@@ -274,7 +290,8 @@ impl ServerHandler for Ludus {
             let peer = peer.clone();
             tokio::spawn(async move { peer.send_notification(m.into()).await });
         });
-        Ok(self.call_tool_as(caller, request, context.ct.clone(), Listeners { progress, log }).await?.into_result().into())
+        let listeners = Listeners { progress, log, client: None };
+        Ok(self.call_tool_as(caller, request, context.ct.clone(), listeners).await?.into_result().into())
     }
 
     // rmcp marks logging deprecated (a later protocol drops it); clients up to 2025-11-25 use it.
@@ -321,17 +338,30 @@ impl ServerHandler for Ludus {
         Ok(())
     }
 
-    /// `completion/complete`: see `complete_session`.
+    /// `completion/complete`: a template's `{session}` (`complete_session`)
+    /// or a prompt's argument (`complete_prompt`).
     async fn complete(&self, request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, McpError> {
-        let Reference::Resource(template) = &request.r#ref else {
-            return Err(McpError::invalid_params("this server offers no prompts to complete arguments of", None));
-        };
-        self.complete_session(&template.uri, &request.argument, &self.caller_of(&context))
+        match &request.r#ref {
+            Reference::Resource(template) => self.complete_session(&template.uri, &request.argument, &self.caller_of(&context)),
+            Reference::Prompt(prompt) => self.complete_prompt(&prompt.name, &request.argument).await,
+            _ => Err(McpError::invalid_params("completion/complete: unknown kind of reference", None)),
+        }
     }
 
-    /// No prompts yet, and none advertised: the method is not offered.
-    async fn list_prompts(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListPromptsResult, McpError> {
-        Err(McpError::method_not_found::<ListPromptsRequestMethod>())
+    /// The plugins' prompts; the method is not offered while none is loaded.
+    async fn list_prompts(
+        &self,
+        page: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        if !self.offers_prompts() {
+            return Err(McpError::method_not_found::<ListPromptsRequestMethod>());
+        }
+        self.prompts_page(page)
+    }
+
+    async fn get_prompt(&self, request: GetPromptRequestParams, _: RequestContext<RoleServer>) -> Result<GetPromptResponse, McpError> {
+        Ok(self.get_prompt_as(request).await?.into())
     }
 
     // 2026-07-28 clients hear about tool changes on subscriptions/listen.

@@ -11,14 +11,14 @@
 #[allow(missing_docs)]
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "ludus:plugin/sdk@0.1.3",
+        world: "ludus:plugin/sdk@0.1.4",
         path: "../wit/plugin",
         // Types no host function mentions (e.g. embedded-resource) are still shared.
         generate_unused_types: true,
     });
 }
 
-pub use bindings::ludus::plugin::{channels, host, lifecycle, types};
+pub use bindings::ludus::plugin::{channels, client, content, host, lifecycle, types, watchers};
 /// The bindings generator, for [`bindings!`]: a game needs no dependency of its own on it.
 pub use wit_bindgen;
 
@@ -29,37 +29,48 @@ pub use wit_bindgen;
 /// helpers here work for every game. Add `channels` when the world includes
 /// `ludus:plugin/game-with-channels`, `lifecycle` when it imports
 /// `ludus:plugin/lifecycle` (as `ludus:plugin/game-with-seats` does; both:
-/// `channels, lifecycle`), and `module: "crate::path"` when the bindings are
+/// `channels, lifecycle`), `client` when it includes
+/// `ludus:plugin/game-with-client` (progress, sampling, elicitation,
+/// resource changes; it may then export `prompts` and `resources` too), and `module: "crate::path"` when the bindings are
 /// generated somewhere other than where `export!` is called. The game crate
 /// must name this crate `ludus_sdk` (the default for the `ludus-sdk` package).
 #[macro_export]
 macro_rules! bindings {
     (world: $world:literal, contract: $contract:literal $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.3": ludus_sdk::types,
-            "ludus:plugin/host@0.1.3": ludus_sdk::host,
+            "ludus:plugin/types@0.1.4": ludus_sdk::types,
+            "ludus:plugin/host@0.1.4": ludus_sdk::host,
         });
     };
     (world: $world:literal, contract: $contract:literal, channels $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.3": ludus_sdk::types,
-            "ludus:plugin/host@0.1.3": ludus_sdk::host,
-            "ludus:plugin/channels@0.1.3": ludus_sdk::channels,
+            "ludus:plugin/types@0.1.4": ludus_sdk::types,
+            "ludus:plugin/host@0.1.4": ludus_sdk::host,
+            "ludus:plugin/channels@0.1.4": ludus_sdk::channels,
         });
     };
     (world: $world:literal, contract: $contract:literal, lifecycle $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.3": ludus_sdk::types,
-            "ludus:plugin/host@0.1.3": ludus_sdk::host,
-            "ludus:plugin/lifecycle@0.1.3": ludus_sdk::lifecycle,
+            "ludus:plugin/types@0.1.4": ludus_sdk::types,
+            "ludus:plugin/host@0.1.4": ludus_sdk::host,
+            "ludus:plugin/lifecycle@0.1.4": ludus_sdk::lifecycle,
+        });
+    };
+    (world: $world:literal, contract: $contract:literal, client $(, module: $module:literal)?) => {
+        $crate::__generate!($world, $contract, [$($module)?], {
+            "ludus:plugin/types@0.1.4": ludus_sdk::types,
+            "ludus:plugin/host@0.1.4": ludus_sdk::host,
+            "ludus:plugin/content@0.1.4": ludus_sdk::content,
+            "ludus:plugin/client@0.1.4": ludus_sdk::client,
+            "ludus:plugin/watchers@0.1.4": ludus_sdk::watchers,
         });
     };
     (world: $world:literal, contract: $contract:literal, channels, lifecycle $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.3": ludus_sdk::types,
-            "ludus:plugin/host@0.1.3": ludus_sdk::host,
-            "ludus:plugin/channels@0.1.3": ludus_sdk::channels,
-            "ludus:plugin/lifecycle@0.1.3": ludus_sdk::lifecycle,
+            "ludus:plugin/types@0.1.4": ludus_sdk::types,
+            "ludus:plugin/host@0.1.4": ludus_sdk::host,
+            "ludus:plugin/channels@0.1.4": ludus_sdk::channels,
+            "ludus:plugin/lifecycle@0.1.4": ludus_sdk::lifecycle,
         });
     };
 }
@@ -194,7 +205,7 @@ pub fn with_state<T: 'static, R>(
 /// restart of the server) when its whole state is the serde type in one
 /// thread-local slot, as [`with_state`] keeps it: the state is saved in
 /// postcard's compact form and read back into the slot. The world must `export
-/// ludus:plugin/durable@0.1.3;`, and the macro is called where the bindings
+/// ludus:plugin/durable@0.1.4;`, and the macro is called where the bindings
 /// were generated:
 ///
 /// ```ignore

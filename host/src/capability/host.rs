@@ -5,10 +5,11 @@
 
 use std::sync::{Arc, Weak};
 
+use super::client::ClientLink;
 use crate::runtime::bindings::ludus::plugin::{host, lifecycle, types};
 
 /// Who is calling, and why: set by the session before each call into the guest.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct CallInfo {
     /// The MCP client session that made the tool call; empty inside events.
     pub caller: String,
@@ -17,6 +18,10 @@ pub struct CallInfo {
     /// Where the call's `host.log` lines go besides the server's own log:
     /// the calling client, at the level it asked for.
     pub log: Option<LogSink>,
+    /// The calling client, for `ludus:plugin/client` (none inside events).
+    pub client: Option<Arc<dyn ClientLink>>,
+    /// Longest the call waits for its client's answer (the tool's longest wait).
+    pub ask_limit: Option<std::time::Duration>,
 }
 
 /// A client's share of a call's log lines (MCP logging, above this layer).
@@ -55,11 +60,22 @@ pub struct HostCtx {
     pub game_over: bool,
     /// The session this instance serves (none for a plugin's shared instance).
     pub session: Option<Weak<dyn SessionControl>>,
+    /// Time the current call spent waiting for its client, given back to
+    /// its CPU budget (`runtime::new_store`).
+    pub waited: std::time::Duration,
 }
 
 impl HostCtx {
     pub fn new(plugin: &str, seed: u64, session: Option<Weak<dyn SessionControl>>) -> HostCtx {
-        HostCtx { plugin: plugin.into(), seed, call: CallInfo::default(), wait: None, game_over: false, session }
+        HostCtx {
+            plugin: plugin.into(),
+            seed,
+            call: CallInfo::default(),
+            wait: None,
+            game_over: false,
+            session,
+            waited: Default::default(),
+        }
     }
 
     fn session(&self) -> Option<Arc<dyn SessionControl>> {

@@ -11,6 +11,8 @@
 //! component imports fails to link, naming the import.
 
 pub mod channels;
+pub mod client;
+pub mod content;
 pub mod host;
 pub mod wasi;
 
@@ -23,6 +25,7 @@ use crate::runtime::bindings::ludus::plugin as contract;
 use crate::runtime::{self, MemoryLimiter};
 
 pub use channels::ChannelsCtx;
+pub use client::{Ask, ClientLink};
 pub use host::{CallInfo, HostCtx, LogSink};
 pub use wasi::GuestOutput;
 
@@ -51,6 +54,9 @@ pub fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
     contract::types::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
     contract::channels::add_to_linker::<_, Channels>(&mut linker, |s| &mut s.channels)?;
     contract::lifecycle::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
+    contract::content::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
+    contract::client::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
+    contract::watchers::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
     Ok(linker)
 }
 
@@ -82,5 +88,5 @@ pub fn new_store(engine: &Engine, limits: &PluginLimits, host: HostCtx, channels
         host,
         channels,
     };
-    runtime::new_store(engine, state, |s| &mut s.limiter, limits.call_timeout)
+    runtime::new_store(engine, state, |s| &mut s.limiter, |s| std::mem::take(&mut s.host.waited), limits.call_timeout)
 }

@@ -20,7 +20,8 @@ use serde::Serialize;
 use serde_json::Value;
 use wasmtime::component::Val;
 
-use super::convention::{is_content_field, is_embedded_field, is_text_field};
+use super::convention::{is_blocks, is_blocks_field, is_content_field, is_embedded_field, is_text_field};
+use crate::capability::content::{block_json, block_of_val};
 use crate::plugin::schema::{JsonOf, Shape};
 use crate::plugin::{Plugin, ok_shape};
 use crate::session::Reply;
@@ -38,6 +39,8 @@ pub struct Answer {
     notes: Vec<String>,
     /// A resource shown with the text: (uri, MIME type, text).
     embedded: Option<(String, String, String)>,
+    /// Blocks after the text (`ludus:plugin/content`), as MCP writes them.
+    blocks: Vec<Value>,
     /// The data for programs (`structuredContent`).
     data: Data,
     /// The most bytes of text and data the answer may carry.
@@ -69,7 +72,7 @@ impl Answer {
     }
 
     fn text(error: bool, text: String) -> Answer {
-        Answer { error, text, own_text: false, notes: Vec::new(), embedded: None, data: Data::None, limit: usize::MAX }
+        Answer { error, text, own_text: false, notes: Vec::new(), embedded: None, blocks: Vec::new(), data: Data::None, limit: usize::MAX }
     }
 
     /// A plugin's reply under the text convention.
@@ -114,6 +117,9 @@ impl Answer {
         };
         let (Some(shape), Some(mut value)) = (shape, value) else { return Answer::text(false, "Done.".into()) };
         let limit = plugin.limits.max_result_bytes;
+        if is_blocks(shape) {
+            return Answer { limit, blocks: blocks_of(&value), ..Answer::text(false, String::new()) };
+        }
         if !matches!(shape, Shape::Record { .. }) {
             let text = match shape.to_json(&value) {
                 Value::String(s) => s,
@@ -122,6 +128,7 @@ impl Answer {
             return Answer { limit, ..Answer::text(false, text) };
         }
         let embedded = take_embedded(shape, &mut value);
+        let blocks = take_blocks(shape, &mut value);
         let (text, own_text, data) = match take_text(shape, &mut value) {
             Some(text) => (text, true, Data::Record { value, plugin, tool: index }),
             // A record without the convention's text reads as its data: its
@@ -131,7 +138,7 @@ impl Answer {
                 (json.to_string(), false, Data::Json(json))
             }
         };
-        Answer { error: false, text, own_text, notes: Vec::new(), embedded, data, limit }
+        Answer { error: false, text, own_text, notes: Vec::new(), embedded, blocks, data, limit }
     }
 
     /// As rmcp's result.
@@ -179,16 +186,20 @@ impl Answer {
     /// rmcp's result with `structured` (of `data_size` bytes written), or
     /// the refusal of an answer over the limit.
     fn result(self, data_size: usize, structured: Option<Value>) -> CallToolResult {
-        let size = self.text.len() + data_size;
+        let size = self.text.len() + data_size + self.blocks.iter().map(json_len).sum::<usize>();
         if size > self.limit {
             return Answer::error(format!("the game's answer is {size} bytes, over this server's limit of {} bytes", self.limit))
                 .into_result();
         }
-        let mut content = Vec::with_capacity(1 + usize::from(self.embedded.is_some()) + self.notes.len());
-        content.push(ContentBlock::text(self.text));
+        let mut content = Vec::with_capacity(1 + usize::from(self.embedded.is_some()) + self.blocks.len() + self.notes.len());
+        // An answer of blocks alone has no text of its own.
+        if !self.text.is_empty() || self.blocks.is_empty() {
+            content.push(ContentBlock::text(self.text));
+        }
         if let Some((uri, mime, text)) = self.embedded {
             content.push(ContentBlock::resource(ResourceContents::text(text, uri).with_mime_type(mime)));
         }
+        content.extend(self.blocks.into_iter().filter_map(|b| serde_json::from_value(b).ok()));
         content.extend(self.notes.into_iter().map(ContentBlock::text));
         let mut r = if self.error { CallToolResult::error(content) } else { CallToolResult::success(content) };
         r.structured_content = structured;
@@ -204,6 +215,19 @@ fn take_text(shape: &Shape, value: &mut Val) -> Option<String> {
         Val::String(text) => Some(std::mem::take(text)),
         _ => None,
     }
+}
+
+/// A `list<block>` value as MCP's content blocks (JSON).
+fn blocks_of(value: &Val) -> Vec<Value> {
+    let Val::List(items) = value else { return Vec::new() };
+    items.iter().filter_map(block_of_val).map(|b| block_json(&b)).collect()
+}
+
+/// The `content` blocks of a record, taken out of it.
+fn take_blocks(shape: &Shape, value: &mut Val) -> Vec<Value> {
+    let (Shape::Record { fields, .. }, Val::Record(vals)) = (shape, value) else { return Vec::new() };
+    let Some(at) = fields.iter().position(is_blocks_field) else { return Vec::new() };
+    vals.get(at).map(|(_, v)| blocks_of(v)).unwrap_or_default()
 }
 
 /// The embedded resource of a record, taken out of it: (uri, MIME type, text).

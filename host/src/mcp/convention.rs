@@ -2,7 +2,9 @@
 //! `text: string` field answers with that text for the agent, and with the
 //! other fields as `structuredContent` for programs; an
 //! `embedded: option<embedded-resource>` field is shown as an embedded
-//! resource. (docs/design-notes.md, "From WIT to tools".)
+//! resource; a `content: list<block>` field (`ludus:plugin/content`) adds
+//! its blocks after the text, and an ok value that is a `list<block>` is
+//! the whole answer. (docs/design-notes.md, "From WIT to tools".)
 
 use crate::plugin::schema::{Field, Shape};
 
@@ -13,7 +15,19 @@ pub fn structured_fields(record: &[Field]) -> Vec<Field> {
 
 /// Record fields that are content, not data.
 pub fn is_content_field(f: &Field) -> bool {
-    is_text_field(f) || is_embedded_field(f)
+    is_text_field(f) || is_embedded_field(f) || is_blocks_field(f)
+}
+
+/// `content: list<block>`: blocks shown after the text.
+pub fn is_blocks_field(f: &Field) -> bool {
+    f.json == "content" && is_blocks(&f.shape)
+}
+
+/// `list<block>` of `ludus:plugin/content`, known by its cases.
+pub fn is_blocks(shape: &Shape) -> bool {
+    let Shape::List(inner) = shape else { return false };
+    let Shape::Variant { cases, .. } = inner.as_ref() else { return false };
+    cases.iter().map(|c| c.name.as_str()).eq(["text", "image", "audio", "resource"])
 }
 
 /// `text: string`: the text an agent reads.

@@ -10,7 +10,8 @@ use tokio_util::sync::CancellationToken;
 use super::{Ludus, answer};
 use crate::locking::lock;
 use crate::plugin::{Audience, Plugin};
-use crate::session::Caller;
+use crate::session::{Body, Caller};
+use base64::Engine as _;
 
 impl Ludus {
     /// One page of the plugins' own resources.
@@ -56,30 +57,36 @@ impl Ludus {
     pub(super) async fn read(&self, uri: String, caller: &Caller) -> Result<ReadResourceResult, McpError> {
         let (plugin, mime, session) = self.find_resource(&uri)?;
         let session = session.as_ref().map(|(id, audience)| (id.as_str(), *audience));
-        match self.registry.sessions.read_resource(&plugin, &uri, session, caller).await {
-            Ok(text) => Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)])),
-            Err(e) => Err(McpError::invalid_params(e, None)),
-        }
+        let contents = match self.registry.sessions.read_resource(&plugin, &uri, session, caller).await {
+            Ok(Body::Text(text)) => ResourceContents::text(text, uri),
+            Ok(Body::Blob(bytes)) => ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(bytes), uri),
+            Err(e) => return Err(McpError::invalid_params(e, None)),
+        };
+        Ok(ReadResourceResult::new(vec![contents.with_mime_type(mime)]))
     }
 
     /// From now on this client hears `notifications/resources/updated`
-    /// whenever the game behind `uri` changes, until it unsubscribes, the
-    /// game ends or the client goes. A resource of no game (a plugin's own)
-    /// never changes.
+    /// whenever the game behind `uri` changes, or its plugin says it did
+    /// (`watchers.changed`), until it unsubscribes, the game ends or the
+    /// client goes.
     pub(super) async fn subscribe_to(&self, uri: String, caller: &Caller, peer: rmcp::Peer<RoleServer>) -> Result<(), McpError> {
         let (plugin, _, session) = self.find_resource(&uri)?;
-        let Some((id, audience)) = session else { return Ok(()) };
-        let changes = self
-            .registry
-            .sessions
-            .watch_resource(&plugin, &uri, &id, audience, caller)
-            .await
-            .map_err(|e| McpError::invalid_params(e, None))?;
+        let game = match session {
+            Some((id, audience)) => Some(
+                self.registry
+                    .sessions
+                    .watch_resource(&plugin, &uri, &id, audience, caller)
+                    .await
+                    .map_err(|e| McpError::invalid_params(e, None))?,
+            ),
+            None => None,
+        };
         let stop = CancellationToken::new();
         if let Some(old) = lock(&self.subscriptions).insert(uri.clone(), stop.clone()) {
             old.cancel();
         }
-        tokio::spawn(tell_changes(changes, uri, peer, stop, self.gone.clone()));
+        let said = Said { changes: crate::capability::client::resource_changes(), plugin: plugin.name.clone() };
+        tokio::spawn(tell_changes(game, said, uri, peer, stop, self.gone.clone()));
         Ok(())
     }
 
@@ -123,7 +130,7 @@ impl Ludus {
         let found = self.registry.plugins().into_iter().find_map(|p| {
             let hit = p.resources.iter().find_map(|r| match r.session_in(uri) {
                 Some(id) => Some((r.mime_type.clone(), Some((id.to_string(), r.audience)))),
-                None => (r.uri == uri).then(|| (r.mime_type.clone(), None)),
+                None => (r.uri == uri || r.matches_own_template(uri)).then(|| (r.mime_type.clone(), None)),
             });
             hit.map(|(mime, session)| (p, mime, session))
         });
@@ -134,28 +141,49 @@ impl Ludus {
 /// A resource's plugin, MIME type, and game (id, who may read it) if per-game.
 type FoundResource = (Arc<Plugin>, String, Option<(String, Audience)>);
 
-/// Tells a subscriber of `uri` each change of its game, until `stop` (an
-/// unsubscribe), the game's end, or the client's going.
+/// What plugins say changed (`watchers.changed`), heard for one plugin.
+struct Said {
+    changes: tokio::sync::broadcast::Receiver<(String, String)>,
+    plugin: String,
+}
+
+/// Tells a subscriber of `uri` each change of its game (if it is a game's)
+/// and each change its plugin reports, until `stop` (an unsubscribe), the
+/// game's end, or the client's going.
 #[allow(deprecated)]
 async fn tell_changes(
-    mut changes: tokio::sync::watch::Receiver<u64>,
+    mut game: Option<tokio::sync::watch::Receiver<u64>>,
+    mut said: Said,
     uri: String,
     peer: rmcp::Peer<RoleServer>,
     stop: CancellationToken,
     gone: CancellationToken,
 ) {
+    use tokio::sync::broadcast::error::RecvError;
     loop {
-        tokio::select! {
+        let game_changed = async {
+            match &mut game {
+                Some(changes) => changes.changed().await.is_ok(),
+                None => std::future::pending().await,
+            }
+        };
+        let changed = tokio::select! {
             () = stop.cancelled() => return,
             () = gone.cancelled() => return,
-            changed = changes.changed() => {
-                if changed.is_err() {
+            alive = game_changed => {
+                if !alive {
                     return;
                 }
-                if peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone())).await.is_err() {
-                    return;
-                }
+                true
             }
+            news = said.changes.recv() => match news {
+                Ok((plugin, changed)) => plugin == said.plugin && changed == uri,
+                Err(RecvError::Lagged(_)) => true,
+                Err(RecvError::Closed) => false,
+            },
+        };
+        if changed && peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone())).await.is_err() {
+            return;
         }
     }
 }

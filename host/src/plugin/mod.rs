@@ -22,11 +22,15 @@ use crate::runtime::{Runtime, ToolSpeed};
 use docs::Docs;
 use schema::{Field, Shape, object_schema};
 
-const META: &str = "ludus:plugin/meta@0.1.3";
-const ACCESS: &str = "ludus:plugin/access@0.1.3";
-const EVENTS: &str = "ludus:plugin/events@0.1.3";
-const DURABLE: &str = "ludus:plugin/durable@0.1.3";
-const RETRIES: &str = "ludus:plugin/retries@0.1.3";
+const META: &str = "ludus:plugin/meta@0.1.4";
+const ACCESS: &str = "ludus:plugin/access@0.1.4";
+const EVENTS: &str = "ludus:plugin/events@0.1.4";
+const DURABLE: &str = "ludus:plugin/durable@0.1.4";
+const RETRIES: &str = "ludus:plugin/retries@0.1.4";
+const PROMPTS: &str = "ludus:plugin/prompts@0.1.4";
+const RESOURCES: &str = "ludus:plugin/resources@0.1.4";
+/// Imports of `ludus:plugin/client`, any 0.1.x version from 0.1.4.
+const CLIENT_PREFIX: &str = "ludus:plugin/client@";
 
 /// Where a plugin version came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,6 +159,31 @@ impl ToolDef {
     }
 }
 
+/// A prompt a plugin offers (`ludus:plugin/prompts`), named `<prefix>_<name>`.
+#[derive(Clone)]
+pub struct PromptDef {
+    pub name: String,
+    /// The name the plugin gave it.
+    pub own: String,
+    pub title: Option<String>,
+    pub description: String,
+    pub arguments: Vec<PromptArgument>,
+}
+
+#[derive(Clone)]
+pub struct PromptArgument {
+    pub name: String,
+    pub description: String,
+    pub required: bool,
+}
+
+/// The exports of `ludus:plugin/prompts` the host calls per request.
+#[derive(Clone, Copy)]
+pub struct PromptExports {
+    pub get: ComponentExportIndex,
+    pub complete: ComponentExportIndex,
+}
+
 pub struct ResourceDef {
     pub audience: Audience,
     pub uri: String,
@@ -167,8 +196,33 @@ pub struct ResourceDef {
 const SESSION_SLOT: &str = "{session}";
 
 impl ResourceDef {
+    /// A URI template: per session (`{session}`) or with named parts of the
+    /// plugin's own (`test://item/{id}`), listed as a template either way.
     pub fn is_template(&self) -> bool {
-        self.uri.contains(SESSION_SLOT)
+        self.uri.contains('{')
+    }
+
+    /// A concrete URI of this template when it has no `{session}`: read in
+    /// the plugin's shared instance. Each part is non-empty and has no `/`.
+    pub fn matches_own_template(&self, uri: &str) -> bool {
+        if !self.is_template() || self.uri.contains(SESSION_SLOT) {
+            return false;
+        }
+        let mut rest = uri;
+        let mut pieces = self.uri.split('{');
+        let Some(head) = pieces.next() else { return false };
+        let Some(after) = rest.strip_prefix(head) else { return false };
+        rest = after;
+        for piece in pieces {
+            let Some((_, literal)) = piece.split_once('}') else { return false };
+            // The part runs to the next literal (or the end when there is none).
+            let end = if literal.is_empty() { rest.len() } else { rest.find(literal).unwrap_or(usize::MAX) };
+            if end == 0 || end > rest.len() || rest[..end].contains('/') {
+                return false;
+            }
+            rest = &rest[end + literal.len()..];
+        }
+        rest.is_empty()
     }
 
     /// The session id a concrete URI names through this template, if it matches.
@@ -197,6 +251,11 @@ pub struct Plugin {
     /// The channel endpoints the operator granted, with their limits.
     pub channels: Arc<ChannelGrant>,
     pub read_resource: ComponentExportIndex,
+    /// `resources.read` (0.1.4): resources as text or bytes; read here
+    /// rather than through `read_resource` when exported.
+    pub read_body: Option<ComponentExportIndex>,
+    pub prompts: Vec<PromptDef>,
+    pub prompt_exports: Option<PromptExports>,
     /// The game hands over its state and is rebuilt from it
     /// (`ludus:plugin/durable`): its sessions survive a restart.
     pub durable: Option<Durable>,
@@ -225,11 +284,11 @@ impl Plugin {
                 imports.iter().map(String::as_str).filter(|i| !i.starts_with("wasi:") && !i.starts_with("ludus:plugin/")).collect();
             format!(
                 "it imports {}, which this host does not grant (granted: WASI p2 without files or network, \
-                 ludus:plugin/host and ludus:plugin/channels). Details: {e:#}",
+                 and the ludus:plugin interfaces host, channels, lifecycle, content, client and watchers). Details: {e:#}",
                 if ungranted.is_empty() { "an interface".to_string() } else { format!("`{}`", ungranted.join("`, `")) }
             )
         })?;
-        let (info, grants, retries) = describe(&pre)?;
+        let Described { info, grants, retries, prompts } = describe(&pre)?;
         validate_plugin_name(&info.name)?;
         let docs = match ludus_pack::package_docs(bytes) {
             Some(json) => Docs::parse(json)?,
@@ -245,7 +304,11 @@ impl Plugin {
         if maps_data {
             cap_mapped_sessions(&info.name, &mut limits);
         }
-        let tools = derive_tools(&component, &info, &docs, &prefix, &limits, &grants, &retries)?;
+        // A game that may wait for its client runs its calls on the blocking pool.
+        let asks_client = imports.iter().any(|i| i.starts_with(CLIENT_PREFIX));
+        let pace = move || if asks_client { ToolSpeed::blocking() } else { ToolSpeed::default() };
+        let mut tools = derive_tools(&component, &info, &docs, &prefix, &limits, &grants, &retries)?;
+        tools.iter_mut().for_each(|t| t.pace = pace());
         check_grants(&grants, &tools, &info)?;
         // A function of an exported interface, looked up by name: every
         // interface beyond `meta` is optional.
@@ -254,6 +317,12 @@ impl Plugin {
         let read_resource = export(META, "read-resource").ok_or_else(|| format!("it does not export {META} read-resource"))?;
         let event = |name: &str| export(EVENTS, name);
         let durable = export(DURABLE, "save").zip(export(DURABLE, "restore")).map(|(save, restore)| Durable { save, restore });
+        let prompt_exports = export(PROMPTS, "get").zip(export(PROMPTS, "complete")).map(|(get, complete)| PromptExports { get, complete });
+        let prompts =
+            prompts.into_iter().map(|p| PromptDef { name: format!("{prefix}_{}", schema::json_name(&p.own)), ..p }).collect::<Vec<_>>();
+        if let Some(p) = prompts.iter().find(|p| !valid_tool_name(&p.name)) {
+            return Err(format!("prompt name `{}` must match ^[a-z][a-z0-9_]{{0,63}}$", p.name));
+        }
         let channels = Arc::new(ChannelGrant {
             plugin: info.name.clone(),
             processes: runtime.processes.clone(),
@@ -286,9 +355,12 @@ impl Plugin {
             on_closed: event("on-closed"),
             channels,
             read_resource,
+            read_body: export(RESOURCES, "read"),
+            prompts,
+            prompt_exports,
             durable,
             limits,
-            start_pace: ToolSpeed::default(),
+            start_pace: pace(),
             event_pace: ToolSpeed::default(),
             imports,
             loaded_at: SystemTime::now(),
@@ -341,9 +413,18 @@ fn imports_of(component: &Component) -> Vec<String> {
 /// What a plugin grants beyond its players: (tool function or resource URI, audience).
 type Grants = Vec<(String, Audience)>;
 
-/// Runs `meta.describe` (and `access.grants` and `retries.repeat-is-retry`,
-/// if exported) in a throwaway instance.
-fn describe(pre: &InstancePre<HostState>) -> Result<(PluginInfo, Grants, Vec<String>), String> {
+/// What a plugin says of itself at load time.
+struct Described {
+    info: PluginInfo,
+    grants: Grants,
+    retries: Vec<String>,
+    /// Named as the plugin names them (`PromptDef::own`).
+    prompts: Vec<PromptDef>,
+}
+
+/// Runs `meta.describe` (and `access.grants`, `retries.repeat-is-retry` and
+/// `prompts.offered`, if exported) in a throwaway instance.
+fn describe(pre: &InstancePre<HostState>) -> Result<Described, String> {
     let game_pre = LinkedPre::new(pre.clone())
         .map_err(|e| format!("it is not a Ludus game: it must export {META} (include ludus:plugin/game in its world): {e:#}"))?;
     let limits = Config::default().limits_for("", None);
@@ -360,7 +441,8 @@ fn describe(pre: &InstancePre<HostState>) -> Result<(PluginInfo, Grants, Vec<Str
     let info = game.ludus_plugin_meta().call_describe(&mut store).map_err(|e| failed("describe()", e))?;
     let grants = read_grants(&mut store, &instance).map_err(|e| failed("access.grants()", e))?;
     let retries = read_retries(&mut store, &instance).map_err(|e| failed("retries.repeat-is-retry()", e))?;
-    Ok((info, grants, retries))
+    let prompts = read_prompts(&mut store, &instance).map_err(|e| failed("prompts.offered()", e))?;
+    Ok(Described { info, grants, retries, prompts })
 }
 
 /// Function `func` of interface `iface` when the plugin exports that
@@ -384,6 +466,50 @@ fn read_retries(store: &mut wasmtime::Store<HostState>, instance: &wasmtime::com
     let Some(func) = optional_export(store, instance, RETRIES, "repeat-is-retry")? else { return Ok(Vec::new()) };
     let func = instance.get_typed_func::<(), (Vec<String>,)>(&mut *store, func)?;
     Ok(func.call(&mut *store, ())?.0)
+}
+
+/// Calls `prompts.offered` when the plugin exports it (a 0.1.4 interface).
+fn read_prompts(store: &mut wasmtime::Store<HostState>, instance: &wasmtime::component::Instance) -> wasmtime::Result<Vec<PromptDef>> {
+    use wasmtime::component::Val;
+    let Some(func) = optional_export(store, instance, PROMPTS, "offered")? else { return Ok(Vec::new()) };
+    let Some(func) = instance.get_func(&mut *store, func) else { wasmtime::bail!("{PROMPTS} has no `offered` function") };
+    let mut out = [Val::Bool(false)];
+    func.call(&mut *store, &[], &mut out)?;
+    let Val::List(items) = &out[0] else { wasmtime::bail!("offered() returned no list") };
+    let string = |v: &Val| if let Val::String(s) = v { s.clone() } else { String::new() };
+    let mut prompts = Vec::new();
+    for item in items {
+        let Val::Record(fields) = item else { continue };
+        let mut p = PromptDef { name: String::new(), own: String::new(), title: None, description: String::new(), arguments: Vec::new() };
+        for (field, value) in fields {
+            match (field.as_str(), value) {
+                ("name", v) => p.own = string(v),
+                ("title", Val::Option(Some(t))) => p.title = Some(string(t)),
+                ("description", v) => p.description = string(v),
+                ("arguments", Val::List(args)) => {
+                    for a in args {
+                        let Val::Record(af) = a else { continue };
+                        let mut arg = PromptArgument { name: String::new(), description: String::new(), required: false };
+                        for (f, v) in af {
+                            match (f.as_str(), v) {
+                                ("name", v) => arg.name = string(v),
+                                ("description", v) => arg.description = string(v),
+                                ("required", Val::Bool(b)) => arg.required = *b,
+                                _ => {}
+                            }
+                        }
+                        p.arguments.push(arg);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if p.description.trim().is_empty() {
+            wasmtime::bail!("prompt `{}` has no description (MCP clients show it to choose a prompt)", p.own);
+        }
+        prompts.push(p);
+    }
+    Ok(prompts)
 }
 
 /// Calls `access.grants` when the plugin exports it (a 0.1.2 interface).

@@ -151,11 +151,23 @@ fn cache_key(engine: &Engine, bytes: &[u8]) -> String {
 
 /// A store in `engine` for one instance with `data` as its state: linear
 /// memory capped through the limiter the state carries, and the per-call CPU
-/// budget armed (the caller re-arms it before each call).
-pub fn new_store<T: 'static>(engine: &Engine, data: T, limiter: fn(&mut T) -> &mut MemoryLimiter, call_timeout: Duration) -> Store<T> {
+/// budget armed (the caller re-arms it before each call). The budget counts
+/// epoch ticks, which pass while a host function blocks too: time the state
+/// reports as spent waiting (`waited`, taken when the budget runs out) is
+/// given back rather than counted.
+pub fn new_store<T: 'static>(
+    engine: &Engine,
+    data: T,
+    limiter: fn(&mut T) -> &mut MemoryLimiter,
+    waited: fn(&mut T) -> Duration,
+    call_timeout: Duration,
+) -> Store<T> {
     let mut store = Store::new(engine, data);
     store.limiter(move |s| limiter(s) as &mut dyn wasmtime::ResourceLimiter);
-    store.epoch_deadline_trap();
+    store.epoch_deadline_callback(move |mut cx| match waited(cx.data_mut()) {
+        d if d.is_zero() => Err(wasmtime::Trap::Interrupt.into()),
+        d => Ok(wasmtime::UpdateDeadline::Continue(ticks(d))),
+    });
     store.set_epoch_deadline(ticks(call_timeout));
     store
 }

@@ -25,6 +25,15 @@ pub struct ToolSpeed {
     time_next: AtomicBool,
 }
 
+impl ToolSpeed {
+    /// A function that may block for long in a host function (waiting for
+    /// its client's answer): on a blocking thread from its first call, so
+    /// that it never holds the thread that reads the client's answer.
+    pub fn blocking() -> ToolSpeed {
+        ToolSpeed { slow: AtomicBool::new(true), ..ToolSpeed::default() }
+    }
+}
+
 /// A call that computes longer than this would hold a runtime worker too
 /// long. Counted in the thread's CPU time, not wall time: on a busy machine a
 /// 4 µs call is sometimes preempted for milliseconds, and that says nothing

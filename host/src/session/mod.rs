@@ -17,10 +17,12 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::Val;
 
-use crate::capability::CallInfo;
 pub use crate::capability::LogSink;
+use crate::capability::content::body_of_val;
+use crate::capability::{CallInfo, ClientLink};
 use crate::locking::lock;
 use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, ToolDef};
+pub use crate::runtime::bindings::ludus::plugin::content::Body;
 use crate::runtime::{maps_per_instance, run_guest};
 use crate::store::{Record, SessionStore, Stored, now_ms};
 
@@ -219,11 +221,12 @@ pub enum Reply {
 pub type Progress = Box<dyn Fn(WaitProgress) + Send + Sync>;
 
 /// Who hears about a call while it runs: its client's progress (while it
-/// waits) and its game's log lines.
+/// waits) and its game's log lines; and the client the game may talk to.
 #[derive(Default)]
 pub struct Listeners {
     pub progress: Option<Progress>,
     pub log: Option<LogSink>,
+    pub client: Option<Arc<dyn ClientLink>>,
 }
 
 /// Where a waiting call stands, for a progress notification.
@@ -541,7 +544,7 @@ impl Sessions {
     /// Calls the guest until it answers finally; a provisional answer is held
     /// until the session changes, the deadline passes, or the client cancels.
     async fn run(self: &Arc<Self>, call: Prepared, caller: String, cancel: CancellationToken, listeners: Listeners) -> Reply {
-        let Listeners { progress, log } = listeners;
+        let Listeners { progress, log, client } = listeners;
         let Prepared { session, version, tool: index, params } = call;
         let tool = &version.tools[index];
         let creates = tool.role == Role::Creates;
@@ -562,8 +565,9 @@ impl Sessions {
                 return Reply::Value { value: Some(answer), plugin: version.clone(), tool: index, note: Some(REPEATED.into()) };
             }
             changes.borrow_and_update();
-            let (s, export, p, info) =
-                (session.clone(), tool.export, params.clone(), CallInfo { caller: caller.clone(), timed_out, log: log.clone() });
+            let info =
+                CallInfo { caller: caller.clone(), timed_out, log: log.clone(), client: client.clone(), ask_limit: Some(tool.max_wait) };
+            let (s, export, p) = (session.clone(), tool.export, params.clone());
             // What a call changed is stored before it is answered, with the
             // answer its retry gets.
             let changes_state = !tool.read_only;
@@ -704,39 +708,52 @@ impl Sessions {
         Ok(s)
     }
 
-    /// Reads a plugin resource through `meta.read-resource`: in the named
-    /// session's instance for per-session resources (for its players, or
-    /// anyone when the plugin opens it to spectators), else in the shared one.
+    /// Reads a plugin resource (through `resources.read` where the plugin
+    /// exports it, else `meta.read-resource`): in the named session's
+    /// instance for per-session resources (for its players, or anyone when
+    /// the plugin opens it to spectators), else in the shared one.
     pub async fn read_resource(
         self: &Arc<Self>,
         plugin: &Arc<Plugin>,
         uri: &str,
         session: Option<(&str, Audience)>,
         caller: &Caller,
-    ) -> Result<String, String> {
+    ) -> Result<Body, String> {
         let session = match session {
             Some((id, audience)) => self.readable(plugin, uri, id, audience, caller).await?,
             None => self.shared_session(plugin)?,
         };
-        let (export, uri) = (session.plugin.read_resource, uri.to_string());
+        let export = session.plugin.read_body.unwrap_or(session.plugin.read_resource);
+        let uri = uri.to_string();
         // Under the game's lease, on a copy brought up to date (another server may have changed it).
         let call =
             move || session.leased(Run::Read, || session.invoke(&export, &[Val::String(uri)], 1, CallInfo::default())).and_then(|r| r);
         let inv = run_guest(&plugin.event_pace, call).await??;
-        let text = |v: Option<Box<Val>>| match v.map(|b| *b) {
-            Some(Val::String(s)) => s,
-            _ => String::new(),
+        let body = |v: Option<Box<Val>>| match v.map(|b| *b) {
+            Some(Val::String(s)) => Some(Body::Text(s)),
+            Some(other) => body_of_val(&other),
+            None => None,
         };
         match inv.value {
-            Some(Val::Result(Ok(v))) => Ok(text(v)),
-            Some(Val::Result(Err(e))) => Err(text(e)),
+            Some(Val::Result(Ok(v))) => body(v).ok_or_else(|| "the plugin gave a resource this host cannot read".into()),
+            Some(Val::Result(Err(Some(e)))) => Err(match *e {
+                Val::String(s) => s,
+                _ => "the plugin refused".into(),
+            }),
             _ => Err("the plugin gave no resource".into()),
         }
     }
-}
 
-impl Sessions {
-    /// The game a per-game resource belongs to, if `caller` may read it.
+    /// Runs a prompt's `get` or `complete` (`ludus:plugin/prompts`) in the
+    /// plugin's shared instance.
+    pub async fn prompt_call(self: &Arc<Self>, plugin: &Arc<Plugin>, complete: bool, params: Vec<Val>) -> Result<Option<Val>, String> {
+        let exports = plugin.prompt_exports.ok_or("this plugin offers no prompts")?;
+        let export = if complete { exports.complete } else { exports.get };
+        let session = self.shared_session(plugin)?;
+        let call = move || session.invoke(&export, &params, 1, CallInfo::default());
+        Ok(run_guest(&plugin.event_pace, call).await??.value)
+    }
+
     async fn readable(
         self: &Arc<Self>,
         plugin: &Arc<Plugin>,

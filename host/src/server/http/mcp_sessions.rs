@@ -20,7 +20,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_util::{Stream, StreamExt};
-use rmcp::model::{ClientJsonRpcMessage, ClientNotification, GetExtensions, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError, create_local_session};
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
 use sync_wrapper::SyncWrapper;
@@ -119,6 +119,7 @@ impl McpSessions {
     fn forget(&self, id: &SessionId) {
         lock(&self.last_used).remove(id);
         lock(&self.owners).remove(id);
+        crate::mcp::client::closed(id);
         if !TRIM_DUE.swap(true, std::sync::atomic::Ordering::Relaxed) {
             tokio::spawn(async {
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -160,13 +161,19 @@ impl McpSessions {
         let notify = Arc::new(move |m| {
             let _ = progress_tx.send(m);
         });
-        let answer = self.ludus.answer_directly(Some(caller), request, ct.clone(), notify).map_err(ClientJsonRpcMessage::Request)?;
+        let answer = self.ludus.answer_directly(Some(caller), id, request, ct.clone(), notify).map_err(ClientJsonRpcMessage::Request)?;
         // The gate admitted the request; from now on a cancellation reaches it.
         if let Some(slot) = lock(&self.in_flight).get_mut(&key) {
             *slot = Some(ct.clone());
         }
         // Dropping the stream (the client went away) cancels the call.
-        Ok(DirectStream { progress: progress_rx, answer: Some(SyncWrapper::new(answer)), cancelled: ct.clone(), _cancel: ct.drop_guard() })
+        Ok(DirectStream {
+            progress: progress_rx,
+            answer: Some(SyncWrapper::new(answer)),
+            made: None,
+            cancelled: ct.clone(),
+            _cancel: ct.drop_guard(),
+        })
     }
 }
 
@@ -178,10 +185,13 @@ fn shrink<V>(table: &Mutex<HashMap<SessionId, V>>) {
     }
 }
 
-/// Progress notifications while the call runs, then its answer, then the end.
+/// Progress notifications (and the game's log lines and questions to the
+/// client) while the call runs, then its answer, then the end.
 struct DirectStream {
     progress: tokio::sync::mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
     answer: Option<SyncWrapper<DirectAnswer>>,
+    /// The answer, once made, held back while messages sent before it are still queued.
+    made: Option<ServerJsonRpcMessage>,
     /// Cancelled by `notifications/cancelled`: the stream then ends without an answer.
     cancelled: CancellationToken,
     _cancel: tokio_util::sync::DropGuard,
@@ -191,20 +201,32 @@ impl Stream for DirectStream {
     type Item = ServerSseMessage;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ServerSseMessage>> {
+        // What the call sent before it answered goes out before its answer.
+        // Once the answer is made, the queue is read without waiting: a
+        // `poll_recv` may say Pending when the task has used its share of
+        // the runtime's time, and its messages would be lost with the stream.
+        if self.made.is_some() {
+            if let Ok(m) = self.progress.try_recv() {
+                return Poll::Ready(Some(ServerSseMessage::from_message(m)));
+            }
+            let answer = self.made.take().expect("checked above");
+            // MCP: a cancelled request is not answered (the client has forgotten it).
+            return Poll::Ready((!self.cancelled.is_cancelled()).then(|| ServerSseMessage::from_message(answer)));
+        }
         if self.answer.is_none() {
             return Poll::Ready(None);
         }
-        // Progress that came before the answer goes out before it; progress
-        // sent as the call finished is moot and dropped with the stream.
         if let Poll::Ready(Some(m)) = self.progress.poll_recv(cx) {
             return Poll::Ready(Some(ServerSseMessage::from_message(m)));
         }
-        let answer = self.answer.as_mut().expect("checked above").get_mut().as_mut().poll(cx);
-        answer.map(|m| {
-            self.answer = None;
-            // MCP: a cancelled request is not answered (the client has forgotten it).
-            (!self.cancelled.is_cancelled()).then(|| ServerSseMessage::from_message(m.into_message()))
-        })
+        match self.answer.as_mut().expect("checked above").get_mut().as_mut().poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(m) => {
+                self.answer = None;
+                self.made = Some(m.into_message());
+                self.poll_next(cx)
+            }
+        }
     }
 }
 
@@ -239,6 +261,11 @@ impl SessionManager for McpSessions {
     }
 
     async fn initialize_session(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<ServerJsonRpcMessage, Self::Error> {
+        if let ClientJsonRpcMessage::Request(r) = &message
+            && let ClientRequest::InitializeRequest(init) = &r.request
+        {
+            crate::mcp::client::initialized(id, &init.params.capabilities);
+        }
         self.inner.initialize_session(id, message).await
     }
 
@@ -265,6 +292,10 @@ impl SessionManager for McpSessions {
 
     async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
         self.touch(id);
+        // The client answering a game's question (sampling, elicitation).
+        if crate::mcp::client::answered(id, &message) {
+            return Ok(());
+        }
         if let ClientJsonRpcMessage::Notification(n) = &message
             && let ClientNotification::CancelledNotification(c) = &n.notification
             && let Some(request) = &c.params.request_id

@@ -111,6 +111,9 @@ struct Reader {
     bell: Arc<Doorbell>,
 }
 
+/// The transport session of stdio's one client, for requests to it.
+const STDIO_CLIENT: &str = "stdio";
+
 impl Reader {
     fn run(mut self) {
         // The runtime's handle is current here (spawning, timers, I/O
@@ -124,7 +127,7 @@ impl Reader {
                 }
                 JsonRpcMessage::Request(request) => {
                     let (ct, id) = (CancellationToken::new(), request.id.to_string());
-                    match self.ludus.answer_directly(None, request, ct.clone(), self.notify.clone()) {
+                    match self.ludus.answer_directly(None, STDIO_CLIENT, request, ct.clone(), self.notify.clone()) {
                         Ok(answer) => {
                             self.run_direct(answer, ct, id);
                             continue;
@@ -133,6 +136,8 @@ impl Reader {
                     }
                 }
                 JsonRpcMessage::Notification(n) if self.cancels_running(&n.notification) => continue,
+                // The client answering a game's question (sampling, elicitation).
+                answer if crate::mcp::client::answered(STDIO_CLIENT, &answer) => continue,
                 other => other,
             };
             if self.to_rmcp.blocking_send(message).is_err() {

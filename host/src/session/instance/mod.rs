@@ -333,6 +333,7 @@ impl Session {
         let Live { store, instance } = &mut **live;
         store.data_mut().host.call = call;
         store.data_mut().host.wait = None;
+        store.data_mut().host.waited = Default::default();
         store.set_epoch_deadline(ticks(self.plugin.limits.call_timeout));
         let outcome = f(store, instance);
         self.flush_output();
