@@ -9,8 +9,8 @@ pub mod showdown;
 pub use processes::{children_named, descendants, pids_with};
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::Arc;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, ProgressNotificationParam, Tool};
@@ -333,4 +333,29 @@ pub async fn http_client_at(url: &str, token: &str) -> Result<Client, String> {
     let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token);
     let service = handler.serve(StreamableHttpClientTransport::from_config(config)).await.map_err(|e| e.to_string())?;
     Ok(Client { service, list_changed, progress, updated })
+}
+
+/// Installs `specs` (`name@version`) with npm into `target/<dir>` unless each is
+/// there at its version already; the directory.
+pub fn npm_install(dir: &str, specs: &[&str]) -> PathBuf {
+    static INSTALL: Mutex<()> = Mutex::new(());
+    let _once = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target").join(dir);
+    let installed = |spec: &&str| {
+        let (name, version) = spec.rsplit_once('@').unwrap();
+        std::fs::read_to_string(root.join("node_modules").join(name).join("package.json"))
+            .is_ok_and(|p| p.contains(&format!("\"version\": \"{version}\"")))
+    };
+    if !specs.iter().all(installed) {
+        std::fs::create_dir_all(&root).unwrap();
+        eprintln!("installing {} from npm into {}", specs.join(" "), root.display());
+        let status = Command::new("npm")
+            .args(["install", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund", "--no-save"])
+            .args(specs)
+            .current_dir(&root)
+            .status()
+            .expect("running npm (Node.js and npm are needed for the Showdown tests)");
+        assert!(status.success(), "npm install {specs:?} failed");
+    }
+    root
 }

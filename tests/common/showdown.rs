@@ -1,12 +1,11 @@
 //! Showdown's simulator from npm for the tests that battle offline.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Mutex;
 
 use serde_json::json;
 
-use super::Client;
+use super::{Client, npm_install};
 
 pub const PS_VERSION: &str = "0.11.11";
 
@@ -29,31 +28,6 @@ pub fn referee_modules() -> PathBuf {
 
 pub fn referee_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/showdown-referee")
-}
-
-/// Installs `specs` (`name@version`) with npm into `target/<dir>` unless each is
-/// there at its version already; the directory.
-fn npm_install(dir: &str, specs: &[&str]) -> PathBuf {
-    static INSTALL: Mutex<()> = Mutex::new(());
-    let _once = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target").join(dir);
-    let installed = |spec: &&str| {
-        let (name, version) = spec.rsplit_once('@').unwrap();
-        std::fs::read_to_string(root.join("node_modules").join(name).join("package.json"))
-            .is_ok_and(|p| p.contains(&format!("\"version\": \"{version}\"")))
-    };
-    if !specs.iter().all(installed) {
-        std::fs::create_dir_all(&root).unwrap();
-        eprintln!("installing {} from npm into {}", specs.join(" "), root.display());
-        let status = Command::new("npm")
-            .args(["install", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund", "--no-save"])
-            .args(specs)
-            .current_dir(&root)
-            .status()
-            .expect("running npm (Node.js and npm are needed for the Showdown tests)");
-        assert!(status.success(), "npm install {specs:?} failed");
-    }
-    root
 }
 
 /// The `sim` endpoint: the simulator as a sidecar process.
