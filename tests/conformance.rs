@@ -4,7 +4,13 @@
 //! (`tests/fixtures/conformance`: the suite's own tools, resources and
 //! prompts, served through the plugin contract). Every active server
 //! scenario must pass, except those listed with a reason in
-//! `tests/conformance/expected-failures.yml`.
+//! `tests/conformance/expected-failures.yml`. Then the same fixture over
+//! stdio, for what the suite does not try: a game's questions to a client
+//! over stdio, a client that declared no capability, a declined form, and
+//! bad prompt and resource requests.
+// rmcp marks sampling and resources/subscribe deprecated (a later protocol
+// drops them); the clients of 2025-11-25 and before use them.
+#![allow(deprecated)]
 
 mod common;
 
@@ -44,4 +50,110 @@ async fn the_official_conformance_suite_passes_its_server_scenarios() {
     // The suite ran its scenarios (a suite that ran nothing also exits 0).
     let scenarios = summary.lines().filter(|l| l.starts_with('✓') || l.starts_with('✗')).count();
     assert!(scenarios >= 30, "the suite ran {scenarios} scenarios:\n{report}");
+}
+
+// ------------------------------------------------- the same fixture over stdio
+
+use rmcp::model::*;
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+/// A client that declares sampling and elicitation (or not), answers the
+/// model's part with a fixed text, and the user's with `form`.
+#[derive(Clone)]
+struct Asked {
+    declares: bool,
+    form: Value,
+}
+
+impl ClientHandler for Asked {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = if self.declares { json!({"sampling": {}, "elicitation": {}}) } else { json!({}) };
+        serde_json::from_value(json!({"protocolVersion": "2025-06-18", "capabilities": capabilities,
+                                      "clientInfo": {"name": "asked", "version": "1"}}))
+        .unwrap()
+    }
+
+    async fn create_message(&self, p: CreateMessageRequestParams, _: RequestContext<RoleClient>) -> Result<CreateMessageResult, ErrorData> {
+        let asked = serde_json::to_value(&p.messages).unwrap();
+        Ok(serde_json::from_value(json!({"role": "assistant", "model": "test-model", "stopReason": "endTurn",
+            "content": {"type": "text", "text": format!("you asked {}", asked[0]["content"]["text"])}}))
+        .unwrap())
+    }
+
+    async fn create_elicitation(&self, _: ElicitRequestParams, _: RequestContext<RoleClient>) -> Result<ElicitResult, ErrorData> {
+        Ok(serde_json::from_value(self.form.clone()).unwrap())
+    }
+}
+
+async fn asked_client(work: &Path, declares: bool, form: Value) -> RunningService<RoleClient, Asked> {
+    let plugins = plugins_dir(work, &["conformance"]);
+    let cmd = stdio_command(&["--plugins", plugins.to_str().unwrap(), "--store", "memory"], work);
+    let (transport, _) = TokioChildProcess::builder(cmd).stderr(std::process::Stdio::inherit()).spawn().unwrap();
+    Asked { declares, form }.serve(transport).await.expect("MCP handshake over stdio")
+}
+
+async fn call(c: &RunningService<RoleClient, Asked>, name: &str, args: Value) -> (bool, String) {
+    let Value::Object(args) = args else { unreachable!() };
+    let r = c.call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(args)).await.unwrap();
+    (r.is_error == Some(true), text(&r))
+}
+
+#[tokio::test]
+async fn over_stdio_a_game_asks_the_clients_model_and_user_and_hears_a_decline() {
+    let work = scratch();
+    let c = asked_client(work.path(), true, json!({"action": "decline"})).await;
+    let (failed, said) = call(&c, "test_sampling", json!({"prompt": "a riddle"})).await;
+    assert!(!failed && said == "LLM response: you asked \"a riddle\"", "{said}");
+    assert_eq!(call(&c, "test_elicitation", json!({"message": "who?"})).await, (false, "User response: action=decline".into()));
+    c.cancel().await.unwrap();
+
+    let c = asked_client(work.path(), true, json!({"action": "accept", "content": {"username": "ann", "email": "a@b.c"}})).await;
+    let (failed, said) = call(&c, "test_elicitation", json!({"message": "who?"})).await;
+    assert!(!failed && said.contains(r#"action=accept, content={"email":"a@b.c","username":"ann"}"#), "{said}");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_that_did_not_declare_sampling_or_elicitation_is_not_asked() {
+    let work = scratch();
+    let c = asked_client(work.path(), false, json!({"action": "accept"})).await;
+    for (tool, args, capability) in
+        [("test_sampling", json!({"prompt": "x"}), "sampling"), ("test_elicitation", json!({"message": "x"}), "elicitation")]
+    {
+        let (failed, said) = call(&c, tool, args).await;
+        assert!(failed && said.contains(&format!("the client did not declare the `{capability}` capability")), "{tool}: {said}");
+    }
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn prompts_and_resources_refuse_what_is_not_there() {
+    let work = scratch();
+    let c = asked_client(work.path(), false, json!({})).await;
+    let listed = c.list_all_prompts().await.unwrap();
+    assert!(listed.iter().any(|p| p.name == "test_prompt_with_arguments"), "{listed:?}");
+    let get = |name: &str, args: Value| {
+        let mut p = GetPromptRequestParams::new(name);
+        p.arguments = args.as_object().cloned();
+        c.get_prompt(p)
+    };
+    let e = get("test_prompt_with_arguments", json!({"arg1": "a"})).await.unwrap_err().to_string();
+    assert!(e.contains("needs argument `arg2`"), "{e}");
+    let e = get("test_prompt_with_arguments", json!({"arg1": "a", "arg2": "b", "arg3": "c"})).await.unwrap_err().to_string();
+    assert!(e.contains("has no argument `arg3`"), "{e}");
+    assert!(get("test_no_such_prompt", json!({})).await.unwrap_err().to_string().contains("no prompt"));
+    let got = get("test_prompt_with_arguments", json!({"arg1": "a", "arg2": "b"})).await.unwrap();
+    assert!(serde_json::to_string(&got.messages).unwrap().contains("arg1='a', arg2='b'"));
+
+    let e = c.subscribe(SubscribeRequestParams::new("test://nothing-here")).await.unwrap_err().to_string();
+    assert!(e.contains("no resource"), "{e}");
+    let read = c.read_resource(ReadResourceRequestParams::new("test://static-binary")).await.unwrap();
+    let blob = serde_json::to_value(&read.contents[0]).unwrap();
+    assert_eq!((blob["mimeType"].as_str(), blob["blob"].as_str().map(|b| b.starts_with("iVBORw0KGgo"))), (Some("image/png"), Some(true)));
+    let e = c.read_resource(ReadResourceRequestParams::new("test://template//data")).await.unwrap_err().to_string();
+    assert!(e.contains("no resource"), "an empty template part matches nothing: {e}");
+    c.cancel().await.unwrap();
 }

@@ -143,19 +143,25 @@ pub async fn stdio(args: &[&str], work: &Path) -> Client {
 /// The same, with these environment variables set for the server (and so for
 /// the channel processes it starts).
 pub async fn stdio_env(args: &[&str], work: &Path, env: &[(&str, &str)]) -> Client {
+    let mut cmd = stdio_command(args, work);
+    cmd.envs(env.iter().copied());
+    let (transport, _) = TokioChildProcess::builder(cmd).stderr(Stdio::inherit()).spawn().expect("spawning ludus");
+    let (handler, (list_changed, progress, updated)) = recorder();
+    let service = handler.serve(transport).await.expect("MCP handshake over stdio");
+    Client { service, list_changed, progress, updated }
+}
+
+/// `ludus serve ARGS` over stdio, its games kept in `work`, for a client of the test's own.
+pub fn stdio_command(args: &[&str], work: &Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(BIN);
     // Games are kept in the work dir's data dir, not the user's.
     cmd.env("XDG_DATA_HOME", work.join("data"));
-    cmd.envs(env.iter().copied());
     cmd.arg("serve").args(args);
     if !args.contains(&"--config") {
         cmd.arg("--config").arg(cache_config(work));
     }
     cmd.env("LUDUS_LOG", "warn");
-    let (transport, _) = TokioChildProcess::builder(cmd).stderr(Stdio::inherit()).spawn().expect("spawning ludus");
-    let (handler, (list_changed, progress, updated)) = recorder();
-    let service = handler.serve(transport).await.expect("MCP handshake over stdio");
-    Client { service, list_changed, progress, updated }
+    cmd
 }
 
 /// `ludus serve --http 127.0.0.1:0`, waiting for the address it bound.
