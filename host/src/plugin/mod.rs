@@ -304,9 +304,9 @@ impl Plugin {
         if maps_data {
             cap_mapped_sessions(&info.name, &mut limits);
         }
-        // A game that may wait for its client runs its calls on the blocking pool.
+        // A game that may wait for its client never runs where that client is read.
         let asks_client = imports.iter().any(|i| i.starts_with(CLIENT_PREFIX));
-        let pace = move || if asks_client { ToolSpeed::blocking() } else { ToolSpeed::default() };
+        let pace = move || if asks_client { ToolSpeed::asking_client() } else { ToolSpeed::default() };
         let mut tools = derive_tools(&component, &info, &docs, &prefix, &limits, &grants, &retries)?;
         tools.iter_mut().for_each(|t| t.pace = pace());
         check_grants(&grants, &tools, &info)?;

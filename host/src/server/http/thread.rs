@@ -102,6 +102,7 @@ impl tokio::io::AsyncWrite for Socket {
 /// sleeps in poll(2) until the socket is ready for what the connection last
 /// waited for, or something the connection waits on calls its waker.
 pub fn drive<F: Future>(future: F, socket: RawFd, interest: &Interest) -> io::Result<F::Output> {
+    crate::runtime::is_client_reader();
     let alarm = Arc::new(Alarm(Doorbell::new()?));
     let waker = Waker::from(alarm.clone());
     let mut cx = Context::from_waker(&waker);

@@ -119,6 +119,7 @@ impl Reader {
         // The runtime's handle is current here (spawning, timers, I/O
         // registration work), but this thread is not one of its workers.
         let _in_runtime = self.rt.enter();
+        crate::runtime::is_client_reader();
         while let Some(message) = self.next_message() {
             let message = match message {
                 JsonRpcMessage::Request(request) if self.output.unread() > self.unread_limit => {
