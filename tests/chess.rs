@@ -252,3 +252,65 @@ async fn two_agents_over_http_wait_for_each_other() {
     let e = third.err("chess_join_game", json!({"game_id": game, "join_code": code})).await;
     assert!(e.contains("game is full"), "{e}");
 }
+
+/// The official MCP Python SDK (from PyPI), for a client that is not ours.
+const PYTHON_MCP: &str = "mcp==1.30.0";
+
+#[tokio::test]
+async fn a_human_plays_the_agent_through_the_python_sdks_elicitation_callback() {
+    let python = tokio::task::spawn_blocking(|| pip_install("python-mcp", &[PYTHON_MCP])).await.unwrap();
+    let work = scratch();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/clients/human_chess.py");
+    let data = work.path().join("data");
+    let out = tokio::process::Command::new(python)
+        .arg(script)
+        .arg(common::BIN)
+        .args(["serve", "--games", "chess", "--store", "memory"])
+        .env("XDG_DATA_HOME", data)
+        .env("LUDUS_LOG", "warn")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the Python client failed:\n{stderr}");
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(report["image_types"], json!(["image/png"]), "{report}");
+    assert_eq!(
+        report["headlines"],
+        json!([
+            "White played e4. The human (Black) played e5.",
+            "White played Nf3. The human (Black) played Nc6.",
+            "White played Bb5. The human did not choose a move. Call `chess_wait_for_next_turn` to ask them again.",
+            "The human (Black) played a6."
+        ]),
+        "{report}"
+    );
+    assert_eq!(report["fen"], "r1bqkbnr/1ppp1ppp/p1n5/1B2p3/4P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 0 4", "{report}");
+    assert_eq!(report["status"], "your-turn");
+    assert_eq!((report["forms"].as_u64(), report["first_form_offers_e5"].as_bool()), (Some(4), Some(true)), "{report}");
+    assert!(report["first_form_says"].as_str().unwrap().contains("you play Black, to move. Last move: e4"), "{report}");
+}
+
+#[tokio::test]
+async fn a_human_game_needs_a_client_that_can_ask_and_the_board_comes_as_a_png() {
+    let work = scratch();
+    // The rmcp test client declares no elicitation: the human cannot be asked, and the agent is told so.
+    let c = stdio(&["--games", "chess", "--store", "memory"], work.path()).await;
+    let r = c.call("chess_create_game", json!({"type": "human", "color": "black", "image": true})).await;
+    let said = text(&r);
+    assert!(
+        said.contains("The human could not be asked for their move") && said.contains("did not declare the `elicitation` capability"),
+        "{said}"
+    );
+    let image = r.content.iter().find_map(|b| b.as_image()).expect("an image block");
+    assert_eq!(image.mime_type, "image/png");
+    use base64::Engine as _;
+    let png = base64::engine::general_purpose::STANDARD.decode(&image.data).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert!(r.structured_content.as_ref().unwrap().get("content").is_none(), "the image is content, not data");
+    // Without `image`, no image block.
+    let plain = c.call("chess_create_game", json!({"type": "computer"})).await;
+    assert!(plain.content.iter().all(|b| b.as_image().is_none()));
+    c.close().await;
+}

@@ -416,6 +416,22 @@ fn a_games_log_lines_reach_its_caller_at_the_level_it_set() {
     assert!(message.contains("`level` must be one of debug, info, notice, warning"), "{message}");
 }
 
+/// The bundled chess game logs how its engine found a move to the next
+/// call of a player, as MCP logging on that call's stream.
+#[test]
+fn chess_tells_the_caller_how_its_engine_found_its_move() {
+    let work = scratch();
+    let mut p = Pipes::start_with(work.path(), &["--games", "chess"]);
+    let game = p.tool(1, "chess_create_game", json!({"type": "computer", "color": "black", "seed": 7}))["game_id"].clone();
+    p.send(&call_line(2, "chess_wait_for_next_turn", json!({"game_id": game})));
+    let line = p.read();
+    assert_eq!(line["method"], "notifications/message", "{line}");
+    let said = line["params"]["data"].as_str().unwrap();
+    assert!(said.starts_with("the engine (level 5) played ") && said.contains(" positions to depth "), "{said}");
+    assert_eq!(line["params"]["logger"], "chess_wait_for_next_turn");
+    assert_eq!(p.read()["id"], 2);
+}
+
 /// Writes `batch` from a thread of its own (the pipe blocks a writer until
 /// the server reads) and returns when it is all written, failing after `within`.
 /// Join it to give the pipe back.

@@ -31,7 +31,8 @@ pub use wit_bindgen;
 /// `ludus:plugin/lifecycle` (as `ludus:plugin/game-with-seats` does; both:
 /// `channels, lifecycle`), `client` when it includes
 /// `ludus:plugin/game-with-client` (progress, sampling, elicitation,
-/// resource changes; it may then export `prompts` and `resources` too), and `module: "crate::path"` when the bindings are
+/// resource changes; it may then export `prompts` and `resources` too;
+/// with seats as well: `lifecycle, client`), and `module: "crate::path"` when the bindings are
 /// generated somewhere other than where `export!` is called. The game crate
 /// must name this crate `ludus_sdk` (the default for the `ludus-sdk` package).
 #[macro_export]
@@ -60,6 +61,16 @@ macro_rules! bindings {
         $crate::__generate!($world, $contract, [$($module)?], {
             "ludus:plugin/types@0.1.4": ludus_sdk::types,
             "ludus:plugin/host@0.1.4": ludus_sdk::host,
+            "ludus:plugin/content@0.1.4": ludus_sdk::content,
+            "ludus:plugin/client@0.1.4": ludus_sdk::client,
+            "ludus:plugin/watchers@0.1.4": ludus_sdk::watchers,
+        });
+    };
+    (world: $world:literal, contract: $contract:literal, lifecycle, client $(, module: $module:literal)?) => {
+        $crate::__generate!($world, $contract, [$($module)?], {
+            "ludus:plugin/types@0.1.4": ludus_sdk::types,
+            "ludus:plugin/host@0.1.4": ludus_sdk::host,
+            "ludus:plugin/lifecycle@0.1.4": ludus_sdk::lifecycle,
             "ludus:plugin/content@0.1.4": ludus_sdk::content,
             "ludus:plugin/client@0.1.4": ludus_sdk::client,
             "ludus:plugin/watchers@0.1.4": ludus_sdk::watchers,

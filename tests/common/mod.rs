@@ -365,3 +365,23 @@ pub fn npm_install(dir: &str, specs: &[&str]) -> PathBuf {
     }
     root
 }
+
+/// A Python venv in `target/<dir>` with `specs` (`name==version`) from PyPI,
+/// made once; its `python`.
+pub fn pip_install(dir: &str, specs: &[&str]) -> PathBuf {
+    static INSTALL: Mutex<()> = Mutex::new(());
+    let _once = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target").join(dir);
+    let python = venv.join("bin/python");
+    let stamp = venv.join("installed.txt");
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(&specs.join("\n")) {
+        eprintln!("installing {} from PyPI into {}", specs.join(" "), venv.display());
+        let _ = std::fs::remove_dir_all(&venv);
+        let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().expect("running python3 (3.10+ with venv)");
+        assert!(made.success(), "python3 -m venv failed");
+        let pip = Command::new(venv.join("bin/pip")).args(["install", "-q", "--disable-pip-version-check"]).args(specs).status().unwrap();
+        assert!(pip.success(), "pip install {specs:?} failed");
+        std::fs::write(&stamp, specs.join("\n")).unwrap();
+    }
+    python
+}

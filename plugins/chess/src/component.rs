@@ -1,8 +1,10 @@
 //! The chess plugin: one instance is one game (its `game_id` is the session
 //! id). The computer thinks in a timer event after the agent's move, never
-//! inside `finish_turn`; players are told apart by their MCP connection.
+//! inside `finish_turn`; players are told apart by their MCP connection. A
+//! human opponent is the person at the agent's own client: their move is
+//! asked with a form (elicitation) within the agent's call.
 
-ludus_sdk::bindings!(world: "ludus:chess/chess", contract: "../../wit/plugin", lifecycle, module: "crate::component");
+ludus_sdk::bindings!(world: "ludus:chess/chess", contract: "../../wit/plugin", lifecycle, client, module: "crate::component");
 
 use std::cell::RefCell;
 
@@ -11,6 +13,8 @@ use crate::rules::{Game, Notation, color_name};
 use cozy_chess::Color;
 use exports::ludus::chess::tools::{Board, Color as Side, GameType, Guest, TurnStatus};
 use exports::ludus::plugin::access::{Audience, Grant};
+use ludus_sdk::client::{self, ElicitReply};
+use ludus_sdk::content::{Block, Media};
 use ludus_sdk::types::EmbeddedResource;
 use ludus_sdk::{PluginInfo, ResourceInfo, ToolHint, reply};
 
@@ -20,6 +24,8 @@ enum Seat {
     Open,
     Computer,
     Agent(String),
+    /// The person at the keyboard of the creating agent's client.
+    Human,
 }
 
 struct Match {
@@ -29,6 +35,11 @@ struct Match {
     engine: engine::Engine,
     /// Embed the board in every answer (for hosts without MCP Apps).
     show_ui: bool,
+    /// Show the board as a PNG in every answer.
+    image: bool,
+    /// How the engine found its last move, for the next player call's log
+    /// (the engine moves in a timer event, which has no client to tell).
+    search_note: Option<String>,
 }
 
 /// The MCP Apps board (self-contained: the default MCP Apps CSP allows nothing external).
@@ -69,8 +80,16 @@ fn idx(c: Color) -> usize {
     c as usize
 }
 
+/// Runs `f` on the game; what the engine did since the last call goes to
+/// the calling client's log first.
 fn with_match<T>(f: impl FnOnce(&mut Match) -> Result<T, String>) -> Result<T, String> {
-    MATCH.with_borrow_mut(|m| f(m.as_mut().ok_or("this game was not started")?))
+    MATCH.with_borrow_mut(|m| {
+        let m = m.as_mut().ok_or("this game was not started")?;
+        if let Some(note) = m.search_note.take() {
+            ludus_sdk::log(ludus_sdk::LogLevel::Info, &note);
+        }
+        f(m)
+    })
 }
 
 impl Match {
@@ -85,6 +104,7 @@ impl Match {
             Seat::Open if seated => Ok(turn),
             _ if !seated => Err("you do not play in this game; call `chess_join_game` to take a free side".into()),
             Seat::Computer => Err("it is the computer's move; call `chess_wait_for_next_turn`".into()),
+            Seat::Human => Err("it is the human's move; call `chess_wait_for_next_turn` to ask them for it".into()),
             _ => Err(format!("it is {}'s move (the other agent); call `chess_wait_for_next_turn`", color_name(turn))),
         }
     }
@@ -105,6 +125,7 @@ impl Match {
         match &self.seats[idx(c)] {
             Seat::Computer => format!("Ludus engine level {}", self.difficulty.unwrap_or(5)),
             Seat::Agent(_) => "agent".into(),
+            Seat::Human => "human".into(),
             Seat::Open => "?".into(),
         }
     }
@@ -113,6 +134,66 @@ impl Match {
     fn wake_computer(&self) {
         if self.game.outcome.is_none() && self.seats[idx(self.game.turn())] == Seat::Computer {
             ludus_sdk::host::set_timer(THINK_DELAY_MS);
+        }
+    }
+
+    /// Asks the human for their move with a form of the legal moves, plays
+    /// it, and says what happened. A human who declines, or a client that
+    /// cannot ask, leaves the move due: the agent asks again later.
+    fn ask_human(&mut self) -> String {
+        let side = color_name(self.game.turn());
+        let mut legal = self.game.legal_in(Notation::San);
+        legal.sort();
+        let form = serde_json::json!({
+            "type": "object",
+            "properties": {"move": {"type": "string", "title": "Your move", "description": "A legal move in SAN", "enum": legal}},
+            "required": ["move"],
+        });
+        let last = self.game.san.last().map_or("none", String::as_str);
+        let message = format!(
+            "Chess against your agent: you play {side}, to move. Last move: {last}.\n{}",
+            self.game.diagram(self.game.turn() == Color::Black)
+        );
+        let asked = "Call `chess_wait_for_next_turn` to ask them again.";
+        let played = match client::elicit(&message, &form.to_string()) {
+            Err(e) => return format!("The human could not be asked for their move: {e}. {asked}"),
+            Ok(ElicitReply::Decline | ElicitReply::Cancel) => return format!("The human did not choose a move. {asked}"),
+            Ok(ElicitReply::Accept(json)) => serde_json::from_str::<serde_json::Value>(&json)
+                .ok()
+                .and_then(|v| v["move"].as_str().map(str::to_string))
+                .unwrap_or_default(),
+        };
+        match self.game.parse(&played) {
+            Ok((mv, _)) => {
+                let san = self.game.san_of(mv);
+                self.game.play_written(mv, san.clone());
+                self.tell_if_over();
+                format!("The human ({side}) played {san}.")
+            }
+            Err(why) => format!("The human's move {played:?} was refused: {why}. {asked}"),
+        }
+    }
+
+    /// The human's move, if it is due; what happened, for the answer.
+    fn human_if_due(&mut self) -> Option<String> {
+        (self.game.outcome.is_none() && self.seats[idx(self.game.turn())] == Seat::Human).then(|| self.ask_human())
+    }
+
+    /// The board as a PNG block, for games that asked for images.
+    fn picture(&self, from_black: bool) -> Vec<Block> {
+        if !self.image {
+            return Vec::new();
+        }
+        let g = &self.game;
+        let last_move = g.uci.last().and_then(|u| Some((u.get(0..2)?.parse().ok()?, u.get(2..4)?.parse().ok()?)));
+        let check = (!g.board.checkers().is_empty()).then(|| g.board.king(g.turn()));
+        let marks = crate::picture::Marks { last_move, check, from_black };
+        match crate::picture::png(&g.board, &marks) {
+            Ok(data) => vec![Block::Image(Media { mime_type: "image/png".into(), data })],
+            Err(e) => {
+                ludus_sdk::log(ludus_sdk::LogLevel::Warn, &format!("the board image failed: {e}"));
+                Vec::new()
+            }
         }
     }
 
@@ -143,6 +224,7 @@ impl Match {
             ),
             TurnStatus::OpponentTurn => match self.seats[idx(g.turn())] {
                 Seat::Computer => "The computer is thinking: call `chess_wait_for_next_turn`.".into(),
+                Seat::Human => "The human is to move: call `chess_wait_for_next_turn` to ask them.".into(),
                 _ => "Waiting for the other agent: call `chess_wait_for_next_turn`.".into(),
             },
         };
@@ -199,6 +281,7 @@ impl Match {
             }
         });
         Board {
+            content: self.picture(yours == Some(Color::Black)),
             game_id,
             fen,
             turn: side(g.turn()),
@@ -294,6 +377,7 @@ impl Guest for Plugin {
         kind: GameType,
         color: Option<Side>,
         show_ui: Option<bool>,
+        image: Option<bool>,
         difficulty: Option<u8>,
         _seed: Option<u64>,
     ) -> Result<Board, String> {
@@ -310,22 +394,23 @@ impl Guest for Plugin {
                 }
                 (Seat::Computer, Some(d))
             }
-            GameType::Agent => {
-                if difficulty.is_some() {
-                    return Err("difficulty applies only to games against the computer".into());
-                }
-                (Seat::Open, None)
+            GameType::Agent | GameType::Human if difficulty.is_some() => {
+                return Err("difficulty applies only to games against the computer".into());
             }
+            GameType::Agent => (Seat::Open, None),
+            GameType::Human => (Seat::Human, None),
         };
         let mut seats = [Seat::Open, Seat::Open];
         seats[idx(mine)] = Seat::Agent(me.clone());
         seats[idx(!mine)] = other;
-        let m = Match {
+        let mut m = Match {
             game: Game::default(),
             seats,
             difficulty,
             engine: engine::Engine::new(engine::TT_ENTRIES, ludus_sdk::host::seed()),
             show_ui: show_ui.unwrap_or(false),
+            image: image.unwrap_or(false),
+            search_note: None,
         };
         m.wake_computer();
         let headline = match kind {
@@ -337,6 +422,10 @@ impl Guest for Plugin {
                  Until it joins you may move for both sides.",
                 color_name(mine)
             ),
+            GameType::Human => {
+                let first = m.human_if_due().map(|h| format!(" {h}")).unwrap_or_default();
+                format!("New game against the human at your client. You play {}.{first}", color_name(mine))
+            }
         };
         let view = m.view(&me, &headline);
         MATCH.set(Some(m));
@@ -350,6 +439,9 @@ impl Guest for Plugin {
             // host lets spectators call this tool); they get the position at once.
             if m.your_color(&me).is_none() {
                 return Ok(m.view(&me, "You are watching this game (to play, take a free side with `chess_join_game`)."));
+            }
+            if let Some(human) = m.human_if_due() {
+                return Ok(m.view(&me, &human));
             }
             if m.game.outcome.is_some() || m.may_move(&me).is_ok() {
                 return Ok(m.view(&me, ""));
@@ -391,11 +483,14 @@ impl Guest for Plugin {
             m.wake_computer();
             m.tell_if_over();
             let shown = if notation == Notation::Uci { m.game.uci.last().cloned().unwrap_or_default() } else { san.clone() };
-            let headline = if mates && claim_win == Some(true) {
+            let mut headline = if mates && claim_win == Some(true) {
                 format!("{} played {shown}: checkmate, claim accepted.", color_name(mover))
             } else {
                 format!("{} played {shown}.", color_name(mover))
             };
+            if let Some(human) = m.human_if_due() {
+                headline = format!("{headline} {human}");
+            }
             Ok(m.view(&me, &headline))
         })
     }
@@ -405,6 +500,9 @@ impl Guest for Plugin {
         with_match(|m| {
             if m.seats.contains(&Seat::Computer) {
                 return Err("this is a game against the computer; it cannot be joined".into());
+            }
+            if m.seats.contains(&Seat::Human) {
+                return Err("this is a game against a human at another agent's client; it cannot be joined".into());
             }
             if let Some(c) = m.your_color(&me) {
                 return Err(format!("you already play {} in this game", color_name(c)));
@@ -440,6 +538,7 @@ struct Saved {
     seats: [Seat; 2],
     difficulty: Option<u8>,
     show_ui: bool,
+    image: bool,
     rng: u64,
 }
 
@@ -452,6 +551,7 @@ impl exports::ludus::plugin::durable::Guest for Plugin {
                 seats: m.seats.clone(),
                 difficulty: m.difficulty,
                 show_ui: m.show_ui,
+                image: m.image,
                 rng: m.engine.rng(),
             });
             ludus_sdk::durable::write(&saved)
@@ -469,7 +569,15 @@ impl exports::ludus::plugin::durable::Guest for Plugin {
         }
         let mut engine = engine::Engine::new(engine::TT_ENTRIES, 0);
         engine.resume_at(saved.rng);
-        let m = Match { game, seats: saved.seats, difficulty: saved.difficulty, engine, show_ui: saved.show_ui };
+        let m = Match {
+            game,
+            seats: saved.seats,
+            difficulty: saved.difficulty,
+            engine,
+            show_ui: saved.show_ui,
+            image: saved.image,
+            search_note: None,
+        };
         m.wake_computer();
         MATCH.set(Some(m));
         Ok(())
@@ -496,7 +604,14 @@ impl exports::ludus::plugin::events::Guest for Plugin {
             let history = m.game.history_hashes();
             let lvl = engine::level(m.difficulty.unwrap_or(5));
             if let Some(mv) = m.engine.choose(&m.game.board, &history, lvl) {
-                m.game.play(mv);
+                let san = m.game.san_of(mv);
+                m.search_note = Some(format!(
+                    "the engine (level {}) played {san} after searching {} positions to depth {}",
+                    m.difficulty.unwrap_or(5),
+                    m.engine.last_nodes,
+                    m.engine.last_depth
+                ));
+                m.game.play_written(mv, san);
             }
             m.tell_if_over();
         });

@@ -8,3 +8,5 @@ pub mod rules;
 
 #[cfg(feature = "component")]
 mod component;
+#[cfg(feature = "component")]
+mod picture;
