@@ -322,6 +322,30 @@ async fn schemas_state_the_real_shapes_and_ranges() {
     }
 }
 
+/// Every tool's input and output schema, the bundled games', the host's and
+/// a plugin's with content blocks and prompts, is a valid JSON Schema 2020-12
+/// (checked against the draft's meta-schema) that a validator compiles.
+#[tokio::test]
+async fn every_tools_schemas_are_valid_json_schema_2020_12() {
+    let work = scratch();
+    let plugins = plugins_dir(work.path(), &["conformance", "hello"]);
+    let c = stdio(&["--plugins", plugins.to_str().unwrap()], work.path()).await;
+    let tools = c.tools().await;
+    assert!(tools.len() >= 50, "every game's tools are listed: {}", tools.len());
+    for t in &tools {
+        let schemas = [Some(&t.input_schema), t.output_schema.as_ref()];
+        for schema in schemas.into_iter().flatten() {
+            let schema = Value::Object((**schema).clone());
+            if let Err(e) = jsonschema::draft202012::meta::validate(&schema) {
+                panic!("{}: not a valid JSON Schema 2020-12 ({e}): {schema}", t.name);
+            }
+            let compiled = jsonschema::draft202012::options().build(&schema);
+            assert!(compiled.is_ok(), "{}: {:?}", t.name, compiled.err());
+        }
+    }
+    c.close().await;
+}
+
 /// Requests written all at once over stdio: quick calls are answered in the
 /// order they were sent, calls on one session run in that order too, and a
 /// call that waits for the game holds up none of those behind it. (A bump
