@@ -33,7 +33,7 @@ pub fn describe(p: &Plugin, data_bytes: usize) -> Value {
                 Role::Uses(i) => json!({"uses": t.params[i].json}),
                 Role::Shared => json!("none"),
             };
-            let mut v = serde_json::to_value(super::tools::tool(t)).unwrap_or(Value::Null);
+            let mut v = serde_json::to_value(super::tools::documented_tool(t)).unwrap_or(Value::Null);
             v["ludus"] = json!({
                 "function": t.func,
                 "session": role,

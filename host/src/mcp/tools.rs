@@ -37,9 +37,18 @@ pub fn of_plugin(plugin: &Arc<Plugin>) -> Arc<[Tool]> {
 
 /// One tool's MCP definition.
 pub fn tool(def: &ToolDef) -> Tool {
+    tool_of(def, false)
+}
+
+/// The same with its output schema's field docs (`ludus inspect`).
+pub fn documented_tool(def: &ToolDef) -> Tool {
+    tool_of(def, true)
+}
+
+fn tool_of(def: &ToolDef, docs: bool) -> Tool {
     let listing = &def.listing;
     let mut tool = Tool::new(def.name.clone(), listing.description.clone(), listing.input_schema.clone());
-    if let Some(schema) = output_schema(def) {
+    if let Some(schema) = output_schema(def, docs) {
         tool = tool.with_raw_output_schema(Arc::new(schema));
     }
     let h = listing.hints;
@@ -57,15 +66,41 @@ pub fn tool(def: &ToolDef) -> Tool {
     tool
 }
 
-/// The schema of `structuredContent`: a record result's data fields.
-fn output_schema(def: &ToolDef) -> Option<JsonObject> {
+/// The schema of `structuredContent`: a record result's data fields, their
+/// shapes without their docs. The agent reads the answer's text, and the
+/// output schema, which is for programs checking the data, was two thirds of
+/// `tools/list`; the fields' docs are in `ludus inspect GAME` and the WIT.
+fn output_schema(def: &ToolDef, docs: bool) -> Option<JsonObject> {
     let Some(Shape::Record { fields, doc, .. }) = ok_shape(def.result.as_ref()) else { return None };
     let mut schema = object_schema(&structured_fields(fields));
+    if !docs {
+        without_docs(&mut schema);
+    }
     if let Some(d) = doc {
         schema["description"] = json!(d);
     }
     match schema {
         serde_json::Value::Object(o) => Some(o),
         _ => None,
+    }
+}
+
+/// Removes the `description` of a schema and of every schema inside it (a
+/// property named `description` stays).
+fn without_docs(schema: &mut serde_json::Value) {
+    let Some(o) = schema.as_object_mut() else { return };
+    o.remove("description");
+    if let Some(serde_json::Value::Object(props)) = o.get_mut("properties") {
+        props.values_mut().for_each(without_docs);
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(inner) = o.get_mut(key) {
+            without_docs(inner);
+        }
+    }
+    for key in ["prefixItems", "anyOf", "oneOf"] {
+        if let Some(serde_json::Value::Array(all)) = o.get_mut(key) {
+            all.iter_mut().for_each(without_docs);
+        }
     }
 }

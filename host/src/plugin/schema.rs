@@ -318,6 +318,11 @@ impl Shape {
                     };
                     json!({"type": ["integer", "string"], "minimum": min, "maximum": JS_SAFE, "pattern": pattern,
                            "description": "64-bit integer: a number up to 2^53 - 1, or any value as a decimal string"})
+                } else if matches!(k, Int::U32 | Int::S32) {
+                    // Bounds of the type itself tell an agent nothing (the
+                    // host still refuses a value that does not fit); they
+                    // were a tenth of every schema's bytes.
+                    if *k == Int::U32 { json!({"type": "integer", "minimum": 0}) } else { json!({"type": "integer"}) }
                 } else {
                     json!({"type": "integer", "minimum": min as i64, "maximum": max as i64})
                 }
