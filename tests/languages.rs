@@ -53,8 +53,24 @@ fn command(script: PathBuf, args: &[&str]) -> Command {
     cmd
 }
 
-/// A server with these components in its plugins directory.
+/// A server with these components in its plugins directory, once it has
+/// loaded (or refused) each of them: their first compile runs in the
+/// background.
 async fn serve(work: &Path, components: &[&str]) -> Client {
+    let c = serve_now(work, components).await;
+    let t = std::time::Instant::now();
+    loop {
+        let games = c.ok("ludus_games", json!({})).await;
+        if games["files"].as_array().unwrap().len() == components.len() {
+            return c;
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(300), "the plugins were not loaded: {games}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// The same, as soon as the server answers.
+async fn serve_now(work: &Path, components: &[&str]) -> Client {
     let dir = work.join("plugins");
     std::fs::create_dir_all(&dir).unwrap();
     for name in components {
@@ -69,6 +85,25 @@ fn tool<'a>(tools: &'a [rmcp::model::Tool], name: &str) -> &'a rmcp::model::Tool
 
 fn schema(t: &rmcp::model::Tool) -> Value {
     Value::Object((*t.input_schema).clone())
+}
+
+/// A large component's first compile (a Python game: its interpreter is
+/// tens of MB) runs in the background: the server answers at once without
+/// it, a call to one of its tools meanwhile waits for it, and clients hear
+/// `list_changed` when its tools arrive. (Each test's cache starts empty, so
+/// this compile is a first one.)
+#[tokio::test]
+async fn a_python_games_first_compile_does_not_hold_the_server() {
+    let work = scratch();
+    let mut c = serve_now(work.path(), &["connect_four"]).await;
+    let games = c.ok("ludus_games", json!({})).await;
+    let names: Vec<&str> = games["games"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"hanoi") && !names.contains(&"connect_four"), "answered before the compile ended: {names:?}");
+    let game = c.ok("connect_four_start", json!({"seed": 7})).await;
+    assert_eq!(game["outcome"], "playing", "the call waited for its game: {game}");
+    c.expect_list_changed(std::time::Duration::from_secs(5)).await;
+    assert!(c.tool_names().await.iter().any(|t| t == "connect_four_drop"));
+    c.close().await;
 }
 
 #[tokio::test]

@@ -38,6 +38,15 @@ use host_tools::host_tools;
 /// Clients that ignore list_changed re-list after this long.
 const TOOLS_TTL_MS: u64 = 10_000;
 
+/// How long a list waits for the plugins directory's first scan: long
+/// enough for cached compiles, short for a first compile (its tools follow
+/// with `list_changed`).
+const LIST_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long a call to a tool no game offers waits for that scan to end
+/// (the tool may be one of a game still being compiled).
+const CALL_PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
+
 #[derive(Clone)]
 pub struct Ludus {
     registry: Arc<Registry>,
@@ -194,7 +203,14 @@ impl Ludus {
                 limits.max_argument_bytes
             )));
         }
-        let (plugin, index) = self.registry.find_tool(name).map_err(|e| McpError::invalid_params(e, None))?;
+        let (plugin, index) = match self.registry.find_tool(name) {
+            Err(_) if self.registry.scanning() => {
+                self.registry.settled(CALL_PATIENCE).await;
+                self.registry.find_tool(name)
+            }
+            found => found,
+        }
+        .map_err(|e| McpError::invalid_params(e, None))?;
         let reply = self.registry.sessions.call(plugin.clone(), index, &args, caller, ct, listeners).await;
         Ok(Answer::of(reply))
     }
@@ -258,6 +274,7 @@ impl ServerHandler for Ludus {
     }
 
     async fn list_tools(&self, page: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
+        self.registry.settled(LIST_PATIENCE).await;
         // Sorted by name: a deterministic order helps client caches.
         let mut plugin_tools: Vec<Tool> = self.registry.plugins().iter().flat_map(|p| tools::of_plugin(p).to_vec()).collect();
         plugin_tools.sort_by(|a, b| a.name.cmp(&b.name));
@@ -306,6 +323,7 @@ impl ServerHandler for Ludus {
         page: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
+        self.registry.settled(LIST_PATIENCE).await;
         self.resources_page(page)
     }
 

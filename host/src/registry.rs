@@ -54,6 +54,9 @@ pub struct Registry {
     pub sessions: Arc<Sessions>,
     state: RwLock<State>,
     changed: broadcast::Sender<()>,
+    /// True while the plugins directory's first scan runs (in the
+    /// background: a first compile can take a while); see `settled`.
+    scanning: tokio::sync::watch::Sender<bool>,
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
@@ -84,7 +87,26 @@ pub struct FileStatus {
 
 impl Registry {
     pub fn new(runtime: Arc<Runtime>, config: Arc<Config>, sessions: Arc<Sessions>) -> Arc<Registry> {
-        Arc::new(Registry { runtime, config, sessions, state: RwLock::default(), changed: broadcast::channel(16).0 })
+        let scanning = tokio::sync::watch::channel(false).0;
+        Arc::new(Registry { runtime, config, sessions, state: RwLock::default(), changed: broadcast::channel(16).0, scanning })
+    }
+
+    /// The plugins directory's first scan starts, or has ended.
+    pub fn set_scanning(&self, scanning: bool) {
+        self.scanning.send_replace(scanning);
+    }
+
+    /// Whether the plugins directory's first scan still runs.
+    pub fn scanning(&self) -> bool {
+        *self.scanning.borrow()
+    }
+
+    /// Waits until the plugins directory's first scan has ended, at most
+    /// `within`. A list answered before then lacks the plugins still being
+    /// compiled; they follow with `list_changed`.
+    pub async fn settled(&self, within: std::time::Duration) {
+        let mut scanning = self.scanning.subscribe();
+        let _ = tokio::time::timeout(within, scanning.wait_for(|s| !s)).await;
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {

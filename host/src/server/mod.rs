@@ -66,9 +66,7 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
         if !dir.is_dir() {
             bail!("the plugins directory {} does not exist (create it, or leave out --plugins)", dir.display());
         }
-        let (r, d) = (registry.clone(), dir.clone());
-        tokio::task::spawn_blocking(move || watch::initial_scan(&r, &d)).await?;
-        watch::spawn(registry.clone(), dir.clone()).context("watching the plugins directory")?;
+        scan_plugins(&registry, dir, opts.builtins).await?;
     }
     check_games_found(&registry, opts.builtins)?;
     tokio::spawn(async move {
@@ -80,6 +78,43 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     let games: Vec<String> = registry.plugins().iter().map(|p| format!("{} {}", p.name, p.version)).collect();
     tracing::info!(ready_ms = started.elapsed().as_millis() as u64, "ready with games: {}", games.join(", "));
     Ok(registry)
+}
+
+/// Loads the plugins directory, then watches it. A first compile of a large
+/// component (a Python game: tens of seconds) must not keep the server from
+/// answering, so the first scan runs in the background and its games follow
+/// with `list_changed` (lists wait for it a moment, `Registry::settled`, and
+/// a call to one of its tools waits for it to end); unless `--games` names a
+/// game only the directory can have, which the server then waits for.
+async fn scan_plugins(registry: &Arc<Registry>, dir: &std::path::Path, builtins: bool) -> Result<()> {
+    let (r, d) = (registry.clone(), dir.to_path_buf());
+    let needed = registry
+        .config
+        .games
+        .as_ref()
+        .is_some_and(|games| games.iter().any(|g| !builtins || !bundled::BUNDLED.iter().any(|(name, _)| name == g)));
+    registry.set_scanning(true);
+    let scan = tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        watch::initial_scan(&r, &d);
+        r.set_scanning(false);
+        tracing::info!(scan_ms = started.elapsed().as_millis() as u64, "plugins directory {} loaded", d.display());
+    });
+    // Watching starts once the first scan is over, so no file is compiled twice at once.
+    let (r, d) = (registry.clone(), dir.to_path_buf());
+    let then_watch = async move {
+        scan.await?;
+        watch::spawn(r, d).context("watching the plugins directory")
+    };
+    if needed {
+        return then_watch.await;
+    }
+    tokio::spawn(async move {
+        if let Err(e) = then_watch.await {
+            tracing::error!("{e:#}");
+        }
+    });
+    Ok(())
 }
 
 /// `--games` (or `games` in the config) must name games there are: a typo
