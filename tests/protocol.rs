@@ -64,10 +64,17 @@ impl Pipes {
         self.read_answer()
     }
 
+    /// The next message, past list changes (a plugins directory's first
+    /// scan ends in the background, whenever it ends).
     fn read(&mut self) -> Value {
-        let mut answer = String::new();
-        self.output.read_line(&mut answer).unwrap();
-        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer}"))
+        loop {
+            let mut answer = String::new();
+            self.output.read_line(&mut answer).unwrap();
+            let message: Value = serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer}"));
+            if !message["method"].as_str().is_some_and(|m| m.ends_with("/list_changed")) {
+                return message;
+            }
+        }
     }
 
     /// The next answer, past any notifications (a game's log lines).

@@ -254,18 +254,18 @@ impl Ludus {
 impl ServerHandler for Ludus {
     #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        let mut caps = ServerCapabilities::builder()
+        // Prompts come and go with the plugins (hot reload, the first scan
+        // in the background): offered always, their list possibly empty.
+        let caps = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
             .enable_resources()
             .enable_resources_subscribe()
             .enable_logging()
             .enable_completions()
             .build();
-        // Prompts are advertised when a loaded plugin offers some.
-        if self.offers_prompts() {
-            caps.prompts = Some(serde_json::from_value(serde_json::json!({"listChanged": true})).expect("MCP's own field"));
-        }
         ServerConfig::new(caps).with_server_info(Implementation::new("ludus", env!("CARGO_PKG_VERSION"))).with_instructions(
             "Ludus serves games as tools named <game>_<action>. Start a game with its creating tool \
                  (e.g. hanoi_init_simulator), then pass the returned id to the other tools. \
@@ -366,15 +366,13 @@ impl ServerHandler for Ludus {
         }
     }
 
-    /// The plugins' prompts; the method is not offered while none is loaded.
+    /// The plugins' prompts (an empty list while no loaded game offers one).
     async fn list_prompts(
         &self,
         page: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        if !self.offers_prompts() {
-            return Err(McpError::method_not_found::<ListPromptsRequestMethod>());
-        }
+        self.registry.settled(LIST_PATIENCE).await;
         self.prompts_page(page)
     }
 
@@ -415,8 +413,9 @@ impl ServerHandler for Ludus {
                     change = changes.recv() => change,
                 };
                 match change {
+                    // A plugin that came, went or changed may bring or take prompts too.
                     Ok(()) | Err(RecvError::Lagged(_)) => {
-                        if peer.notify_tool_list_changed().await.is_err() {
+                        if peer.notify_tool_list_changed().await.is_err() || peer.notify_prompt_list_changed().await.is_err() {
                             return;
                         }
                     }

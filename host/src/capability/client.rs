@@ -9,51 +9,17 @@
 //! runs on the blocking pool from the start, `Plugin::asks_client`); the
 //! time waited is credited back to the call's CPU budget (`waited`).
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::content::{block_json, block_of};
 use super::host::HostCtx;
+use super::link::Ask;
 use crate::runtime::bindings::ludus::plugin::client::{self, ElicitReply, Message, Role, SamplingReply, SamplingRequest};
 use crate::runtime::bindings::ludus::plugin::content;
 use crate::runtime::bindings::ludus::plugin::watchers;
-
-/// What a client may be asked, when it declared it at `initialize`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ask {
-    Sampling,
-    Elicitation,
-}
-
-impl Ask {
-    pub fn method(self) -> &'static str {
-        match self {
-            Ask::Sampling => "sampling/createMessage",
-            Ask::Elicitation => "elicitation/create",
-        }
-    }
-    fn capability(self) -> &'static str {
-        match self {
-            Ask::Sampling => "sampling",
-            Ask::Elicitation => "elicitation",
-        }
-    }
-}
-
-/// The client of one call, as the protocol layer reaches it.
-pub trait ClientLink: Send + Sync {
-    /// A progress notification, if the call asked for progress.
-    fn progress(&self, done: f64, total: Option<f64>, message: Option<String>);
-    /// Whether the client declared `ask` at `initialize`.
-    fn declares(&self, ask: Ask) -> bool;
-    /// Sends the request; its answer (the result's JSON, or the error's
-    /// message) arrives on the receiver.
-    fn send(&self, ask: Ask, params: Value) -> Result<Receiver<Result<Value, String>>, String>;
-    /// The call was cancelled (or its client left): stop waiting.
-    fn cancelled(&self) -> bool;
-}
 
 /// Where a game's `watchers.changed` goes: (plugin, URI), heard by the
 /// protocol layer's subscriptions.

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Weak};
 
-use super::client::ClientLink;
+use super::link::ClientLink;
 use crate::runtime::bindings::ludus::plugin::{host, lifecycle, types};
 
 /// Who is calling, and why: set by the session before each call into the guest.

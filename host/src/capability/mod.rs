@@ -14,6 +14,7 @@ pub mod channels;
 pub mod client;
 pub mod content;
 pub mod host;
+pub mod link;
 pub mod wasi;
 
 use wasmtime::component::{HasData, Linker, ResourceTable};
@@ -25,8 +26,8 @@ use crate::runtime::bindings::ludus::plugin as contract;
 use crate::runtime::{self, MemoryLimiter};
 
 pub use channels::ChannelsCtx;
-pub use client::{Ask, ClientLink};
 pub use host::{CallInfo, HostCtx, LogSink};
+pub use link::{Ask, ClientLink};
 pub use wasi::GuestOutput;
 
 /// What every store carries: each capability's context and the memory cap.

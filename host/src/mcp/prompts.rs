@@ -13,11 +13,6 @@ use crate::capability::content::{block_json, block_of_val};
 use crate::plugin::{Plugin, PromptDef};
 
 impl Ludus {
-    /// Whether any loaded plugin offers prompts (the capability is then advertised).
-    pub(super) fn offers_prompts(&self) -> bool {
-        self.registry.plugins().iter().any(|p| !p.prompts.is_empty())
-    }
-
     pub(super) fn prompts_page(&self, page: Option<PaginatedRequestParams>) -> Result<ListPromptsResult, McpError> {
         let mut prompts: Vec<Prompt> =
             self.registry.plugins().iter().flat_map(|p| p.prompts.iter().map(listed).collect::<Vec<_>>()).collect();
