@@ -280,9 +280,15 @@ pub fn alternating(clients: &mut [RawClient], kinds: &[(usize, &dyn Fn(usize) ->
     d.into_iter().map(percentiles).collect()
 }
 
+/// The next answer, past notifications (a game's log lines, list changes).
 pub fn read_answer(output: &mut std::io::BufReader<std::process::ChildStdout>) -> Value {
     use std::io::BufRead;
-    let mut line = String::new();
-    output.read_line(&mut line).unwrap();
-    serde_json::from_str(&line).unwrap()
+    loop {
+        let mut line = String::new();
+        output.read_line(&mut line).unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message.get("id").is_some() {
+            return message;
+        }
+    }
 }
