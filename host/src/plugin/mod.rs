@@ -239,6 +239,8 @@ pub struct Plugin {
     pub durable: Option<Durable>,
     pub limits: PluginLimits,
     pub imports: Vec<String>,
+    /// It imports `ludus:plugin/client`: its calls may wait for their client.
+    pub asks_client: bool,
     pub loaded_at: SystemTime,
     pub runtime: Arc<Runtime>,
     /// Whether each instance maps its data segments copy-on-write rather
@@ -282,11 +284,7 @@ impl Plugin {
         if maps_data {
             cap_mapped_sessions(&info.name, &mut limits);
         }
-        // A game that may wait for its client never runs where that client is read.
-        let asks_client = imports.iter().any(|i| i.starts_with(CLIENT_PREFIX));
-        let pace = move || if asks_client { ToolSpeed::asking_client() } else { ToolSpeed::default() };
-        let mut tools = derive_tools(&component, &info, &docs, &prefix, &limits, &grants, &retries)?;
-        tools.iter_mut().for_each(|t| t.pace = pace());
+        let tools = derive_tools(&component, &info, &docs, &prefix, &limits, &grants, &retries)?;
         check_grants(&grants, &tools, &info)?;
         // A function of an exported interface, looked up by name: every
         // interface beyond `meta` is optional.
@@ -338,8 +336,9 @@ impl Plugin {
             prompt_exports,
             durable,
             limits,
-            start_pace: pace(),
+            start_pace: ToolSpeed::default(),
             event_pace: ToolSpeed::default(),
+            asks_client: imports.iter().any(|i| i.starts_with(CLIENT_PREFIX)),
             imports,
             loaded_at: SystemTime::now(),
             runtime: runtime.clone(),

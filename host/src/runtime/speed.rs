@@ -23,17 +23,6 @@ pub struct ToolSpeed {
     /// The last call took over `SLOW` in wall time without its CPU time
     /// read: the next one reads it.
     time_next: AtomicBool,
-    /// The game may wait for its client (`asking_client`).
-    asks_client: bool,
-}
-
-impl ToolSpeed {
-    /// A function of a game that may wait in a host function for its
-    /// client's answer (`ludus:plugin/client`): never run on the thread
-    /// that reads that answer (`is_client_reader`).
-    pub fn asking_client() -> ToolSpeed {
-        ToolSpeed { asks_client: true, ..ToolSpeed::default() }
-    }
 }
 
 thread_local! {
@@ -46,6 +35,18 @@ thread_local! {
 /// answer, so such calls go to a blocking thread.
 pub fn is_client_reader() {
     CLIENT_READER.set(true);
+}
+
+/// `run_guest` for a call that may wait for its client's answer (a game
+/// that imports `ludus:plugin/client`, called by a client that declared
+/// sampling or elicitation): never on the thread that carries that client's
+/// messages (`is_client_reader`), which must send the question and read the
+/// answer.
+pub async fn run_guest_that_may_ask<T: Send + 'static>(pace: &ToolSpeed, f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    if CLIENT_READER.get() {
+        return tokio::task::spawn_blocking(f).await.map_err(|e| e.to_string());
+    }
+    run_guest(pace, f).await
 }
 
 /// A call that computes longer than this would hold a runtime worker too
@@ -70,8 +71,7 @@ fn thread_cpu_time() -> Duration {
 ///
 /// Where depends on how the function has run before (`pace`):
 /// - **Slow** (it computed for over 2 ms twice in a row: an engine thinking, a deep
-///   search), or able to wait for its client while this thread is the one
-///   that reads the client's answer: on a blocking thread. The caller's task waits without holding
+///   search): on a blocking thread. The caller's task waits without holding
 ///   a worker, and a transport that runs calls in arrival order (stdio) sees
 ///   the call pending and goes on with the next request.
 /// - **Otherwise** right here, inside `block_in_place`: tokio hands this
@@ -88,7 +88,7 @@ fn thread_cpu_time() -> Duration {
 pub async fn run_guest<T: Send + 'static>(pace: &ToolSpeed, f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
     use tokio::runtime::{Handle, RuntimeFlavor};
     let on_workers = Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread;
-    if !on_workers || pace.slow.load(Ordering::Relaxed) || (pace.asks_client && CLIENT_READER.get()) {
+    if !on_workers || pace.slow.load(Ordering::Relaxed) {
         return tokio::task::spawn_blocking(f).await.map_err(|e| e.to_string());
     }
     // The thread's CPU clock is two system calls (1.2 µs of a 40 µs

@@ -19,11 +19,11 @@ use wasmtime::component::Val;
 
 pub use crate::capability::LogSink;
 use crate::capability::content::body_of_val;
-use crate::capability::{CallInfo, ClientLink};
+use crate::capability::{Ask, CallInfo, ClientLink};
 use crate::locking::lock;
 use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, ToolDef};
 pub use crate::runtime::bindings::ludus::plugin::content::Body;
-use crate::runtime::{maps_per_instance, run_guest};
+use crate::runtime::{maps_per_instance, run_guest, run_guest_that_may_ask};
 use crate::store::{Record, SessionStore, Stored, now_ms};
 
 use ended::EndedSessions;
@@ -545,6 +545,8 @@ impl Sessions {
     /// until the session changes, the deadline passes, or the client cancels.
     async fn run(self: &Arc<Self>, call: Prepared, caller: String, cancel: CancellationToken, listeners: Listeners) -> Reply {
         let Listeners { progress, log, client } = listeners;
+        let may_ask =
+            call.version.asks_client && client.as_ref().is_some_and(|c| c.declares(Ask::Sampling) || c.declares(Ask::Elicitation));
         let Prepared { session, version, tool: index, params } = call;
         let tool = &version.tools[index];
         let creates = tool.role == Role::Creates;
@@ -574,7 +576,7 @@ impl Sessions {
             let run_kind = if changes_state { Run::Change } else { Run::Read };
             let remember = retry_key.clone().map(|key| (caller.clone(), tool.func.clone(), key));
             let seated = joins.then(|| caller.clone());
-            let inv = run_guest(&tool.pace, move || {
+            let call = move || {
                 s.leased(run_kind, || {
                     let inv = s.invoke(&export, &p, results, info)?;
                     if !matches!(inv.value, Some(Val::Result(Err(_)))) {
@@ -592,8 +594,10 @@ impl Sessions {
                     }
                     Ok(inv)
                 })?
-            })
-            .await;
+            };
+            // A game that can ask its client, called by a client that can be
+            // asked, must not hold the thread that carries that client's messages.
+            let inv = if may_ask { run_guest_that_may_ask(&tool.pace, call).await } else { run_guest(&tool.pace, call).await };
             drop(turn);
             let inv = match inv {
                 Ok(Ok(inv)) => inv,
