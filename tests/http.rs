@@ -101,6 +101,35 @@ async fn modern_clients_hear_tool_changes_on_subscriptions_listen() {
     let _ = client.cancel().await;
 }
 
+/// A 2026-07-28 client follows a game's resource on `subscriptions/listen`:
+/// every move made by its players (here a client of the older protocol)
+/// reaches it as `notifications/resources/updated`; a URI that names no
+/// resource is not accepted.
+#[tokio::test]
+async fn modern_clients_follow_a_games_resource_on_subscriptions_listen() {
+    let work = scratch();
+    let server = http_server(&[], work.path()).await;
+    let player = http_client(&server).await;
+    let game = player.ok("chess_create_game", json!({"type": "agent"})).await["game_id"].as_str().unwrap().to_string();
+    let fen = format!("chess://game/{game}/fen");
+    let transport = StreamableHttpClientTransport::from_uri(server.url.clone());
+    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![rmcp::model::ProtocolVersion::LATEST] };
+    let watcher = ().serve_with_lifecycle(transport, lifecycle).await.expect("2026-07-28 discovery");
+    let filter =
+        SubscriptionFilter::builder().resource_subscription(fen.clone()).resource_subscription("chess://game/nothing/pgn/x").build();
+    let mut sub = watcher.peer().listen(filter).await.unwrap();
+    assert_eq!(sub.acknowledged().resource_subscriptions, Some(vec![fen.clone()]), "only the resource that exists is followed");
+    for mv in ["e2e4", "e7e5"] {
+        player.ok("chess_finish_turn", json!({"game_id": game, "move": mv})).await;
+        let note = tokio::time::timeout(Duration::from_secs(10), sub.next()).await.expect("no update in time").unwrap();
+        let note = format!("{note:?}");
+        assert!(note.contains("ResourceUpdated") && note.contains(&fen), "{note}");
+    }
+    drop(sub);
+    let _ = watcher.cancel().await;
+    player.close().await;
+}
+
 #[tokio::test]
 async fn foreign_origins_are_refused() {
     let work = scratch();

@@ -380,18 +380,37 @@ impl ServerHandler for Ludus {
         Ok(self.get_prompt_as(request).await?.into())
     }
 
-    // 2026-07-28 clients hear about tool changes on subscriptions/listen.
+    // 2026-07-28 clients hear about list changes and resource updates on
+    // subscriptions/listen; a URI that names no resource is not accepted.
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        Some(requested.supported_by(&self.get_info().capabilities))
+        let mut accepted = requested.supported_by(&self.get_info().capabilities);
+        if let Some(uris) = &mut accepted.resource_subscriptions {
+            uris.retain(|uri| self.find_resource(uri).is_ok());
+        }
+        Some(accepted)
     }
 
     async fn listen(&self, cx: SubscriptionContext) -> Result<(), McpError> {
         let mut changes = self.registry.subscribe();
+        // The resource updates end with this listen request.
+        let ended = CancellationToken::new();
+        let _end = ended.clone().drop_guard();
+        let caller = self.caller_of(cx.request_context());
+        for uri in cx.accepted().resource_subscriptions.clone().unwrap_or_default() {
+            let subscriber = resources::Subscriber::Listen(cx.sink().clone());
+            if let Err(e) = self.follow(uri.clone(), &caller, subscriber, ended.clone()).await {
+                tracing::debug!(uri, "subscriptions/listen: not followed: {}", e.message);
+            }
+        }
         loop {
             tokio::select! {
                 () = cx.cancelled() => return Ok(()),
                 r = changes.recv() => match r {
-                    Ok(()) | Err(RecvError::Lagged(_)) => { let _ = cx.sink().notify_tool_list_changed().await; }
+                    // The sink sends only what the client asked for.
+                    Ok(()) | Err(RecvError::Lagged(_)) => {
+                        let _ = cx.sink().notify_tool_list_changed().await;
+                        let _ = cx.sink().notify_prompt_list_changed().await;
+                    }
                     Err(RecvError::Closed) => return Ok(()),
                 },
             }

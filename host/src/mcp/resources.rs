@@ -65,11 +65,29 @@ impl Ludus {
         Ok(ReadResourceResult::new(vec![contents.with_mime_type(mime)]))
     }
 
-    /// From now on this client hears `notifications/resources/updated`
-    /// whenever the game behind `uri` changes, or its plugin says it did
-    /// (`watchers.changed`), until it unsubscribes, the game ends or the
-    /// client goes.
+    /// `resources/subscribe`: from now on this client hears
+    /// `notifications/resources/updated` whenever the game behind `uri`
+    /// changes, or its plugin says it did (`watchers.changed`), until it
+    /// unsubscribes, the game ends or the client goes.
     pub(super) async fn subscribe_to(&self, uri: String, caller: &Caller, peer: rmcp::Peer<RoleServer>) -> Result<(), McpError> {
+        let stop = CancellationToken::new();
+        self.follow(uri.clone(), caller, Subscriber::Peer(peer), stop.clone()).await?;
+        if let Some(old) = lock(&self.subscriptions).insert(uri, stop) {
+            old.cancel();
+        }
+        Ok(())
+    }
+
+    /// Tells `subscriber` of every change of `uri` until `stop`, the game's
+    /// end or the client's going; refused when there is no such resource or
+    /// the caller may not read it.
+    pub(super) async fn follow(
+        &self,
+        uri: String,
+        caller: &Caller,
+        subscriber: Subscriber,
+        stop: CancellationToken,
+    ) -> Result<(), McpError> {
         let (plugin, _, session) = self.find_resource(&uri)?;
         let game = match session {
             Some((id, audience)) => Some(
@@ -81,12 +99,8 @@ impl Ludus {
             ),
             None => None,
         };
-        let stop = CancellationToken::new();
-        if let Some(old) = lock(&self.subscriptions).insert(uri.clone(), stop.clone()) {
-            old.cancel();
-        }
         let said = Said { changes: crate::capability::client::resource_changes(), plugin: plugin.name.clone() };
-        tokio::spawn(tell_changes(game, said, uri, peer, stop, self.gone.clone()));
+        tokio::spawn(tell_changes(game, said, uri, subscriber, stop, self.gone.clone()));
         Ok(())
     }
 
@@ -126,7 +140,7 @@ impl Ludus {
 
     /// The plugin serving resource `uri`, its MIME type, and the game it
     /// belongs to (its id and who may read it) when it is a per-game one.
-    fn find_resource(&self, uri: &str) -> Result<FoundResource, McpError> {
+    pub(super) fn find_resource(&self, uri: &str) -> Result<FoundResource, McpError> {
         let found = self.registry.plugins().into_iter().find_map(|p| {
             let hit = p.resources.iter().find_map(|r| match r.session_in(uri) {
                 Some(id) => Some((r.mime_type.clone(), Some((id.to_string(), r.audience)))),
@@ -140,6 +154,25 @@ impl Ludus {
 
 /// A resource's plugin, MIME type, and game (id, who may read it) if per-game.
 type FoundResource = (Arc<Plugin>, String, Option<(String, Audience)>);
+
+/// Where a subscriber hears of a change: its MCP session's peer
+/// (`resources/subscribe`), or the stream of its `subscriptions/listen`
+/// (protocol 2026-07-28).
+pub(super) enum Subscriber {
+    Peer(rmcp::Peer<RoleServer>),
+    Listen(rmcp::service::SubscriptionSink),
+}
+
+impl Subscriber {
+    /// False once the subscriber cannot be told any more.
+    #[allow(deprecated)]
+    async fn updated(&self, uri: &str) -> bool {
+        match self {
+            Subscriber::Peer(peer) => peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.to_string())).await.is_ok(),
+            Subscriber::Listen(sink) => sink.notify_resource_updated(uri.to_string()).await.is_ok(),
+        }
+    }
+}
 
 /// What plugins say changed (`watchers.changed`), heard for one plugin.
 struct Said {
@@ -155,7 +188,7 @@ async fn tell_changes(
     mut game: Option<tokio::sync::watch::Receiver<u64>>,
     mut said: Said,
     uri: String,
-    peer: rmcp::Peer<RoleServer>,
+    subscriber: Subscriber,
     stop: CancellationToken,
     gone: CancellationToken,
 ) {
@@ -182,7 +215,7 @@ async fn tell_changes(
                 Err(RecvError::Closed) => false,
             },
         };
-        if changed && peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone())).await.is_err() {
+        if changed && !subscriber.updated(&uri).await {
             return;
         }
     }

@@ -74,6 +74,12 @@ pub enum Mode {
         /// After a restart of Ludus: the battle room to join again once
         /// logged in (the server sends its log and our request).
         rejoin: Option<String>,
+        /// The `rqid` of the request we last answered.
+        answered: Option<u64>,
+        /// After a restart: the request answered before it, which the
+        /// server sends again on the rejoin and which is not ours to answer
+        /// twice (the server would refuse: "too late to make a different move").
+        answered_before_restart: Option<u64>,
     },
 }
 
@@ -231,13 +237,18 @@ pub fn simulator_wrote_a_line(g: &mut Game) {
 
 /// Sends our choice for the current request.
 pub fn choose(g: &mut Game, choice: &str) {
-    match &g.mode {
-        Mode::Offline { .. } => to_sim(g, &format!(">p1 {choice}")),
-        Mode::Online { room: Some(room), rqid, .. } => {
+    let online = match &mut g.mode {
+        Mode::Offline { .. } => None,
+        Mode::Online { room: Some(room), rqid, answered, .. } => {
+            *answered = *rqid;
             let rqid = rqid.map(|r| format!("|{r}")).unwrap_or_default();
-            send(g.channel, &format!("{room}|/choose {choice}{rqid}"));
+            Some(format!("{room}|/choose {choice}{rqid}"))
         }
-        Mode::Online { room: None, .. } => {}
+        Mode::Online { room: None, .. } => return,
+    };
+    match online {
+        Some(line) => send(g.channel, &line),
+        None => to_sim(g, &format!(">p1 {choice}")),
     }
 }
 
@@ -311,7 +322,10 @@ pub fn signed(g: &mut Game, login_channel: u32, reply: &str) {
 }
 
 pub fn online_event(g: &mut Game, event: Event) {
-    let Mode::Online { goal, logged_in, room, rqid, password, login: login_channel, rejoin } = &mut g.mode else { return };
+    let Mode::Online { goal, logged_in, room, rqid, password, login: login_channel, rejoin, answered_before_restart, .. } = &mut g.mode
+    else {
+        return;
+    };
     match event {
         Event::Global { line } => {
             let f = fields(&line);
@@ -393,8 +407,11 @@ pub fn online_event(g: &mut Game, event: Event) {
             match Request::parse(&json) {
                 Ok(req) => {
                     *rqid = req.rqid;
+                    let answered_already = answered_before_restart.take().is_some_and(|r| req.rqid == Some(r));
                     g.battle.record_request(&json);
                     g.battle.on_request(req);
+                    // Resent on the rejoin: the next request is ours.
+                    g.battle.correction_due |= answered_already;
                 }
                 Err(e) => ludus_sdk::log(LogLevel::Warn, &e),
             }

@@ -95,7 +95,7 @@ fn start_online(goal: Goal, format: Option<String>, username: Option<String>) ->
     {
         return Err(format!("opponent {opp:?} is not a Showdown user name"));
     }
-    begin(online_game(goal, format, username, password, None)?)
+    begin(online_game(goal, format, username, password, None, None)?)
 }
 
 /// The account to play as: the name asked for, with the operator's
@@ -109,14 +109,31 @@ fn operator_account(asked: Option<&str>) -> Option<login::Account> {
 /// A battle on the server: connects, then logs in as `username`, and then
 /// searches the ladder or challenges (`goal`), or joins `battle` again (after
 /// a restart of Ludus).
-fn online_game(goal: Goal, format: String, username: String, password: Option<String>, battle: Option<String>) -> Result<Game, String> {
+fn online_game(
+    goal: Goal,
+    format: String,
+    username: String,
+    password: Option<String>,
+    battle: Option<String>,
+    answered_before_restart: Option<u64>,
+) -> Result<Game, String> {
     let channel = open("server", "playing on a Showdown server")?;
     let status = match (&battle, &goal) {
         (Some(_), _) => Status::Active,
         (None, Goal::Ladder) => Status::Searching,
         (None, Goal::Challenge(_)) => Status::Challenging,
     };
-    let mode = Mode::Online { goal, logged_in: false, room: None, rqid: None, password, login: None, rejoin: battle };
+    let mode = Mode::Online {
+        goal,
+        logged_in: false,
+        room: None,
+        rqid: None,
+        password,
+        login: None,
+        rejoin: battle,
+        answered: None,
+        answered_before_restart,
+    };
     Ok(Game::new(mode, format, username, channel, Battle::default(), status))
 }
 
@@ -419,7 +436,7 @@ fn offline_game(bot: Bot, format: String, seed: u64) -> Result<Game, String> {
 #[derive(serde::Serialize, serde::Deserialize)]
 enum Kept {
     Offline { format: String, bot: Bot, seed: u64, sent: Vec<(u64, String)> },
-    Online { format: String, username: String, goal: Goal, room: Option<String> },
+    Online { format: String, username: String, goal: Goal, room: Option<String>, answered: Option<u64> },
 }
 
 /// A battle as saved, with what the tools remember of the agent's calls.
@@ -443,11 +460,12 @@ impl durable::Guest for Showdown {
                         // Lines not yet sent again after a restart are still ours.
                         sent: sent.iter().chain(replay.iter()).cloned().collect(),
                     },
-                    Mode::Online { goal, room, rejoin, .. } => Kept::Online {
+                    Mode::Online { goal, room, rejoin, answered, answered_before_restart, .. } => Kept::Online {
                         format: g.format.clone(),
                         username: g.username.clone(),
                         goal: goal.clone(),
                         room: room.clone().or_else(|| rejoin.clone()),
+                        answered: answered.or(*answered_before_restart),
                     },
                 },
                 submitted: g.submitted.clone(),
@@ -461,8 +479,9 @@ impl durable::Guest for Showdown {
     /// Offline: starts a new simulator with the same seeds and plays our
     /// lines again as the simulator reaches the points where they were
     /// sent. Online: logs in again and rejoins the battle room; the server
-    /// sends the battle so far and the request due (what we had submitted
-    /// for a turn is the server's to remember, so it is not kept).
+    /// sends the battle so far and the request due. The `rqid` we last
+    /// answered is kept: if the request due is that one (the server has our
+    /// choice, the other side's is missing), it is not offered again.
     fn restore(state: Vec<u8>) -> Result<(), String> {
         let Some(saved) = ludus_sdk::durable::read::<Option<Saved>>(&state)? else { return Ok(()) };
         let mut game = match saved.kept {
@@ -475,10 +494,10 @@ impl durable::Guest for Showdown {
                 game.in_flight = saved.in_flight;
                 game
             }
-            Kept::Online { format, username, goal, room } => {
+            Kept::Online { format, username, goal, room, answered } => {
                 // The password is never stored: it comes from the operator's environment again.
                 let password = operator_account(Some(&username)).and_then(|a| a.password);
-                online_game(goal, format, username, password, room)?
+                online_game(goal, format, username, password, room, answered)?
             }
         };
         game.announced = saved.announced;
