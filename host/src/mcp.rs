@@ -333,6 +333,7 @@ impl ServerHandler for Ludus {
         page: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.registry.settled(LIST_PATIENCE).await;
         self.templates_page(page)
     }
 

@@ -87,9 +87,6 @@ impl client::Host for HostCtx {
     }
 }
 
-/// Longest a call waits for its client's answer when its tool sets no wait.
-const DEFAULT_ASK_LIMIT: Duration = Duration::from_secs(60);
-
 impl HostCtx {
     /// Sends `params` to the call's client and waits for its answer.
     fn ask(&mut self, ask: Ask, params: Value) -> Result<Value, String> {
@@ -100,7 +97,7 @@ impl HostCtx {
             return Err(format!("the client did not declare the `{}` capability, so it cannot be asked", ask.capability()));
         }
         let answers = link.send(ask, params)?;
-        let limit = self.call.ask_limit.unwrap_or(DEFAULT_ASK_LIMIT);
+        let limit = self.call.ask_limit;
         let started = Instant::now();
         let outcome = loop {
             match answers.recv_timeout(Duration::from_millis(100)) {

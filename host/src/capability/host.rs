@@ -20,8 +20,9 @@ pub struct CallInfo {
     pub log: Option<LogSink>,
     /// The calling client, for `ludus:plugin/client` (none inside events).
     pub client: Option<Arc<dyn ClientLink>>,
-    /// Longest the call waits for its client's answer (the tool's longest wait).
-    pub ask_limit: Option<std::time::Duration>,
+    /// Longest the call waits for its client's answer (the tool's longest
+    /// wait; set with `client`).
+    pub ask_limit: std::time::Duration,
 }
 
 /// A client's share of a call's log lines (MCP logging, above this layer).

@@ -128,7 +128,7 @@ impl Answer {
             return Answer { limit, ..Answer::text(false, text) };
         }
         let embedded = take_embedded(shape, &mut value);
-        let blocks = take_blocks(shape, &mut value);
+        let blocks = blocks_in(shape, &value);
         let (text, own_text, data) = match take_text(shape, &mut value) {
             Some(text) => (text, true, Data::Record { value, plugin, tool: index }),
             // A record without the convention's text reads as its data: its
@@ -223,8 +223,9 @@ fn blocks_of(value: &Val) -> Vec<Value> {
     items.iter().filter_map(block_of_val).map(|b| block_json(&b)).collect()
 }
 
-/// The `content` blocks of a record, taken out of it.
-fn take_blocks(shape: &Shape, value: &mut Val) -> Vec<Value> {
+/// The `content` blocks of a record (left in it: its structured data omits
+/// content fields anyway).
+fn blocks_in(shape: &Shape, value: &Val) -> Vec<Value> {
     let (Shape::Record { fields, .. }, Val::Record(vals)) = (shape, value) else { return Vec::new() };
     let Some(at) = fields.iter().position(is_blocks_field) else { return Vec::new() };
     vals.get(at).map(|(_, v)| blocks_of(v)).unwrap_or_default()

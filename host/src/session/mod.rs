@@ -567,8 +567,7 @@ impl Sessions {
                 return Reply::Value { value: Some(answer), plugin: version.clone(), tool: index, note: Some(REPEATED.into()) };
             }
             changes.borrow_and_update();
-            let info =
-                CallInfo { caller: caller.clone(), timed_out, log: log.clone(), client: client.clone(), ask_limit: Some(tool.max_wait) };
+            let info = CallInfo { caller: caller.clone(), timed_out, log: log.clone(), client: client.clone(), ask_limit: tool.max_wait };
             let (s, export, p) = (session.clone(), tool.export, params.clone());
             // What a call changed is stored before it is answered, with the
             // answer its retry gets.
