@@ -114,6 +114,30 @@ async fn serve_games_serves_only_the_games_named() {
     assert!(err.contains("names `hanio`, which this server does not have; the built-in games are cards, chess, hanoi"), "{err}");
 }
 
+/// `[plugins.NAME.rename]` names a tool; a function the game does not have,
+/// or a host tool's name, stops the start with what is wrong.
+#[tokio::test]
+async fn a_renamed_tool_is_served_under_its_new_name() {
+    let work = scratch();
+    let cfg = config(work.path(), "[plugins.hanoi.rename]\nget_state = \"hanoi_state\"");
+    let c = stdio(&["--games", "hanoi", "--config", cfg.to_str().unwrap()], work.path()).await;
+    let names = c.tool_names().await;
+    assert!(names.contains(&"hanoi_state".to_string()) && !names.contains(&"hanoi_get_state".to_string()), "{names:?}");
+    let env = c.ok("hanoi_init_simulator", serde_json::json!({"n": 3})).await;
+    let state = c.ok("hanoi_state", serde_json::json!({"env_id": env["env_id"]})).await;
+    assert_eq!(state["state"][0], serde_json::json!([3, 2, 1]), "{state}");
+    c.close().await;
+    for (rename, why) in [
+        ("get_stat = \"x\"", "rename names `get_stat`, which is not one of its functions (init_simulator, execute_move"),
+        ("get_state = \"ludus_state\"", "rename gives `ludus_state`: the prefix `ludus` is reserved for host tools"),
+    ] {
+        let cfg = config(work.path(), &format!("[plugins.hanoi.rename]\n{rename}"));
+        let (code, _, err) = run(&["serve", "--games", "hanoi", "--config", cfg.to_str().unwrap()]);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains(why), "{err}");
+    }
+}
+
 #[test]
 fn inspect_explains_why_a_component_cannot_load() {
     let (code, _, err) = run(&["inspect", component("bad_import").to_str().unwrap()]);

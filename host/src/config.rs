@@ -137,6 +137,10 @@ impl Default for Limits {
 pub struct PluginConfig {
     /// Tool prefix instead of the plugin's own name.
     pub prefix: Option<String>,
+    /// Tool names instead of `<prefix>_<function>`, by function (its
+    /// snake_case name): for a client that expects a name a WIT function
+    /// cannot spell, or two plugins whose tools would clash.
+    pub rename: BTreeMap<String, String>,
     /// Do not load this plugin at all.
     pub disabled: bool,
     pub call_timeout_ms: Option<u64>,

@@ -12,6 +12,8 @@ use serde_json::Value;
 /// Docs of one record, variant, enum or flags type.
 #[derive(Debug, Default, Clone)]
 pub struct TypeDocs {
+    /// The WIT type's name (kebab-case).
+    pub name: Option<String>,
     pub doc: Option<String>,
     items: BTreeMap<String, String>,
 }
@@ -61,14 +63,14 @@ impl Docs {
                     docs.funcs.insert(format!("{iname}/{fname}"), d);
                 }
             }
-            for (_, t) in iface.get("types").and_then(Value::as_object).into_iter().flatten() {
+            for (tname, t) in iface.get("types").and_then(Value::as_object).into_iter().flatten() {
                 let items = t
                     .get("items")
                     .and_then(Value::as_object)
                     .map(|o| o.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string())).collect())
                     .unwrap_or_default();
                 let doc = t.get("docs").and_then(Value::as_str).map(clean);
-                docs.types.push(TypeDocs { doc, items });
+                docs.types.push(TypeDocs { name: Some(tname.clone()), doc, items });
             }
         }
         Ok(docs)
@@ -122,7 +124,7 @@ mod tests {
             "types":{"a":{"docs":"A","items":{"x":"the x","y":""}},"b":{"items":{"x":""}}}}}}"#;
         let docs = Docs::parse(json).unwrap();
         let a = docs.type_docs(&["y", "x"]).unwrap();
-        assert_eq!(a.doc.as_deref(), Some("A"));
+        assert_eq!((a.name.as_deref(), a.doc.as_deref()), (Some("a"), Some("A")));
         assert_eq!(a.item("x").as_deref(), Some("the x"));
         assert_eq!(a.item("y"), None);
         assert!(docs.type_docs(&["x"]).unwrap().doc.is_none());

@@ -7,6 +7,7 @@ pub mod docs;
 mod prompts;
 pub mod schema;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -23,7 +24,7 @@ use crate::runtime::{Runtime, ToolSpeed};
 use docs::Docs;
 use prompts::read_prompts;
 pub use prompts::{PromptArgument, PromptDef, PromptExports};
-use schema::{Field, Shape, object_schema};
+use schema::{Field, Shape, params_schema};
 
 const META: &str = "ludus:plugin/meta@0.1.4";
 const ACCESS: &str = "ludus:plugin/access@0.1.4";
@@ -284,7 +285,10 @@ impl Plugin {
         if maps_data {
             cap_mapped_sessions(&info.name, &mut limits);
         }
-        let tools = derive_tools(&component, &info, &docs, &prefix, &limits, &grants, &retries)?;
+        let no_renames = BTreeMap::new();
+        let rename = config.plugins.get(&info.name).map_or(&no_renames, |p| &p.rename);
+        let names = ToolNames { prefix: &prefix, rename };
+        let tools = derive_tools(&component, &info, &docs, &names, &limits, &grants, &retries)?;
         check_grants(&grants, &tools, &info)?;
         // A function of an exported interface, looked up by name: every
         // interface beyond `meta` is optional.
@@ -535,12 +539,19 @@ fn derive_tools(
     component: &Component,
     info: &PluginInfo,
     docs: &Docs,
-    prefix: &str,
+    names: &ToolNames,
     limits: &PluginLimits,
     grants: &Grants,
     retries: &[String],
 ) -> Result<Vec<ToolDef>, String> {
     let (iface, funcs) = tools_interface(component)?;
+    if let Some(unknown) = names.rename.keys().find(|r| !funcs.iter().any(|(f, _)| schema::json_name(f) == **r)) {
+        let have: Vec<String> = funcs.iter().map(|(f, _)| schema::json_name(f)).collect();
+        return Err(format!("rename names `{unknown}`, which is not one of its functions ({})", have.join(", ")));
+    }
+    if let Some(reserved) = names.rename.values().find(|n| n.starts_with("ludus_")) {
+        return Err(format!("rename gives `{reserved}`: the prefix `ludus` is reserved for host tools"));
+    }
     if let Some(unknown) = retries.iter().find(|r| !funcs.iter().any(|(f, _)| f == *r)) {
         return Err(format!("retries.repeat-is-retry() names `{unknown}`, which its tools interface does not export"));
     }
@@ -589,7 +600,7 @@ fn derive_tools(
             }
             Some((SessionRole::Uses, None)) => return Err(at("role `uses` needs a session-param".into())),
         };
-        let name = format!("{prefix}_{}", schema::json_name(&func));
+        let name = names.of(&func);
         if !valid_tool_name(&name) {
             return Err(at(format!("tool name `{name}` must match ^[a-z][a-z0-9_]{{0,63}}$")));
         }
@@ -624,6 +635,20 @@ fn derive_tools(
     Ok(tools)
 }
 
+/// How a plugin's tools are named: `<prefix>_<function>`, unless the
+/// operator renamed the function (`[plugins.NAME.rename]`).
+struct ToolNames<'a> {
+    prefix: &'a str,
+    rename: &'a BTreeMap<String, String>,
+}
+
+impl ToolNames<'_> {
+    fn of(&self, func: &str) -> String {
+        let own = schema::json_name(func);
+        self.rename.get(&own).cloned().unwrap_or_else(|| format!("{}_{own}", self.prefix))
+    }
+}
+
 fn valid_tool_name(name: &str) -> bool {
     name.len() <= 64
         && name.starts_with(|c: char| c.is_ascii_lowercase())
@@ -639,7 +664,7 @@ pub fn ok_shape(result: Option<&Shape>) -> Option<&Shape> {
 }
 
 fn listing(func: &str, summary: &Option<String>, params: &[Field], hint: Option<&ToolHint>, audience: Audience) -> Listing {
-    let mut input = match object_schema(params) {
+    let mut input = match params_schema(params) {
         Value::Object(o) => o,
         _ => JsonObject::new(),
     };

@@ -158,6 +158,9 @@ pub enum Shape {
     List(Box<Shape>),
     Record {
         fields: Vec<Field>,
+        /// The WIT type's name, where its docs name it: the key of its
+        /// schema under `$defs` when a tool's parameters use it twice.
+        name: Option<String>,
         doc: Option<String>,
         /// Indexes of `fields` by JSON name, sorted: the order a value's keys
         /// are written in (`JsonOf`). Made by [`Shape::record`].
@@ -193,10 +196,10 @@ pub fn json_name(wit: &str) -> String {
 
 impl Shape {
     /// A record of `fields` (in the WIT type's order).
-    pub fn record(fields: Vec<Field>, doc: Option<String>) -> Shape {
+    pub fn record(fields: Vec<Field>, name: Option<String>, doc: Option<String>) -> Shape {
         let mut sorted: Vec<usize> = (0..fields.len()).collect();
         sorted.sort_by(|&a, &b| fields[a].json.cmp(&fields[b].json));
-        Shape::Record { fields, doc, sorted }
+        Shape::Record { fields, name, doc, sorted }
     }
 
     /// Builds the plan for a component type, or says why it cannot be a tool type.
@@ -228,7 +231,7 @@ impl Shape {
                     let doc = tdoc.and_then(|t| t.item(f.name));
                     fields.push(Field::new(f.name, shape, doc));
                 }
-                Shape::record(fields, tdoc.and_then(|t| t.doc.clone()))
+                Shape::record(fields, tdoc.and_then(|t| t.name.clone()), tdoc.and_then(|t| t.doc.clone()))
             }
             Type::Tuple(t) => Shape::Tuple(t.types().map(|t| Shape::from_type(&t, docs)).collect::<Result<_, _>>()?),
             Type::Variant(v) => {
@@ -304,6 +307,12 @@ impl Shape {
     /// The JSON Schema of values of this shape. Never uses oneOf/anyOf/allOf
     /// at the top of an object (clients reject it).
     pub fn schema(&self) -> Value {
+        self.schema_in(&Defs::new())
+    }
+
+    /// The JSON Schema, with the records named in `defs` written as
+    /// references to `#/$defs/NAME`.
+    fn schema_in(&self, defs: &Defs) -> Value {
         match self {
             Shape::Bool => json!({"type": "boolean"}),
             Shape::Int(k) => {
@@ -331,11 +340,15 @@ impl Shape {
             Shape::Char => json!({"type": "string", "minLength": 1, "maxLength": 1}),
             Shape::String => json!({"type": "string"}),
             Shape::Bytes => json!({"type": "string", "contentEncoding": "base64"}),
-            Shape::List(inner) => json!({"type": "array", "items": inner.schema()}),
-            Shape::Record { fields, doc, .. } => with_doc(object_schema(fields), doc),
+            Shape::List(inner) => json!({"type": "array", "items": inner.schema_in(defs)}),
+            // The type's doc is in `$defs`; a field's own doc is added by the record around it.
+            Shape::Record { name: Some(name), .. } if defs.contains_key(name.as_str()) => {
+                json!({"$ref": format!("#/$defs/{}", json_name(name))})
+            }
+            Shape::Record { fields, doc, .. } => with_doc(object_schema_in(fields, defs), doc),
             Shape::Tuple(items) => json!({
                 "type": "array",
-                "prefixItems": items.iter().map(Shape::schema).collect::<Vec<_>>(),
+                "prefixItems": items.iter().map(|s| s.schema_in(defs)).collect::<Vec<_>>(),
                 "minItems": items.len(), "maxItems": items.len(),
             }),
             Shape::Variant { cases, doc } => {
@@ -343,7 +356,7 @@ impl Shape {
                 let schema = if cases.iter().all(|c| c.payload.is_none()) {
                     json!({"type": "string", "enum": names})
                 } else {
-                    let payloads: Vec<Value> = cases.iter().filter_map(|c| c.payload.as_ref().map(Shape::schema)).collect();
+                    let payloads: Vec<Value> = cases.iter().filter_map(|c| c.payload.as_ref().map(|s| s.schema_in(defs))).collect();
                     let value = if payloads.len() == 1 { payloads[0].clone() } else { json!({"anyOf": payloads}) };
                     json!({
                         "type": "object",
@@ -361,9 +374,9 @@ impl Shape {
             }
             // Where absence is impossible (list items, tuple slots) none is null.
             // Object fields use the inner schema and are simply not required.
-            Shape::Option(inner) => json!({"anyOf": [inner.schema(), {"type": "null"}]}),
+            Shape::Option(inner) => json!({"anyOf": [inner.schema_in(defs), {"type": "null"}]}),
             Shape::Result { ok, err } => {
-                let arm = |s: &Option<Box<Shape>>| s.as_ref().map(|s| s.schema()).unwrap_or(json!({"type": "null"}));
+                let arm = |s: &Option<Box<Shape>>| s.as_ref().map(|s| s.schema_in(defs)).unwrap_or(json!({"type": "null"}));
                 json!({"type": "object", "properties": {"ok": arm(ok), "err": arm(err)},
                        "minProperties": 1, "maxProperties": 1, "additionalProperties": false})
             }
@@ -374,7 +387,6 @@ impl Shape {
     }
 }
 
-/// An object schema for parameters or record fields: required = non-option fields.
 /// An integer schema's bounds narrowed to a field's declared range (64-bit
 /// schemas keep their JavaScript-safe numeric bounds where those are tighter).
 fn narrow(schema: &mut Value, lo: i128, hi: i128) {
@@ -397,13 +409,73 @@ fn narrow(schema: &mut Value, lo: i128, hi: i128) {
     }
 }
 
+/// An object schema for parameters or record fields: required = non-option fields.
 pub fn object_schema(fields: &[Field]) -> Value {
+    object_schema_in(fields, &Defs::new())
+}
+
+/// Named records, by WIT name, that a tool's parameters use more than once.
+type Defs<'a> = std::collections::BTreeMap<&'a str, &'a Shape>;
+
+/// The input schema of a tool's parameters. A named record that appears
+/// more than once is written once, under `$defs`, and referred to where it
+/// is used; such a schema names its dialect (`$schema`), as JSON Schema
+/// 2020-12 asks of a schema that defines things.
+pub fn params_schema(fields: &[Field]) -> Value {
+    let mut seen: std::collections::BTreeMap<&str, (usize, &Shape)> = Default::default();
+    let mut clashes = std::collections::BTreeSet::new();
+    for f in fields {
+        f.shape.named_records(&mut |name, shape| {
+            let entry = seen.entry(name).or_insert((0, shape));
+            entry.0 += 1;
+            // Two records of one name and different fields are kept inline.
+            if entry.1 != shape {
+                clashes.insert(name);
+            }
+        });
+    }
+    let defs: Defs = seen.into_iter().filter(|(name, (n, _))| *n > 1 && !clashes.contains(name)).map(|(k, (_, s))| (k, s)).collect();
+    let mut schema = object_schema_in(fields, &defs);
+    if !defs.is_empty() {
+        let written: Map<String, Value> = defs
+            .iter()
+            .map(|(name, shape)| {
+                let Shape::Record { fields, doc, .. } = shape else { unreachable!("only records are defined") };
+                (json_name(name), with_doc(object_schema_in(fields, &defs), doc))
+            })
+            .collect();
+        schema["$schema"] = json!("https://json-schema.org/draft/2020-12/schema");
+        schema["$defs"] = Value::Object(written);
+    }
+    schema
+}
+
+impl Shape {
+    /// Calls `found` with every named record in this shape, outermost first.
+    fn named_records<'a>(&'a self, found: &mut impl FnMut(&'a str, &'a Shape)) {
+        match self {
+            Shape::Record { fields, name, .. } => {
+                if let Some(name) = name {
+                    found(name, self);
+                }
+                fields.iter().for_each(|f| f.shape.named_records(found));
+            }
+            Shape::List(s) | Shape::Option(s) => s.named_records(found),
+            Shape::Tuple(items) => items.iter().for_each(|s| s.named_records(found)),
+            Shape::Variant { cases, .. } => cases.iter().filter_map(|c| c.payload.as_ref()).for_each(|s| s.named_records(found)),
+            Shape::Result { ok, err } => ok.iter().chain(err.iter()).for_each(|s| s.named_records(found)),
+            _ => {}
+        }
+    }
+}
+
+fn object_schema_in(fields: &[Field], defs: &Defs) -> Value {
     let mut props = Map::new();
     let mut required = Vec::new();
     for f in fields {
         let mut schema = match &f.shape {
-            Shape::Option(inner) => inner.schema(),
-            other => other.schema(),
+            Shape::Option(inner) => inner.schema_in(defs),
+            other => other.schema_in(defs),
         };
         if let Some((lo, hi)) = f.range {
             narrow(&mut schema, lo, hi);

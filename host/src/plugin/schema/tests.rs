@@ -40,6 +40,7 @@ fn shape() -> impl Strategy<Value = Shape> {
             prop::collection::vec(inner.clone(), 1..4).prop_map(|fs| Shape::record(
                 fs.into_iter().zip(["zulu", "alpha", "mike-x", "bravo"]).map(|(s, name)| Field::new(name, s, None)).collect(),
                 None,
+                None,
             )),
             prop::collection::vec(inner.clone(), 1..3).prop_map(Shape::Tuple),
             (inner.clone(), inner.clone()).prop_map(|(a, b)| Shape::Variant {
@@ -222,4 +223,34 @@ fn large_64_bit_results_go_out_as_strings_that_match_their_schema() {
     assert_eq!(Shape::Int(Int::U64).to_json(&Val::U64(u64::MAX)), json!("18446744073709551615"));
     assert_eq!(Shape::Int(Int::U64).to_json(&Val::U64(7)), json!(7));
     assert_eq!(Shape::Int(Int::S64).to_json(&Val::S64(i64::MIN)), json!("-9223372036854775808"));
+}
+
+#[test]
+fn a_named_record_used_twice_is_defined_once_under_defs() {
+    let address = |doc: Option<&str>| {
+        Shape::record(
+            vec![Field::new("street", Shape::String, None), Field::new("city", Shape::String, None)],
+            Some("postal-address".into()),
+            doc.map(str::to_string),
+        )
+    };
+    let fields = vec![
+        Field::new("home", address(Some("Where one lives.")), Some("the home".into())),
+        Field::new("mail", Shape::Option(Box::new(address(Some("Where one lives.")))), None),
+    ];
+    let schema = params_schema(&fields);
+    assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    assert_eq!(schema["$defs"]["postal_address"]["description"], "Where one lives.");
+    assert_eq!(schema["$defs"]["postal_address"]["required"], json!(["street", "city"]));
+    assert_eq!(schema["properties"]["home"], json!({"$ref": "#/$defs/postal_address", "description": "the home"}));
+    let validator = jsonschema::draft202012::new(&schema).unwrap();
+    assert!(validator.is_valid(&json!({"home": {"street": "Rue 1", "city": "Lyon"}})));
+    assert!(!validator.is_valid(&json!({"home": {"street": "Rue 1"}})), "the reference is followed");
+
+    // Used once, or two records of one name with different fields: inline, no dialect.
+    let once = params_schema(&fields[..1]);
+    assert!(once.get("$defs").is_none() && once.get("$schema").is_none(), "{once}");
+    let other = Shape::record(vec![Field::new("zip", Shape::String, None)], Some("postal-address".into()), None);
+    let clash = params_schema(&[fields[0].clone(), Field::new("other", other, None)]);
+    assert!(clash.get("$defs").is_none(), "{clash}");
 }
