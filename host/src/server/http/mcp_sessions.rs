@@ -20,12 +20,13 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_util::{Stream, StreamExt};
-use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, ProtocolVersion, ServerJsonRpcMessage, ServerResult};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError, create_local_session};
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
 use sync_wrapper::SyncWrapper;
 use tokio_util::sync::CancellationToken;
 
+use super::resume::Resumable;
 use crate::locking::lock;
 use crate::mcp::{DirectAnswer, Ludus, caller_for_session, caller_in};
 use crate::session::Caller;
@@ -41,6 +42,8 @@ pub struct McpSessions {
     /// This server's name (`server_name`): session ids start with it and a
     /// dash, so a proxy in front of several servers routes by them.
     server_name: Option<String>,
+    /// Tool-call streams of the sessions whose clients can resume them.
+    resumable: Resumable,
 }
 
 /// A trim of freed memory is due shortly (MCP sessions were closed).
@@ -69,6 +72,7 @@ impl McpSessions {
             in_flight: Default::default(),
             owners: Default::default(),
             server_name,
+            resumable: Resumable::default(),
         });
         let weak = Arc::downgrade(&sessions);
         let every = (idle_limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
@@ -119,6 +123,7 @@ impl McpSessions {
     fn forget(&self, id: &SessionId) {
         lock(&self.last_used).remove(id);
         lock(&self.owners).remove(id);
+        self.resumable.forget(id);
         crate::mcp::client::closed(id);
         if !TRIM_DUE.swap(true, std::sync::atomic::Ordering::Relaxed) {
             tokio::spawn(async {
@@ -133,6 +138,7 @@ impl McpSessions {
         // Tables that held many sessions keep their room unless shrunk.
         shrink(&self.last_used);
         shrink(&self.owners);
+        self.resumable.sweep();
         let idle: Vec<SessionId> = {
             let now = Instant::now();
             let last_used = lock(&self.last_used);
@@ -266,7 +272,14 @@ impl SessionManager for McpSessions {
         {
             crate::mcp::client::initialized(id, &init.params.capabilities);
         }
-        self.inner.initialize_session(id, message).await
+        let answer = self.inner.initialize_session(id, message).await?;
+        if let ServerJsonRpcMessage::Response(r) = &answer
+            && let ServerResult::InitializeResult(init) = &r.result
+            && init.protocol_version >= ProtocolVersion::V_2025_11_25
+        {
+            self.resumable.admit(id);
+        }
+        Ok(answer)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
@@ -285,7 +298,10 @@ impl SessionManager for McpSessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id);
         match self.direct_stream(id, message) {
-            Ok(direct) => Ok(direct.left_stream()),
+            Ok(direct) => Ok(match self.resumable.open(id, direct) {
+                Ok(resumable) => resumable.left_stream().left_stream(),
+                Err(direct) => direct.right_stream().left_stream(),
+            }),
             Err(message) => Ok(self.inner.create_stream(id, message).await?.right_stream()),
         }
     }
@@ -321,6 +337,9 @@ impl SessionManager for McpSessions {
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id);
-        self.inner.resume(id, last_event_id).await
+        match self.resumable.resume(id, &last_event_id) {
+            Some(call) => Ok(call.left_stream()),
+            None => Ok(self.inner.resume(id, last_event_id).await?.right_stream()),
+        }
     }
 }

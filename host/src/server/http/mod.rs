@@ -39,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 mod conns;
 mod guard;
 mod mcp_sessions;
+mod resume;
 mod thread;
 
 use super::jsonrpc;
@@ -195,11 +196,12 @@ fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> S
         .with_allowed_hosts(hosts)
         .with_allowed_origins(registry.config.allowed_origins.iter().cloned())
         .with_legacy_session_mode(true)
-        // No SSE priming event (`id: 0`, empty `data:`): clients that negotiated
-        // a version before 2025-11-25 read it as a broken message (Python SDK
-        // 1.9 logs a parse error per request, the TypeScript SDK fires
-        // onerror), its id repeats within a session, and a reconnect with
-        // Last-Event-ID would replay nothing anyway (no event store).
+        // No priming event from rmcp (`id: 0`, empty `data:`, on every
+        // stream): clients that negotiated a version before 2025-11-25 read
+        // it as a broken message (Python SDK 1.9 logs a parse error per
+        // request, the TypeScript SDK fires onerror), and its id repeats
+        // within a session. Tool calls of later clients are primed, with ids
+        // they can resume from, by `http::resume`.
         .with_sse_retry(None)
         .with_max_request_body_bytes(max_body)
         .with_cancellation_token(ct.child_token())
