@@ -50,9 +50,10 @@ impl Agent {
         match kind {
             "boolean" => json!({"answer": false}),
             "amount" => json!({"amount": choices["max"]}),
-            // Attack with everything not yet chosen, then confirm.
+            // Attack with every creature not yet chosen (at the first thing it
+            // may attack), then confirm.
             "select" if action == "DeclareAttackers" || action == "DeclareBlockers" => {
-                match descriptions.iter().position(|d| !d.starts_with("[x]")).filter(|_| action == "DeclareAttackers") {
+                match next_attacker(&descriptions).filter(|_| action == "DeclareAttackers") {
                     Some(i) => json!({"index": i}),
                     None => json!({"answer": false}),
                 }
@@ -63,6 +64,14 @@ impl Agent {
             _ => json!({"answer": false}),
         }
     }
+}
+
+/// The first attack choice for a creature not attacking yet (`attack X with
+/// NAME (#id)`; a second target for the same creature would replace its first).
+fn next_attacker(descriptions: &[&str]) -> Option<usize> {
+    let attacker = |d: &str| d.rsplit_once(" with ").map(|(_, a)| a.to_string());
+    let chosen: Vec<String> = descriptions.iter().filter(|d| d.starts_with("[x]")).filter_map(|d| attacker(d)).collect();
+    descriptions.iter().position(|d| !d.starts_with("[x]") && attacker(d).is_some_and(|a| !chosen.contains(&a)))
 }
 
 /// Plays `game_id` from this client's seat until the game ends, waiting for
@@ -87,11 +96,12 @@ async fn play_waiting_with(c: &Client, id: &str, agent: &mut Agent, waiting_tool
         if choices["action_pending"] != true {
             continue;
         }
+        check_decision(&choices);
         let args = agent.answer(&choices);
         let mut call = json!({"game_id": id});
         call.as_object_mut().unwrap().extend(args.as_object().unwrap().clone());
         let r = c.call("cards_choose_action", call).await;
-        assert!(r.is_error != Some(true) || text(&r).contains("refused that declaration"), "a valid answer was refused: {}", text(&r));
+        assert!(r.is_error != Some(true) || text(&r).contains("declaration is not allowed"), "a valid answer was refused: {}", text(&r));
         if step % 25 == 0 {
             let state = c.ok("cards_get_game_state", json!({"game_id": id})).await;
             for p in state["players"].as_array().unwrap() {
@@ -102,6 +112,25 @@ async fn play_waiting_with(c: &Client, id: &str, agent: &mut Agent, waiting_tool
         }
     }
     panic!("the game did not end within 6000 decisions");
+}
+
+/// What every decision says, in XMage's terms: whose turn it is apart from
+/// who is to act, and prompts that say what each choice does.
+fn check_decision(choices: &Value) {
+    let cx = &choices["context"];
+    let me = cx["players"].as_array().unwrap().iter().find(|p| p["is_you"] == true).unwrap()["seat"].clone();
+    assert_eq!(cx["priority_player"], me, "the seat deciding is the one to act: {choices}");
+    let descriptions: Vec<&str> = choices["choices"].as_array().into_iter().flatten().filter_map(|c| c["description"].as_str()).collect();
+    match choices["action_type"].as_str().unwrap() {
+        "DeclareBlockers" => assert_ne!(cx["active_player"], me, "blocking happens on the other player's turn: {choices}"),
+        "DeclareAttackers" => {
+            assert_eq!(cx["active_player"], me, "{choices}");
+            assert!(descriptions.iter().all(|d| d.contains("attack Player") || d.contains("planeswalker of")), "{choices}");
+        }
+        "ScryChoice" => assert!(descriptions.iter().all(|d| d.contains("keep on top:") && d.contains("bottom:")), "{choices}"),
+        "TargetSelection" => assert!(choices["required"] == true && choices["message"].as_str().unwrap().contains("target for"), "{choices}"),
+        _ => {}
+    }
 }
 
 #[tokio::test]
@@ -140,10 +169,16 @@ async fn an_agent_plays_magic_to_the_end_against_phase_ai_with_xmages_tools() {
     assert_matches_output_schema(&tool("cards_get_action_choices"), &mulligan);
     let m = mulligan.structured_content.clone().unwrap();
     assert_eq!(m["response_type"], "boolean");
-    assert_eq!(m["hand"].as_array().unwrap().len(), 7, "{m}");
+    let hand = m["your_hand"].as_array().unwrap();
+    assert_eq!((hand.len(), m["hand_size"].as_u64()), (7, Some(7)), "{m}");
+    let lands = hand.iter().filter(|c| c["is_land"] == true).count();
+    assert_eq!(m["land_count"].as_u64(), Some(lands as u64), "{m}");
+    assert!(hand.iter().all(|c| c["object_id"].is_string() && c["mana_value"].is_u64()), "{m}");
 
     let oracle = c.ok("cards_get_oracle_text", json!({"game_id": id, "card_name": "Fireball"})).await;
     assert!(oracle["oracle_text"].as_str().unwrap().contains("X damage"), "{oracle}");
+    assert_eq!((oracle["success"].as_bool(), oracle["source"].as_str()), (Some(true), Some("database")), "{oracle}");
+    assert!(oracle["rules"][0].as_str().unwrap().contains("X damage"), "{oracle}");
     let state = c.call("cards_get_game_state", json!({"game_id": id})).await;
     assert_matches_output_schema(&tool("cards_get_game_state"), &state);
 
@@ -153,9 +188,84 @@ async fn an_agent_plays_magic_to_the_end_against_phase_ai_with_xmages_tools() {
     for what in ["MulliganDecision", "Priority", "play", "cast", "TargetSelection", "DeclareBlockers"] {
         assert!(agent.seen.contains(what), "the game never offered {what}: {:?}", agent.seen);
     }
-    let log = c.ok("cards_get_game_log", json!({"game_id": id})).await["text"].as_str().unwrap().to_string();
+    let log = c.ok("cards_get_game_log", json!({"game_id": id})).await["log"].as_str().unwrap().to_string();
     assert!(log.contains("Game over"), "{}", &log[log.len().saturating_sub(500)..]);
+    // Each seat sees its own draws, not the other's.
+    assert!(log.contains("Player 1 draws a card") && !log.contains("Player 2 draws a card"), "{log}");
+    // The loser's cards are where they were when the game ended (the engine
+    // exiles an eliminated player's cards).
+    let last = c.ok("cards_get_game_state", json!({"game_id": id})).await;
+    let loser = &last["players"][1 - end["winner"].as_u64().unwrap() as usize];
+    assert!(loser["library_size"].as_u64().unwrap() > 0 || !loser["battlefield"].as_array().unwrap().is_empty(), "{last}");
     eprintln!("{} decisions; seen {:?}", agent.decisions, agent.seen);
+}
+
+/// An agent written for XMage's headless client plays unchanged: no
+/// `game_id` anywhere (the caller holds one game), XMage's answer fields.
+/// With two games running, leaving it out is refused with both ids.
+#[tokio::test]
+async fn an_xmage_agent_plays_without_a_game_id() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let started = c.ok("cards_start_game", json!({"seed": 11})).await;
+    let id = started["game_id"].as_str().unwrap().to_string();
+    let mut agent = Agent::new(11);
+    let mut events = 0;
+    let end = loop {
+        let st = c.ok("cards_pass_priority", json!({"timeout_ms": 60000})).await;
+        if st["game_over"] == true {
+            break st;
+        }
+        assert_eq!(st["game_id"], id.as_str());
+        if st["action_pending"] != true {
+            continue;
+        }
+        let choices = c.ok("cards_get_action_choices", json!({})).await;
+        if choices["action_pending"] != true {
+            continue;
+        }
+        if choices["action_type"] == "Priority" && events < 3 {
+            // XMage's auto_pass_until_event: what happened while it passed.
+            let ev = c.ok("cards_auto_pass_until_event", json!({"min_new_chars": 20})).await;
+            assert!(ev["event_occurred"].is_boolean() && ev["actions_taken"].is_u64(), "{ev}");
+            assert_eq!(ev["new_chars"].as_u64(), ev["new_log"].as_str().map(|l| l.chars().count() as u64), "{ev}");
+            events += 1;
+            continue;
+        }
+        let r = c.call("cards_choose_action", agent.answer(&choices)).await;
+        assert!(r.is_error != Some(true) || text(&r).contains("declaration is not allowed"), "{}", text(&r));
+        if agent.decisions == 20 {
+            let state = c.ok("cards_get_game_state", json!({})).await;
+            assert!(state["priority_player"].is_u64() && state["step"].is_string(), "{state}");
+            let me = &state["players"][0];
+            assert_eq!((me["name"].as_str(), me["you"].as_bool()), (Some("Player 1"), Some(true)), "{state}");
+            let card = &me["hand"][0];
+            assert!(card["object_id"].is_string() && card["playable"].is_boolean(), "{state}");
+            let by_id = c.ok("cards_get_oracle_text", json!({"object_id": card["object_id"]})).await;
+            assert_eq!((by_id["source"].as_str(), &by_id["name"]), (Some("game"), &card["name"]), "{by_id}");
+            let e = c.err("cards_get_oracle_text", json!({"object_id": "not-an-id"})).await;
+            assert!(e.contains("is not an object id of this game"), "{e}");
+        }
+    };
+    assert!(end["winner"].is_u64(), "{end}");
+    let all = c.ok("cards_get_game_log", json!({"max_chars": 0})).await;
+    assert_eq!((all["truncated"].as_bool(), &all["returned_length"]), (Some(false), &all["total_length"]), "0 is the whole log: {all}");
+    let tail = c.ok("cards_get_game_log", json!({"max_chars": 10})).await;
+    assert_eq!((tail["truncated"].as_bool(), tail["returned_length"].as_u64()), (Some(true), Some(10)), "{tail}");
+    assert!(all["log"].as_str().unwrap().ends_with(tail["log"].as_str().unwrap()));
+
+    // A game over and a new one: the new one is meant. Two running: say which.
+    let second = c.ok("cards_start_game", json!({"seed": 12})).await["game_id"].as_str().unwrap().to_string();
+    assert_eq!(c.ok("cards_is_action_on_me", json!({})).await["game_id"], second.as_str());
+    let third = c.ok("cards_start_game", json!({"seed": 13})).await["game_id"].as_str().unwrap().to_string();
+    let e = c.err("cards_is_action_on_me", json!({})).await;
+    assert!(e.contains("you have 2 games of cards") && e.contains(&second) && e.contains(&third) && e.contains("`game_id`"), "{e}");
+    let st = c.ok("cards_concede", json!({"game_id": third})).await;
+    assert!(st["game_over"] == true && st["winner"] == 1, "{st}");
+    assert_eq!(c.ok("cards_is_action_on_me", json!({})).await["game_id"], second.as_str());
+    let other = stdio(&[], work.path()).await;
+    let e = other.err("cards_get_game_state", json!({})).await;
+    assert!(e.contains("you have no game of cards"), "{e}");
 }
 
 #[tokio::test]
@@ -233,7 +343,7 @@ async fn the_same_seed_and_decisions_replay_the_same_game() {
         let mut agent = Agent::new(21);
         play(&c, &id, &mut agent).await;
         let log = c.ok("cards_get_game_log", json!({"game_id": id})).await;
-        logs.push((log["text"].as_str().unwrap().to_string(), agent.decisions));
+        logs.push((log["log"].as_str().unwrap().to_string(), agent.decisions));
     }
     assert!(logs[0].0.len() > 1000, "{}", logs[0].0);
     assert_eq!(logs[0], logs[1], "the same seed and decisions gave different games");
@@ -440,9 +550,7 @@ impl Planner {
                 self.x_chosen = true;
                 json!({"amount": choices["max"]})
             }
-            (_, "DeclareAttackers") => {
-                names.iter().position(|d| !d.starts_with("[x]")).map_or(json!({"answer": false}), |i| json!({"index": i}))
-            }
+            (_, "DeclareAttackers") => next_attacker(&names).map_or(json!({"answer": false}), |i| json!({"index": i})),
             (_, "DeclareBlockers") => json!({"answer": false}),
             (_, "Priority") => {
                 let state = c.ok("cards_get_game_state", json!({"game_id": id})).await;
@@ -519,7 +627,7 @@ async fn an_instant_in_response_an_x_spell_and_a_planeswalker_go_through_the_sta
         let mut call = json!({"game_id": id});
         call.as_object_mut().unwrap().extend(plan.answer(&c, &id, &choices).await.as_object().unwrap().clone());
         let r = c.call("cards_choose_action", call).await;
-        assert!(r.is_error != Some(true) || text(&r).contains("refused that declaration"), "a valid answer was refused: {}", text(&r));
+        assert!(r.is_error != Some(true) || text(&r).contains("declaration is not allowed"), "a valid answer was refused: {}", text(&r));
         let stack = c.ok("cards_get_game_state", json!({"game_id": id})).await["stack"].as_array().unwrap().len();
         deepest_stack = deepest_stack.max(stack);
     }
@@ -528,13 +636,13 @@ async fn an_instant_in_response_an_x_spell_and_a_planeswalker_go_through_the_sta
         plan.decisions, plan.responded, plan.x_chosen, plan.planeswalker, plan.activated
     );
     if std::env::var("CARDS_PLAN_LOG").is_ok() {
-        eprintln!("{}", c.ok("cards_get_game_log", json!({"game_id": id})).await["text"].as_str().unwrap());
+        eprintln!("{}", c.ok("cards_get_game_log", json!({"game_id": id})).await["log"].as_str().unwrap());
     }
     assert!(passed > 20, "pass_priority reported only {passed} priority passes in a whole game");
     assert!(plan.responded && deepest_stack >= 2, "no instant went on the stack above the opponent's spell");
     assert!(plan.x_chosen, "Fireball's X was never chosen");
     assert!(plan.planeswalker && plan.activated, "Chandra was not cast and activated");
-    let log = c.ok("cards_get_game_log", json!({"game_id": id})).await["text"].as_str().unwrap().to_string();
+    let log = c.ok("cards_get_game_log", json!({"game_id": id})).await["log"].as_str().unwrap().to_string();
     assert!(log.contains("Chandra") && log.contains("Fireball"), "{}", &log[log.len().saturating_sub(2000)..]);
 }
 

@@ -593,8 +593,9 @@ fn derive_tools(
                     .iter()
                     .position(|f| f.wit == p || f.json == p)
                     .ok_or_else(|| at(format!("its hint names session parameter `{p}`, which it does not have")))?;
-                if params[i].shape != Shape::String {
-                    return Err(at(format!("session parameter `{p}` must be a string")));
+                // `option<string>`: left out, it names the caller's only game.
+                if params[i].shape != Shape::String && params[i].shape != Shape::Option(Box::new(Shape::String)) {
+                    return Err(at(format!("session parameter `{p}` must be a string (or an option of one)")));
                 }
                 Role::Uses(i)
             }
@@ -607,7 +608,12 @@ fn derive_tools(
         let default_wait = Duration::from_millis(hint.and_then(|h| h.default_wait_ms).unwrap_or(25_000).into());
         let max_wait = Duration::from_millis(hint.and_then(|h| h.max_wait_ms).unwrap_or(25_000).into()).min(limits.max_wait);
         if let Role::Uses(i) = role {
-            params[i].doc.get_or_insert_with(|| "Id of the game session to act on.".into());
+            let doc = if params[i].required() {
+                "Id of the game session to act on."
+            } else {
+                "Id of the game session to act on; leave it out when you have exactly one game of this kind."
+            };
+            params[i].doc.get_or_insert_with(|| doc.into());
         }
         let audience = audience_of(grants, &func);
         let repeat_is_retry = retries.contains(&func);

@@ -507,6 +507,7 @@ impl Sessions {
             Audience::Joins => split_join_code(args)?,
             _ => (std::borrow::Cow::Borrowed(args), None),
         };
+        let args = self.name_the_only_game(plugin, current, &args, caller)?;
         let args = args.as_ref();
         if let Role::Uses(i) = current.role
             && let Some(id) = args.get(&current.params[i].json).and_then(serde_json::Value::as_str)
@@ -651,6 +652,40 @@ impl Sessions {
     /// The live session a `uses` tool's id names, if the caller may make
     /// this call on it; None when the id is missing, not a string or names
     /// no live session (the argument check and `session_for` say so).
+    /// A session parameter that may be left out (`option<string>`) and was
+    /// names the caller's only game of this plugin: the one not over, or
+    /// else the one over. None or several is said, with the ids to choose from.
+    fn name_the_only_game<'a>(
+        &self,
+        plugin: &Plugin,
+        tool: &ToolDef,
+        args: &'a serde_json::Map<String, serde_json::Value>,
+        caller: &Caller,
+    ) -> Result<std::borrow::Cow<'a, serde_json::Map<String, serde_json::Value>>, String> {
+        let Role::Uses(i) = tool.role else { return Ok(std::borrow::Cow::Borrowed(args)) };
+        let param = &tool.params[i];
+        if param.required() || !args.get(&param.json).is_none_or(serde_json::Value::is_null) {
+            return Ok(std::borrow::Cow::Borrowed(args));
+        }
+        let games: Vec<SessionInfo> = self.list_for(caller).into_iter().filter(|s| s.plugin == plugin.name).collect();
+        let playing: Vec<&SessionInfo> = games.iter().filter(|s| !s.game_over && s.ended.is_none()).collect();
+        let chosen = match (playing.as_slice(), games.as_slice()) {
+            ([only], _) => only.id.clone(),
+            ([], [only]) => only.id.clone(),
+            ([], []) => {
+                return Err(format!("`{}` names the game, and you have no game of {} (start one first)", param.json, plugin.name));
+            }
+            (several, _) => {
+                let several = if several.is_empty() { games.iter().collect() } else { several.to_vec() };
+                let ids: Vec<&str> = several.iter().map(|s| s.id.as_str()).collect();
+                return Err(format!("you have {} games of {} ({}): say which with `{}`", ids.len(), plugin.name, ids.join(", "), param.json));
+            }
+        };
+        let mut named = args.clone();
+        named.insert(param.json.clone(), serde_json::Value::String(chosen));
+        Ok(std::borrow::Cow::Owned(named))
+    }
+
     fn named_session(
         &self,
         plugin: &Plugin,
@@ -677,7 +712,14 @@ impl Sessions {
     ) -> Result<Arc<Session>, String> {
         match tool.role {
             Role::Uses(i) => {
-                let Val::String(id) = &params[i] else { return Err("session id must be a string".into()) };
+                let id = match &params[i] {
+                    Val::String(id) => id,
+                    Val::Option(Some(v)) => match v.as_ref() {
+                        Val::String(id) => id,
+                        _ => return Err("session id must be a string".into()),
+                    },
+                    _ => return Err("session id must be a string".into()),
+                };
                 self.live(id, plugin, &tool.params[i].json)
             }
             Role::Creates => {

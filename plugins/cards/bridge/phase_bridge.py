@@ -89,7 +89,8 @@ def deck_list(spec, pool, decks):
     if isinstance(spec, str):
         if spec in decks:
             spec = decks[spec]["cards"]
-        elif re.match(r"\s*\d", spec):
+        elif re.search(r"\d|;|\n", spec):
+            # A list: an entry without its count is named by parse_deck_text.
             spec = parse_deck_text(spec, pool)
         else:
             raise ValueError(f"unknown deck {spec!r}; the decks are: {', '.join(sorted(decks))} (or give a list: '4 Lightning Bolt; 8 Island; ...')")
@@ -131,7 +132,10 @@ class Table:
         level = args.get("ai_level", "Medium")
         if level not in ("VeryEasy", "Easy", "Medium", "Hard", "VeryHard"):
             raise ValueError("ai_level is one of VeryEasy, Easy, Medium, Hard, VeryHard")
-        lists = [deck_list(d, pool, decks) for d in (args.get("decks") or ["izzet-tempo", "selesnya-beasts"])]
+        given = args.get("decks")
+        if given is not None and len(given) != 2:
+            raise ValueError(f"decks is a list of two decks, yours first; {len(given)} given (leave it out for the default decks)")
+        lists = [deck_list(d, pool, decks) for d in (given or ["izzet-tempo", "selesnya-beasts"])]
         if len(lists) != 2:
             raise ValueError("decks is a list of two decks")
         seed = int(args.get("seed", 0)) & 0xFFFFFFFF
@@ -142,6 +146,8 @@ class Table:
         self.chat = []
         self.staged = {0: set(), 1: set()}  # attackers / blocks being chosen
         self.conceded = None
+        self.turn_of = None  # (turn number, whose turn it is)
+        self.before_end = None  # each player's zones just before the game ended
         # Everything that changed the game, in order: with the seed and the
         # decks, what rebuilds it (`replay`) after the host restarted.
         self.journal = []
@@ -200,14 +206,35 @@ class Table:
         return (w.get("data") or {}).get("winner") if w["type"] == "GameOver" else None
 
     def apply(self, seat, action):
+        # phase exiles an eliminated player's cards: the zones as they were
+        # before the action that ends the game are what the final state shows.
+        zones = self.zones()
         result = self.game.apply(seat, action)
+        if self.over() and self.before_end is None:
+            self.before_end = zones
         self.journal.append(["act", seat, action.to_dict() if hasattr(action, "to_dict") else action])
         for entry in result.log_entries or []:
-            text = "".join(seg_text(s) for s in entry.get("segments", []))
+            segments = entry.get("segments", [])
+            text = "".join(seg_text(s) for s in segments)
             hidden = (entry.get("presentation") or {}).get("visibility") == "HiddenInformation"
-            self.log.append((seat if hidden else None, f"T{entry.get('turn')} {entry.get('phase')}: {text}"))
+            # Hidden news (a card drawn) is its player's: the first player the line names.
+            owner = next((sg["value"].get("player_id") for sg in segments
+                          if sg.get("type") == "PlayerName" and isinstance(sg.get("value"), dict)), seat)
+            self.log.append((owner if hidden else None, f"T{entry.get('turn')} {entry.get('phase')}: {text}"))
         del self.log[:-MAX_LOG]
         self.staged[seat] = set()
+
+    def zones(self):
+        """Each player's library and graveyard ids and the battlefield: what an
+        elimination takes away."""
+        return {"players": [self.player(i) for i in (0, 1)], "battlefield": self.game.battlefield()}
+
+    def active_seat(self):
+        """Whose turn it is (the engine's full state is read once a turn)."""
+        turn = self.game.turn
+        if self.turn_of is None or self.turn_of[0] != turn:
+            self.turn_of = (turn, self.game.state()["state"]["active_player"])
+        return self.turn_of[1]
 
     def advance(self):
         """Lets phase's AI play its seats until an agent seat must decide."""
@@ -245,11 +272,27 @@ class Table:
                      by_amount={a.data["value"]: a for a in acts if a.kind == "ChooseX"},
                      no=pick(acts, "CancelCast", lambda d: True))
         elif kind == "DeclareAttackers":
-            target = data["valid_attack_targets"][0] if data.get("valid_attack_targets") else None
-            ids = data.get("valid_attacker_ids", [])
-            p.update(response_type="select", message="Declare attackers: choose creatures by index (again to undo), then answer: false to attack with them.",
-                     choices=[f"{'[x] ' if i in self.staged[seat] else ''}attack with {self.card_name(i)} (#{i})" for i in ids],
-                     toggles=ids, target=target, can_pass=True)
+            # One choice per attacker and what it may attack: the opponent, a
+            # planeswalker or a battle. Choosing a second target for the same
+            # attacker replaces the first.
+            by_attacker = data.get("valid_attack_targets_by_attacker") or {}
+            pairs = [(i, tgt) for i in data.get("valid_attacker_ids", [])
+                     for tgt in by_attacker.get(str(i), data.get("valid_attack_targets") or [])]
+            staged = self.staged[seat]
+            p.update(response_type="select", message="Declare attackers: choose an attacker and what it attacks by index (again to undo), then answer: false to attack.",
+                     choices=[f"{'[x] ' if (i, json.dumps(tgt)) in staged else ''}attack {self.attack_target(tgt)} with {self.card_name(i)} (#{i})"
+                              for i, tgt in pairs],
+                     toggles=[(i, json.dumps(tgt)) for i, tgt in pairs], can_pass=True)
+        elif kind == "ScryChoice":
+            cards = data.get("cards", [])
+            opts = [a for a in acts if a.kind == "SelectCards"]
+            def scry(a):
+                top = a.data["cards"]
+                bottom = [c for c in cards if c not in top]
+                names = lambda ids: ", ".join(f"{self.card_name(c)} (#{c})" for c in ids) or "nothing"
+                return f"keep on top: {names(top)}; put on the bottom: {names(bottom)}"
+            p.update(response_type="index", message="Scry: choose which cards stay on top of your library (the rest go to the bottom).",
+                     choices=[scry(a) for a in opts], options=opts, can_pass=False)
         elif kind == "DeclareBlockers":
             pairs = [(int(b), a) for b, attackers in (data.get("valid_block_targets") or {}).items() for a in attackers]
             p.update(response_type="select", message="Declare blockers: choose blocks by index (again to undo), then answer: false to block with them.",
@@ -265,12 +308,26 @@ class Table:
                 # Putting cards on the bottom: the other player's pending
                 # keep/mulligan actions are listed too, but are not ours.
                 opts = [a for a in opts if a.kind == "SelectCards"]
-            p.update(response_type="index", message=prompt_message(kind, data),
+            p.update(response_type="index", message=prompt_message(kind, data, self.spell_of(data)),
                      choices=[self.describe(a) for a in opts], options=opts, can_pass=cancel is not None, no=cancel)
+            if kind == "TargetSelection":
+                p.update(required=True, can_cancel=cancel is not None)
         return p
 
     def player(self, seat):
         return self.game.player(seat)
+
+    def spell_of(self, data):
+        """The spell or ability a decision is for, named."""
+        cast = data.get("pending_cast") if isinstance(data, dict) else None
+        return self.card_name(cast["object_id"]) if isinstance(cast, dict) and "object_id" in cast else None
+
+    def attack_target(self, tgt):
+        kind, value = tgt.get("type"), tgt.get("data")
+        if kind == "Player":
+            return f"Player {value + 1}"
+        obj = self.game.object(value) or {}
+        return f"{obj.get('name', '#' + str(value))} (#{value}, {kind.lower()} of Player {obj.get('controller', 0) + 1})"
 
     def card_name(self, object_id):
         try:
@@ -293,9 +350,12 @@ class Table:
         if k == "ChooseTarget":
             t = d["target"]
             if "Player" in t:
-                return f"target player {t['Player']}" + (" (you)" if t["Player"] == self.actor() else " (opponent)")
+                return f"target Player {t['Player'] + 1}" + (" (you)" if t["Player"] == self.actor() else " (opponent)")
             if "Object" in t:
-                return f"target {self.card_name(t['Object'])} (#{t['Object']})"
+                obj = self.game.object(t["Object"]) or {}
+                owner = obj.get("controller")
+                whose = "" if owner is None else (", yours" if owner == self.actor() else f", Player {owner + 1}'s")
+                return f"target {obj.get('name', '#' + str(t['Object']))} (#{t['Object']}{whose})"
             return f"target {json.dumps(t)}"
         if k == "SelectCards":
             return "choose " + ", ".join(f"{self.card_name(i)} (#{i})" for i in d["cards"])
@@ -304,51 +364,93 @@ class Table:
         return f"{k} {json.dumps(d)}" if d else k
 
     def context(self, seat):
-        w = self.waiting()
+        """Where the game stands, in XMage's terms: `active_player` is whose
+        turn it is, `priority_player` the seat due to act."""
+        step = self.game.phase
+        active = None if self.over() else self.active_seat()
+        phase = phase_of(step)
         return {
             "turn": self.game.turn,
-            "phase": self.game.phase,
-            "step": w["type"],
-            "active_player": self.actor(),
-            "players": [{"seat": i, "name": f"Player {i + 1}", "you": i == seat, "controller": self.seats[i]} for i in (0, 1)],
+            "phase": phase,
+            "step": step,
+            "active_player": active,
+            "priority_player": self.actor(),
+            "is_my_main_phase": active == seat and phase.endswith("Main"),
+            "players": [{"seat": i, "name": f"Player {i + 1}", "life": self.player(i)["life"], "is_you": i == seat} for i in (0, 1)],
         }
 
+    def card(self, o, playable=()):
+        """A card in hand in XMage's shape."""
+        types = o.get("card_types") or {}
+        out = {"object_id": o["id"], "name": o["name"], "mana_value": mana_value(o.get("mana_cost")),
+               "is_land": "Land" in types.get("core_types", []), "playable": o["id"] in playable}
+        cost = mana_text(o.get("mana_cost"))
+        if cost:
+            out["mana_cost"] = cost
+        if o.get("power") is not None:
+            out["power"], out["toughness"] = str(o["power"]), str(o["toughness"])
+        return out
+
+    def playable(self, seat):
+        """Ids of the cards and permanents `seat` may play or activate now."""
+        if self.over() or self.actor() != seat or self.waiting()["type"] != "Priority":
+            return set()
+        ids = set()
+        for a in self.game.actions():
+            d = a.data or {}
+            ids.add(d.get("object_id", d.get("source_id")))
+        return ids
+
+    def permanent(self, o, seat, turn, active):
+        if o.get("face_down") and o.get("controller") != seat:
+            return {"object_id": o["id"], "controller": o["controller"], "name": "face-down card", "types": "", "tapped": o["tapped"]}
+        types = o.get("card_types") or {}
+        item = {"object_id": o["id"], "name": o["name"], "controller": o["controller"], "tapped": o["tapped"],
+                "types": type_line(types)}
+        if o.get("power") is not None:
+            item["power"], item["toughness"], item["damage"] = o["power"], o["toughness"], o.get("damage_marked", 0)
+            # Sick until its controller began a turn in control of it.
+            began = turn if o["controller"] == active else turn - 1
+            item["summoning_sickness"] = "Creature" in types.get("core_types", []) and (o.get("entered_battlefield_turn") or 0) >= began
+        if o.get("loyalty") is not None:
+            item["loyalty"] = o["loyalty"]
+        if o.get("attached_to") is not None:
+            item["attached_to"] = o["attached_to"]
+        if o.get("counters"):
+            item["counters"] = o["counters"]
+        return item
+
     def state(self, seat):
+        """The game from `seat`: its own hand, every player's permanents,
+        graveyard and the sizes of hidden zones."""
+        cx = self.context(seat)
+        zones = self.before_end if self.over() and self.before_end else None
+        pls = zones["players"] if zones else [self.player(i) for i in (0, 1)]
+        field = zones["battlefield"] if zones else self.game.battlefield()
+        playable = self.playable(seat)
         players = []
         for i in (0, 1):
-            pl = self.player(i)
+            pl = pls[i]
             view = {
                 "seat": i,
+                "name": f"Player {i + 1}",
                 "you": i == seat,
-                "life": pl["life"],
+                "is_active": cx["active_player"] == i,
+                "life": self.player(i)["life"],
                 "hand_size": len(pl["hand"]),
                 "library_size": len(pl["library"]),
                 "graveyard": [self.card_name(c) for c in pl["graveyard"]],
-                "poison": pl.get("poison_counters", 0),
+                "battlefield": [self.permanent(o, seat, cx["turn"], cx["active_player"]) for o in field if o.get("controller") == i],
             }
+            if pl.get("poison_counters"):
+                view["counters"] = {"poison": pl["poison_counters"]}
             if i == seat:
-                view["hand"] = [{"object_id": c, "name": self.card_name(c)} for c in pl["hand"]]
+                view["hand"] = ([{"object_id": c, "name": self.card_name(c)} for c in pl["hand"]] if zones
+                                else [self.card(o, playable) for o in self.game.hand(i)])
             players.append(view)
-        battlefield = []
-        for o in self.game.battlefield():
-            if o.get("face_down") and o.get("controller") != seat:
-                battlefield.append({"object_id": o["id"], "controller": o["controller"], "name": "face-down card"})
-                continue
-            item = {"object_id": o["id"], "name": o["name"], "controller": o["controller"], "tapped": o["tapped"]}
-            if o.get("power") is not None:
-                item["power"], item["toughness"], item["damage"] = o["power"], o["toughness"], o.get("damage_marked", 0)
-            if o.get("loyalty") is not None:
-                item["loyalty"] = o["loyalty"]
-            if o.get("attached_to") is not None:
-                item["attached_to"] = o["attached_to"]
-            if o.get("counters"):
-                item["counters"] = o["counters"]
-            battlefield.append(item)
         stack = [{"name": s.get("name") or self.card_name(s.get("source_id", s.get("id", -1))), "controller": s.get("controller")}
                  for s in (self.game.stack() or []) if isinstance(s, dict)]
-        out = {**self.context(seat), "players": players, "battlefield": battlefield, "stack": stack,
-               "game_over": self.over(), "winner": self.winner()}
-        return out
+        return {**cx, "players": players, "stack": stack, "game_over": self.over(), "winner": self.winner()}
 
     def visible_log(self, seat):
         return "\n".join(text for who, text in self.log if who is None or who == seat)
@@ -368,9 +470,43 @@ def pick(actions, kind, test):
     return None
 
 
-def prompt_message(kind, data):
+PHASES = {"Untap": "Beginning", "Upkeep": "Beginning", "Draw": "Beginning", "PreCombatMain": "Precombat Main",
+          "BeginCombat": "Combat", "DeclareAttackers": "Combat", "DeclareBlockers": "Combat", "CombatDamage": "Combat",
+          "FirstStrikeDamage": "Combat", "EndCombat": "Combat", "PostCombatMain": "Postcombat Main", "End": "End", "Cleanup": "End"}
+
+
+def phase_of(step):
+    """XMage's phase for phase's step name."""
+    return PHASES.get(step, step)
+
+
+COLOR_SYMBOL = {"White": "W", "Blue": "U", "Black": "B", "Red": "R", "Green": "G", "Colorless": "C", "X": "X"}
+
+
+def mana_text(cost):
+    """A mana cost as players write it: {2}{U}{U}."""
+    if not isinstance(cost, dict) or cost.get("type") != "Cost":
+        return None
+    generic = cost.get("generic", 0)
+    shards = "".join("{" + COLOR_SYMBOL.get(sh, sh) + "}" for sh in cost.get("shards", []))
+    return ("{%d}" % generic if generic else "") + shards or "{0}"
+
+
+def mana_value(cost):
+    if not isinstance(cost, dict) or cost.get("type") != "Cost":
+        return 0
+    return cost.get("generic", 0) + sum(1 for sh in cost.get("shards", []) if sh != "X")
+
+
+def type_line(types):
+    left = " ".join(types.get("supertypes", []) + types.get("core_types", []))
+    sub = " ".join(types.get("subtypes", []))
+    return f"{left} — {sub}" if sub else left
+
+
+def prompt_message(kind, data, spell=None):
     return {
-        "TargetSelection": "Choose a target by index, or cancel the spell (answer: false).",
+        "TargetSelection": f"Choose a target for {spell or 'the spell'} by index, or cancel it (answer: false).",
         "DiscardToHandSize": f"Discard down to hand size: choose {data.get('count', 1)} card(s) by index.",
         "MulliganDecision": "Choose a card to put on the bottom of your library by index.",
         "ChooseLegend": "Legend rule: choose the one to keep by index.",
@@ -453,15 +589,17 @@ class Bridge:
         if name == "get_game_log":
             full = t.visible_log(seat)
             n = args.get("max_chars")
-            text = (full[-n:] if n else "") if isinstance(n, int) and n >= 0 else full
-            return {"log": text, "total_chars": len(full)}
+            # XMage's client: 0 (or none) is the whole log, else its last n characters.
+            text = full[-n:] if isinstance(n, int) and 0 < n < len(full) else full
+            return {"log": text, "total_length": len(full), "returned_length": len(text), "truncated": len(text) < len(full)}
         if name == "take_action":
             return self.take_default(seat)
         if name == "choose_action":
             return self.choose(seat, args)
         if name == "concede":
             t.concede(seat)
-            return {"conceded": True, "winner": t.winner()}
+            self.check_waits()
+            return {"success": True, **self.action_info(seat)}
         raise ToolError(f"unknown tool {name}")
 
     def need_table(self):
@@ -491,7 +629,12 @@ class Bridge:
         if p["response_type"] == "amount":
             out["min"], out["max"] = p["min"], p["max"]
         if "hand" in p:
-            out["hand"] = p["hand"]
+            # A mulligan: the hand as XMage's client shows it.
+            hand = [t.card(o) for o in t.game.hand(seat)]
+            out.update(your_hand=hand, hand_size=len(hand), land_count=sum(1 for c in hand if c["is_land"]))
+        for key in ("required", "can_cancel"):
+            if key in p:
+                out[key] = p[key]
         if p.get("can_pass"):
             out["can_pass"] = True
         return out
@@ -521,6 +664,9 @@ class Bridge:
                 raise ToolError(f"index_out_of_range: {value} is not one of 0..{n - 1}")
             if "toggles" in p:
                 item = p["toggles"][value]
+                if p["action_type"] == "DeclareAttackers" and item not in t.staged[seat]:
+                    # An attacker attacks one thing: a new target replaces the old.
+                    t.staged[seat] = {x for x in t.staged[seat] if x[0] != item[0]}
                 t.staged[seat] ^= {item}
                 return {"staged": True, **self.choices(seat)}
             t.apply(seat, p["options"][value])
@@ -539,7 +685,7 @@ class Bridge:
 
         staged = t.staged[seat]
         if p["action_type"] == "DeclareAttackers":
-            attacks = [[i, p["target"]] for i in p["toggles"] if i in staged]
+            attacks = [[i, json.loads(tgt)] for (i, tgt) in p["toggles"] if (i, tgt) in staged]
             action = GameAction.from_dict({"type": "DeclareAttackers", "data": {"attacks": attacks, "bands": []}})
         else:
             pairs = [[b, a] for (b, a) in p["toggles"] if (b, a) in staged]
@@ -548,7 +694,9 @@ class Bridge:
             t.apply(seat, action)
         except ValueError as e:
             t.staged[seat] = set()
-            raise ToolError(f"the engine refused that declaration: {e}; choose again")
+            # The engine speaks of ObjectId(24): name the card.
+            why = re.sub(r"ObjectId\((\d+)\)", lambda m: f"{t.card_name(int(m.group(1)))} (#{m.group(1)})", str(e))
+            raise ToolError(f"that declaration is not allowed: {why}; the choices are cleared, choose again")
 
     def take_default(self, seat):
         t = self.need_table()
@@ -575,6 +723,8 @@ class Bridge:
             raise ToolError("give exactly one of card_name and object_id")
         if oid is not None:
             t = self.need_table()
+            if not str(oid).isdigit():
+                raise ToolError(f"object_id {oid!r} is not an object id of this game: they are numbers, e.g. \"24\" (see get_game_state)")
             try:
                 obj = t.game.object(int(oid))
             except Exception:
@@ -589,7 +739,14 @@ class Bridge:
         match = next((e for n, e in self.pool.items() if n.lower() == str(name).lower()), None)
         if match is None:
             raise ToolError(f"no card named {name!r} in the pool")
-        return {"name": match["name"], "oracle_text": oracle_text(match)}
+        out = {"success": True, "source": "game" if oid is not None else "database", "name": match["name"],
+               "rules": [line for line in (match.get("text") or "").split("\n") if line], "oracle_text": oracle_text(match)}
+        printings = match.get("printings") or []
+        if printings:
+            out["set_code"] = printings[0]
+        if oid is not None:
+            out["object_id"] = str(oid)
+        return out
 
     # -- waiting tools: held here until the seat has a decision
 
@@ -631,6 +788,9 @@ class Bridge:
             out["actions_passed"] = state["passed"]
             p = self.table.pending(seat)
             out["has_playable_cards"] = bool(p and p["action_type"] == "Priority" and p["choices"])
+        if name == "auto_pass_until_event":
+            news = self.table.visible_log(seat)[state["log_start"]:].lstrip("\n")
+            out.update(event_occurred=bool(news) or self.table.over(), new_log=news, new_chars=len(news), actions_taken=state["passed"])
         return out
 
     def check_waits(self):

@@ -237,6 +237,17 @@ impl Game {
         self.finish_if_ready();
     }
 
+    /// The game has ended and its final views are still being fetched (the
+    /// host is told once they are in).
+    pub fn ending_pending(&self) -> bool {
+        self.ending.as_ref().is_some_and(|e| !e.pending.is_empty())
+    }
+
+    /// `tool` is answered from the final views once the game is over.
+    pub fn answers_when_over(tool: &str) -> bool {
+        STATUS_TOOLS.contains(&tool) || FINAL_VIEWS.contains(&tool)
+    }
+
     /// The final view of `tool` for `seat`, once the game is over.
     pub fn final_view(&self, tool: &str, seat: usize) -> Option<Value> {
         let ending = self.ending.as_ref().filter(|e| e.pending.is_empty())?;

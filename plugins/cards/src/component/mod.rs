@@ -8,7 +8,7 @@ mod bindings;
 mod game;
 mod render;
 
-use bindings::exports::ludus::cards::tools::{ActionChoices, ActionStatus, GameState, Guest, Opponent, Oracle};
+use bindings::exports::ludus::cards::tools::{ActionChoices, ActionStatus, GameLog, GameState, Guest, Opponent, Oracle};
 use bindings::exports::ludus::plugin::access::{self, Audience, Grant};
 use bindings::exports::ludus::plugin::{durable, events, meta};
 use ludus_sdk::{PluginInfo, ToolHint, host};
@@ -81,6 +81,12 @@ fn call<T>(
             Step::Done(r) => {
                 let mut answer = r?;
                 g.note_if_over(&mut answer);
+                // The game just ended: answer once its final views are in and
+                // the host knows, so the caller's next call sees it over.
+                if g.ending_pending() && Game::answers_when_over(tool) {
+                    host::wait(0);
+                    return Ok(waiting(g, seat));
+                }
                 done(g, seat, answer)
             }
             Step::Waiting => {
@@ -108,8 +114,22 @@ fn still_waiting(g: &Game, seat: usize) -> ActionStatus {
     render::still_waiting(game_id(), seat as u32, g.notice.as_deref())
 }
 
-fn wait_ms(timeout_ms: Option<u32>, default: u32) -> u32 {
-    timeout_ms.unwrap_or(default).min(MAX_BACKEND_WAIT_MS)
+/// A status tool that waits: the backend waits what was asked, up to the
+/// cap, and the answer says so when the cap cut the wait short.
+fn waiting_call(tool: &str, mut args: Value, timeout_ms: Option<u32>, default: u32) -> Result<ActionStatus, String> {
+    let asked = timeout_ms.unwrap_or(default);
+    args["timeout_ms"] = json!(asked.min(MAX_BACKEND_WAIT_MS));
+    let mut status = status_call(tool, args)?;
+    if asked > MAX_BACKEND_WAIT_MS && !status.action_pending && !status.game_over {
+        status.wait_cap_ms = Some(MAX_BACKEND_WAIT_MS);
+        status.text = format!(
+            "{}\n(One call waits at most {} s on this server; you asked for {} s. Call again to keep waiting.)",
+            status.text,
+            MAX_BACKEND_WAIT_MS / 1000,
+            asked / 1000
+        );
+    }
+    Ok(status)
 }
 
 /// A provisional answer is never shown: the host calls again.
@@ -199,30 +219,27 @@ impl Guest for Cards {
         status_call("is_action_on_me", json!({}))
     }
 
-    fn is_action_on_me(_game_id: String) -> Result<ActionStatus, String> {
+    fn is_action_on_me(_game_id: Option<String>) -> Result<ActionStatus, String> {
         status_call("is_action_on_me", json!({}))
     }
 
-    fn wait_for_action(_game_id: String, timeout_ms: Option<u32>) -> Result<ActionStatus, String> {
-        status_call("wait_for_action", json!({"timeout_ms": wait_ms(timeout_ms, 15_000)}))
+    fn wait_for_action(_game_id: Option<String>, timeout_ms: Option<u32>) -> Result<ActionStatus, String> {
+        waiting_call("wait_for_action", json!({}), timeout_ms, 15_000)
     }
 
-    fn pass_priority(_game_id: String, timeout_ms: Option<u32>) -> Result<ActionStatus, String> {
-        status_call("pass_priority", json!({"timeout_ms": wait_ms(timeout_ms, 30_000)}))
+    fn pass_priority(_game_id: Option<String>, timeout_ms: Option<u32>) -> Result<ActionStatus, String> {
+        waiting_call("pass_priority", json!({}), timeout_ms, 30_000)
     }
 
-    fn auto_pass_until_event(_game_id: String, min_new_chars: Option<u32>, timeout_ms: Option<u32>) -> Result<ActionStatus, String> {
-        status_call(
-            "auto_pass_until_event",
-            json!({"min_new_chars": min_new_chars.unwrap_or(50), "timeout_ms": wait_ms(timeout_ms, 10_000)}),
-        )
+    fn auto_pass_until_event(_game_id: Option<String>, min_new_chars: Option<u32>, timeout_ms: Option<u32>) -> Result<ActionStatus, String> {
+        waiting_call("auto_pass_until_event", json!({"min_new_chars": min_new_chars.unwrap_or(50)}), timeout_ms, 10_000)
     }
 
-    fn take_action(_game_id: String) -> Result<ActionStatus, String> {
+    fn take_action(_game_id: Option<String>) -> Result<ActionStatus, String> {
         status_call("take_action", json!({}))
     }
 
-    fn get_action_choices(_game_id: String) -> Result<ActionChoices, String> {
+    fn get_action_choices(_game_id: Option<String>) -> Result<ActionChoices, String> {
         call(
             "get_action_choices",
             "get_action_choices",
@@ -235,7 +252,7 @@ impl Guest for Cards {
     /// Checked against the pending decision first: only an answer that fits
     /// it is sent to the engine.
     fn choose_action(
-        _game_id: String,
+        _game_id: Option<String>,
         index: Option<u32>,
         answer: Option<bool>,
         amount: Option<i64>,
@@ -250,15 +267,16 @@ impl Guest for Cards {
             Value::Null
         } else {
             let check = |_: &mut Game, _, pending: Value| decision::check(&pending, &answer).map(Ok);
-            match call(&format!("check {answer:?}"), "get_action_choices", json!({}), check, |g, seat| Err(still_waiting(g, seat)))? {
+            let still = |g: &Game, seat| Err(Box::new(still_waiting(g, seat)));
+            match call(&format!("check {answer:?}"), "get_action_choices", json!({}), check, still)? {
                 Ok(args) => args,
-                Err(waiting) => return Ok(waiting),
+                Err(waiting) => return Ok(*waiting),
             }
         };
         status_call_as(&send_key, "choose_action", args)
     }
 
-    fn get_game_state(_game_id: String) -> Result<GameState, String> {
+    fn get_game_state(_game_id: Option<String>) -> Result<GameState, String> {
         call(
             "get_game_state",
             "get_game_state",
@@ -268,22 +286,17 @@ impl Guest for Cards {
         )
     }
 
-    fn get_game_log(_game_id: String, max_chars: Option<u32>) -> Result<String, String> {
-        let args = match max_chars {
+    fn get_game_log(_game_id: Option<String>, max_chars: Option<u32>) -> Result<GameLog, String> {
+        // 0 means all, as in XMage's client.
+        let args = match max_chars.filter(|n| *n > 0) {
             Some(n) => json!({"max_chars": n}),
             None => json!({}),
         };
         let key = format!("get_game_log {args}");
-        call(
-            &key,
-            "get_game_log",
-            args,
-            |_, _, v| Ok(v["log"].as_str().map(String::from).unwrap_or_else(|| v.as_str().unwrap_or("").to_string())),
-            |_, _| String::new(),
-        )
+        call(&key, "get_game_log", args, |_, _, v| Ok(render::game_log(&v, max_chars)), |_, _| render::game_log(&Value::Null, None))
     }
 
-    fn get_oracle_text(_game_id: String, card_name: Option<String>, object_id: Option<u32>) -> Result<Oracle, String> {
+    fn get_oracle_text(_game_id: Option<String>, card_name: Option<String>, object_id: Option<String>) -> Result<Oracle, String> {
         let args = match (card_name, object_id) {
             (Some(n), None) => json!({"card_name": n}),
             (None, Some(id)) => json!({"object_id": id}),
@@ -293,7 +306,7 @@ impl Guest for Cards {
         call(&key, "get_oracle_text", args, |_, _, v| Ok(render::oracle(&v)), |_, _| render::oracle(&Value::Null))
     }
 
-    fn send_chat_message(_game_id: String, message: String) -> Result<String, String> {
+    fn send_chat_message(_game_id: Option<String>, message: String) -> Result<String, String> {
         if message.len() > 500 {
             return Err("a chat message has at most 500 bytes".into());
         }
@@ -302,7 +315,7 @@ impl Guest for Cards {
         call(&key, "send_chat_message", args, |_, _, _| Ok("Sent.".to_string()), |_, _| String::new())
     }
 
-    fn concede(_game_id: String) -> Result<ActionStatus, String> {
+    fn concede(_game_id: Option<String>) -> Result<ActionStatus, String> {
         status_call("concede", json!({}))
     }
 }

@@ -5,7 +5,8 @@
 use serde_json::Value;
 
 use super::bindings::exports::ludus::cards::tools::{
-    ActionChoices, ActionStatus, CardRef, Choice, GameState, Oracle, Permanent, PlayerView, TurnContext,
+    ActionChoices, ActionStatus, AmountItem, Choice, Counter, GameLog, GameState, HandCard, Oracle, Permanent, PlayerView, SeatSummary,
+    TurnContext,
 };
 
 fn s(v: &Value) -> Option<String> {
@@ -27,6 +28,69 @@ fn list<T>(v: &Value, f: impl Fn(&Value) -> T) -> Vec<T> {
 
 fn strings(v: &Value) -> Vec<String> {
     v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
+}
+
+/// An object id as the agent passes it back: a string (XMage's are UUIDs,
+/// phase's numbers).
+fn id(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn counters(v: &Value) -> Vec<Counter> {
+    v.as_object()
+        .map(|o| o.iter().map(|(name, n)| Counter { name: name.clone(), count: u(n).unwrap_or(0) }).collect())
+        .unwrap_or_default()
+}
+
+fn hand_card(c: &Value) -> HandCard {
+    HandCard {
+        object_id: id(&c["object_id"]).unwrap_or_default(),
+        name: c["name"].as_str().unwrap_or("").into(),
+        mana_cost: s(&c["mana_cost"]),
+        mana_value: u(&c["mana_value"]).unwrap_or(0),
+        is_land: c["is_land"].as_bool().unwrap_or(false),
+        power: s(&c["power"]),
+        toughness: s(&c["toughness"]),
+        playable: c["playable"].as_bool().unwrap_or(false),
+    }
+}
+
+fn permanent(o: &Value) -> Permanent {
+    Permanent {
+        object_id: id(&o["object_id"]).unwrap_or_default(),
+        name: o["name"].as_str().unwrap_or("").into(),
+        controller: u(&o["controller"]).unwrap_or(0),
+        types: o["types"].as_str().unwrap_or("").into(),
+        tapped: o["tapped"].as_bool().unwrap_or(false),
+        power: i(&o["power"]),
+        toughness: i(&o["toughness"]),
+        damage: i(&o["damage"]),
+        loyalty: i(&o["loyalty"]),
+        counters: counters(&o["counters"]),
+        summoning_sickness: o["summoning_sickness"].as_bool().unwrap_or(false),
+        attached_to: id(&o["attached_to"]),
+    }
+}
+
+fn context(cx: &Value) -> TurnContext {
+    TurnContext {
+        turn: u(&cx["turn"]).unwrap_or(0),
+        phase: cx["phase"].as_str().unwrap_or("").into(),
+        step: cx["step"].as_str().unwrap_or("").into(),
+        active_player: u(&cx["active_player"]),
+        priority_player: u(&cx["priority_player"]),
+        is_my_main_phase: cx["is_my_main_phase"].as_bool().unwrap_or(false),
+        players: list(&cx["players"], |p| SeatSummary {
+            seat: u(&p["seat"]).unwrap_or(0),
+            name: p["name"].as_str().unwrap_or("").into(),
+            life: i(&p["life"]).unwrap_or(0),
+            is_you: p["is_you"].as_bool().unwrap_or(false),
+        }),
+    }
 }
 
 fn outcome(winner: Option<u32>, seat: u32) -> String {
@@ -59,6 +123,10 @@ pub fn status(game_id: String, seat: u32, v: &Value) -> ActionStatus {
     if let Some(n) = passed.filter(|n| *n > 0) {
         text = format!("Passed priority {n} time(s).\n{text}");
     }
+    let new_log = s(&v["new_log"]);
+    if let Some(news) = new_log.as_deref().filter(|l| !l.is_empty()) {
+        text = format!("Meanwhile:\n{news}\n{text}");
+    }
     ActionStatus {
         game_id,
         seat,
@@ -70,6 +138,11 @@ pub fn status(game_id: String, seat: u32, v: &Value) -> ActionStatus {
         timeout,
         actions_passed: passed,
         has_playable_cards: v["has_playable_cards"].as_bool(),
+        event_occurred: v["event_occurred"].as_bool(),
+        new_chars: new_log.as_ref().map(|l| l.chars().count() as u32),
+        new_log,
+        actions_taken: u(&v["actions_taken"]),
+        wait_cap_ms: None,
         text,
     }
 }
@@ -87,7 +160,7 @@ pub fn still_waiting(game_id: String, seat: u32, notice: Option<&str>) -> Action
 }
 
 pub fn choices(game_id: String, v: &Value) -> ActionChoices {
-    let list: Vec<Choice> = v["choices"]
+    let offered: Vec<Choice> = v["choices"]
         .as_array()
         .map(|c| {
             c.iter()
@@ -107,7 +180,7 @@ pub fn choices(game_id: String, v: &Value) -> ActionChoices {
         (Some(k), true) => format!("{}\n({k} decision)", v["message"].as_str().unwrap_or("")),
         (None, true) => v["message"].as_str().unwrap_or("").to_string(),
     };
-    for c in &list {
+    for c in &offered {
         text.push_str(&format!("\n{}: {}", c.index, c.description));
     }
     if pending {
@@ -128,17 +201,24 @@ pub fn choices(game_id: String, v: &Value) -> ActionChoices {
         action_type: s(&v["action_type"]),
         message: s(&v["message"]),
         response_type: kind,
-        choices: list,
+        choices: offered,
         min: v["min"].as_i64(),
         max: v["max"].as_i64(),
         can_pass,
-        hand: strings(&v["hand"]),
-        context: cx.is_object().then(|| TurnContext {
-            turn: u(&cx["turn"]).unwrap_or(0),
-            phase: cx["phase"].as_str().unwrap_or("").into(),
-            step: cx["step"].as_str().unwrap_or("").into(),
-            active_player: u(&cx["active_player"]),
+        required: v["required"].as_bool(),
+        can_cancel: v["can_cancel"].as_bool(),
+        pile1: v["pile1"].is_array().then(|| strings(&v["pile1"])),
+        pile2: v["pile2"].is_array().then(|| strings(&v["pile2"])),
+        items: list(&v["items"], |it| AmountItem {
+            description: it["description"].as_str().unwrap_or("").into(),
+            min: it["min"].as_i64().unwrap_or(0),
+            max: it["max"].as_i64().unwrap_or(0),
+            default: it["default"].as_i64().unwrap_or(0),
         }),
+        your_hand: list(&v["your_hand"], hand_card),
+        land_count: u(&v["land_count"]),
+        hand_size: u(&v["hand_size"]),
+        context: cx.is_object().then(|| context(cx)),
         game_over: v["game_over"].as_bool().unwrap_or(false),
         text,
     }
@@ -147,45 +227,50 @@ pub fn choices(game_id: String, v: &Value) -> ActionChoices {
 pub fn state(game_id: String, v: &Value) -> GameState {
     let players: Vec<PlayerView> = list(&v["players"], |p| PlayerView {
         seat: u(&p["seat"]).unwrap_or(0),
+        name: p["name"].as_str().unwrap_or("").into(),
         you: p["you"].as_bool().unwrap_or(false),
+        is_active: p["is_active"].as_bool().unwrap_or(false),
         life: i(&p["life"]).unwrap_or(0),
         hand_size: u(&p["hand_size"]).unwrap_or(0),
         library_size: u(&p["library_size"]).unwrap_or(0),
         graveyard: strings(&p["graveyard"]),
-        hand: list(&p["hand"], |c| CardRef { object_id: u(&c["object_id"]).unwrap_or(0), name: c["name"].as_str().unwrap_or("").into() }),
-    });
-    let battlefield: Vec<Permanent> = list(&v["battlefield"], |o| Permanent {
-        object_id: u(&o["object_id"]).unwrap_or(0),
-        name: o["name"].as_str().unwrap_or("").into(),
-        controller: u(&o["controller"]).unwrap_or(0),
-        tapped: o["tapped"].as_bool().unwrap_or(false),
-        power: i(&o["power"]),
-        toughness: i(&o["toughness"]),
-        damage: i(&o["damage"]),
-        loyalty: i(&o["loyalty"]),
-        attached_to: u(&o["attached_to"]),
+        hand: list(&p["hand"], hand_card),
+        battlefield: list(&p["battlefield"], permanent),
+        counters: counters(&p["counters"]),
     });
     let stack: Vec<String> = list(&v["stack"], |e| e["name"].as_str().map(String::from).unwrap_or_else(|| e.to_string()));
-    let mut text = format!("Turn {} ({}).", v["turn"], v["phase"].as_str().unwrap_or(""));
+    let active = u(&v["active_player"]);
+    let whose = match active.and_then(|a| players.iter().find(|p| p.seat == a)) {
+        Some(p) if p.you => "your turn".to_string(),
+        Some(p) => format!("{}'s turn", p.name),
+        None => "no one's turn".into(),
+    };
+    let mut text = format!("Turn {}, {whose} ({}, {}).", v["turn"], v["phase"].as_str().unwrap_or(""), v["step"].as_str().unwrap_or(""));
     for p in &players {
-        let who = if p.you { "You" } else { "Opponent" };
+        let who = if p.you { "You".to_string() } else { format!("Opponent, {}", p.name) };
         text.push_str(&format!(
             "\n{who} (seat {}): {} life, {} cards in hand, {} in library.",
             p.seat, p.life, p.hand_size, p.library_size
         ));
         if p.you && !p.hand.is_empty() {
-            text.push_str(&format!(" Hand: {}.", p.hand.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")));
+            let hand: Vec<String> =
+                p.hand.iter().map(|c| format!("{}{}", c.name, if c.playable { " (playable)" } else { "" })).collect();
+            text.push_str(&format!(" Hand: {}.", hand.join(", ")));
         }
-        let own: Vec<String> = battlefield
+        let own: Vec<String> = p
+            .battlefield
             .iter()
-            .filter(|o| o.controller == p.seat)
-            .map(|o| match (o.power, o.toughness) {
-                (Some(pw), Some(t)) => format!("{} {pw}/{t}{}", o.name, if o.tapped { " (tapped)" } else { "" }),
-                _ => format!("{}{}", o.name, if o.tapped { " (tapped)" } else { "" }),
+            .map(|o| {
+                let pt = match (o.power, o.toughness) {
+                    (Some(pw), Some(t)) => format!(" {pw}/{t}"),
+                    _ => String::new(),
+                };
+                let sick = if o.summoning_sickness { ", summoning sick" } else { "" };
+                format!("{} (#{}){pt}{}{sick}", o.name, o.object_id, if o.tapped { ", tapped" } else { "" })
             })
             .collect();
         if !own.is_empty() {
-            text.push_str(&format!(" Battlefield: {}.", own.join(", ")));
+            text.push_str(&format!(" Battlefield: {}.", own.join("; ")));
         }
     }
     if !stack.is_empty() {
@@ -201,9 +286,10 @@ pub fn state(game_id: String, v: &Value) -> GameState {
         game_id,
         turn: u(&v["turn"]).unwrap_or(0),
         phase: v["phase"].as_str().unwrap_or("").into(),
-        active_player: u(&v["active_player"]),
+        step: v["step"].as_str().unwrap_or("").into(),
+        active_player: active,
+        priority_player: u(&v["priority_player"]),
         players,
-        battlefield,
         stack,
         game_over: over,
         winner,
@@ -213,7 +299,30 @@ pub fn state(game_id: String, v: &Value) -> GameState {
 
 pub fn oracle(v: &Value) -> Oracle {
     let name = v["name"].as_str().unwrap_or("").to_string();
-    let oracle_text =
-        v["oracle_text"].as_str().map(String::from).unwrap_or_else(|| v.as_str().map(String::from).unwrap_or_else(|| v.to_string()));
-    Oracle { text: oracle_text.clone(), name, oracle_text }
+    let rules = strings(&v["rules"]);
+    let oracle_text = v["oracle_text"].as_str().map(String::from).unwrap_or_else(|| rules.join("\n"));
+    Oracle {
+        success: v["success"].as_bool().unwrap_or(!name.is_empty()),
+        source: v["source"].as_str().unwrap_or("database").into(),
+        name,
+        rules,
+        set_code: s(&v["set_code"]),
+        card_number: s(&v["card_number"]),
+        object_id: id(&v["object_id"]),
+        oracle_text,
+    }
+}
+
+/// The visible log, or its last `max_chars` characters (0 or none: all). Cut
+/// here too: a finished game answers from the final log it kept.
+pub fn game_log(v: &Value, max_chars: Option<u32>) -> GameLog {
+    let mut log = v["log"].as_str().map(String::from).unwrap_or_else(|| v.as_str().unwrap_or("").to_string());
+    let total = u(&v["total_length"]).unwrap_or(log.chars().count() as u32);
+    if let Some(max) = max_chars.filter(|m| *m > 0)
+        && let Some((cut, _)) = log.char_indices().rev().nth(max as usize - 1)
+    {
+        log = log[cut..].to_string();
+    }
+    let returned = log.chars().count() as u32;
+    GameLog { log, total_length: total, returned_length: returned, truncated: returned < total }
 }
