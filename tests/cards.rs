@@ -277,9 +277,23 @@ async fn decisions_are_checked_before_the_engine_and_bad_input_is_refused() {
     let e = c.err("cards_start_game", json!({"decks": ["izzet-tempo", "mono-purple"]})).await;
     assert!(e.contains("unknown deck") && e.contains("selesnya-beasts"), "{e}");
     let e = c.err("cards_start_game", json!({"decks": ["4 Black Lotus; 36 Island", "izzet-tempo"]})).await;
-    assert!(e.contains("'Black Lotus' is not in the card pool"), "{e}");
+    assert!(e.contains("'Black Lotus' is not in the card data"), "{e}");
+    let e = c.err("cards_start_game", json!({"decks": ["4 Lightning Blot; 56 Mountain", "izzet-tempo"]})).await;
+    assert!(e.contains("did you mean Lightning Bolt"), "the nearest names: {e}");
     let e = c.err("cards_start_game", json!({"decks": ["4 Island", "izzet-tempo"]})).await;
-    assert!(e.contains("40 to 250 cards"), "{e}");
+    assert!(e.contains("a limited deck has at least 40 cards; this one has 4"), "{e}");
+    let e = c.err("cards_start_game", json!({"decks": ["izzet-tempo"]})).await;
+    assert!(e.contains("decks is a list of two decks"), "one deck is not silently two defaults: {e}");
+    // Constructed: four copies at most (basic lands excepted), sideboard 15 at most; a named format's legal cards.
+    let e = c.err("cards_start_game", json!({"decks": ["40 Lightning Bolt; 20 Mountain\nSideboard\n16 Shock", "burn"]})).await;
+    assert!(
+        e.contains("40 copies of Lightning Bolt: four at most") && e.contains("a sideboard has at most 15 cards") && !e.contains("Mountain:"),
+        "{e}"
+    );
+    let e = c.err("cards_start_game", json!({"decks": ["4 Brainstorm\n56 Island", "burn"], "format": "modern"})).await;
+    assert!(e.contains("Brainstorm is not legal in modern"), "{e}");
+    let e = c.err("cards_start_game", json!({"decks": ["burn", "burn"], "format": "hearthstone"})).await;
+    assert!(e.contains("unknown format 'hearthstone'"), "{e}");
     let mut st = c.ok("cards_start_game", json!({"seed": 3})).await;
     let id = st["game_id"].as_str().unwrap().to_string();
     while st["action_pending"] != true {
@@ -297,7 +311,7 @@ async fn decisions_are_checked_before_the_engine_and_bad_input_is_refused() {
     let e = c.err("cards_get_oracle_text", json!({"game_id": id})).await;
     assert!(e.contains("exactly one"), "{e}");
     let e = c.err("cards_get_oracle_text", json!({"game_id": id, "card_name": "Black Lotus"})).await;
-    assert!(e.contains("no card named 'Black Lotus' in the pool"), "{e}");
+    assert!(e.contains("'Black Lotus' is not in the card data"), "{e}");
     // Mulligan twice, keep, then put two cards on the bottom, one index at a time.
     c.ok("cards_choose_action", json!({"game_id": id, "answer": true})).await;
     c.ok("cards_choose_action", json!({"game_id": id, "answer": true})).await;
@@ -649,3 +663,60 @@ async fn an_instant_in_response_an_x_spell_and_a_planeswalker_go_through_the_sta
 /// A seed whose game (with the plan above) reaches all of it: found by
 /// trying seeds with `CARDS_PLAN_SEED`; the same seed replays the same game.
 const PLAN_SEED: u64 = 4;
+
+/// The four built-in constructed decks (60 real cards each) play whole games:
+/// burn against control, a creature deck against a graveyard deck.
+#[tokio::test]
+async fn the_built_in_constructed_decks_play_whole_games() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    for (seed, mine, theirs) in [(31, "burn", "azorius-control"), (32, "mono-green-stompy", "dimir-reanimator")] {
+        let mut st = c.ok("cards_start_game", json!({"seed": seed, "decks": [mine, theirs]})).await;
+        let id = st["game_id"].as_str().unwrap().to_string();
+        while st["action_pending"] != true {
+            st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
+        }
+        let state = c.ok("cards_get_game_state", json!({"game_id": id})).await;
+        assert_eq!(state["players"][0]["library_size"].as_u64().unwrap() + 7, 60, "a 60-card deck: {state}");
+        let mut agent = Agent::new(seed);
+        let end = play(&c, &id, &mut agent).await;
+        assert!(end["winner"].is_u64(), "{mine} against {theirs} ended without a winner: {end}");
+        let log = c.ok("cards_get_game_log", json!({"game_id": id})).await["log"].as_str().unwrap().to_string();
+        eprintln!("{mine} against {theirs}: {} decisions, {}", agent.decisions, log.lines().last().unwrap_or(""));
+    }
+}
+
+/// The operator's card data in MTGJSON's AtomicCards form (here the bundled
+/// file plus one made-up card the engine cannot read, test data only): its
+/// cards are playable, a card the engine does not support is named with the
+/// engine's reason before the game starts, and a broken file is refused.
+#[tokio::test]
+async fn the_operators_card_data_is_read_and_unsupported_cards_are_named() {
+    let work = scratch();
+    let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/cards/bridge/cards.json");
+    let mut atomic: Value = serde_json::from_str(&std::fs::read_to_string(bundled).unwrap()).unwrap();
+    let made_up = json!([{"name": "Moonlit Frobnicator", "manaCost": "{1}", "manaValue": 1, "type": "Artifact", "types": ["Artifact"],
+        "subtypes": [], "supertypes": [], "text": "Whenever the moon is full, wibble the frobnicator.", "layout": "normal",
+        "identifiers": {}, "colors": [], "colorIdentity": [], "keywords": [], "legalities": {"legacy": "Legal"}}]);
+    atomic["data"]["Moonlit Frobnicator"] = made_up;
+    let file = work.path().join("AtomicCards.json");
+    std::fs::write(&file, atomic.to_string()).unwrap();
+    let cfg = config(work.path(), &format!("[plugins.cards.env]\nLUDUS_CARDS_DATA = {:?}\n", file.display().to_string()));
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let deck = "4 Moonlit Frobnicator\n20 Mountain\n4 Lightning Bolt\n4 Shock\n4 Lava Spike\n4 Goblin Guide\n4 Searing Spear\n4 Lightning Strike\n4 Rift Bolt\n4 Skewer the Critics\n4 Monastery Swiftspear";
+    let e = c.err("cards_start_game", json!({"decks": [deck, "burn"]})).await;
+    assert!(e.contains("Moonlit Frobnicator is not supported by the rules engine") && e.contains("wibble the frobnicator"), "{e}");
+    let mut st = c.ok("cards_start_game", json!({"seed": 5, "decks": ["burn", "mono-green-stompy"]})).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    while st["action_pending"] != true {
+        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
+    }
+    let oracle = c.ok("cards_get_oracle_text", json!({"card_name": "steel leaf champion"})).await;
+    assert!(oracle["rules"][0].as_str().unwrap().contains("power 2 or less"), "{oracle}");
+    c.close().await;
+
+    std::fs::write(&file, "{\"data\": 3}").unwrap();
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let e = c.err("cards_start_game", json!({})).await;
+    assert!(e.contains("has no `data` object of card names"), "{e}");
+}

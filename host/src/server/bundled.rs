@@ -61,7 +61,8 @@ pub const SIDECARS: &[Sidecar] = &[
         weight: 1,
         files: &[
             ("phase_bridge.py", include_str!("../../../plugins/cards/bridge/phase_bridge.py")),
-            ("pool.json", include_str!("../../../plugins/cards/bridge/pool.json")),
+            ("card_data.py", include_str!("../../../plugins/cards/bridge/card_data.py")),
+            ("cards.json", include_str!("../../../plugins/cards/bridge/cards.json")),
             ("decks.json", include_str!("../../../plugins/cards/bridge/decks.json")),
         ],
         needs: Needs {

@@ -53,59 +53,31 @@ def notice(msg):
 # ---------------------------------------------------------------- cards
 
 
-def load_pool():
-    """The checked-in card pool: MTGJSON-style entries (our own files)."""
-    with open(os.path.join(HERE, "pool.json"), encoding="utf-8") as f:
-        return {c["name"]: c for c in json.load(f)}
-
-
 def load_decks():
+    """The built-in decks: a name, a title, a format and a list as players write it."""
     with open(os.path.join(HERE, "decks.json"), encoding="utf-8") as f:
         return json.load(f)
 
 
-def parse_deck_text(text, pool):
-    """A deck list as a player writes it: `4 Lightning Bolt; 8 Island` (or one
-    entry per line, `4x` also accepted). Card names match the pool's, in any case."""
-    by_lower = {name.lower(): name for name in pool}
-    cards = {}
-    for entry in re.split(r"[;\n]", text):
-        entry = entry.strip()
-        if not entry:
-            continue
-        m = re.fullmatch(r"(\d+)\s*x?\s+(.+)", entry)
-        if not m:
-            raise ValueError(f"cannot read deck entry {entry!r}: write it as a count and a card name, e.g. '4 Lightning Bolt'")
-        name = by_lower.get(m.group(2).strip().lower())
-        if name is None:
-            raise ValueError(f"{m.group(2).strip()!r} is not in the card pool; cards: {', '.join(sorted(pool))}")
-        cards[name] = cards.get(name, 0) + int(m.group(1))
-    return cards
+def deck_list(spec, cards, decks, fmt):
+    """A deck name or a deck list as text, checked against the card data and
+    the format; the main deck's cards, one entry per card."""
+    from card_data import check_deck, parse_deck
 
-
-def deck_list(spec, pool, decks):
-    """A deck name from decks.json, a deck list as text, or {card name:
-    count}; checked against the pool."""
-    if isinstance(spec, str):
-        if spec in decks:
-            spec = decks[spec]["cards"]
-        elif re.search(r"\d|;|\n", spec):
-            # A list: an entry without its count is named by parse_deck_text.
-            spec = parse_deck_text(spec, pool)
-        else:
-            raise ValueError(f"unknown deck {spec!r}; the decks are: {', '.join(sorted(decks))} (or give a list: '4 Lightning Bolt; 8 Island; ...')")
-    if not isinstance(spec, dict) or not spec:
-        raise ValueError("a deck is a deck name or an object of card name -> count")
-    cards = []
-    for name, count in spec.items():
-        if name not in pool:
-            raise ValueError(f"{name!r} is not in the card pool; cards: {', '.join(sorted(pool))}")
-        if not isinstance(count, int) or count < 1 or count > 60:
-            raise ValueError(f"count of {name!r} must be a whole number from 1 to 60")
-        cards += [name] * count
-    if not 40 <= len(cards) <= 250:
-        raise ValueError(f"a deck has 40 to 250 cards; this one has {len(cards)}")
-    return cards
+    if not isinstance(spec, str):
+        raise ValueError("a deck is a deck name or a deck list as text ('4 Lightning Bolt', one card per line or ';')")
+    if spec in decks:
+        fmt = fmt or decks[spec].get("format")
+        spec = decks[spec]["list"]
+    elif not re.search(r"\d", spec):
+        raise ValueError(f"unknown deck {spec!r}; the decks are: {', '.join(sorted(decks))} (or give a list: '4 Lightning Bolt; 20 Mountain; ...')")
+    main, side = parse_deck(spec, cards)
+    problems = check_deck(main, side, fmt, cards)
+    unsupported = cards.unsupported(list(main))
+    problems += [f"{name} is not supported by the rules engine ({'; '.join(why[:2])})" for name, why in sorted(unsupported.items())]
+    if problems:
+        raise ValueError("this deck cannot be played: " + "; ".join(problems))
+    return [name for name, count in main.items() for _ in range(count)]
 
 
 def oracle_text(entry):
@@ -125,7 +97,9 @@ def oracle_text(entry):
 class Table:
     """One phase game, its seats, and what each seat has staged."""
 
-    def __init__(self, engine, pool, decks, args):
+    def __init__(self, cards, decks, args):
+        from phase import Engine
+
         seats = args.get("seats") or ["agent", "ai"]
         if len(seats) != 2 or any(s not in ("agent", "ai") for s in seats):
             raise ValueError('seats is a list of two of "agent" and "ai"')
@@ -135,12 +109,14 @@ class Table:
         given = args.get("decks")
         if given is not None and len(given) != 2:
             raise ValueError(f"decks is a list of two decks, yours first; {len(given)} given (leave it out for the default decks)")
-        lists = [deck_list(d, pool, decks) for d in (given or ["izzet-tempo", "selesnya-beasts"])]
+        lists = [deck_list(d, cards, decks, args.get("format")) for d in (given or ["izzet-tempo", "selesnya-beasts"])]
+        # The engine knows this game's cards only: quick to build whatever the card data's size.
+        engine = Engine.from_json(json.dumps(cards.faces(set(lists[0]) | set(lists[1]))))
         if len(lists) != 2:
             raise ValueError("decks is a list of two decks")
         seed = int(args.get("seed", 0)) & 0xFFFFFFFF
         first = int(args.get("first_player", 0))
-        self.seats, self.level, self.pool = seats, level, pool
+        self.seats, self.level, self.cards = seats, level, cards
         self.game = engine.new_game(lists[0], lists[1], seed=seed, first_player=first)
         self.log = []  # (visibility seat or None, text)
         self.chat = []
@@ -540,12 +516,8 @@ class ToolError(Exception):
 
 class Bridge:
     def __init__(self):
-        from phase import Engine, build_oracle_face
-
-        self.pool = load_pool()
         self.decks = load_decks()
-        faces = {name.lower(): build_oracle_face(entry, None) for name, entry in self.pool.items()}
-        self.engine = Engine.from_json(json.dumps(faces))
+        self.card_data = None
         self.table = None
         self.waits = []  # (deadline, request id, seat, tool, args)
         self.journaled = 0  # journal entries already sent with an answer
@@ -561,12 +533,21 @@ class Bridge:
 
     # -- dispatch
 
+    def cards(self, named=None):
+        """The card data: the file a game names, else the default (opened once)."""
+        from card_data import CardData
+
+        if self.card_data is None or (named and named != self.card_data.path):
+            self.card_data = CardData(named, notice)
+            log(f"card data: {self.card_data.count} cards from {self.card_data.path} ({self.card_data.opened_ms:.0f} ms)")
+        return self.card_data
+
     def call(self, seat, name, args):
         if name == "new_game":
             if self.table is not None:
                 raise ToolError("the game has already started")
             try:
-                self.table = Table(self.engine, self.pool, self.decks, args)
+                self.table = Table(self.cards(args.get("cards")), self.decks, args)
             except (ValueError, TypeError, KeyError) as e:
                 raise ToolError(str(e))
             return self.action_info(seat)
@@ -736,9 +717,11 @@ class Bridge:
             if hidden:
                 raise ToolError(f"object {oid} is hidden from you")
             name = obj["name"]
-        match = next((e for n, e in self.pool.items() if n.lower() == str(name).lower()), None)
-        if match is None:
-            raise ToolError(f"no card named {name!r} in the pool")
+        try:
+            cards = self.table.cards if self.table else self.cards()
+            match = cards.entry(cards.resolve(str(name)))
+        except ValueError as e:
+            raise ToolError(str(e))
         out = {"success": True, "source": "game" if oid is not None else "database", "name": match["name"],
                "rules": [line for line in (match.get("text") or "").split("\n") if line], "oracle_text": oracle_text(match)}
         printings = match.get("printings") or []
@@ -939,8 +922,9 @@ def launch_args(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--decks", default="izzet-tempo,selesnya-beasts")
     p.add_argument("--ai-level", default="Medium")
+    p.add_argument("--cards", default=None, help="an AtomicCards.json(.gz) file, or mtgjson")
     a = p.parse_args(argv)
-    return {"seats": a.seats.split(","), "seed": a.seed, "decks": a.decks.split(","), "ai_level": a.ai_level}
+    return {"seats": a.seats.split(","), "seed": a.seed, "decks": a.decks.split(","), "ai_level": a.ai_level, "cards": a.cards}
 
 
 def serve_refusals(reason):
@@ -965,8 +949,8 @@ def main():
     if launch:
         # Configured at launch, as XMage's headless client is: one seat's
         # process, its game already set up, no new_game needed.
-        bridge.table = Table(bridge.engine, bridge.pool, bridge.decks, launch)
-    log(f"ready: {len(bridge.pool)} cards, decks {', '.join(sorted(bridge.decks))}")
+        bridge.table = Table(bridge.cards(launch["cards"]), bridge.decks, launch)
+    log(f"ready: decks {', '.join(sorted(bridge.decks))}")
     buf = b""
     stdin = sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer
     while True:

@@ -145,6 +145,7 @@ impl Guest for Cards {
         _seed: Option<u64>,
         decks: Option<Vec<String>>,
         ai_level: Option<String>,
+        format: Option<String>,
     ) -> Result<ActionStatus, String> {
         if GAME.with_borrow(Option::is_none) {
             let game = game.unwrap_or_else(|| "magic".into());
@@ -191,6 +192,13 @@ impl Guest for Cards {
                 }
                 if let Some(l) = ai_level {
                     args["ai_level"] = json!(l);
+                }
+                if let Some(f) = format {
+                    args["format"] = json!(f);
+                }
+                // The operator's card data (`[plugins.cards] env = { LUDUS_CARDS_DATA = ... }`).
+                if let Ok(cards) = std::env::var("LUDUS_CARDS_DATA") {
+                    args["cards"] = json!(cards);
                 }
                 with_game(|g| {
                     g.start.get_or_insert_with(|| args.clone());
