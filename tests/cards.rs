@@ -720,3 +720,76 @@ async fn the_operators_card_data_is_read_and_unsupported_cards_are_named() {
     let e = c.err("cards_start_game", json!({})).await;
     assert!(e.contains("has no `data` object of card names"), "{e}");
 }
+
+/// A finished game frees its bridge process at once (its final state and log
+/// stay readable): twenty games conceded leave none running.
+#[tokio::test]
+async fn finished_games_leave_no_bridge_process() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let bridges = || pids_with(&format!("{}/cache/sidecars/cards/phase_bridge.py", work.path().display()));
+    let mut ids = Vec::new();
+    for seed in 0..20 {
+        let mut st = c.ok("cards_start_game", json!({"seed": seed})).await;
+        let id = st["game_id"].as_str().unwrap().to_string();
+        while st["action_pending"] != true {
+            st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
+        }
+        let over = c.ok("cards_concede", json!({"game_id": id})).await;
+        assert_eq!(over["game_over"], true, "{over}");
+        ids.push(id);
+    }
+    let mut left = bridges();
+    for _ in 0..50 {
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        left = bridges();
+    }
+    assert!(left.is_empty(), "bridges still running after their games ended: {left:?}");
+    let last = c.ok("cards_get_game_state", json!({"game_id": ids[19]})).await;
+    assert_eq!(last["game_over"], true, "the final state stays readable: {last}");
+    let sessions = c.ok("ludus_sessions", json!({})).await;
+    assert!(sessions["sessions"].as_array().unwrap().iter().all(|s| s["game_over"] == true && s.get("channels").is_none()), "{sessions}");
+}
+
+/// Hidden information reaches no seat: the other agent cannot read a card in
+/// your hand through any tool (state, choices, log, rules text by object id),
+/// and no one, its own players included, sees a running game's seed (with it
+/// and the decks, a game replays offline, hands and draws included).
+#[tokio::test]
+async fn hidden_cards_and_the_seed_reach_no_seat() {
+    let work = scratch();
+    let server = http_server(&[], work.path()).await;
+    let (a, b) = (http_client(&server).await, http_client(&server).await);
+    let mut st = a.ok("cards_start_game", json!({"opponent": "agent"})).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    let code = join_code(&a, &id).await;
+    b.ok("cards_join_game", json!({"game_id": id, "join_code": code})).await;
+    while st["action_pending"] != true {
+        st = a.ok("cards_wait_for_action", json!({"game_id": id})).await;
+    }
+    let mine = a.ok("cards_get_game_state", json!({"game_id": id})).await;
+    let hand: Vec<Value> = mine["players"][0]["hand"].as_array().unwrap().clone();
+    assert_eq!(hand.len(), 7, "{mine}");
+    let theirs = b.ok("cards_get_game_state", json!({"game_id": id})).await;
+    assert_eq!((theirs["players"][0]["hand"].clone(), theirs["players"][0]["hand_size"].as_u64()), (json!([]), Some(7)), "{theirs}");
+    for card in &hand {
+        let e = b.err("cards_get_oracle_text", json!({"game_id": id, "object_id": card["object_id"]})).await;
+        assert!(e.contains("is hidden from you"), "{e}");
+    }
+    let choices = b.ok("cards_get_action_choices", json!({"game_id": id})).await;
+    let log = b.ok("cards_get_game_log", json!({"game_id": id})).await;
+    for card in &hand {
+        let tag = format!("(#{})", card["object_id"].as_str().unwrap());
+        assert!(!choices.to_string().contains(&tag) && !log.to_string().contains(&tag), "{tag} shown to the other seat");
+    }
+    for c in [&a, &b] {
+        let sessions = c.ok("ludus_sessions", json!({})).await;
+        assert!(sessions["sessions"][0].get("seed").is_none(), "a running game's seed is shown: {sessions}");
+    }
+    a.ok("cards_concede", json!({"game_id": id})).await;
+    let sessions = a.ok("ludus_sessions", json!({})).await;
+    assert!(sessions["sessions"][0]["seed"].is_u64(), "the seed of a game over is shown: {sessions}");
+}

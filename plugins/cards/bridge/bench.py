@@ -6,9 +6,12 @@ JSON-RPC lines on a pipe, as the Ludus plugin drives it):
 - games per minute of phase-ai against itself (both seats `ai`: `new_game` runs
   the whole game);
 - phase-ai's win rate against a random agent over N seeded games, with a
-  Wilson 95 % interval.
+  Wilson 95 % interval;
+- with `--levels`: every AI level against a random agent, and levels against
+  each other (seats alternating), N seeded games each, as a table.
 
     python3 plugins/cards/bridge/bench.py [--games 100] [--level Medium]
+    python3 plugins/cards/bridge/bench.py --levels [--games 100]
 
 Uses the venv the bridge installs on first use. Nothing here is asserted.
 """
@@ -78,10 +81,10 @@ def random_agent_game(seed, level):
     return st["winner"], decisions, calls, seconds
 
 
-def ai_vs_ai(seed, level):
+def ai_vs_ai(seed, level, other=None):
     b = Bridge()
     t0 = time.perf_counter()
-    st = b.call("new_game", {"seed": seed, "seats": ["ai", "ai"], "ai_level": level})
+    st = b.call("new_game", {"seed": seed, "seats": ["ai", "ai"], "ai_levels": [level, other or level]})
     seconds = time.perf_counter() - t0
     b.close()
     return st["winner"], seconds
@@ -97,11 +100,35 @@ def wilson(wins, n, z=1.96):
     return (c - h, c + h)
 
 
+LEVELS = ("VeryEasy", "Easy", "Medium", "Hard", "VeryHard")
+
+
+def levels_table(games):
+    """Each level against a random agent, and pairs of levels (the first
+    level's seat alternating), `games` seeded games each."""
+    print("| phase-ai | opponent | games | its wins | win rate (95 % interval) |\n|---|---|---|---|---|")
+    for level in LEVELS:
+        wins = sum(random_agent_game(seed, level)[0] == 1 for seed in range(games))
+        lo, hi = wilson(wins, games)
+        print(f"| {level} | random agent | {games} | {wins} | {100 * wins / games:.0f} % ({100 * lo:.0f}–{100 * hi:.0f} %) |", flush=True)
+    for first, second in (("VeryEasy", "Medium"), ("Medium", "VeryHard"), ("VeryEasy", "VeryHard")):
+        wins = 0
+        for seed in range(games):
+            seat = seed % 2
+            levels = [first, second] if seat == 0 else [second, first]
+            wins += ai_vs_ai(2000 + seed, *levels)[0] == seat
+        lo, hi = wilson(wins, games)
+        print(f"| {first} | {second} | {games} | {wins} | {100 * wins / games:.0f} % ({100 * lo:.0f}–{100 * hi:.0f} %) |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--games", type=int, default=100)
     ap.add_argument("--level", default="Medium")
+    ap.add_argument("--levels", action="store_true", help="the table of levels")
     a = ap.parse_args()
+    if a.levels:
+        return levels_table(a.games)
 
     ai_wins, decisions, calls, secs = 0, 0, 0, 0.0
     for seed in range(a.games):

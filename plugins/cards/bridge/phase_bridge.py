@@ -37,6 +37,7 @@ PROTOCOL = "2024-11-05"
 MAX_LOG = 5000
 # The rules engine, pinned: its decision shapes are what this bridge maps.
 PHASE_REQUIREMENT = "phase-python==0.103.0"
+AI_LEVELS = ("VeryEasy", "Easy", "Medium", "Hard", "VeryHard")
 
 
 def log(msg):
@@ -104,8 +105,10 @@ class Table:
         if len(seats) != 2 or any(s not in ("agent", "ai") for s in seats):
             raise ValueError('seats is a list of two of "agent" and "ai"')
         level = args.get("ai_level", "Medium")
-        if level not in ("VeryEasy", "Easy", "Medium", "Hard", "VeryHard"):
-            raise ValueError("ai_level is one of VeryEasy, Easy, Medium, Hard, VeryHard")
+        # `ai_levels`, one per seat, is for measuring levels against each other.
+        levels = args.get("ai_levels") or [level, level]
+        if len(levels) != 2 or any(lv not in AI_LEVELS for lv in levels):
+            raise ValueError(f"ai_level is one of {', '.join(AI_LEVELS)}")
         given = args.get("decks")
         if given is not None and len(given) != 2:
             raise ValueError(f"decks is a list of two decks, yours first; {len(given)} given (leave it out for the default decks)")
@@ -116,7 +119,7 @@ class Table:
             raise ValueError("decks is a list of two decks")
         seed = int(args.get("seed", 0)) & 0xFFFFFFFF
         first = int(args.get("first_player", 0))
-        self.seats, self.level, self.cards = seats, level, cards
+        self.seats, self.levels, self.cards = seats, levels, cards
         self.game = engine.new_game(lists[0], lists[1], seed=seed, first_player=first)
         self.log = []  # (visibility seat or None, text)
         self.chat = []
@@ -220,7 +223,7 @@ class Table:
             seat = self.actor()
             if seat is None or self.seats[seat] != "ai":
                 return
-            action = self.game.choose_action(seat, difficulty=self.level) or self.game.actions()[0]
+            action = self.game.choose_action(seat, difficulty=self.levels[seat]) or self.game.actions()[0]
             self.apply(seat, action)
 
     # -- what a seat sees
