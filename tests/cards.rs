@@ -207,7 +207,10 @@ async fn an_agent_plays_magic_to_the_end_against_phase_ai_with_xmages_tools() {
 async fn an_xmage_agent_plays_without_a_game_id() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
-    let started = c.ok("cards_start_game", json!({"seed": 11})).await;
+    // A constructed deck list as MTGO exports it (a blank line before the sideboard).
+    let constructed = "20 Mountain\n4 Goblin Guide\n4 Monastery Swiftspear\n4 Lightning Bolt\n4 Lava Spike\n4 Rift Bolt\n\
+                       4 Skewer the Critics\n4 Lightning Strike\n4 Searing Spear\n4 Shock\n4 Bonesplitter\n\n2 Fireball";
+    let started = c.ok("cards_start_game", json!({"seed": 11, "decks": [constructed, "mono-green-stompy"], "format": "modern"})).await;
     let id = started["game_id"].as_str().unwrap().to_string();
     let mut agent = Agent::new(11);
     let mut events = 0;
@@ -255,7 +258,10 @@ async fn an_xmage_agent_plays_without_a_game_id() {
     assert!(all["log"].as_str().unwrap().ends_with(tail["log"].as_str().unwrap()));
 
     // A game over and a new one: the new one is meant. Two running: say which.
-    let second = c.ok("cards_start_game", json!({"seed": 12})).await["game_id"].as_str().unwrap().to_string();
+    // A limited deck as Arena exports it (set and number after each name).
+    let limited = "Deck\n9 Forest (LEA) 289\n8 Plains (LEA) 286\n4 Llanowar Elves (DOM) 168\n4 Savannah Lions (LEA) 38\n\
+                   4 Grizzly Bears (LEA) 198\n3 Giant Growth (LEA) 200\n3 Rancor (ULG) 111\n2 Pacifism (MIR) 29\n3 Serra Angel (LEA) 42";
+    let second = c.ok("cards_start_game", json!({"seed": 12, "decks": [limited, "selesnya-beasts"]})).await["game_id"].as_str().unwrap().to_string();
     assert_eq!(c.ok("cards_is_action_on_me", json!({})).await["game_id"], second.as_str());
     let third = c.ok("cards_start_game", json!({"seed": 13})).await["game_id"].as_str().unwrap().to_string();
     let e = c.err("cards_is_action_on_me", json!({})).await;
@@ -792,4 +798,81 @@ async fn hidden_cards_and_the_seed_reach_no_seat() {
     a.ok("cards_concede", json!({"game_id": id})).await;
     let sessions = a.ok("ludus_sessions", json!({})).await;
     assert!(sessions["sessions"][0]["seed"].is_u64(), "the seed of a game over is shown: {sessions}");
+}
+
+/// A planeswalker can be attacked (each attack choice names what it
+/// attacks), and scry says which cards stay on top: an agent with Opt and
+/// creatures against an AI that casts Chandra.
+#[tokio::test]
+async fn attacks_name_their_target_and_scry_says_top_and_bottom() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let mine = "10 Forest; 8 Island; 8 Opt; 8 Grizzly Bears; 6 Kalonian Tusker";
+    let theirs = "20 Mountain; 20 Chandra, Novice Pyromancer";
+    let mut st = c.ok("cards_start_game", json!({"seed": 1, "decks": [mine, theirs]})).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    while st["action_pending"] != true {
+        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
+    }
+    let (mut scried, mut attacked_walker) = (false, false);
+    for _ in 0..2000 {
+        let st = c.ok("cards_pass_priority", json!({"game_id": id})).await;
+        if st["game_over"] == true || (scried && attacked_walker) {
+            break;
+        }
+        let choices = c.ok("cards_get_action_choices", json!({"game_id": id})).await;
+        if choices["action_pending"] != true {
+            continue;
+        }
+        let names: Vec<&str> = choices["choices"].as_array().into_iter().flatten().filter_map(|c| c["description"].as_str()).collect();
+        let find = |prefix: &str| names.iter().position(|d| d.starts_with(prefix));
+        let answer = match choices["action_type"].as_str().unwrap() {
+            "MulliganDecision" if choices["response_type"] == "boolean" => json!({"answer": false}),
+            "Priority" => find("cast Opt").or(find("play")).or(find("cast")).map_or(json!({"answer": false}), |i| json!({"index": i})),
+            "ScryChoice" => {
+                assert!(names.iter().all(|d| d.contains("keep on top:") && d.contains("put on the bottom:")), "{choices}");
+                scried = true;
+                json!({"index": 0})
+            }
+            "DeclareAttackers" => {
+                let walker = |d: &&str| d.contains("planeswalker of Player 2");
+                let attacker = |d: &str| d.rsplit_once(" with ").map(|(_, a)| a.to_string());
+                let chosen: Vec<String> = names.iter().filter(|d| d.starts_with("[x]")).filter_map(|d| attacker(d)).collect();
+                let next = names
+                    .iter()
+                    .position(|d| walker(d) && !d.starts_with("[x]") && attacker(d).is_some_and(|a| !chosen.contains(&a)))
+                    .or_else(|| next_attacker(&names).filter(|_| !names.iter().any(walker)));
+                match next {
+                    Some(i) => {
+                        attacked_walker |= walker(&names[i]);
+                        json!({"index": i})
+                    }
+                    None => json!({"answer": false}),
+                }
+            }
+            _ if choices["response_type"] == "boolean" => json!({"answer": false}),
+            _ if !names.is_empty() => json!({"index": 0}),
+            _ => json!({"answer": false}),
+        };
+        let mut call = json!({"game_id": id});
+        call.as_object_mut().unwrap().extend(answer.as_object().unwrap().clone());
+        let r = c.call("cards_choose_action", call).await;
+        assert!(r.is_error != Some(true) || text(&r).contains("declaration is not allowed"), "{}", text(&r));
+    }
+    assert!(scried, "Opt's scry never came");
+    assert!(attacked_walker, "no attack on Chandra was offered and chosen");
+    // The attack went through: declared, then answered with `answer: false`.
+    for _ in 0..20 {
+        let log = c.ok("cards_get_game_log", json!({"game_id": id})).await["log"].as_str().unwrap().to_string();
+        if log.lines().any(|l| l.contains("attack") && l.contains("Chandra")) {
+            return;
+        }
+        let choices = c.ok("cards_get_action_choices", json!({"game_id": id})).await;
+        if choices["action_type"] == "DeclareAttackers" {
+            c.ok("cards_choose_action", json!({"game_id": id, "answer": false})).await;
+        } else {
+            c.ok("cards_pass_priority", json!({"game_id": id})).await;
+        }
+    }
+    panic!("the log never showed an attack on Chandra");
 }

@@ -12,6 +12,7 @@ JSON-RPC lines on a pipe, as the Ludus plugin drives it):
 
     python3 plugins/cards/bridge/bench.py [--games 100] [--level Medium]
     python3 plugins/cards/bridge/bench.py --levels [--games 100]
+    python3 plugins/cards/bridge/bench.py --card-data 30000
 
 Uses the venv the bridge installs on first use. Nothing here is asserted.
 """
@@ -103,6 +104,52 @@ def wilson(wins, n, z=1.96):
 LEVELS = ("VeryEasy", "Easy", "Medium", "Hard", "VeryHard")
 
 
+def card_data_scale(n):
+    """Card data of `n` cards (the bundled real cards copied under numbered
+    names: MTGJSON's full file is not obtainable here): the time and peak
+    memory of indexing it, and of a game started on it."""
+    import resource
+    import tempfile
+
+    here = os.path.dirname(BRIDGE)
+    with open(os.path.join(here, "cards.json"), encoding="utf-8") as f:
+        real = json.load(f)["data"]
+    data, names = {}, sorted(real)
+    for i in range(n):
+        name = names[i % len(names)]
+        faces = real[name] if i < len(names) else [dict(real[name][0], name=f"{name} {i}")]
+        data[faces[0]["name"]] = faces
+    work = tempfile.mkdtemp()
+    path = os.path.join(work, "AtomicCards.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"meta": {}, "data": data}, f)
+    env = dict(os.environ, XDG_CACHE_HOME=work)
+
+    def child(code):
+        """Seconds and peak memory (MB) of `code` in a fresh process."""
+        t0 = time.perf_counter()
+        code += "; import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        out = subprocess.run([sys.executable, "-c", code], cwd=here, env=env, check=True, stderr=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, text=True).stdout
+        return time.perf_counter() - t0, int(out.split()[-1]) / 1024
+
+    index_s, index_mb = child(f"import card_data; card_data.CardData({path!r})")
+    game = (f"import phase_bridge as pb; b = pb.Bridge(); pb.Table(b.cards({path!r}), b.decks, "
+            "{'seats': ['agent', 'ai'], 'seed': 1, 'decks': ['burn', 'azorius-control']})")
+    bundled = game.replace(repr(path), "None")
+    child(bundled)  # the first indexes the bundled file
+    bundled_s, bundled_mb = child(bundled)
+    game_s, game_mb = child(game)
+    index_dir = os.path.join(work, "ludus", "cards")
+    index_size = max(os.path.getsize(os.path.join(index_dir, f)) for f in os.listdir(index_dir) if f.endswith(".sqlite"))
+    print("| measurement | result |\n|---|---|")
+    print(f"| card data file | {n} cards, {os.path.getsize(path) / 1e6:.1f} MB of AtomicCards JSON |")
+    print(f"| indexing it, once per file (a fresh process) | {index_s:.1f} s, peak memory {index_mb:.0f} MB, index {index_size / 1e6:.1f} MB |")
+    print(f"| a game's start on the bundled 56 cards (a fresh process) | {bundled_s:.2f} s, peak memory {bundled_mb:.0f} MB |")
+    print(f"| a game's start on it: open the index, read two 60-card decks, build the engine, mulligan (a fresh process) | {game_s:.2f} s, peak memory {game_mb:.0f} MB |")
+
+
+
 def levels_table(games):
     """Each level against a random agent, and pairs of levels (the first
     level's seat alternating), `games` seeded games each."""
@@ -126,9 +173,12 @@ def main():
     ap.add_argument("--games", type=int, default=100)
     ap.add_argument("--level", default="Medium")
     ap.add_argument("--levels", action="store_true", help="the table of levels")
+    ap.add_argument("--card-data", type=int, default=0, help="measure card data of this many cards")
     a = ap.parse_args()
     if a.levels:
         return levels_table(a.games)
+    if a.card_data:
+        return card_data_scale(a.card_data)
 
     ai_wins, decisions, calls, secs = 0, 0, 0, 0.0
     for seed in range(a.games):
