@@ -288,6 +288,8 @@ async fn decisions_are_checked_before_the_engine_and_bad_input_is_refused() {
     assert!(e.contains("did you mean Lightning Bolt"), "the nearest names: {e}");
     let e = c.err("cards_start_game", json!({"decks": ["4 Island", "izzet-tempo"]})).await;
     assert!(e.contains("a limited deck has at least 40 cards; this one has 4"), "{e}");
+    let e = c.err("cards_start_game", json!({"decks": ["Lightning Bolt; 40 Island", "izzet-tempo"]})).await;
+    assert!(e.contains("cannot read deck line 'Lightning Bolt': write a count and a card name"), "{e}");
     let e = c.err("cards_start_game", json!({"decks": ["izzet-tempo"]})).await;
     assert!(e.contains("decks is a list of two decks"), "one deck is not silently two defaults: {e}");
     // Constructed: four copies at most (basic lands excepted), sideboard 15 at most; a named format's legal cards.
