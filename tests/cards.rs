@@ -878,3 +878,56 @@ async fn attacks_name_their_target_and_scry_says_top_and_bottom() {
     }
     panic!("the log never showed an attack on Chandra");
 }
+
+/// A block the rules forbid (one creature blocking two attackers) is refused
+/// in the cards' names, not the engine's object numbers, and the blockers can
+/// be chosen again.
+#[tokio::test]
+async fn a_forbidden_block_is_refused_in_card_names() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let mine = "24 Island; 16 Wind Drake";
+    let mut st = c.ok("cards_start_game", json!({"seed": 2, "decks": [mine, "selesnya-beasts"]})).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    while st["action_pending"] != true {
+        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
+    }
+    for _ in 0..3000 {
+        let st = c.ok("cards_pass_priority", json!({"game_id": id})).await;
+        assert!(st["game_over"] != true, "the game ended before a creature could block two attackers");
+        let choices = c.ok("cards_get_action_choices", json!({"game_id": id})).await;
+        if choices["action_pending"] != true {
+            continue;
+        }
+        let names: Vec<&str> = choices["choices"].as_array().into_iter().flatten().filter_map(|c| c["description"].as_str()).collect();
+        let answer = match choices["action_type"].as_str().unwrap() {
+            "DeclareBlockers" => {
+                // The same blocker against two different attackers, if it can.
+                let blocker = |d: &str| d.rsplit_once(" with ").map(|(_, b)| b.to_string());
+                let pair = names.iter().enumerate().find_map(|(i, d)| {
+                    names.iter().enumerate().skip(i + 1).find(|(_, e)| blocker(e) == blocker(d)).map(|(j, _)| (i, j))
+                });
+                if let Some((i, j)) = pair {
+                    c.ok("cards_choose_action", json!({"game_id": id, "index": i})).await;
+                    c.ok("cards_choose_action", json!({"game_id": id, "index": j})).await;
+                    let e = c.err("cards_choose_action", json!({"game_id": id, "answer": false})).await;
+                    assert!(e.contains("declaration is not allowed") && e.contains("(#") && !e.contains("ObjectId"), "{e}");
+                    let again = c.ok("cards_get_action_choices", json!({"game_id": id})).await;
+                    assert_eq!(again["action_type"], "DeclareBlockers", "the blockers can be chosen again: {again}");
+                    assert!(again["choices"].as_array().unwrap().iter().all(|c| !c["description"].as_str().unwrap().starts_with("[x]")));
+                    return;
+                }
+                json!({"answer": false})
+            }
+            "Priority" => names.iter().position(|d| d.starts_with("play") || d.starts_with("cast")).map_or(json!({"answer": false}), |i| json!({"index": i})),
+            "DeclareAttackers" => json!({"answer": false}),
+            _ if choices["response_type"] == "boolean" => json!({"answer": false}),
+            _ if !names.is_empty() => json!({"index": 0}),
+            _ => json!({"answer": false}),
+        };
+        let mut call = json!({"game_id": id});
+        call.as_object_mut().unwrap().extend(answer.as_object().unwrap().clone());
+        c.ok("cards_choose_action", call).await;
+    }
+    panic!("no creature of ours could ever block two attackers");
+}
