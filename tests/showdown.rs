@@ -438,3 +438,43 @@ async fn a_missing_node_or_npm_and_a_disabled_simulator_are_named() {
     assert!(e.contains("turned off by the operator"), "{e}");
     c.close().await;
 }
+
+/// The bot's team is hidden information: the agent learns an opposing
+/// Pokémon only when it is revealed in battle, through any tool or the log,
+/// and a random seed (with which the battle could be replayed, the bot's
+/// team included) is shown to no one while the battle runs.
+#[tokio::test]
+async fn the_bots_team_and_a_random_seed_stay_hidden() {
+    let (_work, c) = sim_client().await;
+    let started = c.ok("showdown_start_offline_battle", json!({"bot": "heuristic"})).await;
+    assert!(started.get("seed").is_none_or(Value::is_null), "a random seed was shown: {started}");
+    let id = started["battle_id"].as_str().unwrap().to_string();
+    let sessions = c.ok("ludus_sessions", json!({})).await;
+    assert!(sessions["sessions"][0].get("seed").is_none(), "{sessions}");
+    for step in 0..12 {
+        let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
+        if s["status"] == "finished" {
+            break;
+        }
+        let log = log_of(&c, &id).await;
+        assert!(!log.contains("|request|") && !log.contains("|split|p2"), "the bot's private lines reached the log");
+        let revealed: Vec<&str> = log
+            .lines()
+            .filter(|l| ["|switch|p2a: ", "|drag|p2a: ", "|replace|p2a: "].iter().any(|p| l.starts_with(p)))
+            .filter_map(|l| l.split('|').nth(2)?.strip_prefix("p2a: "))
+            .collect();
+        for p in s["opponent_team"].as_array().unwrap() {
+            let name = p["name"].as_str().unwrap();
+            assert!(revealed.contains(&name), "{name} is shown but was never revealed: {s}");
+            let d = c.ok("showdown_get_pokemon_details", json!({"battle_id": id, "pokemon_name": name, "opponent": true})).await;
+            assert!(d["stats"].as_array().is_none_or(Vec::is_empty) && d["pokemon"]["hp"].is_null(), "the bot's exact stats: {d}");
+        }
+        let actions = s["available_actions"].as_array().unwrap();
+        if let Some(a) = actions.get(step % actions.len().max(1)) {
+            c.ok("showdown_make_move", json!({"battle_id": id, "action": a})).await;
+        }
+    }
+    c.ok("showdown_forfeit_battle", json!({"battle_id": id})).await;
+    let sessions = c.ok("ludus_sessions", json!({})).await;
+    assert!(sessions["sessions"][0]["seed"].is_u64(), "the seed of a battle over is shown: {sessions}");
+}

@@ -106,6 +106,9 @@ pub struct Game {
     pub in_flight: Option<(u64, String)>,
     /// The engine's verdict on the last submitted action.
     pub scorecard: Option<Scorecard>,
+    /// The agent chose the offline battle's seed, so it may be told it: a
+    /// random seed would let it replay the battle and see the bot's team.
+    pub seed_chosen: bool,
 }
 
 /// An action scored at the moment it was chosen.
@@ -143,6 +146,7 @@ impl Game {
             announced: false,
             in_flight: None,
             scorecard: None,
+            seed_chosen: false,
         }
     }
 }

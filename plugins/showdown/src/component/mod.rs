@@ -161,8 +161,8 @@ fn started() -> Result<BattleStarted, String> {
             _ => None,
         });
         let seed = match &g.mode {
-            Mode::Offline { seed, .. } => Some(*seed),
-            Mode::Online { .. } => None,
+            Mode::Offline { seed, .. } if g.seed_chosen => Some(*seed),
+            _ => None,
         };
         let text = if ready {
             summary(g)
@@ -201,7 +201,7 @@ impl Guest for Showdown {
         start_online(Goal::Challenge(opponent), format, username)
     }
 
-    fn start_offline_battle(bot: Option<BotChoice>, format: Option<String>, _seed: Option<u64>) -> Result<BattleStarted, String> {
+    fn start_offline_battle(bot: Option<BotChoice>, format: Option<String>, seed: Option<u64>) -> Result<BattleStarted, String> {
         if GAME.with_borrow(Option::is_some) {
             return started();
         }
@@ -212,7 +212,8 @@ impl Guest for Showdown {
             BotChoice::Search => Bot::Search,
         };
         // The host seeds this instance from the `seed` argument and reports it.
-        let game = offline_game(bot, format, host::seed())?;
+        let mut game = offline_game(bot, format, host::seed())?;
+        game.seed_chosen = seed.is_some();
         let id = battle_id();
         let tag = format!("battle-{}-offline-{}", game.format, id.get(..10).unwrap_or(&id));
         if let Err(e) = host::rename_session(&tag) {
