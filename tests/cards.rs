@@ -931,3 +931,23 @@ async fn a_forbidden_block_is_refused_in_card_names() {
     }
     panic!("no creature of ours could ever block two attackers");
 }
+
+/// A wait longer than one call may take (20 s) ends at the cap and says so,
+/// rather than being cut silently: the other seat is empty, so nothing comes.
+#[tokio::test]
+async fn a_wait_past_the_cap_says_so() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let mut st = c.ok("cards_start_game", json!({"opponent": "agent", "seed": 6})).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    while st["action_pending"] != true {
+        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
+    }
+    c.ok("cards_choose_action", json!({"game_id": id, "answer": false})).await;
+    let started = std::time::Instant::now();
+    let r = c.call("cards_wait_for_action", json!({"game_id": id, "timeout_ms": 60000})).await;
+    let st = r.structured_content.clone().unwrap();
+    assert_eq!((st["action_pending"].as_bool(), st["wait_cap_ms"].as_u64()), (Some(false), Some(20000)), "{st}");
+    assert!(text(&r).contains("waits at most 20 s on this server; you asked for 60 s"), "{}", text(&r));
+    assert!(started.elapsed() >= std::time::Duration::from_secs(19), "the wait was cut short: {:?}", started.elapsed());
+}

@@ -806,8 +806,31 @@ fn tool_list_bytes(cfg: &Path) {
 
 /// `LUDUS_BENCH=http`: the minimal HTTP client's round trips and the
 /// concurrent-client rows, three rounds on one server.
+/// `hanoi_get_state` one at a time, in turn, from a client of 2025-06-18 and
+/// one of 2025-11-25 (whose calls answer on resumable streams): p50 of each.
+async fn http_resumable_cost(url: &str) -> (Duration, Duration) {
+    let mut old = RawHttp::initialize_as(url, "2025-06-18").await;
+    let mut new = RawHttp::initialize_as(url, "2025-11-25").await;
+    let mut env = Vec::new();
+    for c in [&mut old, &mut new] {
+        let (_, text) = c.post(&tool_call(1, "hanoi_init_simulator", json!({"n": 3}))).await;
+        env.push(rpc_result(&text)["structuredContent"]["env_id"].clone());
+    }
+    let (get_old, get_new) = (get_state(&env[0]), get_state(&env[1]));
+    let mut clients = [old, new];
+    let times = alternating_http(&mut clients, &[(0, &get_old), (1, &get_new)]).await;
+    (times[0].0, times[1].0)
+}
+
 async fn http_only(cfg: &Path) {
     let server = http_server(cfg).await;
+    let (plain, resumable) = http_resumable_cost(&server.url).await;
+    eprintln!(
+        "http, hanoi_get_state p50 in turn: a 2025-06-18 client {}, a 2025-11-25 client (resumable stream) {} ({:.2}×)",
+        us(plain),
+        us(resumable),
+        resumable.as_secs_f64() / plain.as_secs_f64()
+    );
     for round in 1..=3 {
         let [(floor, _), (ping, _), (get, get99)] = http_one_at_a_time(&server.url).await;
         let (one, _, _) = http_load(&server.url, 1, 2_000).await;

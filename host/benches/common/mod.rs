@@ -93,6 +93,8 @@ pub struct RawHttp {
     host: String,
     path: String,
     pub session: Option<String>,
+    /// The protocol version it negotiated (sent on every later request).
+    pub version: &'static str,
 }
 
 impl RawHttp {
@@ -101,14 +103,21 @@ impl RawHttp {
         let (host, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
         let tcp = tokio::net::TcpStream::connect(host).await.unwrap();
         tcp.set_nodelay(true).unwrap();
-        RawHttp { stream: tokio::io::BufReader::new(tcp), host: host.to_string(), path, session: None }
+        RawHttp { stream: tokio::io::BufReader::new(tcp), host: host.to_string(), path, session: None, version: "2025-06-18" }
     }
 
     /// Opens an MCP session on this connection.
     pub async fn initialize(url: &str) -> RawHttp {
+        RawHttp::initialize_as(url, "2025-06-18").await
+    }
+
+    /// Opens an MCP session of protocol `version` (from 2025-11-25 its tool
+    /// calls answer on resumable streams: a priming event, ids).
+    pub async fn initialize_as(url: &str, version: &'static str) -> RawHttp {
         let mut c = RawHttp::connect(url).await;
+        c.version = version;
         let init = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
+            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
         let (headers, _) = c.post(&init).await;
         c.session = header(&headers, "mcp-session-id");
         c.post(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
@@ -126,7 +135,7 @@ impl RawHttp {
             body.len()
         );
         if let Some(id) = &self.session {
-            request += &format!("mcp-session-id: {id}\r\nmcp-protocol-version: 2025-06-18\r\n");
+            request += &format!("mcp-session-id: {id}\r\nmcp-protocol-version: {}\r\n", self.version);
         }
         request += "\r\n";
         let mut bytes = request.into_bytes();
