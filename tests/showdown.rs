@@ -478,3 +478,57 @@ async fn the_bots_team_and_a_random_seed_stay_hidden() {
     let sessions = c.ok("ludus_sessions", json!({})).await;
     assert!(sessions["sessions"][0]["seed"].is_u64(), "the seed of a battle over is shown: {sessions}");
 }
+
+async fn battle_state(c: &Client, id: &str) -> Value {
+    c.ok("showdown_get_battle_state", json!({"battle_id": id})).await
+}
+
+/// A move is made exactly once: a call given up by its client and sent
+/// again, or sent twice at once, answers the move made and is not played
+/// again; the next decision is played when its number is given.
+#[tokio::test]
+async fn a_move_is_made_once_when_retried_or_sent_twice_at_once() {
+    let (_work, c) = sim_client().await;
+    let id = offline(&c, "random", 41).await;
+    let s = battle_state(&c, &id).await;
+    let (first, action) = (s["decision"].as_u64().unwrap(), s["available_actions"][0].clone());
+    // The client gives up at once; the move is made all the same.
+    let call = json!({"battle_id": id, "action": action, "decision": first});
+    let _ = tokio::time::timeout(Duration::from_millis(1), c.call("showdown_make_move", call.clone())).await;
+    let mut s = battle_state(&c, &id).await;
+    for _ in 0..50 {
+        if s["decision"].as_u64() != Some(first) || s["status"] != "active" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        s = battle_state(&c, &id).await;
+    }
+    assert_eq!(s["decision"].as_u64(), Some(first + 1), "the move was made once: {s}");
+    // The retry gets the answer of the move made, for its decision; again, and it says so.
+    let action_text = action.as_str().unwrap();
+    let retry = c.call("showdown_make_move", call.clone()).await;
+    assert!(retry.is_error != Some(true), "{}", text(&retry));
+    assert_eq!(retry.structured_content.as_ref().unwrap()["decision"].as_u64(), Some(first));
+    assert!(text(&retry).starts_with(&format!("Your `{action_text}` (decision {first})")), "{}", text(&retry));
+    let again = c.call("showdown_make_move", call).await;
+    assert!(text(&again).contains(&format!("Already made: `{action_text}` answered decision {first}")), "{}", text(&again));
+    assert_eq!(battle_state(&c, &id).await["decision"].as_u64(), Some(first + 1), "the retries played nothing");
+    let e = c.err("showdown_make_move", json!({"battle_id": id, "action": s["available_actions"][0], "decision": first + 5})).await;
+    assert!(e.contains("has not come yet"), "{e}");
+
+    // Twice at once, with the decision's number: one move, one answer for both.
+    let s = battle_state(&c, &id).await;
+    if s["status"] != "active" {
+        return;
+    }
+    let d = s["decision"].as_u64().unwrap();
+    let call = json!({"battle_id": id, "action": s["available_actions"][0], "decision": d});
+    let (a, b) = tokio::join!(c.call("showdown_make_move", call.clone()), c.call("showdown_make_move", call));
+    let (a, b) = (a.structured_content.unwrap(), b.structured_content.unwrap());
+    assert_eq!((a["decision"].as_u64(), b["decision"].as_u64()), (Some(d), Some(d)), "{a} / {b}");
+    assert_eq!(a["evaluation"], b["evaluation"]);
+    let after = battle_state(&c, &id).await;
+    assert!(after["decision"].as_u64() == Some(d + 1) || after["status"] == "finished", "played twice: {after}");
+    let e = c.err("showdown_make_move", json!({"battle_id": id, "action": "x".repeat(4_000_000)})).await;
+    assert!(e.len() < 2_000, "a 4 MB action came back in a {}-byte error", e.len());
+}

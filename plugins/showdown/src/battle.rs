@@ -664,8 +664,14 @@ pub fn parse_condition(c: &str) -> (u32, Option<String>, bool) {
     let percent = match hp.split_once('/') {
         Some((cur, max)) => {
             let (cur, max) = (cur.parse::<u64>().unwrap_or(0), max.parse::<u64>().unwrap_or(100).max(1));
+            // As Showdown shows it: rounded up, but 99 % until it is full
+            // (273/275 is 99 %, not 100 %) and 1 % while it stands.
             let p = (cur * 100).div_ceil(max) as u32;
-            if cur > 0 { p.max(1) } else { 0 }
+            match cur {
+                0 => 0,
+                c if c < max => p.clamp(1, 99),
+                _ => p,
+            }
         }
         None => hp.parse().unwrap_or(100),
     };
@@ -898,6 +904,8 @@ mod tests {
         assert_eq!(parse_condition("150/300 brn"), (50, Some("brn".into()), false));
         assert_eq!(parse_condition("0 fnt"), (0, None, true));
         assert_eq!(parse_condition("1/400"), (1, None, false));
+        assert_eq!(parse_condition("273/275"), (99, None, false), "not full is never 100 %");
+        assert_eq!(parse_condition("275/275"), (100, None, false));
         assert_eq!(parse_condition(""), (100, None, false));
         assert_eq!(parse_condition("x/y"), (0, None, false));
         let mut b = Battle::default();

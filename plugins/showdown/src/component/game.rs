@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 
 use ludus_sdk::{LogLevel, channels, host};
 
+use super::bindings::exports::ludus::showdown::tools::MoveResult;
 use crate::battle::Battle;
 use crate::bot::{self, Bot};
 use crate::data::to_id;
@@ -109,6 +110,8 @@ pub struct Game {
     /// The agent chose the offline battle's seed, so it may be told it: a
     /// random seed would let it replay the battle and see the bot's team.
     pub seed_chosen: bool,
+    /// The last moves answered: (decision, action, answer), for their retries.
+    pub answered: VecDeque<(u64, String, MoveResult)>,
 }
 
 /// An action scored at the moment it was chosen.
@@ -147,6 +150,7 @@ impl Game {
             in_flight: None,
             scorecard: None,
             seed_chosen: false,
+            answered: VecDeque::new(),
         }
     }
 }

@@ -250,6 +250,7 @@ impl Guest for Showdown {
             };
             Ok(AvailableActions {
                 battle_id: battle_id(),
+                decision: g.battle.decision_seq as u32,
                 actions: actions
                     .iter()
                     .map(|a| ActionInfo {
@@ -266,10 +267,16 @@ impl Guest for Showdown {
         })
     }
 
-    fn make_move(_battle_id: String, action: String, reasoning: Option<String>) -> Result<MoveResult, String> {
+    fn make_move(_battle_id: String, action: String, reasoning: Option<String>, decision: Option<u32>) -> Result<MoveResult, String> {
+        let action = shown(&action);
         with_game(|g| {
             if let Status::Error(e) = &g.status {
                 return Err(e.clone());
+            }
+            if let Some(d) = decision.map(u64::from) {
+                if let Some(answer) = answer_of(g, d, &action)? {
+                    return Ok(answer);
+                }
             }
             // After a restart the battle is played again up to where it was
             // before a new action is taken.
@@ -312,6 +319,7 @@ impl Guest for Showdown {
             g.in_flight = Some((seq, action.clone()));
             finish_move(g, seq, &action, &action)
         })
+        .inspect(|r| keep_answer(r, &action))
     }
 
     fn get_pokemon_details(_battle_id: String, pokemon_name: String, opponent: Option<bool>) -> Result<PokemonDetails, String> {
@@ -387,6 +395,53 @@ impl Guest for Showdown {
 
 /// A submitted move's answer: provisional while its turn is unresolved,
 /// then the new state, or the simulator's refusal.
+/// An action as errors and answers repeat it: at most 100 characters (a
+/// 4 MB action must not come back as a 4 MB error).
+fn shown(action: &str) -> String {
+    match action.char_indices().nth(100) {
+        Some((cut, _)) => format!("{}…", &action[..cut]),
+        None => action.to_string(),
+    }
+}
+
+/// A move for decision `d`: the stored answer when that decision was
+/// answered with this action (a retry), an error when it was answered
+/// otherwise or is not due yet, none when it is the one due now.
+fn answer_of(g: &Game, d: u64, action: &str) -> Result<Option<MoveResult>, String> {
+    let due = g.battle.decision_seq;
+    if let Some((_, made, answer)) = g.answered.iter().find(|(at, _, _)| *at == d) {
+        if same_action(made, action) {
+            let mut answer = answer.clone();
+            answer.text = format!("Already made: `{made}` answered decision {d}; this is its answer again.\n{}", answer.text);
+            return Ok(Some(answer));
+        }
+        return Err(format!("decision {d} was answered with `{made}`; the decision due now is {due}"));
+    }
+    match d.cmp(&due) {
+        std::cmp::Ordering::Greater => Err(format!("decision {d} has not come yet; the decision due now is {due}")),
+        std::cmp::Ordering::Less if g.in_flight.as_ref().is_none_or(|(at, _)| *at != d) => {
+            Err(format!("decision {d} is past and its answer is no longer kept; the decision due now is {due}"))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Keeps a final answer for the retries of its decision (the last eight).
+fn keep_answer(r: &MoveResult, action: &str) {
+    let _ = with_game(|g| {
+        let d = u64::from(r.decision);
+        // A final answer to a move that was submitted for that decision.
+        let made = g.submitted.as_ref().is_some_and(|(at, act)| *at == d && same_action(act, action));
+        if made && g.in_flight.is_none() && !g.answered.iter().any(|(at, _, _)| *at == d) {
+            g.answered.push_back((d, action.to_string(), r.clone()));
+            if g.answered.len() > 8 {
+                g.answered.pop_front();
+            }
+        }
+        Ok(())
+    });
+}
+
 fn finish_move(g: &mut Game, at: u64, submitted: &str, action: &str) -> Result<MoveResult, String> {
     if let Some((_, _, why)) = g.rejected.clone().filter(|(seq, _, _)| *seq == at) {
         if g.battle.correction_due && !host::wait_timed_out() {

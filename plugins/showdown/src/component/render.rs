@@ -175,6 +175,7 @@ pub fn state(g: &Game) -> BattleState {
         battle_id: battle_id(),
         status: g.status.label().into(),
         awaiting_decision: g.battle.pending().is_some(),
+        decision: g.battle.decision_seq as u32,
         turn: g.battle.turn,
         time_left: g.battle.timer.clone(),
         your_team: side(g.battle.my_side()),
@@ -193,27 +194,29 @@ pub fn state(g: &Game) -> BattleState {
 
 pub fn move_result(g: &Game, action: &str, at: Option<u64>) -> MoveResult {
     let evaluation = evaluation(g, at);
+    // About the move just made, so before what is due next.
     let verdict = match (&evaluation, at) {
-        (Ok(e), _) => format!(
-            "\nEvaluation: optimality {:.2} (rank {} of {}); the search prefers `{}`.",
+        (Ok(e), Some(d)) => format!(
+            "Your `{action}` (decision {d}): optimality {:.2} (rank {} of {}); the search preferred `{}`.\n",
             e.optimality,
             e.rank,
             e.scores.len(),
             e.best_action
         ),
-        (Err(why), Some(_)) => format!("\nNot scored: {why}."),
-        (Err(_), None) => String::new(),
+        (Err(why), Some(d)) => format!("Your `{action}` (decision {d}) was not scored: {why}.\n"),
+        _ => String::new(),
     };
     MoveResult {
         battle_id: battle_id(),
         action: action.to_string(),
         status: g.status.label().into(),
+        decision: at.unwrap_or(g.battle.decision_seq) as u32,
         awaiting_decision: g.battle.pending().is_some(),
         turn: g.battle.turn,
         recent_events: g.battle.previous_turn.iter().chain(&g.battle.recent).cloned().collect(),
         winner: g.battle.winner.clone(),
         evaluation: evaluation.ok(),
-        text: format!("{}{verdict}", summary(g)),
+        text: format!("{verdict}{}", summary(g)),
     }
 }
 
