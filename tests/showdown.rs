@@ -532,3 +532,34 @@ async fn a_move_is_made_once_when_retried_or_sent_twice_at_once() {
     let e = c.err("showdown_make_move", json!({"battle_id": id, "action": "x".repeat(4_000_000)})).await;
     assert!(e.len() < 2_000, "a 4 MB action came back in a {}-byte error", e.len());
 }
+
+/// The README's recipe for a local Showdown server works as written (its
+/// directory and port changed to a scratch directory and a free port).
+#[test]
+fn the_readmes_local_server_recipe_works() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    let after = readme.split("A local Showdown server").nth(1).expect("the recipe is in the README");
+    let block = after.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
+    let work = scratch();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let script = block.replace("/opt/ps", work.path().to_str().unwrap()).replace(" 8000", &format!(" {port}"));
+    let lines: Vec<&str> = script.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines.len() >= 2, "{block}");
+    let child = Command::new("sh")
+        .args(["-c", &format!("set -e\n{}\nexec {}", lines[..lines.len() - 1].join("\n"), lines[lines.len() - 1])])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut server = Killed(child);
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = server.0.try_wait() {
+            panic!("the recipe stopped ({status}) before the server listened:\n{script}");
+        }
+        assert!(start.elapsed() < Duration::from_secs(180), "the server did not listen within 3 minutes");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(server.0.try_wait().unwrap().is_none(), "the server stopped after it started listening");
+}
