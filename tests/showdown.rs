@@ -563,3 +563,34 @@ fn the_readmes_local_server_recipe_works() {
     std::thread::sleep(Duration::from_secs(1));
     assert!(server.0.try_wait().unwrap().is_none(), "the server stopped after it started listening");
 }
+
+/// The plugin's list of formats is the installed simulator's; an unknown
+/// format is refused with the nearest names, one offline battles cannot play
+/// yet says why, and the list is a resource.
+#[tokio::test]
+async fn formats_are_the_simulators_and_unknown_ones_are_refused() {
+    let package = showdown_package();
+    let dump = Command::new("node")
+        .args([
+            "-e",
+            r#"const {Dex} = require("./dist/sim"); for (const f of Dex.formats.all()) if (f.effectType === "Format")
+               console.log([f.id, f.name, f.gameType || "singles", f.team ? "random" : "team"].join("\t"));"#,
+        ])
+        .current_dir(&package)
+        .output()
+        .unwrap();
+    let ours = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/showdown/src/formats.tsv")).unwrap();
+    let ours: Vec<&str> = ours.lines().filter(|l| !l.starts_with('#')).collect();
+    let theirs = String::from_utf8(dump.stdout).unwrap();
+    assert_eq!(ours, theirs.lines().collect::<Vec<_>>(), "plugins/showdown/src/formats.tsv differs from the simulator's formats");
+
+    let (_work, c) = sim_client().await;
+    let e = c.err("showdown_start_offline_battle", json!({"format": "gen9randombatle"})).await;
+    assert!(e.contains("unknown format `gen9randombatle`; the nearest are `gen9randombattle`"), "{e}");
+    let e = c.err("showdown_start_offline_battle", json!({"format": "gen9randomdoublesbattle"})).await;
+    assert!(e.contains("is a doubles format"), "{e}");
+    let (listed, _) = c.read_resource("showdown://formats").await.unwrap();
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    let random = listed.as_array().unwrap().iter().find(|f| f["id"] == "gen9randombattle").unwrap();
+    assert_eq!(random["offline"], true, "{random}");
+}

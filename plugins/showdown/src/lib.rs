@@ -8,6 +8,7 @@ pub mod battle;
 pub mod bot;
 pub mod data;
 pub mod engine;
+pub mod formats;
 pub mod login;
 pub mod protocol;
 pub mod request;

@@ -27,6 +27,7 @@ use game::{
 };
 use render::{available_list, describe_action, mon_line, move_names, move_result, next_step, pokemon, state, summary};
 
+const FORMATS_URI: &str = "showdown://formats";
 const LOG_URI: &str = "showdown://battle/{session}/log";
 const PROTOCOL_URI: &str = "showdown://battle/{session}/protocol";
 
@@ -55,6 +56,13 @@ impl meta::Guest for Showdown {
             ],
             resources: vec![
                 ResourceInfo {
+                    uri: FORMATS_URI.into(),
+                    name: "formats".into(),
+                    description: "Every format the simulator knows (JSON: id, name, game type, team, whether an offline battle plays it)"
+                        .into(),
+                    mime_type: "application/json".into(),
+                },
+                ResourceInfo {
                     uri: LOG_URI.into(),
                     name: "battle-log".into(),
                     description: "The battle's public protocol log (what a spectator sees), one line per event".into(),
@@ -75,6 +83,9 @@ impl meta::Guest for Showdown {
     }
 
     fn read_resource(uri: String) -> Result<String, String> {
+        if uri == FORMATS_URI {
+            return Ok(crate::formats::listing());
+        }
         if uri.starts_with("showdown://battle/") && uri.ends_with("/log") {
             return with_game(|g| Ok(g.battle.log.join("\n")));
         }
@@ -206,6 +217,7 @@ impl Guest for Showdown {
             return started();
         }
         let format = valid_format(format)?;
+        crate::formats::check_offline(&format)?;
         let bot = match bot.unwrap_or(BotChoice::Heuristic) {
             BotChoice::Random => Bot::Random,
             BotChoice::Heuristic => Bot::Heuristic,
