@@ -285,10 +285,10 @@ impl Guest for Showdown {
             if let Status::Error(e) = &g.status {
                 return Err(e.clone());
             }
-            if let Some(d) = decision.map(u64::from) {
-                if let Some(answer) = answer_of(g, d, &action)? {
-                    return Ok(answer);
-                }
+            if let Some(d) = decision.map(u64::from)
+                && let Some(answer) = answer_of(g, d, &action)?
+            {
+                return Ok(answer);
             }
             // After a restart the battle is played again up to where it was
             // before a new action is taken.
