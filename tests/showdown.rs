@@ -594,3 +594,35 @@ async fn formats_are_the_simulators_and_unknown_ones_are_refused() {
     let random = listed.as_array().unwrap().iter().find(|f| f["id"] == "gen9randombattle").unwrap();
     assert_eq!(random["offline"], true, "{random}");
 }
+
+/// A finished battle frees its simulator at once (its state and log stay
+/// readable): twenty battles forfeited leave no simulator running.
+#[tokio::test]
+async fn finished_battles_leave_no_simulator_process() {
+    let (work, c) = sim_client().await;
+    let server_pid = {
+        let pids = pids_with(&format!("{}/ludus.toml", work.path().display()));
+        assert_eq!(pids.len(), 1, "{pids:?}");
+        pids[0]
+    };
+    let simulators = || descendants(server_pid).into_iter().filter(|p| *p != server_pid).collect::<Vec<_>>();
+    let mut ids = Vec::new();
+    for seed in 0..20 {
+        let id = offline(&c, "random", 100 + seed).await;
+        let r = c.ok("showdown_forfeit_battle", json!({"battle_id": id})).await;
+        assert_eq!(r["status"], "finished", "{r}");
+        ids.push(id);
+    }
+    let mut left = simulators();
+    for _ in 0..50 {
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = simulators();
+    }
+    assert!(left.is_empty(), "simulators still running after their battles ended: {left:?}");
+    let s = c.ok("showdown_get_battle_state", json!({"battle_id": ids[19]})).await;
+    assert_eq!(s["status"], "finished", "the final state stays readable: {s}");
+    assert!(log_of(&c, &ids[19]).await.contains("|win|"));
+}
