@@ -21,6 +21,7 @@ type Component = (&'static str, &'static str, &'static str, &'static str);
 /// The bundled games: always built.
 const GAMES: &[Component] = &[
     ("cards", "plugins/cards/wit", "", "cards"),
+    ("checker_jumping", "plugins/checker_jumping/wit", "", "checker_jumping"),
     ("chess", "plugins/chess/wit", "", "chess"),
     ("hanoi", "plugins/hanoi/wit", "", "hanoi"),
     ("river_crossing", "plugins/river_crossing/wit", "", "river_crossing"),

@@ -53,7 +53,7 @@ async fn golden_schemas_of_the_bundled_games() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
     let tools = c.tools().await;
-    for game in ["cards", "chess", "hanoi", "river_crossing", "showdown"] {
+    for game in ["cards", "checker_jumping", "chess", "hanoi", "river_crossing", "showdown"] {
         let mine: Vec<Value> =
             tools.iter().filter(|t| t.name.starts_with(&format!("{game}_"))).map(|t| serde_json::to_value(t).unwrap()).collect();
         let got = serde_json::to_string_pretty(&mine).unwrap() + "\n";
@@ -277,5 +277,61 @@ async fn games_list_reports_versions_and_sources() {
     assert_eq!(hanoi["version"], "0.1.0");
     let e = c.err("ludus_sessions", json!({"game": 3})).await;
     assert!(e.contains("invalid arguments"), "{e}");
+    c.close().await;
+}
+
+/// Checker Jumping through the real binary: the paper's N=1 example, an
+/// optimal N=3 plan of 15 moves, every kind of illegal move refused with its
+/// reason, a whole plan with an error at a known index, and a dead end said.
+#[tokio::test]
+async fn checker_jumping_solved_optimally_with_illegal_moves_refused_and_dead_ends_said() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let tools = tool_map(&c).await;
+    let r = c.call("checker_jumping_init_simulator", json!({"n": 1})).await;
+    assert_matches_output_schema(&tools["checker_jumping_init_simulator"], &r);
+    let started = r.structured_content.unwrap();
+    assert_eq!((started["state"].clone(), started["optimal_moves"].clone()), (json!(["R", "_", "B"]), json!(3)));
+    let env = started["env_id"].clone();
+    for m in [json!(["R", 0, 1]), json!(["B", 2, 0]), json!(["R", 1, 2])] {
+        let r = c.call("checker_jumping_execute_move", json!({"env_id": env, "move": m})).await;
+        assert_matches_output_schema(&tools["checker_jumping_execute_move"], &r);
+    }
+    let s = c.call("checker_jumping_get_state", json!({"env_id": env})).await;
+    assert_eq!(s.structured_content.as_ref().unwrap()["state"], json!(["B", "_", "R"]));
+    assert!(text(&s).contains("Solved") && text(&s).contains("(optimal)"), "{}", text(&s));
+
+    let env = c.ok("checker_jumping_init_simulator", json!({"n": 3})).await["env_id"].clone();
+    for (m, why) in [
+        (json!(["G", 2, 3]), "\"R\" (red, moves right) or \"B\" (blue, moves left), got \"G\""),
+        (json!(["R", 2, 9]), "position 9 is off the board: the cells are 0 to 6"),
+        (json!(["B", 2, 3]), "cell 2 holds a red checker, not a blue one"),
+        (json!(["R", 1, 2]), "cell 2 is not empty"),
+        (json!(["R", 1, 3]), "jumps only over a checker of the other colour"),
+        (json!(["R", 0, 3]), "slides one cell or jumps two"),
+    ] {
+        let e = c.err("checker_jumping_execute_move", json!({"env_id": env, "move": m})).await;
+        assert!(e.contains(why) && e.contains("Legal moves now: [\"R\", 2, 3], [\"B\", 4, 3]"), "{m}: {e}");
+    }
+    let e = c.err("checker_jumping_execute_move", json!({"env_id": env, "move": ["R", 2]})).await;
+    assert!(e.contains("`move`"), "{e}");
+    // An optimal plan of (3+1)² − 1 = 15 moves, with an error at index 4 first.
+    let optimal = json!([["R",2,3],["B",4,2],["B",5,4],["R",3,5],["R",1,3],["R",0,1],["B",2,0],["B",4,2],["B",6,4],
+                         ["R",5,6],["R",3,5],["R",1,3],["B",2,1],["B",4,2],["R",3,4]]);
+    let mut broken = optimal.as_array().unwrap().clone();
+    broken[4] = json!(["R", 5, 3]);
+    let r = c.ok("checker_jumping_execute_moves", json!({"env_id": env, "moves": broken})).await;
+    assert_eq!((r["failed_move_index"].clone(), r["moves_executed"].clone()), (json!(4), json!(4)), "{r}");
+    assert!(r["failure_reason"].as_str().unwrap().contains("moves only right"), "{r}");
+    c.ok("checker_jumping_reset_simulator", json!({"env_id": env})).await;
+    let r = c.ok("checker_jumping_execute_moves", json!({"env_id": env, "moves": optimal})).await;
+    assert_eq!((r["goal_reached"].clone(), r["moves_made"].clone(), r["optimal_moves"].clone()), (json!(true), json!(15), json!(15)), "{r}");
+
+    // Two reds side by side before two blues, the gap behind them: stuck.
+    let env = c.ok("checker_jumping_init_simulator", json!({"n": 2})).await["env_id"].clone();
+    let r = c.ok("checker_jumping_execute_moves", json!({"env_id": env, "moves": [["R", 1, 2], ["R", 0, 1]]})).await;
+    assert_eq!(r["dead_end"], true, "{r}");
+    let e = c.err("checker_jumping_init_simulator", json!({"n": 0})).await;
+    assert!(e.contains("from 1 to 100"), "{e}");
     c.close().await;
 }

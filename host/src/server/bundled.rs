@@ -3,6 +3,7 @@
 
 pub const BUNDLED: &[(&str, &[u8])] = &[
     ("cards", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/cards.wasm"))),
+    ("checker_jumping", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/checker_jumping.wasm"))),
     ("chess", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/chess.wasm"))),
     ("hanoi", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/hanoi.wasm"))),
     ("river_crossing", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/river_crossing.wasm"))),

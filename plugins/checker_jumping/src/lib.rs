@@ -1,0 +1,153 @@
+//! `checker_jumping`: the Checker Jumping puzzle of "The Illusion of
+//! Thinking" as a Ludus game. One instance is one puzzle (its `env_id` is
+//! the session id).
+
+ludus_sdk::bindings!(world: "ludus:checker-jumping/checker-jumping", contract: "../../wit/plugin");
+
+pub mod rules;
+
+use std::cell::RefCell;
+
+use exports::ludus::checker_jumping::tools::{Guest, Moved, Params, PlanResult, Reset, Snapshot, Started};
+use ludus_sdk::{PluginInfo, reply};
+use rules::{Board, Move};
+
+const TYPE: &str = "CheckerJumping";
+
+thread_local! {
+    static GAME: RefCell<Option<Board>> = const { RefCell::new(None) };
+}
+
+fn with_game<T>(f: impl FnOnce(&mut Board) -> Result<T, String>) -> Result<T, String> {
+    GAME.with_borrow_mut(|g| f(g.as_mut().ok_or("this puzzle was not started")?))
+}
+
+fn next_step(g: &Board) -> String {
+    if g.goal_reached() {
+        let verdict = match g.moves_made.checked_sub(g.optimal_moves()) {
+            Some(0) => "optimal".to_string(),
+            Some(more) => format!("{more} more than optimal"),
+            None => "from a position set by a reset".to_string(),
+        };
+        format!("Solved: the colours are swapped after {} moves ({verdict}).", g.moves_made)
+    } else if g.dead_end() {
+        "Dead end: no legal move is left and the colours are not swapped. Reset with `checker_jumping_reset_simulator`.".into()
+    } else {
+        "Next: call `checker_jumping_execute_move` with [colour, from, to], or `checker_jumping_execute_moves` with a whole plan."
+            .into()
+    }
+}
+
+struct Plugin;
+
+// A restart of the server keeps the puzzle: its state is the `Board` value.
+ludus_sdk::durable!(Plugin, GAME);
+
+impl exports::ludus::plugin::retries::Guest for Plugin {
+    fn repeat_is_retry() -> Vec<String> {
+        ludus_sdk::puzzle::retries()
+    }
+}
+
+impl exports::ludus::plugin::meta::Guest for Plugin {
+    fn describe() -> PluginInfo {
+        ludus_sdk::puzzle::info(
+            "checker_jumping",
+            env!("CARGO_PKG_VERSION"),
+            "Checker Jumping",
+            "Checker Jumping as in Apple's \"The Illusion of Thinking\": step by step or as a whole plan, with the optimal \
+             move count and dead ends said.",
+            "Start a Checker Jumping puzzle",
+            "Move one checker",
+        )
+    }
+
+    fn read_resource(uri: String) -> Result<String, String> {
+        Err(format!("checker_jumping has no resource {uri}"))
+    }
+}
+
+fn moved_text(g: &Board, (c, f, t): &Move) -> String {
+    let how = if f.abs_diff(*t) == 2 { "jumped" } else { "slid" };
+    reply(format!("{c} {how} from cell {f} to cell {t}.\n{}", g.render()), next_step(g))
+}
+
+impl Guest for Plugin {
+    fn init_simulator(n: u32) -> Result<Started, String> {
+        let g = Board::new(n)?;
+        let env_id = ludus_sdk::session_id().unwrap_or_default();
+        let text = reply(
+            format!("Started puzzle {env_id}.\n{}", g.render()),
+            "Goal: the blue checkers on the left, the red on the right. Next: call `checker_jumping_execute_move` with \
+             [colour, from, to], e.g. [\"R\", N-1, N].",
+        );
+        let started =
+            Started { env_id, simulator_type: TYPE.into(), simulator_params: Params { n }, state: g.letters(), optimal_moves: g.optimal_moves(), text };
+        GAME.set(Some(g));
+        Ok(started)
+    }
+
+    fn execute_move(_env_id: String, mv: Move) -> Result<Moved, String> {
+        with_game(|g| {
+            if let Err(why) = g.apply(&mv) {
+                return Err(reply(format!("Illegal move [{:?}, {}, {}]: {why}.\n{}", mv.0, mv.1, mv.2, g.render()), g.render_legal()));
+            }
+            Ok(Moved {
+                move_successful: true,
+                state: g.letters(),
+                goal_reached: g.goal_reached(),
+                dead_end: g.dead_end(),
+                moves_made: g.moves_made,
+                optimal_moves: g.optimal_moves(),
+                text: moved_text(g, &mv),
+            })
+        })
+    }
+
+    fn execute_moves(_env_id: String, moves: Vec<Move>) -> Result<PlanResult, String> {
+        with_game(|g| {
+            let plan = ludus_sdk::plan::run(&moves, "move", |m| g.apply(m));
+            Ok(PlanResult {
+                all_moves_successful: plan.failure.is_none(),
+                moves_executed: plan.executed,
+                failed_move_index: plan.failure.as_ref().map(|f| f.0),
+                failure_reason: plan.failure.map(|f| f.1),
+                state: g.letters(),
+                goal_reached: g.goal_reached(),
+                dead_end: g.dead_end(),
+                moves_made: g.moves_made,
+                optimal_moves: g.optimal_moves(),
+                text: reply(format!("{}\n{}", plan.summary, g.render()), next_step(g)),
+            })
+        })
+    }
+
+    fn reset_simulator(_env_id: String, state: Option<Vec<String>>) -> Result<Reset, String> {
+        with_game(|g| {
+            match &state {
+                Some(s) => g.set_state(s).map_err(|e| format!("cannot reset to that state: {e}"))?,
+                None => *g = Board::new(g.n)?,
+            }
+            Ok(Reset { reset_successful: true, current_state: g.letters(), text: reply(format!("Reset.\n{}", g.render()), next_step(g)) })
+        })
+    }
+
+    fn get_state(_env_id: String) -> Result<Snapshot, String> {
+        with_game(|g| {
+            Ok(Snapshot {
+                simulator_type: TYPE.into(),
+                simulator_params: Params { n: g.n },
+                state: g.letters(),
+                goal_reached: g.goal_reached(),
+                dead_end: g.dead_end(),
+                moves_made: g.moves_made,
+                optimal_moves: g.optimal_moves(),
+                text: reply(g.render(), next_step(g)),
+            })
+        })
+    }
+}
+
+// Exports only exist in the component; native builds (unit tests) skip them.
+#[cfg(target_arch = "wasm32")]
+export!(Plugin);
