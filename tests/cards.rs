@@ -128,7 +128,9 @@ fn check_decision(choices: &Value) {
             assert!(descriptions.iter().all(|d| d.contains("attack Player") || d.contains("planeswalker of")), "{choices}");
         }
         "ScryChoice" => assert!(descriptions.iter().all(|d| d.contains("keep on top:") && d.contains("bottom:")), "{choices}"),
-        "TargetSelection" => assert!(choices["required"] == true && choices["message"].as_str().unwrap().contains("target for"), "{choices}"),
+        "TargetSelection" => {
+            assert!(choices["required"] == true && choices["message"].as_str().unwrap().contains("target for"), "{choices}")
+        }
         _ => {}
     }
 }
@@ -261,7 +263,8 @@ async fn an_xmage_agent_plays_without_a_game_id() {
     // A limited deck as Arena exports it (set and number after each name).
     let limited = "Deck\n9 Forest (LEA) 289\n8 Plains (LEA) 286\n4 Llanowar Elves (DOM) 168\n4 Savannah Lions (LEA) 38\n\
                    4 Grizzly Bears (LEA) 198\n3 Giant Growth (LEA) 200\n3 Rancor (ULG) 111\n2 Pacifism (MIR) 29\n3 Serra Angel (LEA) 42";
-    let second = c.ok("cards_start_game", json!({"seed": 12, "decks": [limited, "selesnya-beasts"]})).await["game_id"].as_str().unwrap().to_string();
+    let second =
+        c.ok("cards_start_game", json!({"seed": 12, "decks": [limited, "selesnya-beasts"]})).await["game_id"].as_str().unwrap().to_string();
     assert_eq!(c.ok("cards_is_action_on_me", json!({})).await["game_id"], second.as_str());
     let third = c.ok("cards_start_game", json!({"seed": 13})).await["game_id"].as_str().unwrap().to_string();
     let e = c.err("cards_is_action_on_me", json!({})).await;
@@ -295,7 +298,9 @@ async fn decisions_are_checked_before_the_engine_and_bad_input_is_refused() {
     // Constructed: four copies at most (basic lands excepted), sideboard 15 at most; a named format's legal cards.
     let e = c.err("cards_start_game", json!({"decks": ["40 Lightning Bolt; 20 Mountain\nSideboard\n16 Shock", "burn"]})).await;
     assert!(
-        e.contains("40 copies of Lightning Bolt: four at most") && e.contains("a sideboard has at most 15 cards") && !e.contains("Mountain:"),
+        e.contains("40 copies of Lightning Bolt: four at most")
+            && e.contains("a sideboard has at most 15 cards")
+            && !e.contains("Mountain:"),
         "{e}"
     );
     let e = c.err("cards_start_game", json!({"decks": ["4 Brainstorm\n56 Island", "burn"], "format": "modern"})).await;
@@ -904,9 +909,10 @@ async fn a_forbidden_block_is_refused_in_card_names() {
             "DeclareBlockers" => {
                 // The same blocker against two different attackers, if it can.
                 let blocker = |d: &str| d.rsplit_once(" with ").map(|(_, b)| b.to_string());
-                let pair = names.iter().enumerate().find_map(|(i, d)| {
-                    names.iter().enumerate().skip(i + 1).find(|(_, e)| blocker(e) == blocker(d)).map(|(j, _)| (i, j))
-                });
+                let pair = names
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, d)| names.iter().enumerate().skip(i + 1).find(|(_, e)| blocker(e) == blocker(d)).map(|(j, _)| (i, j)));
                 if let Some((i, j)) = pair {
                     c.ok("cards_choose_action", json!({"game_id": id, "index": i})).await;
                     c.ok("cards_choose_action", json!({"game_id": id, "index": j})).await;
@@ -919,7 +925,10 @@ async fn a_forbidden_block_is_refused_in_card_names() {
                 }
                 json!({"answer": false})
             }
-            "Priority" => names.iter().position(|d| d.starts_with("play") || d.starts_with("cast")).map_or(json!({"answer": false}), |i| json!({"index": i})),
+            "Priority" => names
+                .iter()
+                .position(|d| d.starts_with("play") || d.starts_with("cast"))
+                .map_or(json!({"answer": false}), |i| json!({"index": i})),
             "DeclareAttackers" => json!({"answer": false}),
             _ if choices["response_type"] == "boolean" => json!({"answer": false}),
             _ if !names.is_empty() => json!({"index": 0}),

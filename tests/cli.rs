@@ -111,7 +111,10 @@ async fn serve_games_serves_only_the_games_named() {
     c.close().await;
     let (code, _, err) = run(&["serve", "--games", "chess,hanio"]);
     assert_eq!(code, 1);
-    assert!(err.contains("names `hanio`, which this server does not have; the built-in games are cards, checker_jumping, chess, hanoi"), "{err}");
+    assert!(
+        err.contains("names `hanio`, which this server does not have; the built-in games are cards, checker_jumping, chess, hanoi"),
+        "{err}"
+    );
 }
 
 /// `[plugins.NAME.rename]` names a tool; a function the game does not have,

@@ -260,7 +260,8 @@ async fn a_call_whose_client_left_its_stream_is_resumed_with_last_event_id() {
         .await
         .unwrap();
     assert!(resumed.status().is_success(), "{}", resumed.status());
-    let reply = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"username": "ann", "email": "a@b.c"}}});
+    let reply =
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"username": "ann", "email": "a@b.c"}}});
     post(&http, &url, Some(&session), "2025-11-25", reply).await;
     let mut resumed = events(resumed);
     let answer = resumed.next().await.expect("the call's answer on the resumed stream");

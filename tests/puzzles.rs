@@ -316,8 +316,23 @@ async fn checker_jumping_solved_optimally_with_illegal_moves_refused_and_dead_en
     let e = c.err("checker_jumping_execute_move", json!({"env_id": env, "move": ["R", 2]})).await;
     assert!(e.contains("`move`"), "{e}");
     // An optimal plan of (3+1)² − 1 = 15 moves, with an error at index 4 first.
-    let optimal = json!([["R",2,3],["B",4,2],["B",5,4],["R",3,5],["R",1,3],["R",0,1],["B",2,0],["B",4,2],["B",6,4],
-                         ["R",5,6],["R",3,5],["R",1,3],["B",2,1],["B",4,2],["R",3,4]]);
+    let optimal = json!([
+        ["R", 2, 3],
+        ["B", 4, 2],
+        ["B", 5, 4],
+        ["R", 3, 5],
+        ["R", 1, 3],
+        ["R", 0, 1],
+        ["B", 2, 0],
+        ["B", 4, 2],
+        ["B", 6, 4],
+        ["R", 5, 6],
+        ["R", 3, 5],
+        ["R", 1, 3],
+        ["B", 2, 1],
+        ["B", 4, 2],
+        ["R", 3, 4]
+    ]);
     let mut broken = optimal.as_array().unwrap().clone();
     broken[4] = json!(["R", 5, 3]);
     let r = c.ok("checker_jumping_execute_moves", json!({"env_id": env, "moves": broken})).await;
@@ -325,7 +340,11 @@ async fn checker_jumping_solved_optimally_with_illegal_moves_refused_and_dead_en
     assert!(r["failure_reason"].as_str().unwrap().contains("moves only right"), "{r}");
     c.ok("checker_jumping_reset_simulator", json!({"env_id": env})).await;
     let r = c.ok("checker_jumping_execute_moves", json!({"env_id": env, "moves": optimal})).await;
-    assert_eq!((r["goal_reached"].clone(), r["moves_made"].clone(), r["optimal_moves"].clone()), (json!(true), json!(15), json!(15)), "{r}");
+    assert_eq!(
+        (r["goal_reached"].clone(), r["moves_made"].clone(), r["optimal_moves"].clone()),
+        (json!(true), json!(15), json!(15)),
+        "{r}"
+    );
 
     // Two reds side by side before two blues, the gap behind them: stuck.
     let env = c.ok("checker_jumping_init_simulator", json!({"n": 2})).await["env_id"].clone();

@@ -678,7 +678,13 @@ impl Sessions {
             (several, _) => {
                 let several = if several.is_empty() { games.iter().collect() } else { several.to_vec() };
                 let ids: Vec<&str> = several.iter().map(|s| s.id.as_str()).collect();
-                return Err(format!("you have {} games of {} ({}): say which with `{}`", ids.len(), plugin.name, ids.join(", "), param.json));
+                return Err(format!(
+                    "you have {} games of {} ({}): say which with `{}`",
+                    ids.len(),
+                    plugin.name,
+                    ids.join(", "),
+                    param.json
+                ));
             }
         };
         let mut named = args.clone();

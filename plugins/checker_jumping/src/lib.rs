@@ -33,8 +33,7 @@ fn next_step(g: &Board) -> String {
     } else if g.dead_end() {
         "Dead end: no legal move is left and the colours are not swapped. Reset with `checker_jumping_reset_simulator`.".into()
     } else {
-        "Next: call `checker_jumping_execute_move` with [colour, from, to], or `checker_jumping_execute_moves` with a whole plan."
-            .into()
+        "Next: call `checker_jumping_execute_move` with [colour, from, to], or `checker_jumping_execute_moves` with a whole plan.".into()
     }
 }
 
@@ -81,8 +80,14 @@ impl Guest for Plugin {
             "Goal: the blue checkers on the left, the red on the right. Next: call `checker_jumping_execute_move` with \
              [colour, from, to], e.g. [\"R\", N-1, N].",
         );
-        let started =
-            Started { env_id, simulator_type: TYPE.into(), simulator_params: Params { n }, state: g.letters(), optimal_moves: g.optimal_moves(), text };
+        let started = Started {
+            env_id,
+            simulator_type: TYPE.into(),
+            simulator_params: Params { n },
+            state: g.letters(),
+            optimal_moves: g.optimal_moves(),
+            text,
+        };
         GAME.set(Some(g));
         Ok(started)
     }

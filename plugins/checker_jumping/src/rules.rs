@@ -108,7 +108,11 @@ impl Board {
             2 => {
                 let over = self.cells[(from + to) / 2];
                 if over == colour {
-                    return Err(format!("a checker jumps only over a checker of the other colour; cell {} holds a {} one", (from + to) / 2, over.name()));
+                    return Err(format!(
+                        "a checker jumps only over a checker of the other colour; cell {} holds a {} one",
+                        (from + to) / 2,
+                        over.name()
+                    ));
                 }
             }
             d => return Err(format!("a checker slides one cell or jumps two; {from} to {to} is {d} cells")),

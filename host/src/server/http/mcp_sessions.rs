@@ -20,7 +20,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_util::{Stream, StreamExt};
-use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, ProtocolVersion, ServerJsonRpcMessage, ServerResult};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, ProtocolVersion, ServerJsonRpcMessage, ServerResult,
+};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError, create_local_session};
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
 use sync_wrapper::SyncWrapper;

@@ -239,7 +239,11 @@ impl Guest for Cards {
         waiting_call("pass_priority", json!({}), timeout_ms, 30_000)
     }
 
-    fn auto_pass_until_event(_game_id: Option<String>, min_new_chars: Option<u32>, timeout_ms: Option<u32>) -> Result<ActionStatus, String> {
+    fn auto_pass_until_event(
+        _game_id: Option<String>,
+        min_new_chars: Option<u32>,
+        timeout_ms: Option<u32>,
+    ) -> Result<ActionStatus, String> {
         waiting_call("auto_pass_until_event", json!({"min_new_chars": min_new_chars.unwrap_or(50)}), timeout_ms, 10_000)
     }
 

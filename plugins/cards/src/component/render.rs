@@ -41,9 +41,7 @@ fn id(v: &Value) -> Option<String> {
 }
 
 fn counters(v: &Value) -> Vec<Counter> {
-    v.as_object()
-        .map(|o| o.iter().map(|(name, n)| Counter { name: name.clone(), count: u(n).unwrap_or(0) }).collect())
-        .unwrap_or_default()
+    v.as_object().map(|o| o.iter().map(|(name, n)| Counter { name: name.clone(), count: u(n).unwrap_or(0) }).collect()).unwrap_or_default()
 }
 
 fn hand_card(c: &Value) -> HandCard {
@@ -253,8 +251,7 @@ pub fn state(game_id: String, v: &Value) -> GameState {
             p.seat, p.life, p.hand_size, p.library_size
         ));
         if p.you && !p.hand.is_empty() {
-            let hand: Vec<String> =
-                p.hand.iter().map(|c| format!("{}{}", c.name, if c.playable { " (playable)" } else { "" })).collect();
+            let hand: Vec<String> = p.hand.iter().map(|c| format!("{}{}", c.name, if c.playable { " (playable)" } else { "" })).collect();
             text.push_str(&format!(" Hand: {}.", hand.join(", ")));
         }
         let own: Vec<String> = p
