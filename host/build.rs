@@ -20,6 +20,7 @@ type Component = (&'static str, &'static str, &'static str, &'static str);
 
 /// The bundled games: always built.
 const GAMES: &[Component] = &[
+    ("blocks_world", "plugins/blocks_world/wit", "", "blocks_world"),
     ("cards", "plugins/cards/wit", "", "cards"),
     ("checker_jumping", "plugins/checker_jumping/wit", "", "checker_jumping"),
     ("chess", "plugins/chess/wit", "", "chess"),

@@ -112,7 +112,9 @@ async fn serve_games_serves_only_the_games_named() {
     let (code, _, err) = run(&["serve", "--games", "chess,hanio"]);
     assert_eq!(code, 1);
     assert!(
-        err.contains("names `hanio`, which this server does not have; the built-in games are cards, checker_jumping, chess, hanoi"),
+        err.contains(
+            "names `hanio`, which this server does not have; the built-in games are blocks_world, cards, checker_jumping, chess, hanoi"
+        ),
         "{err}"
     );
 }

@@ -53,7 +53,7 @@ async fn golden_schemas_of_the_bundled_games() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
     let tools = c.tools().await;
-    for game in ["cards", "checker_jumping", "chess", "hanoi", "river_crossing", "showdown"] {
+    for game in ["blocks_world", "cards", "checker_jumping", "chess", "hanoi", "river_crossing", "showdown"] {
         let mine: Vec<Value> =
             tools.iter().filter(|t| t.name.starts_with(&format!("{game}_"))).map(|t| serde_json::to_value(t).unwrap()).collect();
         let got = serde_json::to_string_pretty(&mine).unwrap() + "\n";
@@ -352,5 +352,55 @@ async fn checker_jumping_solved_optimally_with_illegal_moves_refused_and_dead_en
     assert_eq!(r["dead_end"], true, "{r}");
     let e = c.err("checker_jumping_init_simulator", json!({"n": 0})).await;
     assert!(e.contains("from 1 to 100"), "{e}");
+    c.close().await;
+}
+
+/// Blocks World through the real binary: the paper's N=4 instance solved by a
+/// plan, its optimum searched exactly, a plan with an error at a known index,
+/// every kind of illegal move, a start and goal of one's own, and N=20 with
+/// its optimum stated as a lower bound.
+#[tokio::test]
+async fn blocks_world_solved_with_illegal_moves_refused_and_the_optimum_stated() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let tools = tool_map(&c).await;
+    let r = c.call("blocks_world_init_simulator", json!({"n": 4})).await;
+    assert_matches_output_schema(&tools["blocks_world_init_simulator"], &r);
+    let s = r.structured_content.unwrap();
+    assert_eq!(s["state"], json!([["A", "B"], ["C", "D"], []]));
+    assert_eq!(s["goal"], json!([["D", "B", "C", "A"], [], []]));
+    assert_eq!(s["optimum_exact"], true);
+    let env = s["env_id"].clone();
+    let plan = json!([["B", 0, 2], ["A", 0, 2], ["D", 1, 0], ["A", 2, 1], ["B", 2, 0], ["A", 1, 2], ["C", 1, 0], ["A", 2, 0]]);
+    let mut broken = plan.as_array().unwrap().clone();
+    broken[2] = json!(["C", 1, 2]);
+    let r = c.ok("blocks_world_execute_moves", json!({"env_id": env, "moves": broken})).await;
+    assert_eq!(r["failed_move_index"], 2, "{r}");
+    assert!(r["failure_reason"].as_str().unwrap().contains("block C is not on top of stack 1: D is on top"), "{r}");
+    c.ok("blocks_world_reset_simulator", json!({"env_id": env})).await;
+    for (m, why) in [
+        (json!(["Z", 0, 1]), "there is no block \"Z\""),
+        (json!(["B", 3, 1]), "stack 3 does not exist"),
+        (json!(["B", 1, 2]), "block B is on stack 0, not on stack 1"),
+        (json!(["B", 0, 0]), "both stack 0"),
+    ] {
+        let e = c.err("blocks_world_execute_move", json!({"env_id": env, "move": m})).await;
+        assert!(e.contains(why) && e.contains("Legal moves now: [\"B\", 0, 1]"), "{m}: {e}");
+    }
+    let r = c.call("blocks_world_execute_moves", json!({"env_id": env, "moves": plan})).await;
+    assert_matches_output_schema(&tools["blocks_world_execute_moves"], &r);
+    let r = r.structured_content.unwrap();
+    assert_eq!((r["goal_reached"].clone(), r["moves_made"].clone()), (json!(true), json!(8)), "{r}");
+    assert!(r["optimal_moves"].as_u64().unwrap() <= 8);
+
+    let own = c.ok("blocks_world_init_simulator", json!({"initial": [["A"], ["B"], []], "goal": [["B"], ["A"], []]})).await;
+    assert_eq!((own["optimal_moves"].clone(), own["optimum_exact"].clone()), (json!(3), json!(true)), "{own}");
+    let big = c.call("blocks_world_init_simulator", json!({"n": 20})).await;
+    assert_eq!(big.structured_content.as_ref().unwrap()["optimum_exact"], false);
+    assert!(text(&big).contains("a lower bound"), "{}", text(&big));
+    let e = c.err("blocks_world_init_simulator", json!({"initial": [["A"], []]})).await;
+    assert!(e.contains("give both `initial` and `goal`"), "{e}");
+    let e = c.err("blocks_world_init_simulator", json!({"initial": [["A"], ["A"]], "goal": [["A"], ["A"]]})).await;
+    assert!(e.contains("twice"), "{e}");
     c.close().await;
 }

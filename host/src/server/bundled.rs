@@ -2,6 +2,7 @@
 //! directory. `build.rs` compiles and packages them (docs embedded).
 
 pub const BUNDLED: &[(&str, &[u8])] = &[
+    ("blocks_world", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/blocks_world.wasm"))),
     ("cards", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/cards.wasm"))),
     ("checker_jumping", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/checker_jumping.wasm"))),
     ("chess", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/chess.wasm"))),

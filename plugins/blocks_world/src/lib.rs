@@ -1,0 +1,175 @@
+//! `blocks_world`: the Blocks World puzzle of "The Illusion of Thinking" as
+//! a Ludus game. One instance is one puzzle (its `env_id` is the session id).
+
+ludus_sdk::bindings!(world: "ludus:blocks-world/blocks-world", contract: "../../wit/plugin");
+
+pub mod rules;
+
+use std::cell::RefCell;
+
+use exports::ludus::blocks_world::tools::{Guest, Moved, PlanResult, Reset, Snapshot, Started};
+use ludus_sdk::{PluginInfo, reply};
+use rules::{Move, Optimum, Stacks, World};
+
+const TYPE: &str = "BlocksWorld";
+
+/// The puzzle and its optimum (searched once, at the start).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Puzzle {
+    world: World,
+    optimal: u64,
+    exact: bool,
+}
+
+thread_local! {
+    static GAME: RefCell<Option<Puzzle>> = const { RefCell::new(None) };
+}
+
+fn with_game<T>(f: impl FnOnce(&mut Puzzle) -> Result<T, String>) -> Result<T, String> {
+    GAME.with_borrow_mut(|g| f(g.as_mut().ok_or("this puzzle was not started")?))
+}
+
+fn optimum_words(p: &Puzzle) -> String {
+    if p.exact { format!("the optimum is {} moves", p.optimal) } else { format!("at least {} moves are needed (a lower bound)", p.optimal) }
+}
+
+fn next_step(p: &Puzzle) -> String {
+    let w = &p.world;
+    if w.goal_reached() {
+        let verdict = match (p.exact, w.moves_made.checked_sub(p.optimal)) {
+            (true, Some(0)) => "optimal".to_string(),
+            (true, Some(more)) => format!("{more} more than optimal"),
+            _ => optimum_words(p),
+        };
+        format!("Solved: the stacks match the goal after {} moves ({verdict}).", w.moves_made)
+    } else {
+        "Next: call `blocks_world_execute_move` with [block, from_stack, to_stack], or `blocks_world_execute_moves` with a whole plan."
+            .into()
+    }
+}
+
+struct Plugin;
+
+// A restart of the server keeps the puzzle.
+ludus_sdk::durable!(Plugin, GAME);
+
+impl exports::ludus::plugin::retries::Guest for Plugin {
+    fn repeat_is_retry() -> Vec<String> {
+        ludus_sdk::puzzle::retries()
+    }
+}
+
+impl exports::ludus::plugin::meta::Guest for Plugin {
+    fn describe() -> PluginInfo {
+        ludus_sdk::puzzle::info(
+            "blocks_world",
+            env!("CARGO_PKG_VERSION"),
+            "Blocks World",
+            "Blocks World as in Apple's \"The Illusion of Thinking\": the paper's instances or your own, step by step or as \
+             a whole plan, with the optimum (exact up to 7 blocks, else a lower bound).",
+            "Start a Blocks World puzzle",
+            "Move one block",
+        )
+    }
+
+    fn read_resource(uri: String) -> Result<String, String> {
+        Err(format!("blocks_world has no resource {uri}"))
+    }
+}
+
+impl Guest for Plugin {
+    fn init_simulator(n: Option<u32>, initial: Option<Stacks>, goal: Option<Stacks>) -> Result<Started, String> {
+        let (start, end) = match (initial, goal) {
+            (Some(s), Some(g)) => (s, g),
+            (None, None) => rules::paper_instance(n.unwrap_or(4))?,
+            _ => return Err("give both `initial` and `goal`, or neither (the paper's instance of `n` blocks)".into()),
+        };
+        let world = World::new(start, end)?;
+        let (optimal, exact) = match world.optimum() {
+            Optimum::Exact(m) => (m, true),
+            Optimum::AtLeast(m) => (m, false),
+        };
+        let p = Puzzle { world, optimal, exact };
+        let env_id = ludus_sdk::session_id().unwrap_or_default();
+        let text = reply(format!("Started puzzle {env_id}: {}.\n{}", optimum_words(&p), p.world.render()), next_step(&p));
+        let started = Started {
+            env_id,
+            simulator_type: TYPE.into(),
+            state: p.world.stacks.clone(),
+            goal: p.world.goal.clone(),
+            optimal_moves: optimal,
+            optimum_exact: exact,
+            text,
+        };
+        GAME.set(Some(p));
+        Ok(started)
+    }
+
+    fn execute_move(_env_id: String, mv: Move) -> Result<Moved, String> {
+        with_game(|p| {
+            if let Err(why) = p.world.apply(&mv) {
+                return Err(reply(
+                    format!("Illegal move [{:?}, {}, {}]: {why}.\n{}", mv.0, mv.1, mv.2, p.world.render()),
+                    p.world.render_legal(),
+                ));
+            }
+            Ok(Moved {
+                move_successful: true,
+                state: p.world.stacks.clone(),
+                goal_reached: p.world.goal_reached(),
+                moves_made: p.world.moves_made,
+                optimal_moves: p.optimal,
+                optimum_exact: p.exact,
+                text: reply(format!("Moved {} from stack {} to stack {}.\n{}", mv.0, mv.1, mv.2, p.world.render()), next_step(p)),
+            })
+        })
+    }
+
+    fn execute_moves(_env_id: String, moves: Vec<Move>) -> Result<PlanResult, String> {
+        with_game(|p| {
+            let plan = ludus_sdk::plan::run(&moves, "move", |m| p.world.apply(m));
+            Ok(PlanResult {
+                all_moves_successful: plan.failure.is_none(),
+                moves_executed: plan.executed,
+                failed_move_index: plan.failure.as_ref().map(|f| f.0),
+                failure_reason: plan.failure.map(|f| f.1),
+                state: p.world.stacks.clone(),
+                goal_reached: p.world.goal_reached(),
+                moves_made: p.world.moves_made,
+                optimal_moves: p.optimal,
+                optimum_exact: p.exact,
+                text: reply(format!("{}\n{}", plan.summary, p.world.render()), next_step(p)),
+            })
+        })
+    }
+
+    fn reset_simulator(_env_id: String, state: Option<Stacks>) -> Result<Reset, String> {
+        with_game(|p| {
+            match state {
+                Some(s) => p.world.set_state(s).map_err(|e| format!("cannot reset to that state: {e}"))?,
+                None => p.world = World::new(p.world.start.clone(), p.world.goal.clone())?,
+            }
+            let text = reply(format!("Reset.\n{}", p.world.render()), next_step(p));
+            Ok(Reset { reset_successful: true, current_state: p.world.stacks.clone(), text })
+        })
+    }
+
+    fn get_state(_env_id: String) -> Result<Snapshot, String> {
+        with_game(|p| {
+            Ok(Snapshot {
+                simulator_type: TYPE.into(),
+                state: p.world.stacks.clone(),
+                goal: p.world.goal.clone(),
+                goal_reached: p.world.goal_reached(),
+                moves_made: p.world.moves_made,
+                optimal_moves: p.optimal,
+                optimum_exact: p.exact,
+                text: reply(p.world.render(), next_step(p)),
+            })
+        })
+    }
+}
+
+// Exports only exist in the component; native builds (unit tests) skip them.
+#[cfg(target_arch = "wasm32")]
+export!(Plugin);
