@@ -798,7 +798,7 @@ fn tool_list_bytes(cfg: &Path) {
     let (host, host_tools) = bytes(&["--no-builtin"]);
     let (all, all_tools) = bytes(&[]);
     eprintln!("tools/list, every game: {all} bytes, {all_tools} tools; the host's own tools alone: {host} bytes, {host_tools} tools");
-    for game in ["cards", "chess", "hanoi", "river_crossing", "showdown"] {
+    for game in ["blocks_world", "cards", "checker_jumping", "chess", "hanoi", "river_crossing", "showdown"] {
         let (with, tools) = bytes(&["--games", game]);
         eprintln!("tools/list, {game} alone: {with} bytes ({} for its {} tools)", with - host, tools - host_tools);
     }
