@@ -128,7 +128,7 @@ async fn magic_game(work: &Path, decisions: usize, kill_after: Option<usize>) ->
     }
     let log = c.ok("cards_get_game_log", json!({"game_id": id})).await;
     drop(server);
-    log["text"].as_str().unwrap().to_string()
+    log["log"].as_str().unwrap().to_string()
 }
 
 #[tokio::test]
