@@ -629,3 +629,39 @@ async fn finished_battles_leave_no_simulator_process() {
     assert_eq!(s["status"], "finished", "the final state stays readable: {s}");
     assert!(log_of(&c, &ids[19]).await.contains("|win|"));
 }
+
+/// Generations 7 and 8: Z-moves, Mega Evolution and Dynamax are offered as
+/// actions where the request allows them and can be played; the evaluation,
+/// which models generation 9, says it does not score those battles.
+#[tokio::test]
+async fn older_generations_offer_their_mechanics_and_are_not_scored() {
+    let (_work, c) = sim_client().await;
+    for (format, marks) in [("gen7randombattle", ["-zmove", "-mega"]), ("gen8randombattle", ["-dynamax", "-dynamax"])] {
+        let mut offered = None;
+        'seeds: for seed in 1..=6 {
+            let v = c.ok("showdown_start_offline_battle", json!({"bot": "random", "format": format, "seed": seed})).await;
+            let id = v["battle_id"].as_str().unwrap().to_string();
+            for _ in 0..60 {
+                let s = battle_state(&c, &id).await;
+                if s["status"] != "active" {
+                    break;
+                }
+                let actions: Vec<String> =
+                    s["available_actions"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+                let Some(first) = actions.first() else { continue };
+                let special = actions.iter().find(|a| marks.iter().any(|m| a.ends_with(m)));
+                let r = c.call("showdown_make_move", json!({"battle_id": id, "action": special.unwrap_or(first)})).await;
+                assert!(r.is_error != Some(true) || text(&r).contains("the simulator refused"), "{}", text(&r));
+                if r.is_error != Some(true) {
+                    let generation = &format[3..4];
+                    assert!(text(&r).contains(&format!("generation 9 and this is a generation {generation} battle")), "{}", text(&r));
+                }
+                if let Some(a) = special {
+                    offered = Some(a.clone());
+                    break 'seeds;
+                }
+            }
+        }
+        assert!(offered.is_some(), "{format}: no {marks:?} action was offered in six battles");
+    }
+}

@@ -26,6 +26,13 @@ pub struct ActiveSlot {
     pub maybe_trapped: bool,
     /// The type this Pokémon can Terastallize into (a string, not a flag).
     pub can_terastallize: Option<String>,
+    /// Generation 7: per move slot, its Z-move when it has one.
+    #[serde(rename = "canZMove")]
+    pub can_z_move: Vec<Option<serde_json::Value>>,
+    /// Generation 8.
+    pub can_dynamax: bool,
+    /// Generations 6 and 7.
+    pub can_mega_evo: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -159,11 +166,18 @@ impl Request {
             for (i, m) in slot.moves.iter().enumerate().filter(|(_, m)| m.usable()) {
                 let id = if m.id.is_empty() { to_id(&m.name) } else { m.id.clone() };
                 out.push(Action { name: id.clone(), kind: Kind::Move, choice: format!("move {}", i + 1), index: i });
-                if slot.can_terastallize.is_some() {
+                // The once-a-battle mechanics of each generation, as the request offers them.
+                let offered = [
+                    (slot.can_terastallize.is_some(), "tera", "terastallize"),
+                    (slot.can_mega_evo, "mega", "mega"),
+                    (slot.can_z_move.get(i).is_some_and(Option::is_some), "zmove", "zmove"),
+                    (slot.can_dynamax, "dynamax", "dynamax"),
+                ];
+                for (_, suffix, word) in offered.into_iter().filter(|(can, _, _)| *can) {
                     out.push(Action {
-                        name: format!("{id}-tera"),
+                        name: format!("{id}-{suffix}"),
                         kind: Kind::Move,
-                        choice: format!("move {} terastallize", i + 1),
+                        choice: format!("move {} {word}", i + 1),
                         index: i,
                     });
                 }
@@ -198,6 +212,10 @@ impl Request {
     }
 }
 
+/// What a move's action may end with: Terastallize (9), Mega Evolve (6–7),
+/// its Z-move (7), Dynamax (8).
+const MECHANICS: [&str; 4] = ["tera", "mega", "zmove", "dynamax"];
+
 /// `switch Iron-Valiant` → `switch ironvaliant`; `Thunderbolt-Tera` → `thunderbolt-tera`.
 fn action_key(s: &str) -> String {
     let s = s.trim().to_ascii_lowercase();
@@ -205,13 +223,14 @@ fn action_key(s: &str) -> String {
         Some((v @ ("switch" | "team" | "move"), rest)) => (v, rest.to_string()),
         _ => ("", s.clone()),
     };
-    let tera = rest.trim_end().ends_with("-tera") || rest.trim_end().ends_with(" tera");
-    let base = if tera { &rest.trim_end()[..rest.trim_end().len() - 5] } else { rest.as_str() };
+    let rest = rest.trim_end();
+    let suffix = MECHANICS.iter().find(|m| rest.ends_with(&format!("-{m}")) || rest.ends_with(&format!(" {m}")));
+    let base = suffix.map_or(rest, |m| &rest[..rest.len() - m.len() - 1]);
     let id = to_id(base);
     let verb = if verb == "move" { "" } else { verb };
-    match (verb.is_empty(), tera) {
-        (true, false) => id,
-        (true, true) => format!("{id}-tera"),
+    match (verb.is_empty(), suffix) {
+        (true, None) => id,
+        (true, Some(m)) => format!("{id}-{m}"),
         (false, _) => format!("{verb} {id}"),
     }
 }
@@ -230,6 +249,23 @@ mod tests {
         {"ident":"p1: Iron Valiant","details":"Iron Valiant, L80","condition":"250/250","active":false,"stats":{},"moves":[],"item":"","ability":""},
         {"ident":"p1: Mew","details":"Mew, L80","condition":"0 fnt","active":false,"stats":{},"moves":[]}]},
       "rqid":7}"#;
+
+    #[test]
+    fn z_moves_mega_evolution_and_dynamax_are_offered_where_the_request_allows_them() {
+        let gen7 = MOVE_REQ.replace(
+            r#""canTerastallize":"Electric""#,
+            r#""canZMove":[{"move":"Gigavolt Havoc","target":"normal"},null,null],"canMegaEvo":true"#,
+        );
+        let r = Request::parse(&gen7).unwrap();
+        let names: Vec<String> = r.actions().into_iter().map(|a| a.name).collect();
+        assert_eq!(names, ["thunderbolt", "thunderbolt-mega", "thunderbolt-zmove", "switch ironvaliant"]);
+        assert_eq!(r.find("Thunderbolt-ZMove").unwrap().choice, "move 1 zmove");
+        assert_eq!(r.find("thunderbolt mega").unwrap().choice, "move 1 mega");
+        let gen8 = MOVE_REQ.replace(r#""canTerastallize":"Electric""#, r#""canDynamax":true"#);
+        let r = Request::parse(&gen8).unwrap();
+        assert_eq!(r.find("thunderbolt-dynamax").unwrap().choice, "move 1 dynamax");
+        assert!(r.find("thunderbolt-tera").is_none(), "no Terastallizing where the request does not offer it");
+    }
 
     #[test]
     fn legal_actions_skip_disabled_empty_and_fainted() {

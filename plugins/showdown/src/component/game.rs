@@ -204,9 +204,16 @@ pub fn sim_seed(rng: &mut Rng) -> String {
 }
 
 /// Scores `action` against the other legal actions of `req`, before it is sent.
-pub fn score(battle: &Battle, req: &Request, seq: u64, action: &str) -> Scorecard {
+/// The move scored against its alternatives, where the engine models the
+/// battle: it plays generation 9 (poke-engine with gen 9 data), so a battle
+/// of another generation is not scored rather than scored wrongly.
+pub fn score(battle: &Battle, req: &Request, seq: u64, action: &str, format: &str) -> Scorecard {
     let started = std::time::Instant::now();
-    let evaluation = engine::evaluate_actions(battle, req, Settings::default());
+    let evaluation = match format.strip_prefix("gen").and_then(|f| f.chars().next()) {
+        Some('9') => engine::evaluate_actions(battle, req, Settings::default()),
+        Some(g) => Err(format!("the evaluation models generation 9 and this is a generation {g} battle")),
+        None => Err("the evaluation models generation 9 and this format names no generation".into()),
+    };
     Scorecard { seq, action: action.to_string(), evaluation, millis: started.elapsed().as_secs_f64() * 1e3 }
 }
 

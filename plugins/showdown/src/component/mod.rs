@@ -322,7 +322,7 @@ impl Guest for Showdown {
                     if let Some(why) = reasoning.as_deref().filter(|r| !r.is_empty()) {
                         ludus_sdk::log(LogLevel::Info, &format!("turn {}: {} because {why}", g.battle.turn, chosen.name));
                     }
-                    g.scorecard = Some(score(&g.battle, req, seq, &chosen.name));
+                    g.scorecard = Some(score(&g.battle, req, seq, &chosen.name, &g.format));
                     choose(g, &chosen.choice);
                     g.submitted = Some((seq, chosen.name.clone()));
                     g.rejected = None;
