@@ -279,6 +279,38 @@ pub fn reply(body: impl AsRef<str>, next: impl AsRef<str>) -> String {
     if next.is_empty() { body.to_string() } else { format!("{body}\n\n{next}") }
 }
 
+/// The plugin glue every puzzle shares: its state, held in `$slot`,
+/// survives a restart ([`durable!`]); a move or plan sent twice in a row is
+/// a retry ([`puzzle::retries`]); `describe()` is [`puzzle::info`] with the
+/// version of the calling crate; it has no resources.
+///
+/// ```ignore
+/// ludus_sdk::puzzle!(Plugin, GAME, "hanoi", "Tower of Hanoi", "Tower of Hanoi as in …",
+///                    start: "Start a Tower of Hanoi puzzle", one_move: "Move one disk");
+/// ```
+#[macro_export]
+macro_rules! puzzle {
+    ($plugin:ty, $slot:ident, $name:literal, $title:expr, $description:expr, start: $start:expr, one_move: $one_move:expr) => {
+        $crate::durable!($plugin, $slot);
+
+        impl exports::ludus::plugin::retries::Guest for $plugin {
+            fn repeat_is_retry() -> Vec<String> {
+                $crate::puzzle::retries()
+            }
+        }
+
+        impl exports::ludus::plugin::meta::Guest for $plugin {
+            fn describe() -> $crate::PluginInfo {
+                $crate::puzzle::info($name, env!("CARGO_PKG_VERSION"), $title, $description, $start, $one_move)
+            }
+
+            fn read_resource(uri: String) -> Result<String, String> {
+                Err(format!(concat!($name, " has no resource {}"), uri))
+            }
+        }
+    };
+}
+
 /// The step-by-step puzzle surface of the *Illusion of Thinking* simulators
 /// (`init-simulator`, `execute-move`, `execute-moves`, `reset-simulator`,
 /// `get-state`, keyed by `env-id`), shared by the puzzle games.

@@ -8,7 +8,7 @@ pub mod rules;
 use std::cell::RefCell;
 
 use exports::ludus::blocks_world::tools::{Guest, Moved, PlanResult, Reset, Snapshot, Started};
-use ludus_sdk::{PluginInfo, reply};
+use ludus_sdk::reply;
 use rules::{Move, Optimum, Stacks, World};
 
 const TYPE: &str = "BlocksWorld";
@@ -50,32 +50,17 @@ fn next_step(p: &Puzzle) -> String {
 
 struct Plugin;
 
-// A restart of the server keeps the puzzle.
-ludus_sdk::durable!(Plugin, GAME);
-
-impl exports::ludus::plugin::retries::Guest for Plugin {
-    fn repeat_is_retry() -> Vec<String> {
-        ludus_sdk::puzzle::retries()
-    }
-}
-
-impl exports::ludus::plugin::meta::Guest for Plugin {
-    fn describe() -> PluginInfo {
-        ludus_sdk::puzzle::info(
-            "blocks_world",
-            env!("CARGO_PKG_VERSION"),
-            "Blocks World",
-            "Blocks World as in Apple's \"The Illusion of Thinking\": the paper's instances or your own, step by step or as \
-             a whole plan, with the optimum (exact up to 7 blocks, else a lower bound).",
-            "Start a Blocks World puzzle",
-            "Move one block",
-        )
-    }
-
-    fn read_resource(uri: String) -> Result<String, String> {
-        Err(format!("blocks_world has no resource {uri}"))
-    }
-}
+// The puzzles' shared glue; a restart keeps the puzzle.
+ludus_sdk::puzzle!(
+    Plugin,
+    GAME,
+    "blocks_world",
+    "Blocks World",
+    "Blocks World as in Apple's \"The Illusion of Thinking\": the paper's instances or your own, step by step or as \
+     a whole plan, with the optimum (exact up to 7 blocks, else a lower bound).",
+    start: "Start a Blocks World puzzle",
+    one_move: "Move one block"
+);
 
 impl Guest for Plugin {
     fn init_simulator(n: Option<u32>, initial: Option<Stacks>, goal: Option<Stacks>) -> Result<Started, String> {

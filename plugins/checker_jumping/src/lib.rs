@@ -9,7 +9,7 @@ pub mod rules;
 use std::cell::RefCell;
 
 use exports::ludus::checker_jumping::tools::{Guest, Moved, Params, PlanResult, Reset, Snapshot, Started};
-use ludus_sdk::{PluginInfo, reply};
+use ludus_sdk::reply;
 use rules::{Board, Move};
 
 const TYPE: &str = "CheckerJumping";
@@ -39,32 +39,17 @@ fn next_step(g: &Board) -> String {
 
 struct Plugin;
 
-// A restart of the server keeps the puzzle: its state is the `Board` value.
-ludus_sdk::durable!(Plugin, GAME);
-
-impl exports::ludus::plugin::retries::Guest for Plugin {
-    fn repeat_is_retry() -> Vec<String> {
-        ludus_sdk::puzzle::retries()
-    }
-}
-
-impl exports::ludus::plugin::meta::Guest for Plugin {
-    fn describe() -> PluginInfo {
-        ludus_sdk::puzzle::info(
-            "checker_jumping",
-            env!("CARGO_PKG_VERSION"),
-            "Checker Jumping",
-            "Checker Jumping as in Apple's \"The Illusion of Thinking\": step by step or as a whole plan, with the optimal \
-             move count and dead ends said.",
-            "Start a Checker Jumping puzzle",
-            "Move one checker",
-        )
-    }
-
-    fn read_resource(uri: String) -> Result<String, String> {
-        Err(format!("checker_jumping has no resource {uri}"))
-    }
-}
+// The puzzles' shared glue; a restart keeps the puzzle: its state is the `Board` value.
+ludus_sdk::puzzle!(
+    Plugin,
+    GAME,
+    "checker_jumping",
+    "Checker Jumping",
+    "Checker Jumping as in Apple's \"The Illusion of Thinking\": step by step or as a whole plan, with the optimal \
+     move count and dead ends said.",
+    start: "Start a Checker Jumping puzzle",
+    one_move: "Move one checker"
+);
 
 fn moved_text(g: &Board, (c, f, t): &Move) -> String {
     let how = if f.abs_diff(*t) == 2 { "jumped" } else { "slid" };

@@ -8,7 +8,7 @@ pub mod rules;
 use std::cell::RefCell;
 
 use exports::ludus::hanoi::tools::{Guest, Moved, Params, PlanResult, Reset, Snapshot, Started};
-use ludus_sdk::{PluginInfo, reply};
+use ludus_sdk::reply;
 use rules::Hanoi;
 
 thread_local! {
@@ -38,31 +38,16 @@ fn pegs(g: &Hanoi) -> Vec<Vec<u32>> {
 
 struct Plugin;
 
-// A restart of the server keeps the puzzle: its state is the `Hanoi` value.
-ludus_sdk::durable!(Plugin, GAME);
-
-impl exports::ludus::plugin::retries::Guest for Plugin {
-    fn repeat_is_retry() -> Vec<String> {
-        ludus_sdk::puzzle::retries()
-    }
-}
-
-impl exports::ludus::plugin::meta::Guest for Plugin {
-    fn describe() -> PluginInfo {
-        ludus_sdk::puzzle::info(
-            "hanoi",
-            env!("CARGO_PKG_VERSION"),
-            "Tower of Hanoi",
-            "Tower of Hanoi as in Apple's \"The Illusion of Thinking\": step by step or as a whole plan, with the optimal move count.",
-            "Start a Tower of Hanoi puzzle",
-            "Move one disk",
-        )
-    }
-
-    fn read_resource(uri: String) -> Result<String, String> {
-        Err(format!("hanoi has no resource {uri}"))
-    }
-}
+// The puzzles' shared glue; a restart keeps the puzzle: its state is the `Hanoi` value.
+ludus_sdk::puzzle!(
+    Plugin,
+    GAME,
+    "hanoi",
+    "Tower of Hanoi",
+    "Tower of Hanoi as in Apple's \"The Illusion of Thinking\": step by step or as a whole plan, with the optimal move count.",
+    start: "Start a Tower of Hanoi puzzle",
+    one_move: "Move one disk"
+);
 
 impl Guest for Plugin {
     fn init_simulator(n: u32) -> Result<Started, String> {

@@ -8,7 +8,7 @@ pub mod rules;
 use std::cell::RefCell;
 
 use exports::ludus::river_crossing::tools::{Banks, Guest, Moved, Params, PlanResult, Reset, Side, Snapshot, Started};
-use ludus_sdk::{PluginInfo, reply};
+use ludus_sdk::reply;
 use rules::River;
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -22,14 +22,16 @@ thread_local! {
     static GAME: RefCell<Option<Game>> = const { RefCell::new(None) };
 }
 
-// A restart of the server keeps the puzzle: its state is the `Game` value.
-ludus_sdk::durable!(Plugin, GAME);
-
-impl exports::ludus::plugin::retries::Guest for Plugin {
-    fn repeat_is_retry() -> Vec<String> {
-        ludus_sdk::puzzle::retries()
-    }
-}
+// The puzzles' shared glue; a restart keeps the puzzle: its state is the `Game` value.
+ludus_sdk::puzzle!(
+    Plugin,
+    GAME,
+    "river_crossing",
+    "River Crossing",
+    "River Crossing (actors and agents) as in Apple's \"The Illusion of Thinking\", with exact solvability and optimal length.",
+    start: "Start a River Crossing puzzle",
+    one_move: "Cross the river once"
+);
 
 fn with_game<T>(f: impl FnOnce(&mut Game) -> Result<T, String>) -> Result<T, String> {
     GAME.with_borrow_mut(|g| f(g.as_mut().ok_or("this puzzle was not started")?))
@@ -69,23 +71,6 @@ fn render(g: &Game) -> String {
 }
 
 struct Plugin;
-
-impl exports::ludus::plugin::meta::Guest for Plugin {
-    fn describe() -> PluginInfo {
-        ludus_sdk::puzzle::info(
-            "river_crossing",
-            env!("CARGO_PKG_VERSION"),
-            "River Crossing",
-            "River Crossing (actors and agents) as in Apple's \"The Illusion of Thinking\", with exact solvability and optimal length.",
-            "Start a River Crossing puzzle",
-            "Cross the river once",
-        )
-    }
-
-    fn read_resource(uri: String) -> Result<String, String> {
-        Err(format!("river_crossing has no resource {uri}"))
-    }
-}
 
 impl Guest for Plugin {
     fn init_simulator(n: u32, k: Option<u32>) -> Result<Started, String> {
