@@ -74,6 +74,24 @@ fn next_attacker(descriptions: &[&str]) -> Option<usize> {
     descriptions.iter().position(|d| !d.starts_with("[x]") && attacker(d).is_some_and(|a| !chosen.contains(&a)))
 }
 
+/// Starts a game with `args` and waits for its first decision (the mulligan;
+/// the first game on a machine installs the engine first); its id.
+async fn first_decision(c: &Client, args: Value) -> String {
+    let mut st = c.ok("cards_start_game", args).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    while st["action_pending"] != true {
+        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
+    }
+    id
+}
+
+/// `cards_choose_action`'s arguments: the game and the answer.
+fn choice(id: &str, answer: &Value) -> Value {
+    let mut call = json!({"game_id": id});
+    call.as_object_mut().unwrap().extend(answer.as_object().unwrap().clone());
+    call
+}
+
 /// Plays `game_id` from this client's seat until the game ends, waiting for
 /// each decision with `cards_pass_priority`; returns the final status.
 /// Checks on the way that the other seat's hand never shows.
@@ -98,9 +116,7 @@ async fn play_waiting_with(c: &Client, id: &str, agent: &mut Agent, waiting_tool
         }
         check_decision(&choices);
         let args = agent.answer(&choices);
-        let mut call = json!({"game_id": id});
-        call.as_object_mut().unwrap().extend(args.as_object().unwrap().clone());
-        let r = c.call("cards_choose_action", call).await;
+        let r = c.call("cards_choose_action", choice(id, &args)).await;
         assert!(r.is_error != Some(true) || text(&r).contains("declaration is not allowed"), "a valid answer was refused: {}", text(&r));
         if step % 25 == 0 {
             let state = c.ok("cards_get_game_state", json!({"game_id": id})).await;
@@ -307,11 +323,7 @@ async fn decisions_are_checked_before_the_engine_and_bad_input_is_refused() {
     assert!(e.contains("Brainstorm is not legal in modern"), "{e}");
     let e = c.err("cards_start_game", json!({"decks": ["burn", "burn"], "format": "hearthstone"})).await;
     assert!(e.contains("unknown format 'hearthstone'"), "{e}");
-    let mut st = c.ok("cards_start_game", json!({"seed": 3})).await;
-    let id = st["game_id"].as_str().unwrap().to_string();
-    while st["action_pending"] != true {
-        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
-    }
+    let id = first_decision(&c, json!({"seed": 3})).await;
     // The mulligan is a boolean decision.
     let e = c.err("cards_choose_action", json!({"game_id": id, "amount": 2})).await;
     assert!(e.contains("`amount` does not answer") && e.contains("`answer` true or false"), "{e}");
@@ -362,11 +374,7 @@ async fn the_same_seed_and_decisions_replay_the_same_game() {
     let c = stdio(&[], work.path()).await;
     let mut logs = Vec::new();
     for _ in 0..2 {
-        let mut st = c.ok("cards_start_game", json!({"seed": 21})).await;
-        let id = st["game_id"].as_str().unwrap().to_string();
-        while st["action_pending"] != true {
-            st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
-        }
+        let id = first_decision(&c, json!({"seed": 21})).await;
         let mut agent = Agent::new(21);
         play(&c, &id, &mut agent).await;
         let log = c.ok("cards_get_game_log", json!({"game_id": id})).await;
@@ -406,11 +414,7 @@ async fn two_agents_play_each_other_over_http() {
 async fn a_killed_bridge_ends_that_game_with_a_clear_error_and_the_server_goes_on() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
-    let mut st = c.ok("cards_start_game", json!({"seed": 4})).await;
-    let id = st["game_id"].as_str().unwrap().to_string();
-    while st["action_pending"] != true {
-        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
-    }
+    let id = first_decision(&c, json!({"seed": 4})).await;
     // The bridge runs from this test's cache directory (no one is shown its process id).
     let bridges = pids_with(&format!("{}/cache/sidecars/cards/phase_bridge.py", work.path().display()));
     assert_eq!(bridges.len(), 1, "{bridges:?}");
@@ -444,11 +448,7 @@ async fn the_xmage_path_plays_through_an_operator_configured_headless_client() {
     );
     let cfg = config(work.path(), &extra);
     let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
-    let mut st = c.ok("cards_start_game", json!({})).await;
-    let id = st["game_id"].as_str().unwrap().to_string();
-    while st["action_pending"] != true {
-        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
-    }
+    let id = first_decision(&c, json!({})).await;
     let mut agent = Agent::new(5);
     let end = play(&c, &id, &mut agent).await;
     assert!(end["winner"].is_u64(), "{end}");
@@ -623,11 +623,7 @@ async fn an_instant_in_response_an_x_spell_and_a_planeswalker_go_through_the_sta
     // The agent's own list (more Chandras and Fireballs than the built-in deck).
     let deck =
         "8 Island; 8 Mountain; 4 Lightning Bolt; 4 Fireball; 4 Counterspell; 4 Chandra, Novice Pyromancer; 4 Goblin Guide; 4 Wind Drake";
-    let mut st = c.ok("cards_start_game", json!({"seed": seed, "decks": [deck, "selesnya-beasts"]})).await;
-    let id = st["game_id"].as_str().unwrap().to_string();
-    while st["action_pending"] != true {
-        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
-    }
+    let id = first_decision(&c, json!({"seed": seed, "decks": [deck, "selesnya-beasts"]})).await;
     let mut plan = Planner::default();
     let (mut deepest_stack, mut passed) = (0, 0);
     for _ in 0..5000 {
@@ -651,9 +647,7 @@ async fn an_instant_in_response_an_x_spell_and_a_planeswalker_go_through_the_sta
             let e = c.err("cards_choose_action", json!({"game_id": id, "amount": choices["max"].as_i64().unwrap() + 1})).await;
             assert!(e.contains("amount_out_of_range"), "{e}");
         }
-        let mut call = json!({"game_id": id});
-        call.as_object_mut().unwrap().extend(plan.answer(&c, &id, &choices).await.as_object().unwrap().clone());
-        let r = c.call("cards_choose_action", call).await;
+        let r = c.call("cards_choose_action", choice(&id, &plan.answer(&c, &id, &choices).await)).await;
         assert!(r.is_error != Some(true) || text(&r).contains("declaration is not allowed"), "a valid answer was refused: {}", text(&r));
         let stack = c.ok("cards_get_game_state", json!({"game_id": id})).await["stack"].as_array().unwrap().len();
         deepest_stack = deepest_stack.max(stack);
@@ -684,11 +678,7 @@ async fn the_built_in_constructed_decks_play_whole_games() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
     for (seed, mine, theirs) in [(31, "burn", "azorius-control"), (32, "mono-green-stompy", "dimir-reanimator")] {
-        let mut st = c.ok("cards_start_game", json!({"seed": seed, "decks": [mine, theirs]})).await;
-        let id = st["game_id"].as_str().unwrap().to_string();
-        while st["action_pending"] != true {
-            st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
-        }
+        let id = first_decision(&c, json!({"seed": seed, "decks": [mine, theirs]})).await;
         let state = c.ok("cards_get_game_state", json!({"game_id": id})).await;
         assert_eq!(state["players"][0]["library_size"].as_u64().unwrap() + 7, 60, "a 60-card deck: {state}");
         let mut agent = Agent::new(seed);
@@ -719,11 +709,7 @@ async fn the_operators_card_data_is_read_and_unsupported_cards_are_named() {
     let deck = "4 Moonlit Frobnicator\n20 Mountain\n4 Lightning Bolt\n4 Shock\n4 Lava Spike\n4 Goblin Guide\n4 Searing Spear\n4 Lightning Strike\n4 Rift Bolt\n4 Skewer the Critics\n4 Monastery Swiftspear";
     let e = c.err("cards_start_game", json!({"decks": [deck, "burn"]})).await;
     assert!(e.contains("Moonlit Frobnicator is not supported by the rules engine") && e.contains("wibble the frobnicator"), "{e}");
-    let mut st = c.ok("cards_start_game", json!({"seed": 5, "decks": ["burn", "mono-green-stompy"]})).await;
-    let id = st["game_id"].as_str().unwrap().to_string();
-    while st["action_pending"] != true {
-        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
-    }
+    first_decision(&c, json!({"seed": 5, "decks": ["burn", "mono-green-stompy"]})).await;
     let oracle = c.ok("cards_get_oracle_text", json!({"card_name": "steel leaf champion"})).await;
     assert!(oracle["rules"][0].as_str().unwrap().contains("power 2 or less"), "{oracle}");
     c.close().await;
@@ -743,11 +729,7 @@ async fn finished_games_leave_no_bridge_process() {
     let bridges = || pids_with(&format!("{}/cache/sidecars/cards/phase_bridge.py", work.path().display()));
     let mut ids = Vec::new();
     for seed in 0..20 {
-        let mut st = c.ok("cards_start_game", json!({"seed": seed})).await;
-        let id = st["game_id"].as_str().unwrap().to_string();
-        while st["action_pending"] != true {
-            st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
-        }
+        let id = first_decision(&c, json!({"seed": seed})).await;
         let over = c.ok("cards_concede", json!({"game_id": id})).await;
         assert_eq!(over["game_over"], true, "{over}");
         ids.push(id);
@@ -816,11 +798,7 @@ async fn attacks_name_their_target_and_scry_says_top_and_bottom() {
     let c = stdio(&[], work.path()).await;
     let mine = "10 Forest; 8 Island; 8 Opt; 8 Grizzly Bears; 6 Kalonian Tusker";
     let theirs = "20 Mountain; 20 Chandra, Novice Pyromancer";
-    let mut st = c.ok("cards_start_game", json!({"seed": 1, "decks": [mine, theirs]})).await;
-    let id = st["game_id"].as_str().unwrap().to_string();
-    while st["action_pending"] != true {
-        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
-    }
+    let id = first_decision(&c, json!({"seed": 1, "decks": [mine, theirs]})).await;
     let (mut scried, mut attacked_walker) = (false, false);
     for _ in 0..2000 {
         let st = c.ok("cards_pass_priority", json!({"game_id": id})).await;
@@ -861,9 +839,7 @@ async fn attacks_name_their_target_and_scry_says_top_and_bottom() {
             _ if !names.is_empty() => json!({"index": 0}),
             _ => json!({"answer": false}),
         };
-        let mut call = json!({"game_id": id});
-        call.as_object_mut().unwrap().extend(answer.as_object().unwrap().clone());
-        let r = c.call("cards_choose_action", call).await;
+        let r = c.call("cards_choose_action", choice(&id, &answer)).await;
         assert!(r.is_error != Some(true) || text(&r).contains("declaration is not allowed"), "{}", text(&r));
     }
     assert!(scried, "Opt's scry never came");
@@ -892,11 +868,7 @@ async fn a_forbidden_block_is_refused_in_card_names() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
     let mine = "24 Island; 16 Wind Drake";
-    let mut st = c.ok("cards_start_game", json!({"seed": 2, "decks": [mine, "selesnya-beasts"]})).await;
-    let id = st["game_id"].as_str().unwrap().to_string();
-    while st["action_pending"] != true {
-        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
-    }
+    let id = first_decision(&c, json!({"seed": 2, "decks": [mine, "selesnya-beasts"]})).await;
     for _ in 0..3000 {
         let st = c.ok("cards_pass_priority", json!({"game_id": id})).await;
         assert!(st["game_over"] != true, "the game ended before a creature could block two attackers");
@@ -934,9 +906,7 @@ async fn a_forbidden_block_is_refused_in_card_names() {
             _ if !names.is_empty() => json!({"index": 0}),
             _ => json!({"answer": false}),
         };
-        let mut call = json!({"game_id": id});
-        call.as_object_mut().unwrap().extend(answer.as_object().unwrap().clone());
-        c.ok("cards_choose_action", call).await;
+        c.ok("cards_choose_action", choice(&id, &answer)).await;
     }
     panic!("no creature of ours could ever block two attackers");
 }
@@ -947,11 +917,7 @@ async fn a_forbidden_block_is_refused_in_card_names() {
 async fn a_wait_past_the_cap_says_so() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
-    let mut st = c.ok("cards_start_game", json!({"opponent": "agent", "seed": 6})).await;
-    let id = st["game_id"].as_str().unwrap().to_string();
-    while st["action_pending"] != true {
-        st = c.ok("cards_wait_for_action", json!({"game_id": id})).await;
-    }
+    let id = first_decision(&c, json!({"opponent": "agent", "seed": 6})).await;
     c.ok("cards_choose_action", json!({"game_id": id, "answer": false})).await;
     let started = std::time::Instant::now();
     let r = c.call("cards_wait_for_action", json!({"game_id": id, "timeout_ms": 60000})).await;
