@@ -415,7 +415,8 @@ class Table:
                 "name": f"Player {i + 1}",
                 "you": i == seat,
                 "is_active": cx["active_player"] == i,
-                "life": self.player(i)["life"],
+                # The life now (below zero for the loser), the zones from before an elimination.
+                "life": cx["players"][i]["life"],
                 "hand_size": len(pl["hand"]),
                 "library_size": len(pl["library"]),
                 "graveyard": [self.card_name(c) for c in pl["graveyard"]],
