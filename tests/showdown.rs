@@ -131,7 +131,7 @@ async fn bad_actions_forfeit_and_a_killed_simulator() {
     let e = c.err("showdown_make_move", json!({"battle_id": "battle-nope", "action": "x"})).await;
     assert!(e.contains("unknown"), "{e}");
     let e = c.err("showdown_start_offline_battle", json!({"format": "gen9ou"})).await;
-    assert!(e.contains("random formats"), "{e}");
+    assert!(e.contains("needs your team"), "{e}");
     let e = c.err("showdown_start_offline_battle", json!({"format": "x\"}\n>eval 1"})).await;
     assert!(e.contains("not a Showdown format id"), "{e}");
     let e = c.err("showdown_get_pokemon_details", json!({"battle_id": id, "pokemon_name": "Missingno"})).await;
@@ -254,6 +254,17 @@ async fn two_sessions_battle_on_a_local_server_by_challenge_and_on_the_ladder() 
         sb = b.ok("showdown_get_battle_state", json!({"battle_id": ib})).await;
     }
     assert_eq!(sb["winner"], format!("Dave{tag}"), "{sb}");
+
+    // A finished battle let go of its connection: the same names play again
+    // at once (the server would refuse a name still connected elsewhere).
+    let (la, lb) = tokio::join!(
+        a.ok("showdown_initiate_battle", json!({"username": format!("Carol{tag}")})),
+        b.ok("showdown_initiate_battle", json!({"username": format!("Dave{tag}")}))
+    );
+    assert_eq!((la["status"].as_str(), lb["status"].as_str()), (Some("active"), Some("active")), "names reused:\n{la}\n{lb}");
+    assert_ne!(la["battle_id"].as_str(), Some(ia.as_str()), "a new battle: {la}");
+    let f = a.ok("showdown_forfeit_battle", json!({"battle_id": la["battle_id"]})).await;
+    assert_eq!(f["status"], "finished", "{f}");
     drop(server);
 }
 
@@ -590,8 +601,8 @@ async fn formats_are_the_simulators_and_unknown_ones_are_refused() {
     let (_work, c) = sim_client().await;
     let e = c.err("showdown_start_offline_battle", json!({"format": "gen9randombatle"})).await;
     assert!(e.contains("unknown format `gen9randombatle`; the nearest are `gen9randombattle`"), "{e}");
-    let e = c.err("showdown_start_offline_battle", json!({"format": "gen9randomdoublesbattle"})).await;
-    assert!(e.contains("is a doubles format"), "{e}");
+    let e = c.err("showdown_start_offline_battle", json!({"format": "gen9freeforallrandombattle"})).await;
+    assert!(e.contains("for four players"), "{e}");
     let (listed, _) = c.read_resource("showdown://formats").await.unwrap();
     let listed: Value = serde_json::from_str(&listed).unwrap();
     let random = listed.as_array().unwrap().iter().find(|f| f["id"] == "gen9randombattle").unwrap();
@@ -664,4 +675,306 @@ async fn older_generations_offer_their_mechanics_and_are_not_scored() {
         }
         assert!(offered.is_some(), "{format}: no {marks:?} action was offered in six battles");
     }
+}
+
+/// Two legal gen9ou teams in Showdown's export form (as the teambuilder
+/// exports them); the validator accepts both.
+const OU_TEAM: &str = "Great Tusk @ Leftovers
+Ability: Protosynthesis
+Tera Type: Steel
+EVs: 252 HP / 4 Atk / 252 Spe
+Jolly Nature
+- Headlong Rush
+- Ice Spinner
+- Knock Off
+- Rapid Spin
+
+Gholdengo @ Choice Scarf
+Ability: Good as Gold
+Tera Type: Steel
+EVs: 252 SpA / 4 SpD / 252 Spe
+Timid Nature
+IVs: 0 Atk
+- Make It Rain
+- Shadow Ball
+- Trick
+- Focus Blast
+
+Dragonite @ Heavy-Duty Boots
+Ability: Multiscale
+Tera Type: Normal
+EVs: 252 Atk / 4 SpD / 252 Spe
+Adamant Nature
+- Dragon Dance
+- Extreme Speed
+- Earthquake
+- Roost
+";
+
+const OU_OPPONENT: &str = "Kingambit @ Black Glasses
+Ability: Supreme Overlord
+Tera Type: Dark
+EVs: 252 HP / 252 Atk / 4 SpD
+Adamant Nature
+- Swords Dance
+- Kowtow Cleave
+- Sucker Punch
+- Iron Head
+
+Garchomp @ Rocky Helmet
+Ability: Rough Skin
+Tera Type: Steel
+EVs: 252 HP / 4 Def / 252 Spe
+Jolly Nature
+- Earthquake
+- Dragon Tail
+- Stealth Rock
+- Spikes
+
+Corviknight @ Leftovers
+Ability: Pressure
+Tera Type: Dragon
+EVs: 252 HP / 168 Def / 88 SpD
+Impish Nature
+- Brave Bird
+- Roost
+- U-turn
+- Defog
+";
+
+/// gen9ou with two fixed teams: team preview, a battle to its end, and the
+/// same seed and choices give the same battle; the bot's team is the one
+/// given, and a packed team plays as well as an exported one.
+#[tokio::test]
+async fn fixed_teams_play_a_gen9ou_battle_to_the_end_and_replay() {
+    let (_work, c) = sim_client().await;
+    let start = |seed: u64| {
+        c.ok(
+            "showdown_start_offline_battle",
+            json!({"bot": "heuristic", "format": "gen9ou", "seed": seed, "team": OU_TEAM, "opponent_team": OU_OPPONENT}),
+        )
+    };
+    let first = start(31).await;
+    assert_eq!(first["status"], "active", "{first}");
+    assert_eq!(first["format"], "gen9ou");
+    let id = first["battle_id"].as_str().unwrap().to_string();
+    let s = battle_state(&c, &id).await;
+    let preview: Vec<&str> = s["available_actions"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert_eq!(preview, ["team greattusk", "team gholdengo", "team dragonite"], "team preview offers our leads: {s}");
+    // Items and abilities as the log names the opponent's: `Heavy-Duty Boots`, not `heavydutyboots`.
+    let dragonite = &s["your_team"][2];
+    assert_eq!((dragonite["item"].as_str(), dragonite["ability"].as_str()), (Some("Heavy-Duty Boots"), Some("Multiscale")), "{s}");
+    let one = play_out(&c, &id).await;
+    let log = log_of(&c, &id).await;
+    assert!(log.contains("|tier|[Gen 9] OU") && log.contains("|win|"), "{log}");
+    for theirs in ["Kingambit", "Garchomp", "Corviknight"] {
+        assert!(log.contains(&format!("|poke|p2|{theirs}")), "the bot brings the team given: {log}");
+    }
+    let again = start(31).await["battle_id"].as_str().unwrap().to_string();
+    let two = play_out(&c, &again).await;
+    assert_eq!((&one.winner, &one.actions), (&two.winner, &two.actions));
+    assert_eq!(log, log_of(&c, &again).await, "the same seed and teams replay the same battle");
+    eprintln!("gen9ou fixed teams: {} decisions, winner {}", one.actions.len(), one.winner);
+
+    // The packed form; without opponent_team the bot plays a copy of ours.
+    let packed = "Great Tusk||leftovers|protosynthesis|headlongrush,icespinner,knockoff,rapidspin|Jolly|252,4,,,,252|||||,,,,,Steel";
+    let v = c.ok("showdown_start_offline_battle", json!({"bot": "random", "format": "gen9ou", "seed": 2, "team": packed})).await;
+    let id = v["battle_id"].as_str().unwrap().to_string();
+    battle_state(&c, &id).await;
+    let log = log_of(&c, &id).await;
+    assert!(log.contains("|poke|p1|Great Tusk") && log.contains("|poke|p2|Great Tusk"), "{log}");
+}
+
+/// An illegal team is refused before any battle starts, in the validator's
+/// own words; a format that needs a team, or one that generates its teams,
+/// says so.
+#[tokio::test]
+async fn illegal_teams_are_refused_with_the_validators_words() {
+    let (_work, c) = sim_client().await;
+    let illegal = "Koraidon @ Choice Scarf
+Ability: Orichalcum Pulse
+Level: 120
+EVs: 252 Atk / 4 SpD / 252 Spe
+Jolly Nature
+- Flare Blitz
+- Collision Course
+- U-turn
+- Dragon Claw
+- Swords Dance
+";
+    let e = c.err("showdown_start_offline_battle", json!({"format": "gen9ou", "team": illegal, "opponent_team": OU_OPPONENT})).await;
+    assert!(e.contains("Your team is not legal in gen9ou"), "{e}");
+    for words in
+        ["Koraidon is tagged Uber, which is banned", "above the maximum level of 100", "has 5 moves, which is more than the limit of 4"]
+    {
+        assert!(e.contains(words), "the validator's words `{words}` are missing: {e}");
+    }
+    let e =
+        c.err("showdown_start_offline_battle", json!({"format": "gen9ou", "team": OU_TEAM, "opponent_team": "Missingno\n- Tackle"})).await;
+    assert!(e.contains("The opponent's team is not legal in gen9ou"), "{e}");
+    let e = c.err("showdown_start_offline_battle", json!({"format": "gen9ou"})).await;
+    assert!(e.contains("needs your team"), "{e}");
+    let e = c.err("showdown_start_offline_battle", json!({"format": "gen9randombattle", "team": OU_TEAM})).await;
+    assert!(e.contains("generates its teams"), "{e}");
+    let e = c.err("showdown_start_offline_battle", json!({"format": "gen9ou", "team": "x".repeat(40_000)})).await;
+    assert!(e.contains("a team is at most"), "{e}");
+    // Nothing was left running or half-started: a legal battle starts next.
+    let v = c.ok("showdown_start_offline_battle", json!({"format": "gen9ou", "team": OU_TEAM, "seed": 1})).await;
+    assert_eq!(v["status"], "active", "{v}");
+}
+
+/// Doubles: both active Pokémon on each side in the state with their
+/// positions, actions per position with their targets, a decision of one
+/// action per position; a random doubles battle plays to its end, and the
+/// evaluation says it models singles.
+#[tokio::test]
+async fn doubles_battles_play_to_the_end_with_targeted_moves() {
+    let (_work, c) = sim_client().await;
+    let v = c.ok("showdown_start_offline_battle", json!({"bot": "heuristic", "format": "gen9randomdoublesbattle", "seed": 77})).await;
+    let id = v["battle_id"].as_str().unwrap().to_string();
+    let mut targeted = 0;
+    let mut decisions = 0;
+    let mut finished = false;
+    for step in 0..400 {
+        let s = battle_state(&c, &id).await;
+        if s["status"] == "finished" {
+            finished = true;
+            break;
+        }
+        let a = c.ok("showdown_get_available_actions", json!({"battle_id": id})).await;
+        let actions = a["actions"].as_array().unwrap();
+        if actions.is_empty() {
+            continue;
+        }
+        if step == 0 {
+            let positions: Vec<u64> = s["your_team"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["active"] == true)
+                .map(|p| p["position"].as_u64().unwrap())
+                .collect();
+            assert_eq!(positions, [1, 2], "both our active Pokémon with their positions: {s}");
+            let theirs = s["opponent_team"].as_array().unwrap().iter().filter(|p| p["active"] == true).count();
+            assert_eq!(theirs, 2, "{s}");
+            let listed = text(&c.call("showdown_get_available_actions", json!({"battle_id": id})).await);
+            assert!(listed.contains("position 2: `"), "{listed}");
+        }
+        // One action per position in order: a targeted move where one is
+        // offered (the foe's side), else the step-th action.
+        let mut per: Vec<(u64, Vec<String>)> = Vec::new();
+        for x in actions {
+            let p = x["position"].as_u64().unwrap();
+            let name = x["action"].as_str().unwrap().to_string();
+            match per.iter_mut().find(|(q, _)| *q == p) {
+                Some((_, names)) => names.push(name),
+                None => per.push((p, vec![name])),
+            }
+        }
+        let mut chosen: Vec<String> = Vec::new();
+        for (_, names) in &per {
+            let free: Vec<&String> = names.iter().filter(|n| !(n.starts_with("switch ") && chosen.contains(n))).collect();
+            let aimed = free.iter().find(|n| n.ends_with(" 1") || n.ends_with(" 2"));
+            chosen.push(aimed.copied().unwrap_or(free[step % free.len()]).clone());
+        }
+        targeted += chosen.iter().filter(|n| n.ends_with(" 1") || n.ends_with(" 2")).count();
+        let action = chosen.join(", ");
+        let r = c.call("showdown_make_move", json!({"battle_id": id, "action": action, "decision": a["decision"]})).await;
+        let t = text(&r);
+        assert!(r.is_error != Some(true) || t.contains("the simulator refused"), "{action}: {t}");
+        if r.is_error != Some(true) {
+            decisions += 1;
+            assert!(t.contains("models singles"), "doubles are not scored by the singles search: {t}");
+        }
+    }
+    assert!(finished, "the doubles battle did not end");
+    let log = log_of(&c, &id).await;
+    assert!(log.contains("|gametype|doubles") && log.contains("|win|") && log.contains("p2b: "), "{log}");
+    assert!(targeted >= 5, "only {targeted} targeted moves in {decisions} decisions");
+    eprintln!("doubles: {decisions} decisions, {targeted} targeted moves");
+}
+
+/// Plays one side of a battle with a fixed policy (the k-th legal action),
+/// waiting through `get_battle_state` while the other side chooses; the
+/// final state and the actions taken.
+async fn play_side(c: &Client, id: &str) -> (Value, Vec<String>) {
+    let mut taken = Vec::new();
+    for _ in 0..1500 {
+        let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
+        if s["status"] == "finished" {
+            return (s, taken);
+        }
+        let legal = s["available_actions"].as_array().unwrap().clone();
+        if legal.is_empty() {
+            continue;
+        }
+        // The k-th action at the k-th decision: the same whatever the timing.
+        let action = legal[taken.len() % legal.len()].as_str().unwrap().to_string();
+        let r = c.call("showdown_make_move", json!({"battle_id": id, "action": action, "decision": s["decision"]})).await;
+        assert!(r.is_error != Some(true) || text(&r).contains("the simulator refused"), "{action}: {}", text(&r));
+        taken.push(action);
+    }
+    panic!("battle {id} did not end");
+}
+
+/// Two agents on one offline battle over HTTP: the second joins by battle
+/// id and join code with its own team, each sees only its own team and
+/// requests, and the battle plays to its end; the same seed and choices
+/// replay it.
+#[tokio::test]
+async fn two_agents_play_one_offline_battle_over_http() {
+    let package = showdown_package();
+    let work = scratch();
+    let cfg = config(work.path(), &sim_endpoint(&package));
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let mut replays = Vec::new();
+    for round in 0..2 {
+        let (a, b) = (http_client(&server).await, http_client(&server).await);
+        let r = a.call("showdown_start_offline_battle", json!({"bot": "agent", "format": "gen9ou", "seed": 12, "team": OU_TEAM})).await;
+        assert!(text(&r).contains("showdown_join_battle"), "{}", text(&r));
+        let st = r.structured_content.unwrap();
+        assert_eq!(st["status"], "challenging", "{st}");
+        let id = st["battle_id"].as_str().unwrap().to_string();
+        if round == 0 {
+            let e = b.err("showdown_get_battle_state", json!({"battle_id": id})).await;
+            assert!(e.contains("is not one of your"), "a stranger reads nothing: {e}");
+            let e = b.err("showdown_join_battle", json!({"battle_id": id, "team": OU_OPPONENT})).await;
+            assert!(e.contains("join_code"), "the id alone takes no seat: {e}");
+            let e = a.err("showdown_join_battle", json!({"battle_id": id})).await;
+            assert!(e.contains("other side already"), "{e}");
+        }
+        let code = join_code(&a, &id).await;
+        if round == 0 {
+            let e = b.err("showdown_join_battle", json!({"battle_id": id, "join_code": code})).await;
+            assert!(e.contains("needs your team too"), "{e}");
+            let e = b.err("showdown_join_battle", json!({"battle_id": id, "join_code": code, "team": "Koraidon\n- Flare Blitz"})).await;
+            assert!(e.contains("your team is not legal in gen9ou") && e.contains("Uber"), "{e}");
+        }
+        let joined = b.ok("showdown_join_battle", json!({"battle_id": id, "join_code": code, "team": OU_OPPONENT})).await;
+        assert_eq!(joined["status"], "active", "{joined}");
+        assert_eq!(joined["username"], "Player 2", "{joined}");
+
+        // Each side its own team; the other's is not in what it reads.
+        let (sa, sb) = tokio::join!(battle_state(&a, &id), battle_state(&b, &id));
+        let names = |s: &Value, key: &str| -> Vec<String> {
+            s[key].as_array().unwrap().iter().map(|p| p["species"].as_str().unwrap().to_string()).collect()
+        };
+        assert_eq!(names(&sa, "your_team"), ["Great Tusk", "Gholdengo", "Dragonite"], "{sa}");
+        assert_eq!(names(&sb, "your_team"), ["Kingambit", "Garchomp", "Corviknight"], "{sb}");
+        let (pa, _) = a.read_resource(&format!("showdown://battle/{id}/protocol")).await.unwrap();
+        assert!(!pa.contains("kowtowcleave") && !pa.contains("Black Glasses"), "p2's moves and items never reach p1");
+        if round == 0 {
+            let third = http_client(&server).await;
+            let e = third.err("showdown_join_battle", json!({"battle_id": id, "join_code": code, "team": OU_TEAM})).await;
+            assert!(e.contains("both sides of this battle are taken"), "{e}");
+        }
+
+        let ((fa, ta), (fb, tb)) = tokio::join!(play_side(&a, &id), play_side(&b, &id));
+        assert_eq!(fa["winner"], fb["winner"], "{fa}\n{fb}");
+        assert!(fa["winner"].is_string(), "{fa}");
+        let log = log_of(&a, &id).await;
+        assert!(log.contains("|player|p2|Player 2") && log.contains("|win|"), "{log}");
+        replays.push((log, ta, tb));
+    }
+    assert_eq!(replays[0], replays[1], "the same seed, teams and choices replay the same battle");
 }

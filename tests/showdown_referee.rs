@@ -288,7 +288,7 @@ fn compare_field(check: &mut Check, ours: &Value, view: &Value, me: &str, foe: &
 }
 
 /// Our side against the simulator's own account of it.
-fn against_request(check: &mut Check, ours: &Value, request: &Value, actions: &Value, active_stats: Option<&Value>) {
+fn against_request(check: &mut Check, ours: &Value, request: &Value, actions: &Value, active_stats: Option<(&str, &Value)>) {
     for p in request["side"]["pokemon"].as_array().unwrap() {
         let name = p["ident"].as_str().unwrap().split_once(": ").unwrap().1;
         let who = format!("request {name}");
@@ -306,30 +306,60 @@ fn against_request(check: &mut Check, ours: &Value, request: &Value, actions: &V
         check.same("request item", &who, id_of(&o["item"]), id_of(&p["item"]));
         check.same("request ability", &who, id_of(&o["ability"]), id_of(&p["ability"]).or(id_of(&p["baseAbility"])));
         if p["active"] == true
-            && let Some(stats) = active_stats
+            && let Some((of, stats)) = active_stats
+            && of == name
         {
             let truth: Vec<u64> = ["atk", "def", "spa", "spd", "spe"].iter().map(|k| p["stats"][k].as_u64().unwrap()).collect();
             let stats: Vec<u64> = stats.as_array().unwrap().iter().map(|s| s.as_u64().unwrap()).collect();
             check.same("request stats", &who, stats, truth);
         }
     }
-    // PP: the moves the request offers, as the available actions describe them.
-    let Some(active) = request["active"].get(0) else {
-        return;
-    };
-    for m in active["moves"].as_array().unwrap() {
-        let (Some(pp), Some(id)) = (m["pp"].as_u64(), m["id"].as_str()) else {
-            continue;
-        };
-        if m["disabled"] == true {
+    // PP: the moves the request offers, as the available actions describe
+    // them (in doubles, each position's own; a targeted move's first target).
+    for (pos, active) in request["active"].as_array().into_iter().flatten().enumerate() {
+        if request["side"]["pokemon"][pos]["condition"].as_str().is_some_and(|c| c.ends_with(" fnt")) {
             continue;
         }
-        let described =
-            actions["actions"].as_array().unwrap().iter().find(|a| a["action"] == id).map(|a| a["details"].as_str().unwrap().to_string());
-        let pp_text =
-            described.as_deref().and_then(|d| d.rsplit_once(" PP")).and_then(|(before, _)| before.rsplit(", ").next()).map(str::to_string);
-        check.same("request pp", &format!("request move {id}"), pp_text, Some(pp.to_string()));
+        for m in active["moves"].as_array().unwrap() {
+            let (Some(pp), Some(id)) = (m["pp"].as_u64(), m["id"].as_str()) else {
+                continue;
+            };
+            if m["disabled"] == true {
+                continue;
+            }
+            let named = |a: &&Value| {
+                let name = a["action"].as_str().unwrap();
+                a["position"] == pos as u64 + 1 && (name == id || name.split_once(' ').is_some_and(|(n, _)| n == id))
+            };
+            let described = actions["actions"].as_array().unwrap().iter().find(named).map(|a| a["details"].as_str().unwrap().to_string());
+            let pp_text = described
+                .as_deref()
+                .and_then(|d| d.rsplit_once(" PP"))
+                .and_then(|(before, _)| before.rsplit(", ").next())
+                .map(str::to_string);
+            check.same("request pp", &format!("request move {id}"), pp_text, Some(pp.to_string()));
+        }
     }
+}
+
+/// One action per open position (the actions of `get_available_actions`),
+/// each chosen at random, no Pokémon sent in twice: the decision as
+/// `make_move` takes it.
+fn decide(actions: &Value, choices: &mut Choices) -> String {
+    let mut per: Vec<(u64, Vec<&str>)> = Vec::new();
+    for a in actions["actions"].as_array().unwrap() {
+        let (p, name) = (a["position"].as_u64().unwrap(), a["action"].as_str().unwrap());
+        match per.iter_mut().find(|(q, _)| *q == p) {
+            Some((_, names)) => names.push(name),
+            None => per.push((p, vec![name])),
+        }
+    }
+    let mut chosen: Vec<&str> = Vec::new();
+    for (_, names) in &per {
+        let free: Vec<&str> = names.iter().copied().filter(|n| !(n.starts_with("switch ") && chosen.contains(n))).collect();
+        chosen.push(free[choices.pick(free.len())]);
+    }
+    chosen.join(", ")
 }
 
 /// A small seeded generator for our side's choices.
@@ -347,6 +377,12 @@ impl Choices {
 /// Plays one battle to its end, checking every decision; the decisions checked.
 async fn referee_battle(c: &Client, referee: &mut Referee, bot: &str, seed: u64, tally: &mut Tally) -> usize {
     let id = offline(c, bot, seed).await;
+    referee_play(c, referee, &id, &format!("{bot} seed {seed}"), seed, tally).await
+}
+
+/// Plays the battle `id` to its end, checking every decision; the decisions checked.
+async fn referee_play(c: &Client, referee: &mut Referee, id: &str, label: &str, seed: u64, tally: &mut Tally) -> usize {
+    let bot = label;
     let mut choices = Choices(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut seen = 0;
     for decision in 0..600 {
@@ -361,30 +397,30 @@ async fn referee_battle(c: &Client, referee: &mut Referee, bot: &str, seed: u64,
         let protocol = c.read_resource(&format!("showdown://battle/{id}/protocol")).await.unwrap().0;
         if let Ok(dir) = std::env::var("REFEREE_DUMP") {
             // To replay a battle into the referee by hand.
-            std::fs::write(format!("{dir}/{bot}-{seed}.txt"), &protocol).unwrap();
+            std::fs::write(format!("{dir}/{}.txt", id_of(&json!(bot)).unwrap_or_default()), &protocol).unwrap();
         }
         let lines: Vec<&str> = protocol.lines().collect();
-        let view = referee.view(&id, &lines[seen..]).await;
+        let view = referee.view(id, &lines[seen..]).await;
         seen = lines.len();
         let request: Value =
             lines.iter().rev().find_map(|l| l.strip_prefix("|request|")).map(|j| serde_json::from_str(j).unwrap()).unwrap();
         let actions = c.ok("showdown_get_available_actions", json!({"battle_id": id})).await;
         let active = s["your_team"].as_array().unwrap().iter().find(|p| p["active"] == true && p["fainted"] == false);
         let stats = match active {
-            Some(p) => {
-                Some(c.ok("showdown_get_pokemon_details", json!({"battle_id": id, "pokemon_name": p["name"]})).await["stats"].clone())
-            }
+            Some(p) => Some((
+                p["name"].as_str().unwrap().to_string(),
+                c.ok("showdown_get_pokemon_details", json!({"battle_id": id, "pokemon_name": p["name"]})).await["stats"].clone(),
+            )),
             None => None,
         };
-        let at = format!("{bot} seed {seed} turn {}", s["turn"]);
+        let at = format!("{bot} turn {}", s["turn"]);
         let mut check = Check { at: at.clone(), tally };
         let offered = request["active"][0]["moves"].as_array();
         let no_pp = offered.is_some_and(|m| m.iter().all(|m| m["pp"].is_null() || m["id"] == "struggle"));
         compare(&mut check, &s, &view, Context { no_pp });
-        against_request(&mut check, &s, &request, &actions, stats.as_ref());
+        against_request(&mut check, &s, &request, &actions, stats.as_ref().map(|(n, v)| (n.as_str(), v)));
 
-        let legal = s["available_actions"].as_array().unwrap();
-        let action = legal[choices.pick(legal.len())].as_str().unwrap();
+        let action = decide(&actions, &mut choices);
         let r = c.call("showdown_make_move", json!({"battle_id": id, "action": action, "reasoning": "referee test"})).await;
         if r.is_error == Some(true) {
             // The one refusal a legal-looking action can meet: a trap the request could not show.
@@ -430,4 +466,40 @@ async fn the_tracked_battle_agrees_with_pkmn_client_at_every_decision() {
         eprintln!("deliberate, {key} ({} times): {reason}", tally.excused.get(key).unwrap_or(&0));
     }
     assert!(tally.found.is_empty(), "the plugin and @pkmn/client disagree:{report}");
+}
+
+/// Two legal gen9ou teams of three (export form) for the fixed-team battles.
+const OU_TEAMS: [&str; 2] = [
+    "Great Tusk @ Leftovers\nAbility: Protosynthesis\nTera Type: Steel\nEVs: 252 HP / 4 Atk / 252 Spe\nJolly Nature\n- Headlong Rush\n- Ice Spinner\n- Knock Off\n- Rapid Spin\n\n\
+     Gholdengo @ Choice Scarf\nAbility: Good as Gold\nTera Type: Steel\nEVs: 252 SpA / 4 SpD / 252 Spe\nTimid Nature\nIVs: 0 Atk\n- Make It Rain\n- Shadow Ball\n- Trick\n- Focus Blast\n\n\
+     Dragonite @ Heavy-Duty Boots\nAbility: Multiscale\nTera Type: Normal\nEVs: 252 Atk / 4 SpD / 252 Spe\nAdamant Nature\n- Dragon Dance\n- Extreme Speed\n- Earthquake\n- Roost\n",
+    "Kingambit @ Black Glasses\nAbility: Supreme Overlord\nTera Type: Dark\nEVs: 252 HP / 252 Atk / 4 SpD\nAdamant Nature\n- Swords Dance\n- Kowtow Cleave\n- Sucker Punch\n- Iron Head\n\n\
+     Garchomp @ Rocky Helmet\nAbility: Rough Skin\nTera Type: Steel\nEVs: 252 HP / 4 Def / 252 Spe\nJolly Nature\n- Earthquake\n- Dragon Tail\n- Stealth Rock\n- Spikes\n\n\
+     Corviknight @ Leftovers\nAbility: Pressure\nTera Type: Dragon\nEVs: 252 HP / 168 Def / 88 SpD\nImpish Nature\n- Brave Bird\n- Roost\n- U-turn\n- Defog\n",
+];
+
+/// Doubles (random doubles battles, both active Pokémon a side) and fixed
+/// teams (gen9ou with team preview) against the referee, as the singles test.
+#[tokio::test]
+async fn doubles_and_fixed_team_battles_agree_with_pkmn_client() {
+    let (_work, c) = sim_client().await;
+    let mut referee = Referee::start();
+    let mut tally = Tally::default();
+    let mut decisions = 0;
+    let n = (battles() / 5).max(2);
+    for seed in 1..=n {
+        let bot = BOTS[seed as usize % BOTS.len()];
+        let (args, label) = if seed % 2 == 0 {
+            (json!({"bot": bot, "format": "gen9ou", "seed": seed, "team": OU_TEAMS[0], "opponent_team": OU_TEAMS[1]}), "gen9ou")
+        } else {
+            (json!({"bot": bot, "format": "gen9randomdoublesbattle", "seed": seed}), "doubles")
+        };
+        let v = c.ok("showdown_start_offline_battle", args).await;
+        let id = v["battle_id"].as_str().unwrap().to_string();
+        decisions += referee_play(&c, &mut referee, &id, &format!("{label} {bot} seed {seed}"), seed, &mut tally).await;
+    }
+    c.close().await;
+    let report: Vec<&str> = tally.found.iter().map(|d| d.detail.as_str()).take(20).collect();
+    eprintln!("{n} doubles and fixed-team battles, {decisions} decisions checked, {} differences", tally.found.len());
+    assert!(tally.found.is_empty(), "the plugin and @pkmn/client disagree:\n{}", report.join("\n"));
 }

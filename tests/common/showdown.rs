@@ -30,11 +30,14 @@ pub fn referee_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/showdown-referee")
 }
 
-/// The `sim` endpoint: the simulator as a sidecar process.
+/// The `sim` endpoint: the plugin's own sidecar (which checks teams with
+/// the simulator's validator) on the npm package installed for the tests.
 pub fn sim_endpoint(package: &Path) -> String {
+    let sidecar = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/showdown/sidecar/showdown_sim.js");
     format!(
-        "[plugins.showdown.channels.sim]\nprocess = {{ command = \"node\", args = [{:?}, \"simulate-battle\", \"--skip-build\"] }}\n",
-        package.join("pokemon-showdown").display().to_string()
+        "[plugins.showdown.channels.sim]\nprocess = {{ command = \"node\", args = [{:?}, \"--package\", {:?}] }}\n",
+        sidecar.canonicalize().unwrap().display().to_string(),
+        package.display().to_string()
     )
 }
 

@@ -85,8 +85,8 @@ pub const SIDECARS: &[Sidecar] = &[
         endpoint: "sim",
         command: "node",
         entry: "showdown_sim.js",
-        // The launcher installs the simulator, then runs it as a second node process.
-        weight: 2,
+        // The launcher installs the simulator, then runs it in its own process.
+        weight: 1,
         files: &[("showdown_sim.js", include_str!("../../../plugins/showdown/sidecar/showdown_sim.js"))],
         needs: Needs {
             what: "Node.js",

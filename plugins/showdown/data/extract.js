@@ -1,6 +1,6 @@
 // Extracts the battle data the showdown plugin needs from the npm package
-// `pokemon-showdown` (MIT) into gen9.json: moves, species and the type chart
-// of generation 9. Run from a directory where the package is installed:
+// `pokemon-showdown` (MIT) into gen9.json: moves, species, the type chart,
+// item and ability names of generation 9. Run from a directory where the package is installed:
 //   node plugins/showdown/data/extract.js <node_modules/pokemon-showdown> > plugins/showdown/data/gen9.json
 'use strict';
 const ps = require(require('path').resolve(process.argv[2] || 'node_modules/pokemon-showdown'));
@@ -19,6 +19,12 @@ for (const s of dex.species.all()) {
   const b = s.baseStats;
   species[s.id] = [s.name, s.types, [b.hp, b.atk, b.def, b.spa, b.spd, b.spe], s.weightkg];
 }
+
+// Display names of items and abilities (the request gives ids, the log names).
+const items = {};
+for (const i of dex.items.all()) if (!i.isNonstandard || i.isNonstandard === 'Unobtainable') items[i.id] = i.name;
+const abilities = {};
+for (const a of dex.abilities.all()) if (!a.isNonstandard || a.isNonstandard === 'Unobtainable') abilities[a.id] = a.name;
 
 // types[defending][attacking] = multiplier (only entries other than 1).
 const types = {};
@@ -43,5 +49,5 @@ for (const [id, entry] of Object.entries(randbats)) {
 
 process.stdout.write(JSON.stringify({
   source: `pokemon-showdown ${require(require('path').resolve(process.argv[2] || 'node_modules/pokemon-showdown', 'package.json')).version} (MIT), generation 9`,
-  moves, species, types, sets,
+  moves, species, types, sets, items, abilities,
 }));

@@ -3,17 +3,18 @@
 // offline battles: `pokemon-showdown simulate-battle` at a pinned version,
 // installed with npm into the user's cache on first use and reused after.
 //
-// The plugin talks to the simulator on stdin/stdout; this program only makes
-// sure it is there, then runs it with the same stdio. Everything it says
-// itself goes to stderr (the server's log). When it cannot run the
-// simulator, its last line on stderr says why and how to fix it, and the
-// server passes that line on to the agent.
+// The plugin talks to the simulator on stdin/stdout; this program makes
+// sure it is there (or takes the package given with `--package DIR`), then
+// runs it in this process, checking the teams players bring with the
+// simulator's own validator. Everything it says itself goes to stderr (the
+// server's log). When it cannot run the simulator, its last line on stderr
+// says why and how to fix it, and the server passes that line on to the agent.
 
 "use strict";
 const fs = require("fs");
 const os = require("os");
 const path = require("path");
-const { spawn, spawnSync } = require("child_process");
+const { spawnSync } = require("child_process");
 
 // The simulator version the plugin's protocol reading is tested against.
 const VERSION = "0.11.11";
@@ -122,6 +123,13 @@ function main() {
   if (major < NODE_MAJOR) {
     fail(`the battle simulator needs Node.js ${NODE_MAJOR} or newer; this is ${process.versions.node} (install a newer nodejs)`);
   }
+  // `--package DIR`: a pokemon-showdown the operator installed, used as it is.
+  const given = process.argv.indexOf("--package");
+  if (given > 0) {
+    const pkg = path.resolve(process.argv[given + 1] || "");
+    if (!installedVersion(pkg)) fail(`--package ${pkg} is not a pokemon-showdown package (no package.json there)`);
+    return simulate(pkg);
+  }
   const dir = cacheDir();
   const pkg = path.join(dir, "node_modules", "pokemon-showdown");
   if (!installed(dir, pkg)) {
@@ -130,12 +138,64 @@ function main() {
       if (!installed(dir, pkg)) install(dir, pkg);
     });
   }
-  const sim = spawn(process.execPath, [path.join(pkg, "pokemon-showdown"), "simulate-battle", "--skip-build"], { stdio: "inherit" });
-  sim.on("error", (e) => fail(`the simulator did not start: ${e.message}`));
-  sim.on("exit", (code, signal) => process.exit(code === null ? 1 : code));
-  // The server ends a battle's process with SIGKILL, which reaches only this
-  // program: the simulator notices its stdin closing and ends too.
-  for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => sim.kill(s));
+  simulate(pkg);
+}
+
+// The simulator runs in this process (as `pokemon-showdown simulate-battle`
+// would run it) so that a team can be checked before its battle starts: a
+// `>player` line carrying a team is read with the simulator's own importer
+// (export, packed or JSON form) and checked by its own validator for the
+// battle's format. A legal team goes on packed; an illegal one never reaches
+// the battle, and the player's side is told why, as the simulator tells an
+// invalid choice: `|error|[Invalid team] …`, one problem per `|`-free line.
+function simulate(pkg) {
+  const dist = path.join(pkg, "dist");
+  const { BattleTextStream } = require(path.join(dist, "sim", "battle-stream.js"));
+  const { Teams } = require(path.join(dist, "sim", "teams.js"));
+  const { TeamValidator } = require(path.join(dist, "sim", "team-validator.js"));
+  const Streams = require(path.join(dist, "lib", "streams.js"));
+  const battle = new BattleTextStream({ noCatch: true });
+  void battle.pipeTo(Streams.stdout());
+  let format = "";
+  const refuse = (side, problems) => {
+    const text = problems.map((p) => p.replace(/[|\n]/g, " ")).join(" / ");
+    process.stdout.write(`sideupdate\n${side}\n|error|[Invalid team] ${text}\n\n`);
+  };
+  const input = require("readline").createInterface({ input: process.stdin, terminal: false });
+  input.on("line", (line) => {
+    if (line.startsWith(">start ")) {
+      try {
+        format = JSON.parse(line.slice(7)).formatid || "";
+      } catch {}
+    }
+    const player = /^>player (p[1-4]) (.*)$/.exec(line);
+    if (player) {
+      let options;
+      try {
+        options = JSON.parse(player[2]);
+      } catch {}
+      if (options && typeof options.team === "string") {
+        let sets = null;
+        try {
+          sets = Teams.import(options.team);
+        } catch {}
+        if (!sets || !sets.length) return refuse(player[1], ["the team could not be read (give it in Showdown's export or packed form)"]);
+        let problems;
+        try {
+          problems = TeamValidator.get(format).validateTeam(sets);
+        } catch (e) {
+          problems = [`the validator failed: ${e.message}`];
+        }
+        if (problems && problems.length) return refuse(player[1], problems);
+        options.team = Teams.pack(sets);
+        line = `>player ${player[1]} ${JSON.stringify(options)}`;
+      }
+    }
+    void battle.write(`${line}\n`);
+  });
+  input.on("close", () => void battle.writeEnd());
+  // The server ends a battle's process with SIGKILL; stdin closing ends it too.
+  for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => process.exit(0));
 }
 
 main();

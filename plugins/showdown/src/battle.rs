@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::data::to_id;
+use crate::data::{data, to_id};
 use crate::protocol::fields;
 use crate::request::Request;
 
@@ -21,6 +21,8 @@ pub struct Mon {
     pub status: Option<String>,
     pub fainted: bool,
     pub active: bool,
+    /// Where it stands while active: 0 (the left, the only one in singles), 1, 2.
+    pub position: Option<usize>,
     pub boosts: BTreeMap<String, i32>,
     /// Moves seen in battle (for the opponent: revealed only).
     pub moves: Vec<String>,
@@ -64,6 +66,7 @@ impl Mon {
     /// volatile conditions, a temporary forme.
     fn leave_battle(&mut self) {
         self.active = false;
+        self.position = None;
         self.boosts.clear();
         self.volatiles.clear();
         self.volatile_since.clear();
@@ -82,6 +85,18 @@ pub struct SideView {
 impl SideView {
     pub fn active(&self) -> Option<&Mon> {
         self.mons.iter().find(|m| m.active)
+    }
+
+    /// The active Pokémon from the left (one in singles).
+    pub fn actives(&self) -> Vec<&Mon> {
+        let mut on: Vec<&Mon> = self.mons.iter().filter(|m| m.active).collect();
+        on.sort_by_key(|m| m.position);
+        on
+    }
+
+    /// The active Pokémon at `pos` (0-based from the left).
+    pub fn at(&self, pos: usize) -> Option<&Mon> {
+        self.mons.iter().find(|m| m.active && m.position == Some(pos))
     }
 
     fn mon(&mut self, name: &str) -> &mut Mon {
@@ -203,9 +218,12 @@ impl Battle {
             mon.fainted = fainted;
             // A fainted Pokémon waiting to be replaced holds its slot but is not in battle.
             mon.active = p.active && !fainted;
+            // The request lists the active Pokémon first, from the left.
+            mon.position = if mon.active { request.side.pokemon.iter().position(|q| q.ident == p.ident) } else { None };
             mon.moves = p.moves.clone();
-            mon.item = Some(p.item.clone()).filter(|s| !s.is_empty());
-            mon.ability = Some(p.ability.clone()).filter(|s| !s.is_empty());
+            // Named as the log names the opponent's: the same spelling for both sides.
+            mon.item = Some(p.item.clone()).filter(|s| !s.is_empty()).map(|i| data().item_name(&i));
+            mon.ability = Some(p.ability.clone()).filter(|s| !s.is_empty()).map(|a| data().ability_name(&a));
             mon.tera = p.terastallized.clone().filter(|s| !s.is_empty());
             if let Some(target) = mon.copied_from.clone().filter(|_| mon.active) {
                 copied = Some((target, p.moves.clone()));
@@ -238,17 +256,20 @@ impl Battle {
                 self.turn = arg(1).parse().unwrap_or(self.turn);
                 self.previous_turn = std::mem::take(&mut self.recent);
             }
-            "replace" => self.unmask(ident(arg(1)), arg(2)),
+            "replace" => self.unmask(ident(arg(1)), position_of(arg(1)), arg(2)),
             "switch" | "drag" => {
                 let (side, name) = ident(arg(1));
+                let pos = position_of(arg(1));
                 let view = self.sides.entry(side.clone()).or_default();
+                // The one it replaces at its position leaves (in doubles the other stays).
                 for m in &mut view.mons {
-                    if m.active {
+                    if m.active && (m.position == Some(pos) || m.position.is_none()) {
                         m.leave_battle();
                     }
                 }
                 let mon = view.mon(&name);
                 mon.active = true;
+                mon.position = Some(pos);
                 mon.species = species_of(arg(2)).to_string();
                 mon.level = level_of(arg(2)).unwrap_or(100);
                 let (hp, status, fainted) = parse_condition(arg(3));
@@ -486,16 +507,18 @@ impl Battle {
     /// `replace`: the active Pokémon was another in disguise (Illusion).
     /// What the disguise seemed to suffer is the real one's; the Pokémon it
     /// imitated is taken to be unhurt (what it really has is unknown).
-    fn unmask(&mut self, (side, name): (String, String), details: &str) {
+    fn unmask(&mut self, (side, name): (String, String), pos: usize, details: &str) {
         let view = self.sides.entry(side).or_default();
         let mut taken = (100, None, Vec::new(), None);
-        if let Some(shown) = view.mons.iter_mut().find(|m| m.active && m.name != name) {
+        let at_pos = |m: &Mon| m.position.is_none_or(|p| p == pos);
+        if let Some(shown) = view.mons.iter_mut().find(|m| m.active && m.name != name && at_pos(m)) {
             taken = (shown.hp_percent, shown.status.take(), std::mem::take(&mut shown.volatiles), shown.tera.take());
             (shown.fainted, shown.hp_percent) = (false, 100);
             shown.leave_battle();
         }
         let mon = view.mon(&name);
         mon.active = true;
+        mon.position = Some(pos);
         mon.species = species_of(details).to_string();
         mon.level = level_of(details).unwrap_or(100);
         mon.ability = Some("Illusion".into());
@@ -617,6 +640,14 @@ const PARTIAL_TRAPS: [&str; 10] =
 pub fn ident(s: &str) -> (String, String) {
     let (pos, name) = s.split_once(": ").unwrap_or((s, ""));
     (pos.chars().take(2).collect(), name.trim().to_string())
+}
+
+/// `p2b: Great Tusk` → 1: the active position (a, b, c from the left).
+pub fn position_of(s: &str) -> usize {
+    match s.split_once(": ").map(|(pos, _)| pos.as_bytes().get(2).copied()) {
+        Some(Some(c @ b'a'..=b'c')) => usize::from(c - b'a'),
+        _ => 0,
+    }
 }
 
 /// The value of a line's `[key] value` part (`[from] item: Leftovers`;

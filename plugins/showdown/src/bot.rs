@@ -21,6 +21,46 @@ pub enum Bot {
     Search,
 }
 
+/// The bot's choice for the simulator: one action in singles, one per
+/// open position in doubles and triples (never the same switch twice).
+pub fn choice(bot: Bot, request: &Request, battle: &Battle, rng: &mut Rng) -> Option<String> {
+    if request.positions() == 1 {
+        return choose(bot, request, battle, rng).map(|a| a.choice);
+    }
+    let mut picked: Vec<Action> = Vec::new();
+    for pos in request.open_positions() {
+        let free: Vec<Action> = request
+            .position_actions(pos)
+            .into_iter()
+            .filter(|a| a.kind != Kind::Switch || a.choice == "pass" || picked.iter().all(|b| b.choice != a.choice))
+            .collect();
+        let pick = match bot {
+            Bot::Random => free.get(rng.below(free.len().max(1))).cloned(),
+            // Each position's hardest expected hit on the target it names
+            // (the search models singles only).
+            Bot::Heuristic | Bot::Search => {
+                let value = |a: &Action| match (a.kind, request.side.pokemon.get(pos)) {
+                    (Kind::Move, Some(member)) => {
+                        let id = request.active.get(pos).and_then(|s| s.moves.get(a.index)).map_or("", |m| m.id.as_str());
+                        let foe = a.target.filter(|&t| t > 0).and_then(|t| target_at(battle, t as usize - 1));
+                        hit(member, id, None, foe.as_ref()) * if a.target.is_some_and(|t| t < 0) { -1.0 } else { 1.0 }
+                    }
+                    _ => 0.0,
+                };
+                free.iter()
+                    .map(|a| (value(a), a))
+                    .fold(None, |best: Option<(f64, &Action)>, (v, a)| match best {
+                        Some((bv, _)) if bv >= v => best,
+                        _ => Some((v, a)),
+                    })
+                    .map(|(_, a)| a.clone())
+            }
+        };
+        picked.push(pick?);
+    }
+    Some(request.assemble(picked).choice)
+}
+
 pub fn choose(bot: Bot, request: &Request, battle: &Battle, rng: &mut Rng) -> Option<Action> {
     let actions = request.actions();
     if actions.is_empty() {
@@ -44,7 +84,15 @@ struct Target {
 }
 
 fn target(battle: &Battle) -> Option<Target> {
-    let mon = battle.their_side()?.active()?;
+    target_of(battle.their_side()?.active()?)
+}
+
+/// The opponent's Pokémon at active position `pos` (0-based).
+fn target_at(battle: &Battle, pos: usize) -> Option<Target> {
+    target_of(battle.their_side()?.at(pos)?)
+}
+
+fn target_of(mon: &crate::battle::Mon) -> Option<Target> {
     let species = data().species(&mon.species)?;
     let types = match &mon.tera {
         Some(t) => vec![t.clone()],

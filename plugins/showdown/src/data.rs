@@ -13,6 +13,8 @@ struct Raw {
     species: HashMap<String, (String, Vec<String>, [u32; 6], f64)>,
     types: HashMap<String, HashMap<String, f64>>,
     sets: HashMap<String, (u32, Vec<RawSet>)>,
+    items: HashMap<String, String>,
+    abilities: HashMap<String, String>,
 }
 
 /// One random-battle set as the data file has it: (moves, abilities, items).
@@ -68,6 +70,8 @@ pub struct Data {
     sets: HashMap<String, RandomSpecies>,
     /// Species ids of `sets`, sorted: a stable order for seeded draws.
     set_ids: Vec<String>,
+    items: HashMap<String, String>,
+    abilities: HashMap<String, String>,
 }
 
 /// Showdown's ids: lower-case letters and digits only ("Iron Valiant" → "ironvaliant").
@@ -99,6 +103,8 @@ pub fn data() -> &'static Data {
                 .map(|(id, (name, types, base, weight_kg))| (id, Species { name, types, base, weight_kg }))
                 .collect(),
             types: raw.types,
+            items: raw.items,
+            abilities: raw.abilities,
             set_ids: {
                 let mut ids: Vec<String> = raw.sets.keys().cloned().collect();
                 ids.sort();
@@ -143,6 +149,17 @@ impl Data {
         let sets = &self.sets.get(&to_id(forme))?.sets;
         let first = sets.first()?.abilities.first()?;
         sets.iter().all(|s| s.abilities == [first.clone()]).then_some(first.as_str())
+    }
+
+    /// An item's name as the log writes it (`heavydutyboots` → `Heavy-Duty
+    /// Boots`); an unknown one as it is.
+    pub fn item_name(&self, id: &str) -> String {
+        self.items.get(&to_id(id)).cloned().unwrap_or_else(|| id.to_string())
+    }
+
+    /// An ability's name as the log writes it (`goodasgold` → `Good as Gold`).
+    pub fn ability_name(&self, id: &str) -> String {
+        self.abilities.get(&to_id(id)).cloned().unwrap_or_else(|| id.to_string())
     }
 
     /// Every species of the random-battle pool, in a stable order.

@@ -109,6 +109,9 @@ pub fn evaluate_actions(battle: &Battle, request: &Request, settings: Settings) 
     if request.team_preview {
         return Err("team preview is not scored".into());
     }
+    if request.positions() > 1 {
+        return Err(format!("the search (poke-engine) models singles and this battle has {} active Pokémon a side", request.positions()));
+    }
     if request.side.pokemon.iter().any(|p| p.reviving) {
         return Err("Revival Blessing is not modelled by the engine".into());
     }

@@ -41,11 +41,8 @@ pub fn check_offline(id: &str) -> Result<Format, String> {
             nearest(id, 3).iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
         ));
     };
-    if f.game_type != "singles" {
-        return Err(format!("{} is a {} format; offline battles play singles formats so far", f.name, f.game_type));
-    }
-    if !f.random {
-        return Err(format!("{} needs a team; offline battles play random formats so far (their teams are generated)", f.name));
+    if !matches!(f.game_type, "singles" | "doubles" | "triples") {
+        return Err(format!("{} is a {} format for four players; offline battles have two", f.name, f.game_type));
     }
     Ok(f)
 }
@@ -70,8 +67,9 @@ mod tests {
         assert!(check_offline("gen9randombattle").is_ok());
         let e = check_offline("gen9randombatle").unwrap_err();
         assert!(e.starts_with("unknown format `gen9randombatle`; the nearest are `gen9randombattle`"), "{e}");
-        assert!(check_offline("gen9randomdoublesbattle").unwrap_err().contains("is a doubles format"));
-        assert!(check_offline("gen9ou").unwrap_err().contains("needs a team"));
+        assert_eq!(check_offline("gen9randomdoublesbattle").unwrap().game_type, "doubles");
+        assert!(!check_offline("gen9ou").unwrap().random);
+        assert!(check_offline("gen9freeforallrandombattle").unwrap_err().contains("for four players"));
         let listed: serde_json::Value = serde_json::from_str(&listing()).unwrap();
         assert!(listed.as_array().unwrap().len() > 300);
     }

@@ -45,6 +45,8 @@ pub struct MoveSlot {
     pub maxpp: Option<u32>,
     /// `true`, `false` or a reason string.
     pub disabled: serde_json::Value,
+    /// Whom it may hit (`normal`, `any`, `adjacentAlly`, `self`, `allAdjacentFoes`…).
+    pub target: String,
 }
 
 impl MoveSlot {
@@ -110,17 +112,39 @@ pub enum Kind {
     Team,
 }
 
-/// One thing the agent may do now.
+/// One thing the agent may do now, for one of its active Pokémon.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Action {
     /// What the agent writes: a move id (`thunderbolt`), `<move>-tera`,
-    /// `switch <species id>`, or `team <species id>` for team preview.
+    /// `switch <species id>`, or `team <species id>` for team preview; in
+    /// doubles and triples a move that picks its target ends with it
+    /// (`thunderbolt 2`: the opponent's second position; `-1`: our first).
     pub name: String,
     pub kind: Kind,
     /// The choice we send (`move 1 terastallize`, `switch 3`, `team 2`).
     pub choice: String,
-    /// Index into `active[0].moves` or `side.pokemon`.
+    /// Index into `active[position].moves` or `side.pokemon`.
     pub index: usize,
+    /// The active position it is for: 0 in singles, 0–2 from the left otherwise.
+    pub position: usize,
+    /// The target position it names: 1–3 the opponent's, −1 to −3 ours.
+    pub target: Option<i8>,
+}
+
+/// A whole decision: one action for each active position that needs one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The agent's actions as the action list names them, in position order.
+    pub actions: Vec<Action>,
+    /// What we send: the positions' choices joined, `pass` where none is due.
+    pub choice: String,
+}
+
+impl Decision {
+    /// The decision as the agent would write it again (`thunderbolt 1, protect`).
+    pub fn name(&self) -> String {
+        self.actions.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
+    }
 }
 
 impl Request {
@@ -141,7 +165,19 @@ impl Request {
         self.side.pokemon.iter().find(|p| p.active)
     }
 
-    /// Every legal action, moves first (singles: one active slot).
+    /// How many active positions the request speaks for: 1 in singles, 2 in
+    /// doubles, 3 in triples.
+    pub fn positions(&self) -> usize {
+        if self.team_preview { 1 } else { self.active.len().max(self.force_switch.len()).max(1) }
+    }
+
+    /// The positions that need an action from the agent: a forced switch,
+    /// or a move for a Pokémon still standing; the others pass.
+    pub fn open_positions(&self) -> Vec<usize> {
+        (0..self.positions()).filter(|&p| !self.position_actions(p).is_empty()).collect()
+    }
+
+    /// Every legal action, position by position, moves first.
     pub fn actions(&self) -> Vec<Action> {
         if !self.needs_decision() {
             return Vec::new();
@@ -157,35 +193,62 @@ impl Request {
                     kind: Kind::Team,
                     choice: format!("team {}", i + 1),
                     index: i,
+                    position: 0,
+                    target: None,
                 })
                 .collect();
         }
+        let mut out: Vec<Action> = (0..self.positions()).flat_map(|p| self.position_actions(p)).collect();
+        if out.is_empty() {
+            // A request we cannot read into choices: let the simulator pick.
+            out.push(Action { name: "default".into(), kind: Kind::Move, choice: "default".into(), index: 0, position: 0, target: None });
+        }
+        out
+    }
+
+    /// The legal actions of the Pokémon at active position `pos`.
+    pub fn position_actions(&self, pos: usize) -> Vec<Action> {
+        if !self.needs_decision() || self.team_preview {
+            return Vec::new();
+        }
+        let forced = self.must_switch();
+        if forced && !self.force_switch.get(pos).copied().unwrap_or(false) {
+            return Vec::new();
+        }
+        let standing = self.side.pokemon.get(pos).is_none_or(|p| !p.fainted() || forced);
+        let slot = self.active.get(pos).filter(|_| !forced && standing);
+        let multi = self.positions() > 1;
         let mut out = Vec::new();
-        let slot = self.active.first().filter(|_| !self.must_switch());
         if let Some(slot) = slot {
             for (i, m) in slot.moves.iter().enumerate().filter(|(_, m)| m.usable()) {
                 let id = if m.id.is_empty() { to_id(&m.name) } else { m.id.clone() };
-                out.push(Action { name: id.clone(), kind: Kind::Move, choice: format!("move {}", i + 1), index: i });
+                let targets = if multi { targets(&m.target, pos, self.positions()) } else { vec![None] };
                 // The once-a-battle mechanics of each generation, as the request offers them.
                 let offered = [
-                    (slot.can_terastallize.is_some(), "tera", "terastallize"),
-                    (slot.can_mega_evo, "mega", "mega"),
-                    (slot.can_z_move.get(i).is_some_and(Option::is_some), "zmove", "zmove"),
-                    (slot.can_dynamax, "dynamax", "dynamax"),
+                    (true, "", ""),
+                    (slot.can_terastallize.is_some(), "-tera", " terastallize"),
+                    (slot.can_mega_evo, "-mega", " mega"),
+                    (slot.can_z_move.get(i).is_some_and(Option::is_some), "-zmove", " zmove"),
+                    (slot.can_dynamax, "-dynamax", " dynamax"),
                 ];
                 for (_, suffix, word) in offered.into_iter().filter(|(can, _, _)| *can) {
-                    out.push(Action {
-                        name: format!("{id}-{suffix}"),
-                        kind: Kind::Move,
-                        choice: format!("move {} {word}", i + 1),
-                        index: i,
-                    });
+                    for &target in &targets {
+                        let (name_t, choice_t) = target.map_or((String::new(), String::new()), |t| (format!(" {t}"), format!(" {t}")));
+                        out.push(Action {
+                            name: format!("{id}{suffix}{name_t}"),
+                            kind: Kind::Move,
+                            choice: format!("move {}{choice_t}{word}", i + 1),
+                            index: i,
+                            position: pos,
+                            target,
+                        });
+                    }
                 }
             }
         }
         let trapped = slot.is_some_and(|s| s.trapped);
-        let reviving = self.must_switch() && self.side.pokemon.iter().any(|p| p.reviving);
-        if !trapped {
+        let reviving = forced && self.side.pokemon.iter().any(|p| p.reviving);
+        if !trapped && (slot.is_some() || forced) {
             for (i, p) in self.side.pokemon.iter().enumerate() {
                 if !p.active && p.fainted() == reviving {
                     out.push(Action {
@@ -193,13 +256,17 @@ impl Request {
                         kind: Kind::Switch,
                         choice: format!("switch {}", i + 1),
                         index: i,
+                        position: pos,
+                        target: None,
                     });
                 }
             }
         }
-        if out.is_empty() {
-            // A request we cannot read into choices: let the simulator pick.
-            out.push(Action { name: "default".into(), kind: Kind::Move, choice: "default".into(), index: 0 });
+        // More forced switches than Pokémon to send: a position may stay empty.
+        let forced_count = self.force_switch.iter().filter(|&&b| b).count();
+        let bench = self.side.pokemon.iter().filter(|p| !p.active && p.fainted() == reviving).count();
+        if multi && forced && bench < forced_count {
+            out.push(Action { name: "pass".into(), kind: Kind::Switch, choice: "pass".into(), index: 0, position: pos, target: None });
         }
         out
     }
@@ -210,15 +277,96 @@ impl Request {
         let key = action_key(wanted);
         self.actions().into_iter().find(|a| action_key(&a.name) == key)
     }
+
+    /// The agent's whole decision: in singles one action; in doubles and
+    /// triples one per position that needs one, in position order, joined
+    /// with commas (`thunderbolt 1, switch garchomp`). Two positions may not
+    /// send in the same Pokémon.
+    pub fn decide(&self, wanted: &str) -> Result<Decision, String> {
+        let open = self.open_positions();
+        if self.positions() == 1 || open.is_empty() {
+            let a = self.find(wanted).ok_or_else(|| format!("`{wanted}` is not a legal action now"))?;
+            return Ok(Decision { choice: a.choice.clone(), actions: vec![a] });
+        }
+        let parts: Vec<&str> = wanted.split(',').map(str::trim).collect();
+        if parts.len() != open.len() {
+            return Err(format!(
+                "this decision takes {} action{} separated by commas, one for each of {} in position order; `{wanted}` has {}",
+                open.len(),
+                if open.len() == 1 { "" } else { "s" },
+                open.iter().map(|p| format!("position {}", p + 1)).collect::<Vec<_>>().join(" and "),
+                parts.len()
+            ));
+        }
+        let mut actions = Vec::new();
+        for (&pos, part) in open.iter().zip(&parts) {
+            let key = action_key(part);
+            let Some(a) = self.position_actions(pos).into_iter().find(|a| action_key(&a.name) == key) else {
+                return Err(format!("`{part}` is not a legal action for position {} now", pos + 1));
+            };
+            if a.kind == Kind::Switch && a.choice != "pass" && actions.iter().any(|b: &Action| b.choice == a.choice) {
+                return Err(format!("two positions cannot both `{}`", a.name));
+            }
+            actions.push(a);
+        }
+        Ok(self.assemble(actions))
+    }
+
+    /// The decision made of one action per open position (the others pass).
+    pub fn assemble(&self, actions: Vec<Action>) -> Decision {
+        let choice = (0..self.positions())
+            .map(|p| actions.iter().find(|a| a.position == p).map_or("pass".to_string(), |a| a.choice.clone()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Decision { actions, choice }
+    }
+}
+
+/// The positions a move used from our position `pos` (0-based) may name,
+/// as Showdown numbers them (1…n the opponent's, −1…−n ours), with its
+/// adjacency rule; `[None]` for a move that picks no target.
+fn targets(kind: &str, pos: usize, n: usize) -> Vec<Option<i8>> {
+    let me = pos as i8 + 1;
+    let n = n as i8;
+    let foe_adjacent = |t: i8| (t + me - (n + 1)).abs() <= 1;
+    let ally_adjacent = |t: i8| (t - me).abs() == 1;
+    let foes = |all: bool| (1..=n).filter(move |&t| all || foe_adjacent(t)).map(Some);
+    let allies = |with_self: bool, all: bool| {
+        (1..=n).filter(move |&t| (t != me && (all || ally_adjacent(t))) || (with_self && t == me)).map(|t| Some(-t))
+    };
+    match kind {
+        "normal" => foes(false).chain(allies(false, false)).collect(),
+        "adjacentFoe" => foes(false).collect(),
+        "any" => foes(true).chain(allies(false, true)).collect(),
+        "adjacentAlly" => allies(false, false).collect(),
+        "adjacentAllyOrSelf" => allies(true, false).collect(),
+        _ => vec![None],
+    }
+}
+
+/// Whether two agents' writings of a decision name the same actions
+/// (`Thunderbolt 1, Protect` and `thunderbolt 1,protect`; not `thunderbolt -1`).
+pub fn same_decision(a: &str, b: &str) -> bool {
+    let keys = |s: &str| s.split(',').map(action_key).collect::<Vec<_>>();
+    keys(a) == keys(b)
 }
 
 /// What a move's action may end with: Terastallize (9), Mega Evolve (6–7),
 /// its Z-move (7), Dynamax (8).
 const MECHANICS: [&str; 4] = ["tera", "mega", "zmove", "dynamax"];
 
-/// `switch Iron-Valiant` → `switch ironvaliant`; `Thunderbolt-Tera` → `thunderbolt-tera`.
+/// `switch Iron-Valiant` → `switch ironvaliant`; `Thunderbolt-Tera` →
+/// `thunderbolt-tera`; `Heat Wave -1` → `heatwave @-1` (a target position,
+/// written after a space, stays apart from the move's name).
 fn action_key(s: &str) -> String {
     let s = s.trim().to_ascii_lowercase();
+    if let Some((head, t)) = s.rsplit_once(char::is_whitespace)
+        && let Ok(t) = t.trim_start_matches('+').parse::<i8>()
+        && t != 0
+        && !head.trim().is_empty()
+    {
+        return format!("{} @{t}", action_key(head));
+    }
     let (verb, rest) = match s.split_once(char::is_whitespace) {
         Some((v @ ("switch" | "team" | "move"), rest)) => (v, rest.to_string()),
         _ => ("", s.clone()),
@@ -280,6 +428,55 @@ mod tests {
         assert!(r.find("switch mew").is_none());
         assert!(r.find("move 1\n>eval process.exit()").is_none());
         assert_eq!(r.rqid, Some(7));
+    }
+
+    const DOUBLES_REQ: &str = r#"{"active":[
+        {"moves":[{"move":"Heat Wave","id":"heatwave","pp":16,"target":"allAdjacentFoes","disabled":false},
+                  {"move":"Thunderbolt","id":"thunderbolt","pp":24,"target":"normal","disabled":false},
+                  {"move":"Helping Hand","id":"helpinghand","pp":32,"target":"adjacentAlly","disabled":false}]},
+        {"moves":[{"move":"Protect","id":"protect","pp":16,"target":"self","disabled":false},
+                  {"move":"Dark Pulse","id":"darkpulse","pp":24,"target":"any","disabled":false}]}],
+      "side":{"id":"p1","pokemon":[
+        {"ident":"p1: Rotom","details":"Rotom-Heat, L80","condition":"200/200","active":true},
+        {"ident":"p1: Kingambit","details":"Kingambit, L80","condition":"250/250","active":true},
+        {"ident":"p1: Amoonguss","details":"Amoonguss, L80","condition":"250/250","active":false},
+        {"ident":"p1: Mew","details":"Mew, L80","condition":"0 fnt","active":false}]},"rqid":3}"#;
+
+    #[test]
+    fn doubles_actions_name_their_targets_and_a_decision_takes_one_per_position() {
+        let r = Request::parse(DOUBLES_REQ).unwrap();
+        assert_eq!(r.positions(), 2);
+        let first: Vec<String> = r.position_actions(0).into_iter().map(|a| a.name).collect();
+        assert_eq!(
+            first,
+            ["heatwave", "thunderbolt 1", "thunderbolt 2", "thunderbolt -2", "helpinghand -2", "switch amoonguss"],
+            "a spread move names no target, a single-target move each adjacent one, ally moves the ally"
+        );
+        let second: Vec<String> = r.position_actions(1).into_iter().map(|a| a.name).collect();
+        assert_eq!(second, ["protect", "darkpulse 1", "darkpulse 2", "darkpulse -1", "switch amoonguss"]);
+        let d = r.decide("Thunderbolt 2, protect").unwrap();
+        assert_eq!(d.choice, "move 2 2, move 1");
+        assert_eq!(d.name(), "thunderbolt 2, protect");
+        assert_eq!(r.decide("heatwave, dark pulse -1").unwrap().choice, "move 1, move 2 -1");
+        assert!(r.decide("thunderbolt 2").unwrap_err().contains("takes 2 actions"));
+        assert!(r.decide("thunderbolt 3, protect").unwrap_err().contains("not a legal action for position 1"));
+        assert!(r.decide("switch amoonguss, switch amoonguss").unwrap_err().contains("cannot both"));
+        assert!(same_decision("Thunderbolt 2,Protect", "thunderbolt 2, protect"));
+        assert!(!same_decision("thunderbolt -2, protect", "thunderbolt 2, protect"));
+        // After a knockout only the fainted position switches; the other passes.
+        let forced = DOUBLES_REQ.replace(r#""active":["#, r#""forceSwitch":[false,true],"unused":["#);
+        let r = Request::parse(&forced).unwrap();
+        assert_eq!(r.open_positions(), [1]);
+        assert_eq!(r.decide("switch amoonguss").unwrap().choice, "pass, switch 3");
+    }
+
+    #[test]
+    fn triples_targets_follow_adjacency() {
+        assert_eq!(targets("normal", 0, 3), [Some(2), Some(3), Some(-2)]);
+        assert_eq!(targets("normal", 1, 3), [Some(1), Some(2), Some(3), Some(-1), Some(-3)]);
+        assert_eq!(targets("any", 0, 3), [Some(1), Some(2), Some(3), Some(-2), Some(-3)]);
+        assert_eq!(targets("adjacentAllyOrSelf", 2, 3), [Some(-2), Some(-3)]);
+        assert_eq!(targets("allAdjacentFoes", 1, 3), [None]);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::battle::Battle;
 use crate::bot::{self, Bot};
 use crate::data::to_id;
 use crate::engine::{self, Evaluation, Settings};
+use crate::formats::Format;
 use crate::login::{self, Account};
 use crate::protocol::{Event, SimReader, fields};
 use crate::request::Request;
@@ -47,11 +48,11 @@ impl Status {
 #[allow(clippy::large_enum_variant)]
 pub enum Mode {
     Offline {
-        bot: Bot,
+        opponent: Opponent,
         rng: Rng,
         seed: u64,
+        teams: Teams,
         reader: SimReader,
-        bot_view: Battle,
         /// Lines the simulator has written so far.
         received: u64,
         /// Our lines to the simulator, each with how many lines it had
@@ -82,6 +83,90 @@ pub enum Mode {
         /// twice (the server would refuse: "too late to make a different move").
         answered_before_restart: Option<u64>,
     },
+}
+
+/// Who plays p2 in an offline battle.
+// One per battle: boxing the bot's view would save nothing that matters.
+#[allow(clippy::large_enum_variant)]
+pub enum Opponent {
+    /// A built-in bot, from its own view of the battle.
+    Bot { bot: Bot, view: Battle },
+    /// Another agent: the creator's caller, the joiner's once seated, p2's
+    /// simulator seed (its `>player` line is sent when it joins), and p2's
+    /// seat while the caller at hand is the creator.
+    Agent { creator: String, joiner: Option<String>, seed: String, seat: Box<Seat> },
+}
+
+/// What one agent's side of a battle holds beyond what both share: the
+/// name it plays under, its view of the battle, and what it asked for.
+/// The game's own fields are the seat of whoever calls; p2's seat in an
+/// agent-against-agent battle waits in [`Opponent::Agent`] meanwhile.
+#[derive(Default)]
+pub struct Seat {
+    pub username: String,
+    pub battle: Battle,
+    pub submitted: Option<(u64, String)>,
+    pub rejected: Option<(u64, String, String)>,
+    pub announced: bool,
+    pub in_flight: Option<(u64, String)>,
+    pub scorecard: Option<Scorecard>,
+    pub answered: VecDeque<(u64, String, MoveResult)>,
+}
+
+/// The teams an offline battle's players bring, as the agent gave them
+/// (the simulator reads and checks them); none in random formats.
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Teams {
+    pub mine: Option<String>,
+    pub theirs: Option<String>,
+}
+
+/// Longer than any legal team in either form (six Pokémon exported with
+/// nicknames, EVs, IVs and notes are under 4 KB).
+const TEAM_MAX_BYTES: usize = 16 * 1024;
+
+impl Teams {
+    /// The teams `format` plays with: generated in random formats, brought
+    /// in the others (a bot's a copy of ours unless given; an agent's is
+    /// its own, never a copy of ours, which it must not see).
+    pub fn for_format(format: Format, mine: Option<String>, theirs: Option<String>, bot: bool) -> Result<Teams, String> {
+        let given = |t: Option<String>, what: &str| -> Result<Option<String>, String> {
+            match t.filter(|t| !t.trim().is_empty()) {
+                Some(t) if t.len() > TEAM_MAX_BYTES => Err(format!("{what} is {} bytes long; a team is at most {TEAM_MAX_BYTES}", t.len())),
+                t => Ok(t),
+            }
+        };
+        let (mine, theirs) = (given(mine, "team")?, given(theirs, "opponent_team")?);
+        if format.random {
+            if mine.is_some() || theirs.is_some() {
+                return Err(format!(
+                    "{} generates its teams; leave out `team` and `opponent_team`, or choose a format where players bring \
+                     teams (e.g. gen9ou)",
+                    format.name
+                ));
+            }
+            return Ok(Teams::default());
+        }
+        let Some(mine) = mine else {
+            return Err(format!(
+                "{} needs your team: give `team` in Showdown's export form (as the teambuilder exports it) or packed form",
+                format.name
+            ));
+        };
+        let theirs = if bot { Some(theirs.unwrap_or_else(|| mine.clone())) } else { theirs };
+        Ok(Teams { theirs, mine: Some(mine) })
+    }
+
+    /// The simulator's `>player` line for `side`: its name, seed and team,
+    /// written as JSON (a team's text cannot break out of its string).
+    pub fn player_line(&self, side: &str, name: &str, seed: &str) -> String {
+        let team = if side == "p1" { &self.mine } else { &self.theirs };
+        let mut options = serde_json::json!({"name": name, "seed": seed});
+        if let Some(t) = team {
+            options["team"] = t.clone().into();
+        }
+        format!(">player {side} {options}")
+    }
 }
 
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
@@ -126,8 +211,19 @@ thread_local! {
     pub static GAME: RefCell<Option<Game>> = const { RefCell::new(None) };
 }
 
+/// The session's battle as the calling agent's seat sees it.
 pub fn with_game<T>(f: impl FnOnce(&mut Game) -> Result<T, String>) -> Result<T, String> {
-    ludus_sdk::with_state(&GAME, "this session holds no battle", f)
+    ludus_sdk::with_state(&GAME, "this session holds no battle", |g| {
+        let p2 = g.is_p2(&host::caller());
+        if p2 {
+            g.swap_seat();
+        }
+        let r = f(g);
+        if p2 {
+            g.swap_seat();
+        }
+        r
+    })
 }
 
 pub fn battle_id() -> String {
@@ -155,11 +251,19 @@ impl Game {
     }
 }
 
-pub fn valid_format(format: Option<String>) -> Result<String, String> {
+/// A format id as Showdown writes them (`gen9ou`), the default when none is given.
+pub fn format_id(format: Option<String>) -> Result<String, String> {
     let f = format.unwrap_or_else(|| DEFAULT_FORMAT.into());
     if f.is_empty() || f.len() > 60 || !f.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()) {
         return Err(format!("format {f:?} is not a Showdown format id (like gen9randombattle)"));
     }
+    Ok(f)
+}
+
+/// A format a battle on a server can play: a random one (the server's
+/// teams are generated; ours is never sent).
+pub fn valid_format(format: Option<String>) -> Result<String, String> {
+    let f = format_id(format)?;
     if !f.contains("random") {
         return Err(format!("format {f} needs a team; only random formats (like gen9randombattle) are supported"));
     }
@@ -218,8 +322,7 @@ pub fn score(battle: &Battle, req: &Request, seq: u64, action: &str, format: &st
 }
 
 pub fn same_action(a: &str, b: &str) -> bool {
-    let norm = |s: &str| s.to_ascii_lowercase().chars().filter(|c| !c.is_whitespace()).collect::<String>();
-    norm(a) == norm(b) || to_id(a) == to_id(b)
+    crate::request::same_decision(a, b)
 }
 
 /// Sends one of our lines to the offline simulator, keeping it for a replay.
@@ -231,6 +334,25 @@ pub fn to_sim(g: &mut Game, line: &str) {
 }
 
 impl Game {
+    /// Whether `caller` plays p2 of an agent-against-agent battle.
+    pub fn is_p2(&self, caller: &str) -> bool {
+        matches!(&self.mode, Mode::Offline { opponent: Opponent::Agent { joiner: Some(j), .. }, .. } if j == caller && !caller.is_empty())
+    }
+
+    /// Exchanges the game's seat fields with p2's waiting seat (a second
+    /// exchange puts them back); nothing happens against a bot or online.
+    pub fn swap_seat(&mut self) {
+        let Mode::Offline { opponent: Opponent::Agent { seat, .. }, .. } = &mut self.mode else { return };
+        std::mem::swap(&mut self.username, &mut seat.username);
+        std::mem::swap(&mut self.battle, &mut seat.battle);
+        std::mem::swap(&mut self.submitted, &mut seat.submitted);
+        std::mem::swap(&mut self.rejected, &mut seat.rejected);
+        std::mem::swap(&mut self.announced, &mut seat.announced);
+        std::mem::swap(&mut self.in_flight, &mut seat.in_flight);
+        std::mem::swap(&mut self.scorecard, &mut seat.scorecard);
+        std::mem::swap(&mut self.answered, &mut seat.answered);
+    }
+
     /// Whether an offline battle is still being played again after a restart.
     pub fn replaying(&self) -> bool {
         matches!(&self.mode, Mode::Offline { replay, .. } if !replay.is_empty())
@@ -263,44 +385,66 @@ pub fn choose(g: &mut Game, choice: &str) {
     };
     match online {
         Some(line) => send(g.channel, &line),
-        None => to_sim(g, &format!(">p1 {choice}")),
+        None => {
+            let line = format!(">{} {choice}", g.battle.me);
+            to_sim(g, &line)
+        }
     }
 }
 
 /// The battle has ended: the host is told, and closes the simulator or the
 /// server connection (freeing its processes) while the battle's state and
 /// protocol stay readable.
-fn finish(g: &mut Game) {
+pub fn finish(g: &mut Game) {
     if g.status != Status::Finished {
         g.status = Status::Finished;
         ludus_sdk::lifecycle::game_over();
     }
 }
 
+/// How the simulator's side says its validator refused a team.
+const INVALID_TEAM: &str = "[Invalid team]";
+
 pub fn offline_event(g: &mut Game, event: Event) {
-    let Mode::Offline { bot, rng, bot_view, .. } = &mut g.mode else { return };
+    let p2_is_agent = matches!(&g.mode, Mode::Offline { opponent: Opponent::Agent { .. }, .. });
     match event {
+        // p2's own lines, when an agent plays p2: handled as its seat's.
+        Event::Request { ref side, .. } | Event::Error { ref side, .. } if side == "p2" && p2_is_agent => {
+            g.swap_seat();
+            seat_event(g, event);
+            g.swap_seat();
+        }
         Event::Log { line, .. } => {
             g.battle.on_log(&line);
-            bot_view.on_log(&line);
+            if let Mode::Offline { opponent, .. } = &mut g.mode {
+                match opponent {
+                    Opponent::Bot { view, .. } => view.on_log(&line),
+                    Opponent::Agent { seat, .. } => seat.battle.on_log(&line),
+                }
+            }
             if g.battle.over() {
                 finish(g);
             }
         }
-        Event::Request { side, json, .. } => match Request::parse(&json) {
-            Ok(req) if side == "p2" => {
-                let pick = bot::choose(*bot, &req, bot_view, rng);
-                bot_view.on_request(req);
-                if let Some(a) = pick {
-                    send(g.channel, &format!(">p2 {}", a.choice));
+        Event::Request { side, json, .. } if side == "p2" => {
+            let Mode::Offline { opponent: Opponent::Bot { bot, view }, rng, .. } = &mut g.mode else { return };
+            match Request::parse(&json) {
+                Ok(req) => {
+                    let pick = bot::choice(*bot, &req, view, rng);
+                    view.on_request(req);
+                    if let Some(choice) = pick {
+                        send(g.channel, &format!(">p2 {choice}"));
+                    }
                 }
+                Err(e) => ludus_sdk::log(LogLevel::Warn, &e),
             }
-            Ok(req) => {
-                g.battle.record_request(&json);
-                g.battle.on_request(req);
-            }
-            Err(e) => ludus_sdk::log(LogLevel::Warn, &e),
-        },
+        }
+        Event::Error { side, text, .. } if text.starts_with(INVALID_TEAM) => {
+            let whose = if side == "p1" { "Your team" } else { "The opponent's team" };
+            let problems = text[INVALID_TEAM.len()..].trim();
+            g.status = Status::Error(format!("{whose} is not legal in {}: {problems}", g.format));
+            channels::close(g.channel);
+        }
         Event::Error { side, text, .. } if side == "p2" => {
             // An unavailable choice is followed by an updated request, which the bot answers.
             if !text.starts_with("[Unavailable choice]") {
@@ -308,9 +452,28 @@ pub fn offline_event(g: &mut Game, event: Event) {
                 send(g.channel, ">p2 default");
             }
         }
-        Event::Error { text, .. } => reject(g, text),
         Event::End { .. } => g.status = Status::Finished,
-        Event::Global { .. } => {}
+        event => seat_event(g, event),
+    }
+}
+
+/// A request or an error for the seat in the game's fields.
+fn seat_event(g: &mut Game, event: Event) {
+    match event {
+        Event::Request { json, .. } => match Request::parse(&json) {
+            Ok(req) => {
+                g.battle.record_request(&json);
+                g.battle.on_request(req);
+            }
+            Err(e) => ludus_sdk::log(LogLevel::Warn, &e),
+        },
+        Event::Error { text, .. } if text.starts_with(INVALID_TEAM) => {
+            let problems = text[INVALID_TEAM.len()..].trim();
+            // The joiner's team: its join is refused and the seat stays open.
+            g.rejected = Some((u64::MAX, "join".into(), format!("your team is not legal in {}: {problems}", g.format)));
+        }
+        Event::Error { text, .. } => reject(g, text),
+        _ => {}
     }
 }
 

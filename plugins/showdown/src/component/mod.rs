@@ -8,6 +8,7 @@ mod bindings;
 mod game;
 mod render;
 
+use bindings::exports::ludus::plugin::access::{self, Audience, Grant};
 use bindings::exports::ludus::plugin::{durable, events, meta};
 use bindings::exports::ludus::showdown::tools::{
     ActionInfo, AvailableActions, BattleStarted, BattleState, Bot as BotChoice, Guest, MoveResult, PokemonDetails,
@@ -22,10 +23,11 @@ use crate::protocol::{SimReader, server_frame};
 use crate::request::{Kind, Request};
 use crate::rng::Rng;
 use game::{
-    CHALLENGE_RETRY_MS, GAME, Game, Goal, Mode, Status, battle_id, choose, offline_event, online_event, open, same_action, score, send,
-    signed, sim_seed, simulator_wrote_a_line, to_sim, valid_format, valid_username, with_game,
+    CHALLENGE_RETRY_MS, GAME, Game, Goal, Mode, Opponent, Seat, Status, Teams, battle_id, choose, finish, format_id, offline_event,
+    online_event, open, same_action, score, send, signed, sim_seed, simulator_wrote_a_line, to_sim, valid_format, valid_username,
+    with_game,
 };
-use render::{available_list, describe_action, mon_line, move_names, move_result, next_step, pokemon, state, summary};
+use render::{available_list, describe_action, mon_line, move_names, move_result, next_step, pokemon, state, summary, target_line};
 
 const FORMATS_URI: &str = "showdown://formats";
 const LOG_URI: &str = "showdown://battle/{session}/log";
@@ -48,6 +50,7 @@ impl meta::Guest for Showdown {
                 ToolHint::creates("initiate-battle").title("Search the ladder for a battle").open_world().waits(60_000, 60_000),
                 ToolHint::creates("challenge-user").title("Challenge a user").open_world().waits(120_000, 120_000),
                 ToolHint::creates("start-offline-battle").title("Battle a built-in bot offline").waits(20_000, 60_000),
+                ToolHint::uses("join-battle", "battle-id").title("Join an offline battle").waits(20_000, 60_000),
                 ToolHint::uses("get-battle-state", "battle-id").title("Battle state").read_only().waits(25_000, 150_000),
                 ToolHint::uses("get-available-actions", "battle-id").title("Available actions").read_only(),
                 ToolHint::uses("make-move", "battle-id").title("Make a move").open_world().waits(30_000, 150_000),
@@ -161,7 +164,10 @@ fn started() -> Result<BattleStarted, String> {
         if let Status::Error(e) = &g.status {
             return Err(e.clone());
         }
-        let ready = g.battle.pending().is_some() || g.battle.over();
+        // An offline battle waiting for a second agent answers at once: its
+        // creator passes the id and join code on.
+        let open_seat = matches!(g.mode, Mode::Offline { .. }) && g.status == Status::Challenging;
+        let ready = g.battle.pending().is_some() || g.battle.over() || open_seat;
         if !ready && !host::wait_timed_out() {
             host::wait(0);
         } else {
@@ -175,7 +181,13 @@ fn started() -> Result<BattleStarted, String> {
             Mode::Offline { seed, .. } if g.seed_chosen => Some(*seed),
             _ => None,
         };
-        let text = if ready {
+        let text = if open_seat {
+            format!(
+                "Waiting for another agent to take the other side: it calls `showdown_join_battle` with battle_id {} and \
+                 the join code of this answer. Then call `showdown_get_battle_state` to wait for your first decision.",
+                battle_id()
+            )
+        } else if ready {
             summary(g)
         } else {
             format!(
@@ -212,19 +224,30 @@ impl Guest for Showdown {
         start_online(Goal::Challenge(opponent), format, username)
     }
 
-    fn start_offline_battle(bot: Option<BotChoice>, format: Option<String>, seed: Option<u64>) -> Result<BattleStarted, String> {
+    fn start_offline_battle(
+        bot: Option<BotChoice>,
+        format: Option<String>,
+        seed: Option<u64>,
+        team: Option<String>,
+        opponent_team: Option<String>,
+    ) -> Result<BattleStarted, String> {
         if GAME.with_borrow(Option::is_some) {
             return started();
         }
-        let format = valid_format(format)?;
-        crate::formats::check_offline(&format)?;
+        let format = format_id(format)?;
         let bot = match bot.unwrap_or(BotChoice::Heuristic) {
-            BotChoice::Random => Bot::Random,
-            BotChoice::Heuristic => Bot::Heuristic,
-            BotChoice::Search => Bot::Search,
+            BotChoice::Random => Some(Bot::Random),
+            BotChoice::Heuristic => Some(Bot::Heuristic),
+            BotChoice::Search => Some(Bot::Search),
+            BotChoice::Agent => None,
+        };
+        let teams = Teams::for_format(crate::formats::check_offline(&format)?, team, opponent_team, bot.is_some())?;
+        let p2 = match bot {
+            Some(bot) => P2::Bot(bot),
+            None => P2::Agent { creator: host::caller(), joiner: None },
         };
         // The host seeds this instance from the `seed` argument and reports it.
-        let mut game = offline_game(bot, format, host::seed())?;
+        let mut game = offline_game(p2, format, host::seed(), teams)?;
         game.seed_chosen = seed.is_some();
         let id = battle_id();
         let tag = format!("battle-{}-offline-{}", game.format, id.get(..10).unwrap_or(&id));
@@ -232,6 +255,37 @@ impl Guest for Showdown {
             ludus_sdk::log(LogLevel::Warn, &format!("keeping the session id: {e}"));
         }
         begin(game)
+    }
+
+    fn join_battle(_battle_id: String, team: Option<String>) -> Result<BattleStarted, String> {
+        let me = host::caller();
+        let joined = GAME.with_borrow_mut(|g| -> Result<bool, String> {
+            let g = g.as_mut().ok_or("this session holds no battle")?;
+            let format = g.format.clone();
+            let Mode::Offline { opponent: Opponent::Agent { creator, joiner, seed, .. }, teams, .. } = &mut g.mode else {
+                return Err("this battle has no seat for another agent (only offline battles started with `bot: agent` do)".into());
+            };
+            match joiner {
+                Some(j) if *j == me => return Ok(true),
+                Some(_) => return Err("both sides of this battle are taken".into()),
+                None if *creator == me => return Err("you play this battle's other side already".into()),
+                None => {}
+            }
+            let Some(f) = crate::formats::get(&format) else { return Err(format!("unknown format {format}")) };
+            let theirs = Teams::for_format(f, team.or_else(|| teams.theirs.clone()), None, false)
+                .map_err(|e| e.replace("needs your team", "needs your team too (the creator gave no `opponent_team`)"))?;
+            teams.theirs = theirs.mine;
+            *joiner = Some(me.clone());
+            let line = teams.player_line("p2", "Player 2", &seed.clone());
+            to_sim(g, &line);
+            g.status = Status::Active;
+            Ok(false)
+        })?;
+        if joined && let Some(why) = team_refused() {
+            return Err(why);
+        }
+        // From here on the joiner's calls see p2's seat.
+        started()
     }
 
     fn get_battle_state(_battle_id: String) -> Result<BattleState, String> {
@@ -252,12 +306,15 @@ impl Guest for Showdown {
             let req = g.battle.pending();
             let actions = req.map(Request::actions).unwrap_or_default();
             let slot = req.and_then(|r| r.active.first());
+            let multi = req.is_some_and(|r| r.positions() > 1);
+            let at = |a: &crate::request::Action| if multi { format!("position {}: ", a.position + 1) } else { String::new() };
+            let details = |a: &crate::request::Action| format!("{}{}", describe_action(req, a), target_line(g, a));
             let text = if actions.is_empty() {
                 format!("No action is due now ({}). {}", g.status.label(), next_step(g))
             } else {
                 format!(
                     "Choose one with `showdown_make_move`:\n{}",
-                    actions.iter().map(|a| format!("- `{}` — {}", a.name, describe_action(req, a))).collect::<Vec<_>>().join("\n")
+                    actions.iter().map(|a| format!("- {}`{}` — {}", at(a), a.name, details(a))).collect::<Vec<_>>().join("\n")
                 )
             };
             Ok(AvailableActions {
@@ -268,7 +325,8 @@ impl Guest for Showdown {
                     .map(|a| ActionInfo {
                         action: a.name.clone(),
                         kind: if a.kind == Kind::Switch { "switch".into() } else { "move".into() },
-                        details: describe_action(req, a),
+                        position: a.position as u32 + 1,
+                        details: details(a),
                     })
                     .collect(),
                 force_switch: req.is_some_and(Request::must_switch),
@@ -316,15 +374,13 @@ impl Guest for Showdown {
                     let Some(req) = g.battle.pending() else {
                         return Err(format!("no action is due now: {}", next_step(g)));
                     };
-                    let Some(chosen) = req.find(&action) else {
-                        return Err(format!("`{action}` is not a legal action now. {}", available_list(g)));
-                    };
+                    let chosen = req.decide(&action).map_err(|e| format!("{e}. {}", available_list(g)))?;
                     if let Some(why) = reasoning.as_deref().filter(|r| !r.is_empty()) {
-                        ludus_sdk::log(LogLevel::Info, &format!("turn {}: {} because {why}", g.battle.turn, chosen.name));
+                        ludus_sdk::log(LogLevel::Info, &format!("turn {}: {} because {why}", g.battle.turn, chosen.name()));
                     }
-                    g.scorecard = Some(score(&g.battle, req, seq, &chosen.name, &g.format));
+                    g.scorecard = Some(score(&g.battle, req, seq, &chosen.name(), &g.format));
                     choose(g, &chosen.choice);
-                    g.submitted = Some((seq, chosen.name.clone()));
+                    g.submitted = Some((seq, chosen.name()));
                     g.rejected = None;
                 }
             }
@@ -387,7 +443,15 @@ impl Guest for Showdown {
             if !g.battle.over() {
                 if g.submitted.as_ref().is_none_or(|(_, a)| a != "forfeit") {
                     match &g.mode {
-                        Mode::Offline { .. } => to_sim(g, ">forcelose p1"),
+                        // Nobody joined yet: nothing has started to lose.
+                        Mode::Offline { .. } if g.status == Status::Challenging => {
+                            channels::close(g.channel);
+                            finish(g);
+                        }
+                        Mode::Offline { .. } => {
+                            let line = format!(">forcelose {}", g.battle.me);
+                            to_sim(g, &line)
+                        }
                         Mode::Online { room: Some(room), .. } => send(g.channel, &format!("{room}|/forfeit")),
                         Mode::Online { .. } => {
                             g.status = Status::Finished;
@@ -403,6 +467,20 @@ impl Guest for Showdown {
             Ok(move_result(g, "forfeit", None))
         })
     }
+}
+
+/// The simulator's validator refused the joiner's team: the seat is open
+/// again (and p2's line forgotten, so that a restart does not send it).
+fn team_refused() -> Option<String> {
+    GAME.with_borrow_mut(|g| {
+        let g = g.as_mut()?;
+        let Mode::Offline { opponent: Opponent::Agent { joiner, seat, .. }, sent, .. } = &mut g.mode else { return None };
+        let (_, _, why) = seat.rejected.take().filter(|(at, what, _)| *at == u64::MAX && what == "join")?;
+        *joiner = None;
+        sent.retain(|(_, line)| !line.starts_with(">player p2"));
+        g.status = Status::Challenging;
+        Some(why)
+    })
 }
 
 /// A submitted move's answer: provisional while its turn is unresolved,
@@ -476,24 +554,62 @@ fn finish_move(g: &mut Game, at: u64, submitted: &str, action: &str) -> Result<M
     Ok(move_result(g, action, Some(at)))
 }
 
-/// A new offline battle: the simulator started with seeds drawn from `seed`.
-fn offline_game(bot: Bot, format: String, seed: u64) -> Result<Game, String> {
+/// Who plays p2 of a new offline battle: a bot, or an agent (the
+/// creator's caller, and the joiner's once seated).
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+enum P2 {
+    Bot(Bot),
+    Agent { creator: String, joiner: Option<String> },
+}
+
+/// A new offline battle: the simulator started with seeds drawn from `seed`
+/// and the players' teams (the simulator checks them before it starts).
+/// Against an agent p2's line waits for its join, and so does the battle.
+fn offline_game(p2: P2, format: String, seed: u64, teams: Teams) -> Result<Game, String> {
     let channel = open("sim", "an offline battle")?;
     let mut rng = Rng::new(seed);
-    let bot_name = match bot {
-        Bot::Random => "Random Bot",
-        Bot::Heuristic => "Heuristic Bot",
-        Bot::Search => "Search Bot",
+    let (p1_name, p2_name) = match p2 {
+        P2::Bot(Bot::Random) => ("You", "Random Bot"),
+        P2::Bot(Bot::Heuristic) => ("You", "Heuristic Bot"),
+        P2::Bot(Bot::Search) => ("You", "Search Bot"),
+        P2::Agent { .. } => ("Player 1", "Player 2"),
     };
     // Our own strings only: ids checked above, names fixed here.
     send(channel, &format!(r#">start {{"formatid":"{format}","seed":"{}"}}"#, sim_seed(&mut rng)));
-    send(channel, &format!(r#">player p1 {{"name":"You","seed":"{}"}}"#, sim_seed(&mut rng)));
-    send(channel, &format!(r#">player p2 {{"name":"{bot_name}","seed":"{}"}}"#, sim_seed(&mut rng)));
-    let bot_view = Battle { me: "p2".into(), ..Battle::default() };
-    let mode =
-        Mode::Offline { bot, rng, seed, reader: SimReader::default(), bot_view, received: 0, sent: Vec::new(), replay: Default::default() };
+    send(channel, &teams.player_line("p1", p1_name, &sim_seed(&mut rng)));
+    let p2_seed = sim_seed(&mut rng);
+    let (opponent, status) = match p2 {
+        P2::Bot(bot) => {
+            send(channel, &teams.player_line("p2", p2_name, &p2_seed));
+            (Opponent::Bot { bot, view: Battle { me: "p2".into(), ..Battle::default() } }, Status::Active)
+        }
+        P2::Agent { creator, joiner } => {
+            let battle = Battle { me: "p2".into(), ..Battle::default() };
+            let seat = Box::new(Seat { username: p2_name.into(), battle, ..Seat::default() });
+            let status = if joiner.is_some() { Status::Active } else { Status::Challenging };
+            (Opponent::Agent { creator, joiner, seed: p2_seed, seat }, status)
+        }
+    };
+    let mode = Mode::Offline {
+        opponent,
+        rng,
+        seed,
+        teams,
+        reader: SimReader::default(),
+        received: 0,
+        sent: Vec::new(),
+        replay: Default::default(),
+    };
     let battle = Battle { me: "p1".into(), ..Battle::default() };
-    Ok(Game::new(mode, format, "You".into(), channel, battle, Status::Active))
+    Ok(Game::new(mode, format, p1_name.into(), channel, battle, status))
+}
+
+/// The join tool is open to whoever has the join code; everything else is
+/// the players' (a side's team and requests are its own).
+impl access::Guest for Showdown {
+    fn grants() -> Vec<Grant> {
+        vec![Grant { name: "join-battle".into(), audience: Audience::Joins }]
+    }
 }
 
 // ---------------------------------------------------------------- durable
@@ -503,8 +619,34 @@ fn offline_game(bot: Bot, format: String, seed: u64) -> Result<Game, String> {
 /// Online: who we are and where the battle is; the server has the rest.
 #[derive(serde::Serialize, serde::Deserialize)]
 enum Kept {
-    Offline { format: String, bot: Bot, seed: u64, sent: Vec<(u64, String)> },
-    Online { format: String, username: String, goal: Goal, room: Option<String>, answered: Option<u64> },
+    Offline {
+        format: String,
+        bot: Bot,
+        seed: u64,
+        sent: Vec<(u64, String)>,
+        #[serde(default)]
+        teams: Teams,
+        /// Against another agent: who plays, and what p2's seat asked.
+        #[serde(default)]
+        agent: Option<KeptAgent>,
+    },
+    Online {
+        format: String,
+        username: String,
+        goal: Goal,
+        room: Option<String>,
+        answered: Option<u64>,
+    },
+}
+
+/// p2's side of an agent-against-agent battle, as saved.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeptAgent {
+    creator: String,
+    joiner: Option<String>,
+    submitted: Option<(u64, String)>,
+    in_flight: Option<(u64, String)>,
+    announced: bool,
 }
 
 /// A battle as saved, with what the tools remember of the agent's calls.
@@ -521,10 +663,24 @@ impl durable::Guest for Showdown {
         GAME.with_borrow(|g| {
             let saved = g.as_ref().map(|g| Saved {
                 kept: match &g.mode {
-                    Mode::Offline { bot, seed, sent, replay, .. } => Kept::Offline {
+                    Mode::Offline { opponent, seed, sent, replay, teams, .. } => Kept::Offline {
                         format: g.format.clone(),
-                        bot: *bot,
+                        bot: match opponent {
+                            Opponent::Bot { bot, .. } => *bot,
+                            Opponent::Agent { .. } => Bot::Random,
+                        },
+                        agent: match opponent {
+                            Opponent::Bot { .. } => None,
+                            Opponent::Agent { creator, joiner, seat, .. } => Some(KeptAgent {
+                                creator: creator.clone(),
+                                joiner: joiner.clone(),
+                                submitted: seat.submitted.clone(),
+                                in_flight: seat.in_flight.clone(),
+                                announced: seat.announced,
+                            }),
+                        },
                         seed: *seed,
+                        teams: teams.clone(),
                         // Lines not yet sent again after a restart are still ours.
                         sent: sent.iter().chain(replay.iter()).cloned().collect(),
                     },
@@ -553,10 +709,17 @@ impl durable::Guest for Showdown {
     fn restore(state: Vec<u8>) -> Result<(), String> {
         let Some(saved) = ludus_sdk::durable::read::<Option<Saved>>(&state)? else { return Ok(()) };
         let mut game = match saved.kept {
-            Kept::Offline { format, bot, seed, sent } => {
-                let mut game = offline_game(bot, format, seed)?;
-                if let Mode::Offline { replay, .. } = &mut game.mode {
+            Kept::Offline { format, bot, seed, sent, teams, agent } => {
+                let p2 = match &agent {
+                    None => P2::Bot(bot),
+                    Some(a) => P2::Agent { creator: a.creator.clone(), joiner: a.joiner.clone() },
+                };
+                let mut game = offline_game(p2, format, seed, teams)?;
+                if let Mode::Offline { replay, opponent, .. } = &mut game.mode {
                     *replay = sent.into();
+                    if let (Opponent::Agent { seat, .. }, Some(a)) = (opponent, agent) {
+                        (seat.submitted, seat.in_flight, seat.announced) = (a.submitted, a.in_flight, a.announced);
+                    }
                 }
                 game.submitted = saved.submitted;
                 game.in_flight = saved.in_flight;

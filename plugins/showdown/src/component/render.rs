@@ -18,6 +18,7 @@ pub fn pokemon(m: &Mon) -> Pokemon {
         status: m.status.clone(),
         fainted: m.fainted,
         active: m.active,
+        position: m.position.filter(|_| m.active).map(|p| p as u32 + 1),
         moves: m.moves.clone(),
         item: m.item.clone().filter(|i| !i.is_empty()),
         ability: m.ability.clone(),
@@ -58,7 +59,7 @@ pub fn describe_action(req: Option<&Request>, a: &crate::request::Action) -> Str
     match a.kind {
         Kind::Switch | Kind::Team => req.side.pokemon.get(a.index).map(|p| format!("{} ({})", p.details, p.condition)).unwrap_or_default(),
         Kind::Move => {
-            let slot = req.active.first().and_then(|s| s.moves.get(a.index));
+            let slot = req.active.get(a.position).and_then(|s| s.moves.get(a.index));
             let id = slot.map(|m| m.id.as_str()).unwrap_or("");
             let mut s = match data().move_(id) {
                 Some(m) => {
@@ -70,8 +71,8 @@ pub fn describe_action(req: Option<&Request>, a: &crate::request::Action) -> Str
             if let Some(pp) = slot.and_then(|m| m.pp) {
                 s.push_str(&format!(", {pp} PP"));
             }
-            if a.name.ends_with("-tera") {
-                let t = req.active.first().and_then(|s| s.can_terastallize.clone()).unwrap_or_default();
+            if a.name.contains("-tera") {
+                let t = req.active.get(a.position).and_then(|s| s.can_terastallize.clone()).unwrap_or_default();
                 s.push_str(&format!(", terastallizing into {t}"));
             }
             s
@@ -79,14 +80,41 @@ pub fn describe_action(req: Option<&Request>, a: &crate::request::Action) -> Str
     }
 }
 
+/// Whom an action's target position names, for its description.
+pub fn target_line(g: &Game, a: &crate::request::Action) -> String {
+    let Some(t) = a.target else { return String::new() };
+    let (side, whose) = if t > 0 { (g.battle.their_side(), "the opponent's") } else { (g.battle.my_side(), "your") };
+    let at = side.and_then(|s| s.at(t.unsigned_abs() as usize - 1)).map(|m| format!(" {}", m.shown_species())).unwrap_or_default();
+    format!(" → {whose}{at} at position {}", t.abs())
+}
+
 pub fn available_list(g: &Game) -> String {
-    let names: Vec<String> = g.battle.pending().map(|r| r.actions().into_iter().map(|a| a.name).collect()).unwrap_or_default();
-    if names.is_empty() { "No action is available now.".into() } else { format!("Available actions: {}.", names.join(", ")) }
+    let Some(req) = g.battle.pending() else { return "No action is available now.".into() };
+    let actions = req.actions();
+    if actions.is_empty() {
+        return "No action is available now.".into();
+    }
+    let names = |p: Option<usize>| {
+        actions.iter().filter(|a| p.is_none_or(|p| a.position == p)).map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
+    };
+    let open = req.open_positions();
+    if req.positions() == 1 || open.is_empty() {
+        return format!("Available actions: {}.", names(None));
+    }
+    let per: Vec<String> = open.iter().map(|&p| format!("position {}: {}", p + 1, names(Some(p)))).collect();
+    format!(
+        "Available actions, one for each position in order, separated by commas (e.g. `{}`): {}.",
+        open.iter().filter_map(|&p| actions.iter().find(|a| a.position == p).map(|a| a.name.as_str())).collect::<Vec<_>>().join(", "),
+        per.join("; ")
+    )
 }
 
 pub fn next_step(g: &Game) -> String {
     match &g.status {
         Status::Searching => "Searching for an opponent; call `showdown_get_battle_state` to wait.".into(),
+        Status::Challenging if matches!(g.mode, super::game::Mode::Offline { .. }) => {
+            "Waiting for another agent to join (`showdown_join_battle`); call `showdown_get_battle_state` to wait.".into()
+        }
         Status::Challenging => "Waiting for the opponent to accept; call `showdown_get_battle_state` to wait.".into(),
         Status::Finished => "The battle is over.".into(),
         Status::Error(e) => format!("The battle failed: {e}"),
@@ -111,11 +139,15 @@ pub fn summary(g: &Game) -> String {
     if let Some(r) = result_line(g) {
         out.push_str(&format!("\n**{r}**\n"));
     }
-    if let Some(m) = g.battle.my_side().and_then(|s| s.active()) {
-        out.push_str(&format!("\nYour active: {}\n", mon_line(m)));
+    let doubles = g.battle.my_side().is_some_and(|s| s.actives().len() > 1) || g.battle.their_side().is_some_and(|s| s.actives().len() > 1);
+    for m in g.battle.my_side().map(|s| s.actives()).unwrap_or_default() {
+        let at = if doubles { format!(" at position {}", m.position.unwrap_or(0) + 1) } else { String::new() };
+        out.push_str(&format!("\nYour active{at}: {}", mon_line(m)));
     }
-    if let Some(m) = g.battle.their_side().and_then(|s| s.active()) {
-        out.push_str(&format!("Opponent's active: {}\n", mon_line(m)));
+    out.push('\n');
+    for m in g.battle.their_side().map(|s| s.actives()).unwrap_or_default() {
+        let at = if doubles { format!(" at position {}", m.position.unwrap_or(0) + 1) } else { String::new() };
+        out.push_str(&format!("Opponent's active{at}: {}\n", mon_line(m)));
         if !m.moves.is_empty() {
             out.push_str(&format!("Its revealed moves: {}\n", move_names(&m.moves)));
         }
