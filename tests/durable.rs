@@ -462,3 +462,58 @@ async fn a_move_sent_again_is_answered_once_made_even_across_a_kill() {
     let board = c.ok("chess_finish_turn", json!({"game_id": game, "move": "e7e5"})).await;
     assert_eq!(board["last_move"], "e5", "{board}");
 }
+
+/// Two agents on one offline battle (gen9ou, each its own team) with a fixed
+/// policy for `turns` rounds, killing the server after round `kill_after`
+/// when given; the battle's log then.
+async fn agents_offline_battle(work: &Path, turns: usize, kill_after: Option<usize>) -> String {
+    const P1: &str = "Great Tusk||leftovers|protosynthesis|headlongrush,icespinner,knockoff,rapidspin|Jolly|252,4,,,,252|||||,,,,,Steel]\
+                      Gholdengo||choicescarf|goodasgold|makeitrain,shadowball,trick,focusblast|Timid|,,,252,4,252||,0,,,,|||,,,,,Steel";
+    const P2: &str = "Kingambit||blackglasses|supremeoverlord|swordsdance,kowtowcleave,suckerpunch,ironhead|Adamant|252,252,,,4,|||||,,,,,Dark]\
+                      Corviknight||leftovers|pressure|bravebird,roost,uturn,defog|Impish|252,,168,,88,|||||,,,,,Dragon";
+    let package = common::showdown::showdown_package();
+    let setup = Setup::new(work, &["alice", "bob"], &common::showdown::sim_endpoint(&package));
+    let mut server = setup.serve(&[]).await;
+    let (mut a, mut b) = (setup.client(&server, 0).await, setup.client(&server, 1).await);
+    let args = json!({"bot": "agent", "format": "gen9ou", "seed": 5, "team": P1});
+    let id = a.ok("showdown_start_offline_battle", args).await["battle_id"].as_str().unwrap().to_string();
+    let code = join_code(&a, &id).await;
+    b.ok("showdown_join_battle", json!({"battle_id": id, "join_code": code, "team": P2})).await;
+    // A side's move this round, if one is due when the round starts (read
+    // before either moves, so both rounds of a run see the same): the
+    // round-th legal action.
+    async fn due(c: &Client, id: &str, round: usize) -> Option<Value> {
+        let a = c.ok("showdown_get_available_actions", json!({"battle_id": id})).await;
+        let legal = a["actions"].as_array().unwrap();
+        let action = legal.get(round % legal.len().max(1))?["action"].clone();
+        Some(json!({"battle_id": id, "action": action, "decision": a["decision"]}))
+    }
+    async fn make(c: &Client, args: Option<Value>) {
+        if let Some(args) = args {
+            c.ok("showdown_make_move", args).await;
+        }
+    }
+    for round in 0..turns {
+        let (ma, mb) = (due(&a, &id, round).await, due(&b, &id, round).await);
+        tokio::join!(make(&a, ma), make(&b, mb));
+        if kill_after == Some(round) {
+            kill9(server);
+            server = setup.serve(&[]).await;
+            (a, b) = (setup.client(&server, 0).await, setup.client(&server, 1).await);
+            let s = b.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
+            assert_eq!(s["your_team"][0]["species"], "Kingambit", "bob is still p2 after the restart: {s}");
+        }
+    }
+    let (log, _) = a.read_resource(&format!("showdown://battle/{id}/log")).await.unwrap();
+    drop(server);
+    log
+}
+
+#[tokio::test]
+async fn two_agents_offline_battle_killed_mid_battle_plays_on_as_it_would_have() {
+    let (straight, crashed) = (scratch(), scratch());
+    let without = agents_offline_battle(straight.path(), 6, None).await;
+    let with = agents_offline_battle(crashed.path(), 6, Some(2)).await;
+    assert!(without.matches("|turn|").count() >= 4, "{without}");
+    assert_eq!(with, without, "the same seed, teams and choices give the same battle across a kill");
+}

@@ -357,6 +357,11 @@ fn decide(actions: &Value, choices: &mut Choices) -> String {
     let mut chosen: Vec<&str> = Vec::new();
     for (_, names) in &per {
         let free: Vec<&str> = names.iter().copied().filter(|n| !(n.starts_with("switch ") && chosen.contains(n))).collect();
+        // Terastallize (or any once-a-battle mechanic) at one position at most.
+        let once = |n: &str| ["-tera", "-mega", "-zmove", "-dynamax"].into_iter().find(|m| n.split(' ').next().unwrap_or("").ends_with(m));
+        let free: Vec<_> = free.into_iter().filter(|n| once(n).is_none_or(|m| chosen.iter().all(|c| once(c) != Some(m)))).collect();
+        // Pass only where nothing is left to send in.
+        let free = if free.len() > 1 { free.into_iter().filter(|n| *n != "pass").collect() } else { free };
         chosen.push(free[choices.pick(free.len())]);
     }
     chosen.join(", ")

@@ -45,9 +45,11 @@ pub fn showdown_package() -> std::path::PathBuf {
 
 /// The config lines that make `package` the Showdown plugin's simulator.
 pub fn showdown_sim(package: &Path) -> String {
+    let sidecar = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/showdown/sidecar/showdown_sim.js");
     format!(
-        "[plugins.showdown.channels.sim]\nprocess = {{ command = \"node\", args = [{:?}, \"simulate-battle\", \"--skip-build\"] }}\n",
-        package.join("pokemon-showdown").display().to_string()
+        "[plugins.showdown.channels.sim]\nprocess = {{ command = \"node\", args = [{:?}, \"--package\", {:?}] }}\n",
+        sidecar.canonicalize().unwrap().display().to_string(),
+        package.display().to_string()
     )
 }
 

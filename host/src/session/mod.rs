@@ -776,9 +776,10 @@ impl Sessions {
         };
         let export = session.plugin.read_body.unwrap_or(session.plugin.read_resource);
         let uri = uri.to_string();
+        // The reader is the caller: a game with seats shows each its own side.
+        let info = CallInfo { caller: caller.name().to_string(), ..CallInfo::default() };
         // Under the game's lease, on a copy brought up to date (another server may have changed it).
-        let call =
-            move || session.leased(Run::Read, || session.invoke(&export, &[Val::String(uri)], 1, CallInfo::default())).and_then(|r| r);
+        let call = move || session.leased(Run::Read, || session.invoke(&export, &[Val::String(uri)], 1, info)).and_then(|r| r);
         let inv = run_guest(&plugin.event_pace, call).await??;
         let body = |v: Option<Box<Val>>| match v.map(|b| *b) {
             Some(Val::String(s)) => Some(Body::Text(s)),

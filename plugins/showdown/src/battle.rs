@@ -46,6 +46,9 @@ pub struct Mon {
     /// The turn each volatile condition began (by id): the engine counts
     /// Taunt's and Yawn's turns from it.
     pub volatile_since: BTreeMap<String, u32>,
+    /// Known from team preview only: its name is the species until it
+    /// comes out (under a nickname, perhaps).
+    pub previewed: bool,
 }
 
 impl Mon {
@@ -85,6 +88,20 @@ pub struct SideView {
 impl SideView {
     pub fn active(&self) -> Option<&Mon> {
         self.mons.iter().find(|m| m.active)
+    }
+
+    /// A Pokémon coming out under `name`: the one team preview showed as
+    /// its species takes that name (`Urshifu-*` stands for any Urshifu).
+    fn claim_previewed(&mut self, name: &str, species: &str) {
+        if self.mons.iter().any(|m| m.name == name) {
+            return;
+        }
+        let base = |s: &str| to_id(s.split('-').next().unwrap_or(s));
+        let shown = |m: &Mon| m.species == species || (m.species.ends_with("-*") && base(&m.species) == base(species));
+        if let Some(m) = self.mons.iter_mut().find(|m| m.previewed && shown(m)) {
+            m.name = name.to_string();
+            m.previewed = false;
+        }
     }
 
     /// The active Pokémon from the left (one in singles).
@@ -257,10 +274,20 @@ impl Battle {
                 self.previous_turn = std::mem::take(&mut self.recent);
             }
             "replace" => self.unmask(ident(arg(1)), position_of(arg(1)), arg(2)),
+            // Team preview shows the opponent's whole team (our own comes with the request).
+            "poke" if arg(1) != self.me && !arg(2).is_empty() => {
+                let species = species_of(arg(2)).to_string();
+                let view = self.sides.entry(arg(1).to_string()).or_default();
+                if !view.mons.iter().any(|m| m.species == species) {
+                    let level = level_of(arg(2)).unwrap_or(100);
+                    view.mons.push(Mon { name: species.clone(), species, level, hp_percent: 100, previewed: true, ..Mon::default() });
+                }
+            }
             "switch" | "drag" => {
                 let (side, name) = ident(arg(1));
                 let pos = position_of(arg(1));
                 let view = self.sides.entry(side.clone()).or_default();
+                view.claim_previewed(&name, species_of(arg(2)));
                 // The one it replaces at its position leaves (in doubles the other stays).
                 for m in &mut view.mons {
                     if m.active && (m.position == Some(pos) || m.position.is_none()) {
@@ -483,12 +510,26 @@ impl Battle {
             "-immune" => self.note(format!("{} is immune", ident(arg(1)).1)),
             "-crit" => self.note("A critical hit!".into()),
             "cant" => {
-                // `cant|p2a: X|move: Taunt|Moonlight` shows a move it has.
                 let (side, name) = ident(arg(1));
-                if !arg(3).is_empty() && !arg(3).starts_with('[') {
-                    self.sides.entry(side).or_default().mon(&name).learn(arg(3));
+                let tried = Some(arg(3)).filter(|m| !m.is_empty() && !m.starts_with('['));
+                match (arg(2).starts_with("ability: "), tag(&f, "of")) {
+                    // `cant|p2a: Tsareena|ability: Queenly Majesty|Extreme Speed|[of] p1a: X`:
+                    // the holder's ability (Dazzling, Armor Tail too) stopped X's move.
+                    (true, Some(user)) => {
+                        self.reveal_effect(arg(1), arg(2));
+                        if let Some(m) = tried {
+                            self.mon_at(user).learn(m);
+                        }
+                        self.note(format!("{}'s {} stopped {}", name, &arg(2)[9..], tried.unwrap_or("a move")));
+                    }
+                    // `cant|p2a: X|move: Taunt|Moonlight` shows a move it has.
+                    _ => {
+                        if let Some(m) = tried {
+                            self.sides.entry(side).or_default().mon(&name).learn(m);
+                        }
+                        self.note(format!("{name} can't move ({})", arg(2)));
+                    }
                 }
-                self.note(format!("{name} can't move ({})", arg(2)));
             }
             "inactive" => self.timer = Some(arg(1).to_string()),
             "inactiveoff" => self.timer = None,
@@ -928,6 +969,32 @@ mod tests {
         assert_eq!(names(&b), ["Emboar", "Dunsparce", "Tsareena"]);
         b.on_request(request(&["Tsareena", "Dunsparce", "Emboar"]));
         assert_eq!(names(&b), ["Tsareena", "Dunsparce", "Emboar"]);
+    }
+
+    #[test]
+    fn a_priority_blocking_ability_is_its_holders_and_the_move_its_users() {
+        let mut b = Battle { me: "p1".into(), ..Battle::default() };
+        b.on_log("|switch|p2a: Tsareena|Tsareena, L85|100/100");
+        b.on_log("|switch|p1a: Dragonite|Dragonite, L80|100/100");
+        b.on_log("|cant|p2a: Tsareena|ability: Queenly Majesty|Extreme Speed|[of] p1a: Dragonite");
+        let t = &b.their_side().unwrap().mons[0];
+        assert_eq!((t.ability.as_deref(), t.moves.len()), (Some("Queenly Majesty"), 0), "{t:?}");
+        assert_eq!(b.my_side().unwrap().mons[0].moves, ["extremespeed"]);
+    }
+
+    #[test]
+    fn team_preview_shows_the_opponents_team_and_a_nickname_claims_its_species() {
+        let mut b = Battle { me: "p1".into(), ..Battle::default() };
+        for line in ["|poke|p1|Great Tusk|", "|poke|p2|Garchomp, F|", "|poke|p2|Urshifu-*|", "|poke|p2|Kingambit, L50, F|"] {
+            b.on_log(line);
+        }
+        assert!(b.my_side().is_none_or(|s| s.mons.is_empty()), "our own team comes from the request");
+        let names = |b: &Battle| b.their_side().unwrap().mons.iter().map(|m| m.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&b), ["Garchomp", "Urshifu-*", "Kingambit"]);
+        b.on_log("|switch|p2a: Chompy|Garchomp, F|100/100");
+        b.on_log("|switch|p2b: Urshifu|Urshifu-Rapid-Strike|100/100");
+        assert_eq!(names(&b), ["Chompy", "Urshifu", "Kingambit"]);
+        assert_eq!(b.their_side().unwrap().mons[2].level, 50);
     }
 
     #[test]

@@ -27,17 +27,35 @@ pub fn choice(bot: Bot, request: &Request, battle: &Battle, rng: &mut Rng) -> Op
     if request.positions() == 1 {
         return choose(bot, request, battle, rng).map(|a| a.choice);
     }
+    let evaluation = match bot {
+        Bot::Search => engine::evaluate_positions(battle, request, Settings::default()).ok(),
+        _ => None,
+    };
     let mut picked: Vec<Action> = Vec::new();
     for pos in request.open_positions() {
+        let passes_left = request.passes_allowed() > picked.iter().filter(|a| a.choice == "pass").count();
         let free: Vec<Action> = request
             .position_actions(pos)
             .into_iter()
-            .filter(|a| a.kind != Kind::Switch || a.choice == "pass" || picked.iter().all(|b| b.choice != a.choice))
+            .filter(|a| a.kind != Kind::Switch || picked.iter().all(|b| b.choice != a.choice || b.choice == "pass"))
+            .filter(|a| a.choice != "pass" || passes_left)
+            .filter(|a| a.mechanic().is_none_or(|m| picked.iter().all(|b| b.mechanic() != Some(m))))
             .collect();
         let pick = match bot {
             Bot::Random => free.get(rng.below(free.len().max(1))).cloned(),
-            // Each position's hardest expected hit on the target it names
-            // (the search models singles only).
+            // The search's best for this position (its pairings' scores).
+            Bot::Search if evaluation.is_some() => {
+                let e = evaluation.as_ref()?;
+                let best = e.actions.iter().filter(|s| s.position == pos && free.iter().any(|a| a.name == s.action)).fold(
+                    None,
+                    |best: Option<&engine::Scored>, s| match best {
+                        Some(b) if b.value >= s.value => best,
+                        _ => Some(s),
+                    },
+                );
+                best.and_then(|s| free.iter().find(|a| a.name == s.action)).cloned()
+            }
+            // Each position's hardest expected hit on the target it names.
             Bot::Heuristic | Bot::Search => {
                 let value = |a: &Action| match (a.kind, request.side.pokemon.get(pos)) {
                     (Kind::Move, Some(member)) => {
@@ -56,7 +74,9 @@ pub fn choice(bot: Bot, request: &Request, battle: &Battle, rng: &mut Rng) -> Op
                     .map(|(_, a)| a.clone())
             }
         };
-        picked.push(pick?);
+        // Nothing left for this position: the simulator's own default choice.
+        let Some(pick) = pick else { return Some("default".into()) };
+        picked.push(pick);
     }
     Some(request.assemble(picked).choice)
 }

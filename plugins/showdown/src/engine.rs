@@ -60,6 +60,8 @@ impl Default for Settings {
 #[derive(Debug, Clone)]
 pub struct Scored {
     pub action: String,
+    /// The active position it is for (0 in singles).
+    pub position: usize,
     /// Mean over samples of the worst case over the opponent's replies, in
     /// poke-engine's evaluation units (positive is good for us).
     pub value: f32,
@@ -74,6 +76,9 @@ pub struct Evaluation {
     pub actions: Vec<Scored>,
     pub best: usize,
     pub settings: Settings,
+    /// Singles searches it took: 1, or in doubles and triples one per
+    /// pairing of our open positions with the opposing active Pokémon.
+    pub searches: usize,
 }
 
 /// How one action compares with the best.
@@ -92,13 +97,110 @@ impl Evaluation {
         &self.actions[self.best]
     }
 
-    pub fn verdict(&self, action: &str) -> Option<Verdict> {
-        let chosen = self.actions.iter().find(|s| s.action == action)?;
-        let best = self.best().score;
-        let rank = 1 + self.actions.iter().filter(|s| s.value > chosen.value).count();
-        let optimality = if best > 0.0 { (chosen.score / best).clamp(0.0, 1.0) } else { 1.0 };
-        Some(Verdict { optimality, regret: (best - chosen.score).max(0.0), rank })
+    /// The positions scored, from the left (one in singles).
+    fn positions(&self) -> Vec<usize> {
+        let mut p: Vec<usize> = self.actions.iter().map(|s| s.position).collect();
+        p.dedup();
+        p
     }
+
+    /// The best action of each position, as a decision (`a` in singles,
+    /// `a, b` in doubles).
+    pub fn best_decision(&self) -> String {
+        self.positions().iter().filter_map(|&p| self.best_at(p)).map(|s| s.action.as_str()).collect::<Vec<_>>().join(", ")
+    }
+
+    fn best_at(&self, position: usize) -> Option<&Scored> {
+        self.actions.iter().filter(|s| s.position == position).fold(None, |best: Option<&Scored>, s| match best {
+            Some(b) if b.value >= s.value => best,
+            _ => Some(s),
+        })
+    }
+
+    /// How a decision compares with the best: in singles its one action
+    /// against the others; in doubles and triples each position's action
+    /// against that position's others, averaged (optimality and regret),
+    /// rank 1 plus the actions scored above the chosen ones at their positions.
+    pub fn verdict(&self, decision: &str) -> Option<Verdict> {
+        let parts: Vec<&str> = decision.split(',').map(str::trim).collect();
+        let positions = self.positions();
+        if parts.len() != positions.len() {
+            return None;
+        }
+        let (mut optimality, mut regret, mut rank) = (0.0, 0.0, 1);
+        for (&p, part) in positions.iter().zip(&parts) {
+            let chosen = self.actions.iter().find(|s| s.position == p && s.action == *part)?;
+            let best = self.best_at(p)?.score;
+            rank += self.actions.iter().filter(|s| s.position == p && s.value > chosen.value).count();
+            optimality += if best > 0.0 { (chosen.score / best).clamp(0.0, 1.0) } else { 1.0 };
+            regret += (best - chosen.score).max(0.0);
+        }
+        let n = parts.len() as f32;
+        Some(Verdict { optimality: optimality / n, regret: regret / n, rank })
+    }
+}
+
+/// Doubles and triples, where poke-engine models singles: each of our open
+/// positions is searched as a singles battle of that Pokémon (and our bench)
+/// against each opposing active Pokémon in turn. A move aimed at one is
+/// scored in the pairing with that one; a spread move, a move on our side
+/// and a switch by the mean over the pairings. `searches` counts them.
+pub fn evaluate_positions(battle: &Battle, request: &Request, settings: Settings) -> Result<Evaluation, String> {
+    if request.team_preview {
+        return Err("team preview is not scored".into());
+    }
+    let foes: Vec<usize> =
+        (0..request.positions()).filter(|&t| battle.their_side().and_then(|s| s.at(t)).is_some_and(|m| !m.fainted)).collect();
+    if foes.is_empty() {
+        return Err("no opposing Pokémon is on the field".into());
+    }
+    let mut actions = Vec::new();
+    let mut searches = 0;
+    for pos in request.open_positions() {
+        let single = singles_request(request, pos);
+        let mut per_foe: Vec<(usize, Evaluation)> = Vec::new();
+        for &t in &foes {
+            per_foe.push((t, evaluate_actions(&pairing(battle, pos, t), &single, settings)?));
+            searches += 1;
+        }
+        for a in request.position_actions(pos) {
+            let name = a.name.split(' ').next().filter(|_| a.kind == Kind::Move).unwrap_or(&a.name);
+            let in_pairing = |e: &Evaluation| e.actions.iter().find(|s| s.action == name).map(|s| (s.value, s.score));
+            let aimed = a.target.filter(|&t| t > 0).map(|t| t as usize - 1).filter(|t| foes.contains(t));
+            let found: Vec<(f32, f32)> =
+                per_foe.iter().filter(|(t, _)| aimed.is_none_or(|a| a == *t)).filter_map(|(_, e)| in_pairing(e)).collect();
+            if found.is_empty() {
+                return Err(format!("`{}` cannot be scored by the engine", a.name));
+            }
+            let n = found.len() as f32;
+            let (value, score) = found.iter().fold((0.0, 0.0), |(v, s), (fv, fs)| (v + fv / n, s + fs / n));
+            actions.push(Scored { action: a.name.clone(), position: pos, value, score });
+        }
+    }
+    let best = (0..actions.len()).fold(0, |b, i| if actions[i].value > actions[b].value { i } else { b });
+    Ok(Evaluation { actions, best, settings, searches })
+}
+
+/// The request as a singles request for our position `pos`: that Pokémon
+/// active, the other active ones left out (they cannot be switched in).
+fn singles_request(request: &Request, pos: usize) -> Request {
+    let n = request.positions();
+    let mut single = request.clone();
+    single.active = request.active.get(pos).cloned().into_iter().collect();
+    single.force_switch = request.force_switch.get(pos).map(|&f| vec![f]).unwrap_or_default();
+    single.side.pokemon = request.side.pokemon.iter().enumerate().filter(|(i, _)| *i == pos || *i >= n).map(|(_, p)| p.clone()).collect();
+    single
+}
+
+/// The battle as a singles battle of our position `pos` against their `foe`.
+fn pairing(battle: &Battle, pos: usize, foe: usize) -> Battle {
+    let mut b = battle.clone();
+    let me = b.me.clone();
+    for (side, view) in b.sides.iter_mut() {
+        let keep = if *side == me { pos } else { foe };
+        view.mons.retain(|m| !m.active || m.position == Some(keep));
+    }
+    b
 }
 
 /// Scores every legal action of `request` (our side) in `battle`.
@@ -142,10 +244,13 @@ pub fn evaluate_actions(battle: &Battle, request: &Request, settings: Settings) 
             *value += row_value.unwrap_or(0.0) / samples as f32;
         }
     }
-    let actions: Vec<Scored> =
-        actions.iter().zip(values).map(|(a, value)| Scored { action: a.name.clone(), value, score: sigmoid(value - root) }).collect();
+    let actions: Vec<Scored> = actions
+        .iter()
+        .zip(values)
+        .map(|(a, value)| Scored { action: a.name.clone(), position: 0, value, score: sigmoid(value - root) })
+        .collect();
     let best = (0..actions.len()).fold(0, |b, i| if actions[i].value > actions[b].value { i } else { b });
-    Ok(Evaluation { actions, best, settings: Settings { depth, samples, rule: settings.rule } })
+    Ok(Evaluation { actions, best, settings: Settings { depth, samples, rule: settings.rule }, searches: 1 })
 }
 
 /// poke-engine's MCTS squashes evaluation differences with this curve.

@@ -131,6 +131,14 @@ pub struct Action {
     pub target: Option<i8>,
 }
 
+impl Action {
+    /// The once-a-battle mechanic it uses (`tera`, `mega`, `zmove`, `dynamax`), if any.
+    pub fn mechanic(&self) -> Option<&'static str> {
+        let base = self.name.split(' ').next().unwrap_or("");
+        MECHANICS.iter().copied().find(|m| self.kind == Kind::Move && base.ends_with(&format!("-{m}")))
+    }
+}
+
 /// A whole decision: one action for each active position that needs one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
@@ -262,13 +270,22 @@ impl Request {
                 }
             }
         }
-        // More forced switches than Pokémon to send: a position may stay empty.
-        let forced_count = self.force_switch.iter().filter(|&&b| b).count();
-        let bench = self.side.pokemon.iter().filter(|p| !p.active && p.fainted() == reviving).count();
-        if multi && forced && bench < forced_count {
+        if multi && forced && self.passes_allowed() > 0 {
             out.push(Action { name: "pass".into(), kind: Kind::Switch, choice: "pass".into(), index: 0, position: pos, target: None });
         }
         out
+    }
+
+    /// More forced switches than Pokémon to send: how many positions may
+    /// stay empty (the simulator wants every Pokémon it can have sent in).
+    pub fn passes_allowed(&self) -> usize {
+        if !self.must_switch() {
+            return 0;
+        }
+        let reviving = self.side.pokemon.iter().any(|p| p.reviving);
+        let forced = self.force_switch.iter().filter(|&&b| b).count();
+        let bench = self.side.pokemon.iter().filter(|p| !p.active && p.fainted() == reviving).count();
+        forced.saturating_sub(bench)
     }
 
     /// Finds the agent's action: case, spaces and punctuation do not matter
@@ -308,6 +325,17 @@ impl Request {
                 return Err(format!("two positions cannot both `{}`", a.name));
             }
             actions.push(a);
+        }
+        if let Some(m) = MECHANICS.iter().find(|m| actions.iter().filter(|a| a.mechanic() == Some(**m)).count() > 1) {
+            return Err(format!("only one position may use `-{m}`: it is once a battle"));
+        }
+        let passes = actions.iter().filter(|a| a.choice == "pass").count();
+        if passes > self.passes_allowed() {
+            return Err(format!(
+                "only {} position{} may pass: send in every Pokémon you can",
+                self.passes_allowed(),
+                if self.passes_allowed() == 1 { "" } else { "s" }
+            ));
         }
         Ok(self.assemble(actions))
     }
@@ -461,6 +489,12 @@ mod tests {
         assert!(r.decide("thunderbolt 2").unwrap_err().contains("takes 2 actions"));
         assert!(r.decide("thunderbolt 3, protect").unwrap_err().contains("not a legal action for position 1"));
         assert!(r.decide("switch amoonguss, switch amoonguss").unwrap_err().contains("cannot both"));
+        let tera = DOUBLES_REQ
+            .replace(r#""target":"self","disabled":false}"#, r#""target":"self","disabled":false}],"canTerastallize":"Dark","x":[{}"#)
+            .replace(r#"{"moves":[{"move":"Heat Wave""#, r#"{"canTerastallize":"Fire","moves":[{"move":"Heat Wave""#);
+        let r = Request::parse(&tera).unwrap();
+        assert_eq!(r.decide("heatwave-tera, protect-tera").unwrap_err(), "only one position may use `-tera`: it is once a battle");
+        assert_eq!(r.decide("heatwave-tera, protect").unwrap().choice, "move 1 terastallize, move 1");
         assert!(same_decision("Thunderbolt 2,Protect", "thunderbolt 2, protect"));
         assert!(!same_decision("thunderbolt -2, protect", "thunderbolt 2, protect"));
         // After a knockout only the fainted position switches; the other passes.
@@ -468,6 +502,12 @@ mod tests {
         let r = Request::parse(&forced).unwrap();
         assert_eq!(r.open_positions(), [1]);
         assert_eq!(r.decide("switch amoonguss").unwrap().choice, "pass, switch 3");
+        // Both fainted, one to send in: one position switches, the other passes.
+        let both = forced.replace("[false,true]", "[true,true]");
+        let r = Request::parse(&both).unwrap();
+        assert_eq!(r.passes_allowed(), 1);
+        assert_eq!(r.decide("pass, switch amoonguss").unwrap().choice, "pass, switch 3");
+        assert!(r.decide("pass, pass").unwrap_err().contains("only 1 position may pass"));
     }
 
     #[test]

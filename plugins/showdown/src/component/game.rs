@@ -314,6 +314,7 @@ pub fn sim_seed(rng: &mut Rng) -> String {
 pub fn score(battle: &Battle, req: &Request, seq: u64, action: &str, format: &str) -> Scorecard {
     let started = std::time::Instant::now();
     let evaluation = match format.strip_prefix("gen").and_then(|f| f.chars().next()) {
+        Some('9') if req.positions() > 1 => engine::evaluate_positions(battle, req, Settings::default()),
         Some('9') => engine::evaluate_actions(battle, req, Settings::default()),
         Some(g) => Err(format!("the evaluation models generation 9 and this is a generation {g} battle")),
         None => Err("the evaluation models generation 9 and this format names no generation".into()),
@@ -334,6 +335,28 @@ pub fn to_sim(g: &mut Game, line: &str) {
 }
 
 impl Game {
+    /// The request awaiting our choice: due, and not answered yet (while
+    /// our answer waits for the other side, nothing is due).
+    pub fn due(&self) -> Option<&Request> {
+        let answered = self.submitted.as_ref().is_some_and(|(at, _)| *at == self.battle.decision_seq);
+        self.battle.pending().filter(|_| !answered)
+    }
+
+    /// Whether the decision `at` that we answered has been played out: our
+    /// next decision came or the battle ended; or, against another agent
+    /// (offline or on a server), the turn left us nothing to do (a `wait`
+    /// request while its side switches in), since its choice may take as
+    /// long as it likes. A bot's answers come at once: wait for them.
+    pub fn resolved(&self, at: u64) -> bool {
+        let waiting_on_agent = !self.opponent_is_bot() && self.battle.request.as_ref().is_some_and(|r| r.wait);
+        self.battle.decision_seq != at || self.battle.over() || waiting_on_agent
+    }
+
+    /// Whether the other side is a built-in bot (which answers at once).
+    pub fn opponent_is_bot(&self) -> bool {
+        matches!(&self.mode, Mode::Offline { opponent: Opponent::Bot { .. }, .. })
+    }
+
     /// Whether `caller` plays p2 of an agent-against-agent battle.
     pub fn is_p2(&self, caller: &str) -> bool {
         matches!(&self.mode, Mode::Offline { opponent: Opponent::Agent { joiner: Some(j), .. }, .. } if j == caller && !caller.is_empty())

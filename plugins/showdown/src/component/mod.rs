@@ -167,7 +167,7 @@ fn started() -> Result<BattleStarted, String> {
         // An offline battle waiting for a second agent answers at once: its
         // creator passes the id and join code on.
         let open_seat = matches!(g.mode, Mode::Offline { .. }) && g.status == Status::Challenging;
-        let ready = g.battle.pending().is_some() || g.battle.over() || open_seat;
+        let ready = g.due().is_some() || g.battle.over() || open_seat;
         if !ready && !host::wait_timed_out() {
             host::wait(0);
         } else {
@@ -291,7 +291,7 @@ impl Guest for Showdown {
     fn get_battle_state(_battle_id: String) -> Result<BattleState, String> {
         with_game(|g| {
             let unsettled = matches!(g.status, Status::Searching | Status::Challenging)
-                || (g.status == Status::Active && g.battle.pending().is_none())
+                || (g.status == Status::Active && g.due().is_none())
                 || g.replaying();
             if unsettled && !host::wait_timed_out() {
                 host::wait(0);
@@ -303,7 +303,7 @@ impl Guest for Showdown {
 
     fn get_available_actions(_battle_id: String) -> Result<AvailableActions, String> {
         with_game(|g| {
-            let req = g.battle.pending();
+            let req = g.due();
             let actions = req.map(Request::actions).unwrap_or_default();
             let slot = req.and_then(|r| r.active.first());
             let multi = req.is_some_and(|r| r.positions() > 1);
@@ -521,7 +521,8 @@ fn keep_answer(r: &MoveResult, action: &str) {
     let _ = with_game(|g| {
         let d = u64::from(r.decision);
         // A final answer to a move that was submitted for that decision.
-        let made = g.submitted.as_ref().is_some_and(|(at, act)| *at == d && same_action(act, action));
+        // Only the answer of a move played out: not one a timed-out wait gave.
+        let made = g.submitted.as_ref().is_some_and(|(at, act)| *at == d && same_action(act, action)) && g.resolved(d);
         if made && g.in_flight.is_none() && !g.answered.iter().any(|(at, _, _)| *at == d) {
             g.answered.push_back((d, action.to_string(), r.clone()));
             if g.answered.len() > 8 {
@@ -542,7 +543,7 @@ fn finish_move(g: &mut Game, at: u64, submitted: &str, action: &str) -> Result<M
         g.rejected = None;
         return Err(format!("the simulator refused `{submitted}`: {why}. {}", available_list(g)));
     }
-    let unresolved = g.battle.decision_seq == at && !g.battle.over() && matches!(g.status, Status::Active);
+    let unresolved = !g.resolved(at) && matches!(g.status, Status::Active);
     if unresolved && !host::wait_timed_out() {
         host::wait(0);
     } else {

@@ -89,7 +89,7 @@ pub fn target_line(g: &Game, a: &crate::request::Action) -> String {
 }
 
 pub fn available_list(g: &Game) -> String {
-    let Some(req) = g.battle.pending() else { return "No action is available now.".into() };
+    let Some(req) = g.due() else { return "No action is available now.".into() };
     let actions = req.actions();
     if actions.is_empty() {
         return "No action is available now.".into();
@@ -119,7 +119,7 @@ pub fn next_step(g: &Game) -> String {
         Status::Finished => "The battle is over.".into(),
         Status::Error(e) => format!("The battle failed: {e}"),
         Status::Active if g.battle.over() => "The battle is over.".into(),
-        Status::Active if g.battle.pending().is_some() => "Your move: call `showdown_make_move` with one of the available actions.".into(),
+        Status::Active if g.due().is_some() => "Your move: call `showdown_make_move` with one of the available actions.".into(),
         Status::Active => "Waiting for the opponent; call `showdown_get_battle_state` to wait.".into(),
     }
 }
@@ -173,7 +173,7 @@ pub fn summary(g: &Game) -> String {
     if let Some((_, _, why)) = &g.rejected {
         out.push_str(&format!("\nYour last choice was refused: {why}\n"));
     }
-    if g.battle.pending().is_some() {
+    if g.due().is_some() {
         out.push_str(&format!("\n{}\n", available_list(g)));
     }
     out.push_str(&format!("\nNext: {}", next_step(g)));
@@ -206,7 +206,7 @@ pub fn state(g: &Game) -> BattleState {
     BattleState {
         battle_id: battle_id(),
         status: g.status.label().into(),
-        awaiting_decision: g.battle.pending().is_some(),
+        awaiting_decision: g.due().is_some(),
         decision: g.battle.decision_seq as u32,
         turn: g.battle.turn,
         time_left: g.battle.timer.clone(),
@@ -214,7 +214,7 @@ pub fn state(g: &Game) -> BattleState {
         opponent_team: side(g.battle.their_side()),
         weather: g.battle.weather.clone(),
         field: field(g),
-        available_actions: g.battle.pending().map(|r| r.actions().into_iter().map(|a| a.name).collect()).unwrap_or_default(),
+        available_actions: g.due().map(|r| r.actions().into_iter().map(|a| a.name).collect()).unwrap_or_default(),
         recent_events: g.battle.previous_turn.iter().chain(&g.battle.recent).cloned().collect(),
         winner: g.battle.winner.clone(),
         text: match &g.status {
@@ -243,7 +243,7 @@ pub fn move_result(g: &Game, action: &str, at: Option<u64>) -> MoveResult {
         action: action.to_string(),
         status: g.status.label().into(),
         decision: at.unwrap_or(g.battle.decision_seq) as u32,
-        awaiting_decision: g.battle.pending().is_some(),
+        awaiting_decision: g.due().is_some(),
         turn: g.battle.turn,
         recent_events: g.battle.previous_turn.iter().chain(&g.battle.recent).cloned().collect(),
         winner: g.battle.winner.clone(),
@@ -260,18 +260,27 @@ pub fn evaluation(g: &Game, at: Option<u64>) -> Result<MoveEvaluation, String> {
     let round = |x: f32| (f64::from(x) * 1000.0).round() / 1000.0;
     Ok(MoveEvaluation {
         optimality: round(verdict.optimality),
-        best_action: e.best().action.clone(),
+        best_action: e.best_decision(),
         regret: round(verdict.regret),
         rank: verdict.rank as u32,
         scores: e.actions.iter().map(|s| ActionScore { action: s.action.clone(), score: round(s.score) }).collect(),
         method: format!(
-            "poke-engine expectiminimax, depth {}, {} over the opponent's replies, mean of {} seeded guesses of its hidden sets",
+            "poke-engine expectiminimax, depth {}, {} over the opponent's replies, mean of {} seeded guesses of its hidden sets{}",
             e.settings.depth,
             match e.settings.rule {
                 crate::engine::Rule::WorstCase => "worst case",
                 crate::engine::Rule::Mean => "mean",
             },
-            e.settings.samples
+            e.settings.samples,
+            if e.searches > 1 {
+                format!(
+                    "; singles searches of each of our positions against each opposing active Pokémon ({} searches), a targeted move \
+                     scored against its target, the others by the mean; the decision's optimality and regret average its positions'",
+                    e.searches
+                )
+            } else {
+                String::new()
+            }
         ),
         millis: (card.millis * 10.0).round() / 10.0,
     })
