@@ -404,3 +404,77 @@ async fn blocks_world_solved_with_illegal_moves_refused_and_the_optimum_stated()
     assert!(e.contains("twice"), "{e}");
     c.close().await;
 }
+
+/// The paper's prompts (appendix A.1) for the four puzzles: listed, filled
+/// in with the instance, the rebuttal's program variant, bad arguments
+/// refused, `n` completed.
+#[tokio::test]
+async fn the_papers_prompts_for_the_four_puzzles() {
+    use rmcp::model::{ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, PromptReference, Reference};
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let listed: Vec<String> = c.service.list_all_prompts().await.unwrap().into_iter().map(|p| p.name.to_string()).collect();
+    for game in ["hanoi", "river_crossing", "checker_jumping", "blocks_world"] {
+        for name in ["paper", "paper_program"] {
+            assert!(listed.contains(&format!("{game}_{name}")), "{game}_{name} not in {listed:?}");
+        }
+    }
+    let get = |name: &str, args: Value| {
+        let mut p = GetPromptRequestParams::new(name);
+        p.arguments = args.as_object().cloned();
+        c.service.get_prompt(p)
+    };
+    let texts = |r: rmcp::model::GetPromptResult| -> Vec<String> {
+        r.messages.iter().map(|m| serde_json::to_value(&m.content).unwrap()["text"].as_str().unwrap().to_string()).collect()
+    };
+    // Each: the system prompt's opening, then the user prompt with the instance written out.
+    let cases = [
+        ("hanoi_paper", json!({"n": "4"}), "There are three pegs and n disks", "• Peg 0: 4 (bottom), 3, 2, 1 (top)"),
+        (
+            "river_crossing_paper",
+            json!({"n": "3"}),
+            "You can represent actors with a_1",
+            "3 actors and their 3 agents want to cross a river in a boat that is capable of holding only 2 people",
+        ),
+        ("river_crossing_paper", json!({"n": "5", "k": "4"}), "moves =[[", "holding only 4 people at a time"),
+        ("checker_jumping_paper", json!({"n": "2"}), "On a one-dimensional board", "Initial board: R R _ B B\nGoal board: B B _ R R"),
+        (
+            "blocks_world_paper",
+            json!({"n": "6"}),
+            "there are stacks of blocks",
+            "Stack 0: A B C (top)\nStack 1: D E F (top)\nStack 2: (empty)\nGoal state:\nStack 0: F C E B D A (top)",
+        ),
+    ];
+    for (name, args, system, user) in cases {
+        let m = texts(get(name, args).await.unwrap());
+        assert_eq!(m.len(), 2, "{name}: {m:?}");
+        assert!(m[0].starts_with("You are a helpful assistant. Solve this puzzle for me.") && m[0].contains(system), "{name}: {}", m[0]);
+        assert!(m[0].contains("always include the corresponding complete list"), "{name}: the paper's requirement: {}", m[0]);
+        assert!(m[1].contains(user), "{name}: {}", m[1]);
+    }
+    let program = texts(get("hanoi_paper_program", json!({"n": "12", "language": "Lua"})).await.unwrap());
+    assert!(
+        program[1].contains("12 (bottom), 11, 10") && program[1].contains("write a complete Lua program that, when run, prints"),
+        "{program:?}"
+    );
+    assert!(program[1].ends_with("moves = [[disk id, from peg, to peg], ...]"), "{program:?}");
+    for (name, args, words) in [
+        ("hanoi_paper", json!({"n": "31"}), "`n` must be 1–30 for Tower of Hanoi"),
+        ("hanoi_paper", json!({"n": "three"}), "`n` must be a whole number"),
+        ("hanoi_paper", json!({"n": "3", "k": "2"}), "has no argument `k`"),
+        ("blocks_world_paper", json!({"n": "1"}), "`n` must be 2–26"),
+        ("river_crossing_paper", json!({"n": "3", "k": "0"}), "the boat's capacity"),
+        ("checker_jumping_paper_program", json!({"n": "3", "language": "rm -rf /; echo"}), "is not a programming language's name"),
+    ] {
+        let e = get(name, args).await.unwrap_err().to_string();
+        assert!(e.contains(words), "{name}: {e}");
+    }
+    let done = c
+        .service
+        .complete(CompleteRequestParams::new(Reference::Prompt(PromptReference::new("checker_jumping_paper")), ArgumentInfo::new("n", "9")))
+        .await
+        .unwrap()
+        .completion;
+    assert_eq!(done.values[..3], ["9".to_string(), "90".into(), "91".into()], "{done:?}");
+    c.close().await;
+}

@@ -877,30 +877,12 @@ async fn play_multi(c: &Client, args: Value, expected: &[u64]) {
             assert!(listed.contains("position 2: `"), "{listed}");
         }
         // One action per position in order: a targeted move where one is
-        // offered (the foe's side), else the step-th action.
-        let mut per: Vec<(u64, Vec<String>)> = Vec::new();
-        for x in actions {
-            let p = x["position"].as_u64().unwrap();
-            let name = x["action"].as_str().unwrap().to_string();
-            match per.iter_mut().find(|(q, _)| *q == p) {
-                Some((_, names)) => names.push(name),
-                None => per.push((p, vec![name])),
-            }
-        }
-        let mut chosen: Vec<String> = Vec::new();
-        for (_, names) in &per {
-            let free: Vec<&String> = names.iter().filter(|n| !(n.starts_with("switch ") && chosen.contains(n))).collect();
-            // Terastallize (or any once-a-battle mechanic) at one position at most.
-            let once =
-                |n: &str| ["-tera", "-mega", "-zmove", "-dynamax"].into_iter().find(|m| n.split(' ').next().unwrap_or("").ends_with(m));
-            let free: Vec<_> = free.into_iter().filter(|n| once(n).is_none_or(|m| chosen.iter().all(|c| once(c) != Some(m)))).collect();
-            // Pass only where nothing is left to send in.
-            let free = if free.len() > 1 { free.into_iter().filter(|n| *n != "pass").collect() } else { free };
-            let aimed = free.iter().find(|n| n.ends_with(" 1") || n.ends_with(" 2") || n.ends_with(" 3"));
-            chosen.push(aimed.copied().unwrap_or(free[step % free.len()]).clone());
-        }
-        targeted += chosen.iter().filter(|n| n.ends_with(" 1") || n.ends_with(" 2") || n.ends_with(" 3")).count();
-        let action = chosen.join(", ");
+        // offered, else the step-th action.
+        let aimed = |n: &str| n.ends_with(" 1") || n.ends_with(" 2") || n.ends_with(" 3");
+        let action = decision(&a, |free| free.iter().position(|n| aimed(n)).unwrap_or(step % free.len()));
+        let per = action.split(", ").count();
+        let chosen: Vec<&str> = action.split(", ").collect();
+        targeted += chosen.iter().filter(|n| aimed(n)).count();
         let r = c.call("showdown_make_move", json!({"battle_id": id, "action": action, "decision": a["decision"]})).await;
         if decisions == 1 && expected.len() == 3 {
             eprintln!("a triples decision: {action}");
@@ -915,7 +897,7 @@ async fn play_multi(c: &Client, args: Value, expected: &[u64]) {
                     let scored: Vec<&str> = e["scores"].as_array().unwrap().iter().map(|s| s["action"].as_str().unwrap()).collect();
                     let listed: Vec<&str> = actions.iter().map(|a| a["action"].as_str().unwrap()).collect();
                     assert_eq!(scored, listed, "every action of every position is scored");
-                    assert_eq!(e["best_action"].as_str().unwrap().split(", ").count(), per.len(), "{e:?}");
+                    assert_eq!(e["best_action"].as_str().unwrap().split(", ").count(), per, "{e:?}");
                     assert!((0.0..=1.0).contains(&e["optimality"].as_f64().unwrap()), "{e:?}");
                     millis.push(e["millis"].as_f64().unwrap());
                 }

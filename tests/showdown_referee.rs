@@ -342,31 +342,6 @@ fn against_request(check: &mut Check, ours: &Value, request: &Value, actions: &V
     }
 }
 
-/// One action per open position (the actions of `get_available_actions`),
-/// each chosen at random, no Pokémon sent in twice: the decision as
-/// `make_move` takes it.
-fn decide(actions: &Value, choices: &mut Choices) -> String {
-    let mut per: Vec<(u64, Vec<&str>)> = Vec::new();
-    for a in actions["actions"].as_array().unwrap() {
-        let (p, name) = (a["position"].as_u64().unwrap(), a["action"].as_str().unwrap());
-        match per.iter_mut().find(|(q, _)| *q == p) {
-            Some((_, names)) => names.push(name),
-            None => per.push((p, vec![name])),
-        }
-    }
-    let mut chosen: Vec<&str> = Vec::new();
-    for (_, names) in &per {
-        let free: Vec<&str> = names.iter().copied().filter(|n| !(n.starts_with("switch ") && chosen.contains(n))).collect();
-        // Terastallize (or any once-a-battle mechanic) at one position at most.
-        let once = |n: &str| ["-tera", "-mega", "-zmove", "-dynamax"].into_iter().find(|m| n.split(' ').next().unwrap_or("").ends_with(m));
-        let free: Vec<_> = free.into_iter().filter(|n| once(n).is_none_or(|m| chosen.iter().all(|c| once(c) != Some(m)))).collect();
-        // Pass only where nothing is left to send in.
-        let free = if free.len() > 1 { free.into_iter().filter(|n| *n != "pass").collect() } else { free };
-        chosen.push(free[choices.pick(free.len())]);
-    }
-    chosen.join(", ")
-}
-
 /// A small seeded generator for our side's choices.
 struct Choices(u64);
 
@@ -425,7 +400,7 @@ async fn referee_play(c: &Client, referee: &mut Referee, id: &str, label: &str, 
         compare(&mut check, &s, &view, Context { no_pp });
         against_request(&mut check, &s, &request, &actions, stats.as_ref().map(|(n, v)| (n.as_str(), v)));
 
-        let action = decide(&actions, &mut choices);
+        let action = common::showdown::decision(&actions, |free| choices.pick(free.len()));
         let r = c.call("showdown_make_move", json!({"battle_id": id, "action": action, "reasoning": "referee test"})).await;
         if r.is_error == Some(true) {
             // The one refusal a legal-looking action can meet: a trap the request could not show.

@@ -290,6 +290,45 @@ pub fn reply(body: impl AsRef<str>, next: impl AsRef<str>) -> String {
 /// ```
 #[macro_export]
 macro_rules! puzzle {
+    ($plugin:ty, $slot:ident, $name:literal, $title:expr, $description:expr, start: $start:expr, one_move: $one_move:expr, prompts: $paper:expr) => {
+        $crate::puzzle!($plugin, $slot, $name, $title, $description, start: $start, one_move: $one_move);
+
+        // The paper's prompts (`ludus:plugin/prompts`): the world includes
+        // `game-with-client` and the bindings map its types (`client`).
+        impl exports::ludus::plugin::prompts::Guest for $plugin {
+            fn offered() -> Vec<exports::ludus::plugin::prompts::Prompt> {
+                use exports::ludus::plugin::prompts::{Argument, Prompt};
+                $crate::puzzle_prompts::offered(&$paper)
+                    .into_iter()
+                    .map(|p| Prompt {
+                        name: p.name,
+                        title: Some(p.title),
+                        description: p.description,
+                        arguments: p
+                            .arguments
+                            .into_iter()
+                            .map(|(name, description, required)| Argument { name, description, required })
+                            .collect(),
+                    })
+                    .collect()
+            }
+
+            fn get(name: String, arguments: Vec<(String, String)>) -> Result<Vec<exports::ludus::plugin::prompts::Message>, String> {
+                let texts = $crate::puzzle_prompts::get(&$paper, &name, &arguments)?;
+                Ok(texts
+                    .into_iter()
+                    .map(|t| exports::ludus::plugin::prompts::Message {
+                        role: $crate::client::Role::User,
+                        content: $crate::content::Block::Text(t),
+                    })
+                    .collect())
+            }
+
+            fn complete(name: String, argument: String, value: String) -> Vec<String> {
+                $crate::puzzle_prompts::complete(&$paper, &name, &argument, &value)
+            }
+        }
+    };
     ($plugin:ty, $slot:ident, $name:literal, $title:expr, $description:expr, start: $start:expr, one_move: $one_move:expr) => {
         $crate::durable!($plugin, $slot);
 
@@ -344,6 +383,114 @@ pub mod puzzle {
             resources: vec![],
             idle_timeout_ms: Some(IDLE_TIMEOUT_MS),
         }
+    }
+}
+
+/// The prompts of *The Illusion of Thinking* (appendix A.1) for a puzzle,
+/// as MCP prompts: `paper`, the system prompt and the user prompt with the
+/// instance filled in, as the paper sent them; `paper-program`, the same
+/// puzzle asking for a program that prints the moves instead of the list
+/// (the rebuttal's proposal, arXiv 2506.09250). MCP prompts have no system
+/// role: both come as user messages, the system prompt first.
+pub mod puzzle_prompts {
+    /// What a puzzle's prompts need from the game.
+    pub struct Paper {
+        /// The puzzle's name in the prompts' titles (`Tower of Hanoi`).
+        pub puzzle: &'static str,
+        /// The paper's system prompt, verbatim.
+        pub system: &'static str,
+        /// The paper's user prompt for an instance of size `n` (and boat capacity `k`).
+        pub user: fn(n: u32, k: Option<u32>) -> Result<String, String>,
+        /// The sizes the game plays, and what `n` counts.
+        pub n: (u32, u32),
+        pub n_means: &'static str,
+        /// What `k` means, for the puzzles that take it (River Crossing).
+        pub k_means: Option<&'static str>,
+        /// The paper's answer format (`moves = [[disk id, from peg, to peg], ...]`).
+        pub moves_format: &'static str,
+    }
+
+    /// One prompt as `prompts.offered` lists it.
+    pub struct Offered {
+        pub name: String,
+        pub title: String,
+        pub description: String,
+        /// (name, description, required)
+        pub arguments: Vec<(String, String, bool)>,
+    }
+
+    const PAPER: &str = "paper";
+    const PROGRAM: &str = "paper-program";
+
+    pub fn offered(p: &Paper) -> Vec<Offered> {
+        let mut arguments = vec![("n".to_string(), format!("{} ({}–{})", p.n_means, p.n.0, p.n.1), true)];
+        if let Some(k) = p.k_means {
+            arguments.push(("k".into(), k.into(), false));
+        }
+        vec![
+            Offered {
+                name: PAPER.into(),
+                title: format!("{}: the paper's prompt", p.puzzle),
+                description: format!(
+                    "The Illusion of Thinking's prompt for {} (appendix A.1): two user messages, the paper's system prompt \
+                     (send it as your system prompt) and its user prompt for this instance.",
+                    p.puzzle
+                ),
+                arguments: arguments.clone(),
+            },
+            Offered {
+                name: PROGRAM.into(),
+                title: format!("{}: ask for a program", p.puzzle),
+                description: format!(
+                    "{} as the paper poses it, but asking for a program that prints the moves instead of the list (the \
+                     rebuttal's proposal, arXiv 2506.09250). Optional `language` (default Python).",
+                    p.puzzle
+                ),
+                arguments: arguments
+                    .into_iter()
+                    .chain([("language".into(), "the program's language (default Python)".into(), false)])
+                    .collect(),
+            },
+        ]
+    }
+
+    /// The messages of prompt `name`: the system prompt, then the user prompt.
+    pub fn get(p: &Paper, name: &str, arguments: &[(String, String)]) -> Result<Vec<String>, String> {
+        let arg = |key: &str| arguments.iter().find(|(k, _)| k == key).map(|(_, v)| v.trim());
+        let number = |key: &str, v: &str| v.parse::<u32>().map_err(|_| format!("`{key}` must be a whole number, not {v:?}"));
+        let n = number("n", arg("n").ok_or("`n` is required")?)?;
+        if !(p.n.0..=p.n.1).contains(&n) {
+            return Err(format!("`n` must be {}–{} for {}; {n} is out of range", p.n.0, p.n.1, p.puzzle));
+        }
+        // The host refuses arguments a prompt does not declare (`k` but for River Crossing).
+        let k = arg("k").filter(|v| !v.is_empty()).map(|v| number("k", v)).transpose()?;
+        let user = (p.user)(n, k)?;
+        match name {
+            PAPER => Ok(vec![p.system.to_string(), user]),
+            PROGRAM => {
+                let language = arg("language").filter(|v| !v.is_empty()).unwrap_or("Python");
+                if language.len() > 40 || !language.chars().all(|c| c.is_alphanumeric() || " +#-.".contains(c)) {
+                    return Err(format!("`language` {language:?} is not a programming language's name"));
+                }
+                let ask = format!(
+                    "Do not list the moves yourself. Instead, write a complete {language} program that, when run, prints \
+                     the complete list of moves of the solution in the format: {}",
+                    p.moves_format
+                );
+                Ok(vec![format!("{}\n\n{ask}", p.system), format!("{user}\n\n{ask}")])
+            }
+            _ => Err(format!("no prompt {name}; the prompts are `{PAPER}` and `{PROGRAM}`")),
+        }
+    }
+
+    /// Values for `n` (and `k`) that begin with what was typed.
+    pub fn complete(p: &Paper, _name: &str, argument: &str, value: &str) -> Vec<String> {
+        let range = match argument {
+            "n" => p.n.0..=p.n.1,
+            "k" if p.k_means.is_some() => 1..=p.n.1.min(10),
+            _ => return Vec::new(),
+        };
+        range.map(|v| v.to_string()).filter(|v| v.starts_with(value)).take(100).collect()
     }
 }
 

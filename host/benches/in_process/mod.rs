@@ -30,7 +30,16 @@ pub async fn start(component: &str, config: &str) -> Bench {
 impl Bench {
     /// Calls `tool`; panics on an error answer (a benchmark has no use for one).
     pub async fn call(&self, tool: &str, args: Value) -> Value {
-        let (plugin, i) = self.registry.find_tool(tool).unwrap();
+        // The plugins directory is scanned after the server is up: a large
+        // component may still be compiling at the first call.
+        let started = std::time::Instant::now();
+        let (plugin, i) = loop {
+            match self.registry.find_tool(tool) {
+                Ok(found) => break found,
+                Err(e) if started.elapsed() > std::time::Duration::from_secs(120) => panic!("{tool}: {e}"),
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+            }
+        };
         let args = args.as_object().unwrap().clone();
         match self
             .registry

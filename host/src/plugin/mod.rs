@@ -342,7 +342,7 @@ impl Plugin {
             limits,
             start_pace: ToolSpeed::default(),
             event_pace: ToolSpeed::default(),
-            asks_client: imports.iter().any(|i| i.starts_with(CLIENT_PREFIX)),
+            asks_client: asks_client(&component),
             imports,
             loaded_at: SystemTime::now(),
             runtime: runtime.clone(),
@@ -389,6 +389,21 @@ fn cap_mapped_sessions(plugin: &str, limits: &mut PluginLimits) {
 
 fn imports_of(component: &Component) -> Vec<String> {
     component.component_type().imports(component.engine()).map(|(name, _)| name.to_string()).collect()
+}
+
+/// Whether the plugin can ask its client something that blocks until the
+/// client answers (`client.sample`, `client.elicit`). A plugin that imports
+/// `client` only for its types (a prompt's role) or for progress does not.
+fn asks_client(component: &Component) -> bool {
+    use wasmtime::component::types::ComponentItem;
+    let engine = component.engine();
+    component.component_type().imports(engine).any(|(name, item)| {
+        name.starts_with(CLIENT_PREFIX)
+            && match item.ty {
+                ComponentItem::ComponentInstance(instance) => instance.exports(engine).any(|(f, _)| f == "sample" || f == "elicit"),
+                _ => true,
+            }
+    })
 }
 
 /// What a plugin grants beyond its players: (tool function or resource URI, audience).

@@ -1,8 +1,9 @@
 //! `blocks_world`: the Blocks World puzzle of "The Illusion of Thinking" as
 //! a Ludus game. One instance is one puzzle (its `env_id` is the session id).
 
-ludus_sdk::bindings!(world: "ludus:blocks-world/blocks-world", contract: "../../wit/plugin");
+ludus_sdk::bindings!(world: "ludus:blocks-world/blocks-world", contract: "../../wit/plugin", client);
 
+pub mod prompts;
 pub mod rules;
 
 use std::cell::RefCell;
@@ -59,7 +60,8 @@ ludus_sdk::puzzle!(
     "Blocks World as in Apple's \"The Illusion of Thinking\": the paper's instances or your own, step by step or as \
      a whole plan, with the optimum (exact up to 7 blocks, else a lower bound).",
     start: "Start a Blocks World puzzle",
-    one_move: "Move one block"
+    one_move: "Move one block",
+    prompts: prompts::PAPER
 );
 
 impl Guest for Plugin {

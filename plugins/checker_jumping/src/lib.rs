@@ -2,8 +2,9 @@
 //! Thinking" as a Ludus game. One instance is one puzzle (its `env_id` is
 //! the session id).
 
-ludus_sdk::bindings!(world: "ludus:checker-jumping/checker-jumping", contract: "../../wit/plugin");
+ludus_sdk::bindings!(world: "ludus:checker-jumping/checker-jumping", contract: "../../wit/plugin", client);
 
+pub mod prompts;
 pub mod rules;
 
 use std::cell::RefCell;
@@ -48,7 +49,8 @@ ludus_sdk::puzzle!(
     "Checker Jumping as in Apple's \"The Illusion of Thinking\": step by step or as a whole plan, with the optimal \
      move count and dead ends said.",
     start: "Start a Checker Jumping puzzle",
-    one_move: "Move one checker"
+    one_move: "Move one checker",
+    prompts: prompts::PAPER
 );
 
 fn moved_text(g: &Board, (c, f, t): &Move) -> String {

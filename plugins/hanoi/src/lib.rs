@@ -1,8 +1,9 @@
 //! `hanoi`: the Tower of Hanoi of "The Illusion of Thinking" as a Ludus game.
 //! One instance is one puzzle (its `env_id` is the session id).
 
-ludus_sdk::bindings!(world: "ludus:hanoi/hanoi", contract: "../../wit/plugin");
+ludus_sdk::bindings!(world: "ludus:hanoi/hanoi", contract: "../../wit/plugin", client);
 
+pub mod prompts;
 pub mod rules;
 
 use std::cell::RefCell;
@@ -46,7 +47,8 @@ ludus_sdk::puzzle!(
     "Tower of Hanoi",
     "Tower of Hanoi as in Apple's \"The Illusion of Thinking\": step by step or as a whole plan, with the optimal move count.",
     start: "Start a Tower of Hanoi puzzle",
-    one_move: "Move one disk"
+    one_move: "Move one disk",
+    prompts: prompts::PAPER
 );
 
 impl Guest for Plugin {

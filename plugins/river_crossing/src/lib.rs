@@ -1,8 +1,9 @@
 //! `river_crossing`: the River Crossing puzzle of "The Illusion of Thinking"
 //! as a Ludus game. One instance is one puzzle (its `env_id` is the session id).
 
-ludus_sdk::bindings!(world: "ludus:river-crossing/river-crossing", contract: "../../wit/plugin");
+ludus_sdk::bindings!(world: "ludus:river-crossing/river-crossing", contract: "../../wit/plugin", client);
 
+pub mod prompts;
 pub mod rules;
 
 use std::cell::RefCell;
@@ -30,7 +31,8 @@ ludus_sdk::puzzle!(
     "River Crossing",
     "River Crossing (actors and agents) as in Apple's \"The Illusion of Thinking\", with exact solvability and optimal length.",
     start: "Start a River Crossing puzzle",
-    one_move: "Cross the river once"
+    one_move: "Cross the river once",
+    prompts: prompts::PAPER
 );
 
 fn with_game<T>(f: impl FnOnce(&mut Game) -> Result<T, String>) -> Result<T, String> {
