@@ -56,7 +56,7 @@ async fn a_second_client_can_neither_see_nor_touch_the_first_clients_games() {
                 assert!(said.contains("You are watching"), "{said}");
                 open.push(tool.name.clone());
             }
-            "chess_join_game" | "cards_join_game" => {
+            "chess_join_game" | "cards_join_game" | "showdown_join_battle" => {
                 assert_eq!(r.is_error, Some(true), "{}: {said}", tool.name);
                 assert!(said.contains("needs its `join_code`"), "{}: {said}", tool.name);
             }
