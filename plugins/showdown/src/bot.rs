@@ -33,14 +33,7 @@ pub fn choice(bot: Bot, request: &Request, battle: &Battle, rng: &mut Rng) -> Op
     };
     let mut picked: Vec<Action> = Vec::new();
     for pos in request.open_positions() {
-        let passes_left = request.passes_allowed() > picked.iter().filter(|a| a.choice == "pass").count();
-        let free: Vec<Action> = request
-            .position_actions(pos)
-            .into_iter()
-            .filter(|a| a.kind != Kind::Switch || picked.iter().all(|b| b.choice != a.choice || b.choice == "pass"))
-            .filter(|a| a.choice != "pass" || passes_left)
-            .filter(|a| a.mechanic().is_none_or(|m| picked.iter().all(|b| b.mechanic() != Some(m))))
-            .collect();
+        let free: Vec<Action> = request.position_actions(pos).into_iter().filter(|a| request.conflict(a, &picked).is_none()).collect();
         let pick = match bot {
             Bot::Random => free.get(rng.below(free.len().max(1))).cloned(),
             // The search's best for this position (its pairings' scores).

@@ -241,11 +241,12 @@ impl Request {
                 ];
                 for (_, suffix, word) in offered.into_iter().filter(|(can, _, _)| *can) {
                     for &target in &targets {
-                        let (name_t, choice_t) = target.map_or((String::new(), String::new()), |t| (format!(" {t}"), format!(" {t}")));
+                        // The target is written alike in the action and in the choice.
+                        let at = target.map_or(String::new(), |t| format!(" {t}"));
                         out.push(Action {
-                            name: format!("{id}{suffix}{name_t}"),
+                            name: format!("{id}{suffix}{at}"),
                             kind: Kind::Move,
-                            choice: format!("move {}{choice_t}{word}", i + 1),
+                            choice: format!("move {}{at}{word}", i + 1),
                             index: i,
                             position: pos,
                             target,
@@ -321,23 +322,30 @@ impl Request {
             let Some(a) = self.position_actions(pos).into_iter().find(|a| action_key(&a.name) == key) else {
                 return Err(format!("`{part}` is not a legal action for position {} now", pos + 1));
             };
-            if a.kind == Kind::Switch && a.choice != "pass" && actions.iter().any(|b: &Action| b.choice == a.choice) {
-                return Err(format!("two positions cannot both `{}`", a.name));
+            if let Some(why) = self.conflict(&a, &actions) {
+                return Err(why);
             }
             actions.push(a);
         }
-        if let Some(m) = MECHANICS.iter().find(|m| actions.iter().filter(|a| a.mechanic() == Some(**m)).count() > 1) {
-            return Err(format!("only one position may use `-{m}`: it is once a battle"));
-        }
-        let passes = actions.iter().filter(|a| a.choice == "pass").count();
-        if passes > self.passes_allowed() {
-            return Err(format!(
-                "only {} position{} may pass: send in every Pokémon you can",
-                self.passes_allowed(),
-                if self.passes_allowed() == 1 { "" } else { "s" }
-            ));
-        }
         Ok(self.assemble(actions))
+    }
+
+    /// Why `a` cannot join the actions `picked` for the positions before
+    /// it, as the simulator would refuse it: the same Pokémon sent in twice,
+    /// a once-a-battle mechanic used twice, or a pass while a Pokémon is
+    /// left to send in. The bots choose among the actions without one.
+    pub fn conflict(&self, a: &Action, picked: &[Action]) -> Option<String> {
+        if a.kind == Kind::Switch && a.choice != "pass" && picked.iter().any(|b| b.choice == a.choice) {
+            return Some(format!("two positions cannot both `{}`", a.name));
+        }
+        if let Some(m) = a.mechanic().filter(|m| picked.iter().any(|b| b.mechanic() == Some(m))) {
+            return Some(format!("only one position may use `-{m}`: it is once a battle"));
+        }
+        let allowed = self.passes_allowed();
+        if a.choice == "pass" && picked.iter().filter(|b| b.choice == "pass").count() >= allowed {
+            return Some(format!("only {allowed} position{} may pass: send in every Pokémon you can", if allowed == 1 { "" } else { "s" }));
+        }
+        None
     }
 
     /// The decision made of one action per open position (the others pass).
