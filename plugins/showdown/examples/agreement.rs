@@ -145,8 +145,10 @@ const NEAR: f32 = 0.02;
 fn judge(candidate: &Evaluation, reference: &Evaluation, millis: f64) -> Outcome {
     let values = |e: &Evaluation| e.actions.iter().map(|s| s.value).collect::<Vec<_>>();
     let (c, r) = (values(candidate), values(reference));
-    let best = reference.best();
-    let chosen = &reference.actions[candidate.best];
+    // Both scored the same request: the candidate's choice is among the reference's actions.
+    let best = reference.best().expect("a scored position has actions");
+    let pick = candidate.best().expect("a scored position has actions");
+    let chosen = reference.actions.iter().find(|s| s.action == pick.action).expect("the same request's actions");
     Outcome {
         spearman: if c.len() >= 3 { spearman(&c, &r) } else { None },
         // Equal reference values are equally good choices.

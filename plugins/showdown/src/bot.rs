@@ -3,7 +3,7 @@
 
 use crate::battle::Battle;
 use crate::data::{Category, data};
-use crate::engine::{self, Settings};
+use crate::engine::{self, Settings, first_best};
 use crate::request::{Action, Kind, Request, TeamMember};
 use crate::rng::Rng;
 
@@ -39,14 +39,8 @@ pub fn choice(bot: Bot, request: &Request, battle: &Battle, rng: &mut Rng) -> Op
             // The search's best for this position (its pairings' scores).
             Bot::Search if evaluation.is_some() => {
                 let e = evaluation.as_ref()?;
-                let best = e.actions.iter().filter(|s| s.position == pos && free.iter().any(|a| a.name == s.action)).fold(
-                    None,
-                    |best: Option<&engine::Scored>, s| match best {
-                        Some(b) if b.value >= s.value => best,
-                        _ => Some(s),
-                    },
-                );
-                best.and_then(|s| free.iter().find(|a| a.name == s.action)).cloned()
+                let scored = |a: &Action| e.actions.iter().find(|s| s.position == pos && s.action == a.name).map(|s| f64::from(s.value));
+                first_best(free.iter().filter_map(|a| Some((scored(a)?, a)))).map(|(_, a)| a.clone())
             }
             // Each position's hardest expected hit on the target it names.
             Bot::Heuristic | Bot::Search => {
@@ -58,13 +52,7 @@ pub fn choice(bot: Bot, request: &Request, battle: &Battle, rng: &mut Rng) -> Op
                     }
                     _ => 0.0,
                 };
-                free.iter()
-                    .map(|a| (value(a), a))
-                    .fold(None, |best: Option<(f64, &Action)>, (v, a)| match best {
-                        Some((bv, _)) if bv >= v => best,
-                        _ => Some((v, a)),
-                    })
-                    .map(|(_, a)| a.clone())
+                first_best(free.iter().map(|a| (value(a), a))).map(|(_, a)| a.clone())
             }
         };
         // Nothing left for this position: the simulator's own default choice.
@@ -83,7 +71,11 @@ pub fn choose(bot: Bot, request: &Request, battle: &Battle, rng: &mut Rng) -> Op
         Bot::Random => Some(actions[rng.below(actions.len())].clone()),
         Bot::Heuristic => Some(heuristic(&actions, request, battle)),
         Bot::Search => Some(match engine::evaluate_actions(battle, request, Settings::default()) {
-            Ok(e) => actions[e.best].clone(),
+            Ok(e) => e
+                .best()
+                .and_then(|s| actions.iter().find(|a| a.name == s.action))
+                .cloned()
+                .unwrap_or_else(|| heuristic(&actions, request, battle)),
             Err(_) => heuristic(&actions, request, battle),
         }),
     }
@@ -163,12 +155,7 @@ fn heuristic(actions: &[Action], request: &Request, battle: &Battle) -> Action {
     let t = target.as_ref();
     let members = &request.side.pokemon;
     let switch_value = |a: &Action| members.get(a.index).map_or(0.0, |m| best_hit(m, t) / danger(m, t).max(0.25));
-    let best_by = |f: &dyn Fn(&Action) -> f64, kind: Kind| {
-        actions.iter().filter(|a| a.kind == kind).map(|a| (f(a), a)).fold(None, |best: Option<(f64, &Action)>, (v, a)| match best {
-            Some((bv, _)) if bv >= v => best,
-            _ => Some((v, a)),
-        })
-    };
+    let best_by = |f: &dyn Fn(&Action) -> f64, kind: Kind| first_best(actions.iter().filter(|a| a.kind == kind).map(|a| (f(a), a)));
     let active = request.active_member();
     let move_value = |a: &Action| {
         let Some(member) = active else { return 0.0 };

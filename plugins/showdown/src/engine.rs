@@ -74,7 +74,6 @@ pub struct Scored {
 pub struct Evaluation {
     /// Every legal action, in the order of `Request::actions`.
     pub actions: Vec<Scored>,
-    pub best: usize,
     pub settings: Settings,
     /// Singles searches it took: 1, or in doubles and triples one per
     /// pairing of our open positions with the opposing active Pokémon.
@@ -93,8 +92,9 @@ pub struct Verdict {
 }
 
 impl Evaluation {
-    pub fn best(&self) -> &Scored {
-        &self.actions[self.best]
+    /// The best action (of the first position scored: the only one in singles).
+    pub fn best(&self) -> Option<&Scored> {
+        self.best_at(self.actions.first()?.position)
     }
 
     /// The positions scored, from the left (one in singles).
@@ -111,10 +111,7 @@ impl Evaluation {
     }
 
     fn best_at(&self, position: usize) -> Option<&Scored> {
-        self.actions.iter().filter(|s| s.position == position).fold(None, |best: Option<&Scored>, s| match best {
-            Some(b) if b.value >= s.value => best,
-            _ => Some(s),
-        })
+        first_best(self.actions.iter().filter(|s| s.position == position).map(|s| (f64::from(s.value), s))).map(|(_, s)| s)
     }
 
     /// How a decision compares with the best: in singles its one action
@@ -138,6 +135,14 @@ impl Evaluation {
         let n = parts.len() as f32;
         Some(Verdict { optimality: optimality / n, regret: regret / n, rank })
     }
+}
+
+/// The first item of the highest value (a tie keeps the earlier one), with its value.
+pub fn first_best<T>(items: impl IntoIterator<Item = (f64, T)>) -> Option<(f64, T)> {
+    items.into_iter().fold(None, |best, (v, item)| match best {
+        Some((bv, _)) if bv >= v => best,
+        _ => Some((v, item)),
+    })
 }
 
 /// Doubles and triples, where poke-engine models singles: each of our open
@@ -177,8 +182,7 @@ pub fn evaluate_positions(battle: &Battle, request: &Request, settings: Settings
             actions.push(Scored { action: a.name.clone(), position: pos, value, score });
         }
     }
-    let best = (0..actions.len()).fold(0, |b, i| if actions[i].value > actions[b].value { i } else { b });
-    Ok(Evaluation { actions, best, settings, searches })
+    Ok(Evaluation { actions, settings, searches })
 }
 
 /// The request as a singles request for our position `pos`: that Pokémon
@@ -249,8 +253,7 @@ pub fn evaluate_actions(battle: &Battle, request: &Request, settings: Settings) 
         .zip(values)
         .map(|(a, value)| Scored { action: a.name.clone(), position: 0, value, score: sigmoid(value - root) })
         .collect();
-    let best = (0..actions.len()).fold(0, |b, i| if actions[i].value > actions[b].value { i } else { b });
-    Ok(Evaluation { actions, best, settings: Settings { depth, samples, rule: settings.rule }, searches: 1 })
+    Ok(Evaluation { actions, settings: Settings { depth, samples, rule: settings.rule }, searches: 1 })
 }
 
 /// poke-engine's MCTS squashes evaluation differences with this curve.
@@ -613,8 +616,8 @@ mod tests {
         let e = evaluate_actions(&b, &req, Settings::default()).unwrap();
         let names: Vec<&str> = e.actions.iter().map(|s| s.action.as_str()).collect();
         assert_eq!(names.len(), req.actions().len(), "every legal action is scored: {names:?}");
-        assert!(e.best().action.starts_with("thunderbolt"), "{e:#?}");
-        let best = e.verdict(&e.best().action).unwrap();
+        assert!(e.best().unwrap().action.starts_with("thunderbolt"), "{e:#?}");
+        let best = e.verdict(&e.best().unwrap().action).unwrap();
         assert_eq!((best.optimality, best.regret, best.rank), (1.0, 0.0, 1));
         let weak = e.verdict("grassknot").unwrap();
         assert!(weak.optimality < 1.0 && weak.regret > 0.0 && weak.rank > 1, "{weak:?}");
