@@ -222,7 +222,7 @@ impl Battle {
         let me = self.me.clone();
         let side = self.sides.entry(me).or_default();
         let mut copied = None;
-        for p in &request.side.pokemon {
+        for (i, p) in request.side.pokemon.iter().enumerate() {
             let mon = side.mon(p.name());
             mon.species = p.species().to_string();
             mon.level = level_of(&p.details).unwrap_or(100);
@@ -236,7 +236,7 @@ impl Battle {
             // A fainted Pokémon waiting to be replaced holds its slot but is not in battle.
             mon.active = p.active && !fainted;
             // The request lists the active Pokémon first, from the left.
-            mon.position = if mon.active { request.side.pokemon.iter().position(|q| q.ident == p.ident) } else { None };
+            mon.position = mon.active.then_some(i);
             mon.moves = p.moves.clone();
             // Named as the log names the opponent's: the same spelling for both sides.
             mon.item = Some(p.item.clone()).filter(|s| !s.is_empty()).map(|i| data().item_name(&i));

@@ -99,17 +99,23 @@ pub enum Opponent {
 
 /// What one agent's side of a battle holds beyond what both share: the
 /// name it plays under, its view of the battle, and what it asked for.
-/// The game's own fields are the seat of whoever calls; p2's seat in an
-/// agent-against-agent battle waits in [`Opponent::Agent`] meanwhile.
+/// The game's seat is whoever calls; p2's seat in an agent-against-agent
+/// battle waits in [`Opponent::Agent`] meanwhile.
 #[derive(Default)]
 pub struct Seat {
     pub username: String,
     pub battle: Battle,
+    /// The decision we answered (its sequence number) and with what.
     pub submitted: Option<(u64, String)>,
+    /// A choice the simulator refused: (decision sequence, our action, why).
     pub rejected: Option<(u64, String, String)>,
+    /// The id the agent was given; a later rename would lose it.
     pub announced: bool,
+    /// A `make_move` call that submitted and waits: (decision sequence, its action).
     pub in_flight: Option<(u64, String)>,
+    /// The engine's verdict on the last submitted action.
     pub scorecard: Option<Scorecard>,
+    /// The last moves answered: (decision, action, answer), for their retries.
     pub answered: VecDeque<(u64, String, MoveResult)>,
 }
 
@@ -178,25 +184,13 @@ pub enum Goal {
 pub struct Game {
     pub mode: Mode,
     pub format: String,
-    pub username: String,
     pub channel: u32,
-    pub battle: Battle,
     pub status: Status,
-    /// The decision we answered (its sequence number) and with what.
-    pub submitted: Option<(u64, String)>,
-    /// A choice the simulator refused: (decision sequence, our action, why).
-    pub rejected: Option<(u64, String, String)>,
-    /// The id the agent was given; a later rename would lose it.
-    pub announced: bool,
-    /// A `make_move` call that submitted and waits: (decision sequence, its action).
-    pub in_flight: Option<(u64, String)>,
-    /// The engine's verdict on the last submitted action.
-    pub scorecard: Option<Scorecard>,
     /// The agent chose the offline battle's seed, so it may be told it: a
     /// random seed would let it replay the battle and see the bot's team.
     pub seed_chosen: bool,
-    /// The last moves answered: (decision, action, answer), for their retries.
-    pub answered: VecDeque<(u64, String, MoveResult)>,
+    /// The calling agent's side (p2's waits in [`Opponent::Agent`]).
+    pub seat: Seat,
 }
 
 /// An action scored at the moment it was chosen.
@@ -233,21 +227,7 @@ pub fn battle_id() -> String {
 impl Game {
     /// A battle being set up: nothing submitted, refused or announced yet.
     pub fn new(mode: Mode, format: String, username: String, channel: u32, battle: Battle, status: Status) -> Game {
-        Game {
-            mode,
-            format,
-            username,
-            channel,
-            battle,
-            status,
-            submitted: None,
-            rejected: None,
-            announced: false,
-            in_flight: None,
-            scorecard: None,
-            seed_chosen: false,
-            answered: VecDeque::new(),
-        }
+        Game { mode, format, channel, status, seed_chosen: false, seat: Seat { username, battle, ..Seat::default() } }
     }
 }
 
@@ -322,9 +302,8 @@ pub fn score(battle: &Battle, req: &Request, seq: u64, action: &str, format: &st
     Scorecard { seq, action: action.to_string(), evaluation, millis: started.elapsed().as_secs_f64() * 1e3 }
 }
 
-pub fn same_action(a: &str, b: &str) -> bool {
-    crate::request::same_decision(a, b)
-}
+/// Whether two writings of a move name the same actions.
+pub use crate::request::same_decision as same_action;
 
 /// Sends one of our lines to the offline simulator, keeping it for a replay.
 pub fn to_sim(g: &mut Game, line: &str) {
@@ -338,8 +317,8 @@ impl Game {
     /// The request awaiting our choice: due, and not answered yet (while
     /// our answer waits for the other side, nothing is due).
     pub fn due(&self) -> Option<&Request> {
-        let answered = self.submitted.as_ref().is_some_and(|(at, _)| *at == self.battle.decision_seq);
-        self.battle.pending().filter(|_| !answered)
+        let answered = self.seat.submitted.as_ref().is_some_and(|(at, _)| *at == self.seat.battle.decision_seq);
+        self.seat.battle.pending().filter(|_| !answered)
     }
 
     /// Whether the decision `at` that we answered has been played out: our
@@ -348,8 +327,8 @@ impl Game {
     /// request while its side switches in), since its choice may take as
     /// long as it likes. A bot's answers come at once: wait for them.
     pub fn resolved(&self, at: u64) -> bool {
-        let waiting_on_agent = !self.opponent_is_bot() && self.battle.request.as_ref().is_some_and(|r| r.wait);
-        self.battle.decision_seq != at || self.battle.over() || waiting_on_agent
+        let waiting_on_agent = !self.opponent_is_bot() && self.seat.battle.request.as_ref().is_some_and(|r| r.wait);
+        self.seat.battle.decision_seq != at || self.seat.battle.over() || waiting_on_agent
     }
 
     /// Whether the other side is a built-in bot (which answers at once).
@@ -365,15 +344,9 @@ impl Game {
     /// Exchanges the game's seat fields with p2's waiting seat (a second
     /// exchange puts them back); nothing happens against a bot or online.
     pub fn swap_seat(&mut self) {
-        let Mode::Offline { opponent: Opponent::Agent { seat, .. }, .. } = &mut self.mode else { return };
-        std::mem::swap(&mut self.username, &mut seat.username);
-        std::mem::swap(&mut self.battle, &mut seat.battle);
-        std::mem::swap(&mut self.submitted, &mut seat.submitted);
-        std::mem::swap(&mut self.rejected, &mut seat.rejected);
-        std::mem::swap(&mut self.announced, &mut seat.announced);
-        std::mem::swap(&mut self.in_flight, &mut seat.in_flight);
-        std::mem::swap(&mut self.scorecard, &mut seat.scorecard);
-        std::mem::swap(&mut self.answered, &mut seat.answered);
+        if let Mode::Offline { opponent: Opponent::Agent { seat, .. }, .. } = &mut self.mode {
+            std::mem::swap(&mut self.seat, seat);
+        }
     }
 
     /// Whether an offline battle is still being played again after a restart.
@@ -409,7 +382,7 @@ pub fn choose(g: &mut Game, choice: &str) {
     match online {
         Some(line) => send(g.channel, &line),
         None => {
-            let line = format!(">{} {choice}", g.battle.me);
+            let line = format!(">{} {choice}", g.seat.battle.me);
             to_sim(g, &line)
         }
     }
@@ -425,8 +398,11 @@ pub fn finish(g: &mut Game) {
     }
 }
 
-/// How the simulator's side says its validator refused a team.
-const INVALID_TEAM: &str = "[Invalid team]";
+/// The validator's problems with a team, when the simulator's side says
+/// it refused one (`[Invalid team] …`).
+fn team_problems(text: &str) -> Option<&str> {
+    text.strip_prefix("[Invalid team]").map(str::trim)
+}
 
 pub fn offline_event(g: &mut Game, event: Event) {
     let p2_is_agent = matches!(&g.mode, Mode::Offline { opponent: Opponent::Agent { .. }, .. });
@@ -438,14 +414,14 @@ pub fn offline_event(g: &mut Game, event: Event) {
             g.swap_seat();
         }
         Event::Log { line, .. } => {
-            g.battle.on_log(&line);
+            g.seat.battle.on_log(&line);
             if let Mode::Offline { opponent, .. } = &mut g.mode {
                 match opponent {
                     Opponent::Bot { view, .. } => view.on_log(&line),
                     Opponent::Agent { seat, .. } => seat.battle.on_log(&line),
                 }
             }
-            if g.battle.over() {
+            if g.seat.battle.over() {
                 finish(g);
             }
         }
@@ -462,9 +438,9 @@ pub fn offline_event(g: &mut Game, event: Event) {
                 Err(e) => ludus_sdk::log(LogLevel::Warn, &e),
             }
         }
-        Event::Error { side, text, .. } if text.starts_with(INVALID_TEAM) => {
+        Event::Error { side, text, .. } if team_problems(&text).is_some() => {
             let whose = if side == "p1" { "Your team" } else { "The opponent's team" };
-            let problems = text[INVALID_TEAM.len()..].trim();
+            let problems = team_problems(&text).unwrap_or_default();
             g.status = Status::Error(format!("{whose} is not legal in {}: {problems}", g.format));
             channels::close(g.channel);
         }
@@ -485,15 +461,15 @@ fn seat_event(g: &mut Game, event: Event) {
     match event {
         Event::Request { json, .. } => match Request::parse(&json) {
             Ok(req) => {
-                g.battle.record_request(&json);
-                g.battle.on_request(req);
+                g.seat.battle.record_request(&json);
+                g.seat.battle.on_request(req);
             }
             Err(e) => ludus_sdk::log(LogLevel::Warn, &e),
         },
-        Event::Error { text, .. } if text.starts_with(INVALID_TEAM) => {
-            let problems = text[INVALID_TEAM.len()..].trim();
+        Event::Error { text, .. } if team_problems(&text).is_some() => {
+            let problems = team_problems(&text).unwrap_or_default();
             // The joiner's team: its join is refused and the seat stays open.
-            g.rejected = Some((u64::MAX, "join".into(), format!("your team is not legal in {}: {problems}", g.format)));
+            g.seat.rejected = Some((u64::MAX, "join".into(), format!("your team is not legal in {}: {problems}", g.format)));
         }
         Event::Error { text, .. } => reject(g, text),
         _ => {}
@@ -504,9 +480,9 @@ fn seat_event(g: &mut Game, event: Event) {
 /// "[Unavailable choice]" (a trap or a disabled move revealed only by trying)
 /// comes with a corrected request right after it, which the agent must see.
 pub fn reject(g: &mut Game, text: String) {
-    g.battle.correction_due = text.starts_with("[Unavailable choice]");
-    if let Some((seq, act)) = g.submitted.take() {
-        g.rejected = Some((seq, act, text));
+    g.seat.battle.correction_due = text.starts_with("[Unavailable choice]");
+    if let Some((seq, act)) = g.seat.submitted.take() {
+        g.seat.rejected = Some((seq, act, text));
     }
 }
 
@@ -517,8 +493,8 @@ pub fn signed(g: &mut Game, login_channel: u32, reply: &str) {
         *login = None;
     }
     match login::assertion(reply) {
-        Ok(assertion) => send(g.channel, &format!("|/trn {},0,{assertion}", g.username)),
-        Err(e) => g.status = Status::Error(format!("logging in as {} failed: {e}", g.username)),
+        Ok(assertion) => send(g.channel, &format!("|/trn {},0,{assertion}", g.seat.username)),
+        Err(e) => g.status = Status::Error(format!("logging in as {} failed: {e}", g.seat.username)),
     }
 }
 
@@ -534,21 +510,21 @@ pub fn online_event(g: &mut Game, event: Event) {
                 // With a `login` endpoint the login server signs the challenge; without one
                 // only a `--no-security` server takes the name as it is.
                 "challstr" => {
-                    let account = Account { username: g.username.clone(), password: password.clone() };
+                    let account = Account { username: g.seat.username.clone(), password: password.clone() };
                     match channels::open("login") {
                         Ok(ch) => {
                             *login_channel = Some(ch);
                             send(ch, &login::request(&account, &f[1..].join("|")));
                         }
                         Err(e) if account.password.is_some() => {
-                            g.status = Status::Error(format!("signing in as {} needs the `login` endpoint: {e}", g.username));
+                            g.status = Status::Error(format!("signing in as {} needs the `login` endpoint: {e}", g.seat.username));
                         }
-                        Err(_) => send(g.channel, &format!("|/trn {}", g.username)),
+                        Err(_) => send(g.channel, &format!("|/trn {}", g.seat.username)),
                     }
                 }
                 "updateuser" => {
                     let named = f.get(2) == Some(&"1");
-                    if named && to_id(f.get(1).unwrap_or(&"")) == to_id(&g.username) && !*logged_in {
+                    if named && to_id(f.get(1).unwrap_or(&"")) == to_id(&g.seat.username) && !*logged_in {
                         *logged_in = true;
                         send(g.channel, "|/utm null");
                         match (rejoin.take(), goal) {
@@ -562,7 +538,7 @@ pub fn online_event(g: &mut Game, event: Event) {
                     }
                 }
                 "nametaken" => {
-                    g.status = Status::Error(format!("the server refused the name {}: {}", g.username, f.get(2).unwrap_or(&"")));
+                    g.status = Status::Error(format!("the server refused the name {}: {}", g.seat.username, f.get(2).unwrap_or(&"")));
                 }
                 "pm" => {
                     // `|pm| FROM| TO|/challenge FORMAT|…`: a challenge to us.
@@ -570,9 +546,9 @@ pub fn online_event(g: &mut Game, event: Event) {
                     let to = f.get(2).map(|s| to_id(s)).unwrap_or_default();
                     let msg = f.get(3).copied().unwrap_or("");
                     let from_opponent = matches!(goal, Goal::Challenge(opp) if to_id(opp) == to_id(from));
-                    if to == to_id(&g.username) && from_opponent && msg.starts_with("/challenge ") && room.is_none() {
+                    if to == to_id(&g.seat.username) && from_opponent && msg.starts_with("/challenge ") && room.is_none() {
                         // Both may have challenged each other: the one with the larger id accepts.
-                        if to_id(&g.username) > to_id(from) {
+                        if to_id(&g.seat.username) > to_id(from) {
                             send(g.channel, "|/utm null");
                             send(g.channel, &format!("|/accept {}", to_id(from)));
                         }
@@ -590,13 +566,13 @@ pub fn online_event(g: &mut Game, event: Event) {
                 *room = Some(r.clone());
                 g.status = Status::Active;
                 // The battle tag is the id; a second seat in this same server gets a suffix.
-                if !g.announced && host::rename_session(&r).is_err() {
-                    let _ = host::rename_session(&format!("{r}:{}", to_id(&g.username)));
+                if !g.seat.announced && host::rename_session(&r).is_err() {
+                    let _ = host::rename_session(&format!("{r}:{}", to_id(&g.seat.username)));
                 }
             }
             if room.as_deref() == Some(r.as_str()) {
-                g.battle.on_log(&line);
-                if g.battle.over() {
+                g.seat.battle.on_log(&line);
+                if g.seat.battle.over() {
                     finish(g);
                 }
             }
@@ -609,10 +585,10 @@ pub fn online_event(g: &mut Game, event: Event) {
                 Ok(req) => {
                     *rqid = req.rqid;
                     let answered_already = answered_before_restart.take().is_some_and(|r| req.rqid == Some(r));
-                    g.battle.record_request(&json);
-                    g.battle.on_request(req);
+                    g.seat.battle.record_request(&json);
+                    g.seat.battle.on_request(req);
                     // Resent on the rejoin: the next request is ours.
-                    g.battle.correction_due |= answered_already;
+                    g.seat.battle.correction_due |= answered_already;
                 }
                 Err(e) => ludus_sdk::log(LogLevel::Warn, &e),
             }

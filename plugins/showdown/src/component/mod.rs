@@ -90,10 +90,10 @@ impl meta::Guest for Showdown {
             return Ok(crate::formats::listing());
         }
         if uri.starts_with("showdown://battle/") && uri.ends_with("/log") {
-            return with_game(|g| Ok(g.battle.log.join("\n")));
+            return with_game(|g| Ok(g.seat.battle.log.join("\n")));
         }
         if uri.starts_with("showdown://battle/") && uri.ends_with("/protocol") {
-            return with_game(|g| Ok(g.battle.protocol()));
+            return with_game(|g| Ok(g.seat.battle.protocol()));
         }
         Err(format!("no resource {uri}"))
     }
@@ -167,13 +167,13 @@ fn started() -> Result<BattleStarted, String> {
         // An offline battle waiting for a second agent answers at once: its
         // creator passes the id and join code on.
         let open_seat = matches!(g.mode, Mode::Offline { .. }) && g.status == Status::Challenging;
-        let ready = g.due().is_some() || g.battle.over() || open_seat;
+        let ready = g.due().is_some() || g.seat.battle.over() || open_seat;
         if !ready && !host::wait_timed_out() {
             host::wait(0);
         } else {
-            g.announced = true;
+            g.seat.announced = true;
         }
-        let opponent = g.battle.their_side().map(|s| s.player.clone()).filter(|p| !p.is_empty()).or_else(|| match &g.mode {
+        let opponent = g.seat.battle.their_side().map(|s| s.player.clone()).filter(|p| !p.is_empty()).or_else(|| match &g.mode {
             Mode::Online { goal: Goal::Challenge(o), .. } => Some(o.clone()),
             _ => None,
         });
@@ -193,7 +193,7 @@ fn started() -> Result<BattleStarted, String> {
             format!(
                 "Still {} as {}. Call `showdown_get_battle_state` with battle_id {} to wait for the battle to start.",
                 g.status.label(),
-                g.username,
+                g.seat.username,
                 battle_id()
             )
         };
@@ -201,7 +201,7 @@ fn started() -> Result<BattleStarted, String> {
             battle_id: battle_id(),
             status: g.status.label().into(),
             format: g.format.clone(),
-            username: g.username.clone(),
+            username: g.seat.username.clone(),
             opponent,
             seed,
             text,
@@ -272,8 +272,15 @@ impl Guest for Showdown {
                 None => {}
             }
             let Some(f) = crate::formats::get(&format) else { return Err(format!("unknown format {format}")) };
-            let theirs = Teams::for_format(f, team.or_else(|| teams.theirs.clone()), None, false)
-                .map_err(|e| e.replace("needs your team", "needs your team too (the creator gave no `opponent_team`)"))?;
+            let team = team.or_else(|| teams.theirs.clone());
+            if team.is_none() && !f.random {
+                return Err(format!(
+                    "{} needs your team too (the creator gave no `opponent_team`): give `team` in Showdown's export form \
+                     (as the teambuilder exports it) or packed form",
+                    f.name
+                ));
+            }
+            let theirs = Teams::for_format(f, team, None, false)?;
             teams.theirs = theirs.mine;
             *joiner = Some(me.clone());
             let line = teams.player_line("p2", "Player 2", &seed.clone());
@@ -296,7 +303,7 @@ impl Guest for Showdown {
             if unsettled && !host::wait_timed_out() {
                 host::wait(0);
             }
-            g.announced = true;
+            g.seat.announced = true;
             Ok(state(g))
         })
     }
@@ -319,7 +326,7 @@ impl Guest for Showdown {
             };
             Ok(AvailableActions {
                 battle_id: battle_id(),
-                decision: g.battle.decision_seq as u32,
+                decision: g.seat.battle.decision_seq as u32,
                 actions: actions
                     .iter()
                     .map(|a| ActionInfo {
@@ -356,35 +363,35 @@ impl Guest for Showdown {
             }
             // The host re-runs a waiting call with the same arguments: finish
             // that call instead of submitting the action again for a new turn.
-            if let Some((at, act)) = g.in_flight.clone().filter(|(_, act)| same_action(act, &action)) {
+            if let Some((at, act)) = g.seat.in_flight.clone().filter(|(_, act)| same_action(act, &action)) {
                 return finish_move(g, at, &act, &action);
             }
-            g.in_flight = None;
-            if g.battle.over() {
+            g.seat.in_flight = None;
+            if g.seat.battle.over() {
                 return Ok(move_result(g, &action, None));
             }
-            let seq = g.battle.decision_seq;
-            match g.submitted.clone() {
+            let seq = g.seat.battle.decision_seq;
+            match g.seat.submitted.clone() {
                 Some((at, act)) if at == seq => {
                     if !same_action(&act, &action) {
                         return Err(format!("you already chose `{act}` this turn; wait with `showdown_get_battle_state`"));
                     }
                 }
                 _ => {
-                    let Some(req) = g.battle.pending() else {
+                    let Some(req) = g.seat.battle.pending() else {
                         return Err(format!("no action is due now: {}", next_step(g)));
                     };
                     let chosen = req.decide(&action).map_err(|e| format!("{e}. {}", available_list(g)))?;
                     if let Some(why) = reasoning.as_deref().filter(|r| !r.is_empty()) {
-                        ludus_sdk::log(LogLevel::Info, &format!("turn {}: {} because {why}", g.battle.turn, chosen.name()));
+                        ludus_sdk::log(LogLevel::Info, &format!("turn {}: {} because {why}", g.seat.battle.turn, chosen.name()));
                     }
-                    g.scorecard = Some(score(&g.battle, req, seq, &chosen.name(), &g.format));
+                    g.seat.scorecard = Some(score(&g.seat.battle, req, seq, &chosen.name(), &g.format));
                     choose(g, &chosen.choice);
-                    g.submitted = Some((seq, chosen.name()));
-                    g.rejected = None;
+                    g.seat.submitted = Some((seq, chosen.name()));
+                    g.seat.rejected = None;
                 }
             }
-            g.in_flight = Some((seq, action.clone()));
+            g.seat.in_flight = Some((seq, action.clone()));
             finish_move(g, seq, &action, &action)
         })
         .inspect(|r| keep_answer(r, &action))
@@ -393,7 +400,7 @@ impl Guest for Showdown {
     fn get_pokemon_details(_battle_id: String, pokemon_name: String, opponent: Option<bool>) -> Result<PokemonDetails, String> {
         with_game(|g| {
             let theirs = opponent.unwrap_or(false);
-            let side = if theirs { g.battle.their_side() } else { g.battle.my_side() };
+            let side = if theirs { g.seat.battle.their_side() } else { g.seat.battle.my_side() };
             let key = to_id(&pokemon_name);
             let mon = side.and_then(|s| s.mons.iter().find(|m| to_id(&m.name) == key || to_id(&m.species) == key)).ok_or_else(|| {
                 let known: Vec<String> = side.map(|s| s.mons.iter().map(|m| m.name.clone()).collect()).unwrap_or_default();
@@ -411,7 +418,8 @@ impl Guest for Showdown {
             let stats: Vec<u32> = if theirs {
                 Vec::new()
             } else {
-                g.battle
+                g.seat
+                    .battle
                     .request
                     .as_ref()
                     .and_then(|r| r.side.pokemon.iter().find(|p| p.name() == mon.name))
@@ -440,8 +448,8 @@ impl Guest for Showdown {
             if let Status::Error(e) = &g.status {
                 return Err(e.clone());
             }
-            if !g.battle.over() {
-                if g.submitted.as_ref().is_none_or(|(_, a)| a != "forfeit") {
+            if !g.seat.battle.over() {
+                if g.seat.submitted.as_ref().is_none_or(|(_, a)| a != "forfeit") {
                     match &g.mode {
                         // Nobody joined yet: nothing has started to lose.
                         Mode::Offline { .. } if g.status == Status::Challenging => {
@@ -449,7 +457,7 @@ impl Guest for Showdown {
                             finish(g);
                         }
                         Mode::Offline { .. } => {
-                            let line = format!(">forcelose {}", g.battle.me);
+                            let line = format!(">forcelose {}", g.seat.battle.me);
                             to_sim(g, &line)
                         }
                         Mode::Online { room: Some(room), .. } => send(g.channel, &format!("{room}|/forfeit")),
@@ -458,9 +466,9 @@ impl Guest for Showdown {
                             channels::close(g.channel);
                         }
                     }
-                    g.submitted = Some((u64::MAX, "forfeit".into()));
+                    g.seat.submitted = Some((u64::MAX, "forfeit".into()));
                 }
-                if !g.battle.over() && g.status != Status::Finished && !host::wait_timed_out() {
+                if !g.seat.battle.over() && g.status != Status::Finished && !host::wait_timed_out() {
                     host::wait(0);
                 }
             }
@@ -498,8 +506,8 @@ fn shown(action: &str) -> String {
 /// answered with this action (a retry), an error when it was answered
 /// otherwise or is not due yet, none when it is the one due now.
 fn answer_of(g: &Game, d: u64, action: &str) -> Result<Option<MoveResult>, String> {
-    let due = g.battle.decision_seq;
-    if let Some((_, made, answer)) = g.answered.iter().find(|(at, _, _)| *at == d) {
+    let due = g.seat.battle.decision_seq;
+    if let Some((_, made, answer)) = g.seat.answered.iter().find(|(at, _, _)| *at == d) {
         if same_action(made, action) {
             let mut answer = answer.clone();
             answer.text = format!("Already made: `{made}` answered decision {d}; this is its answer again.\n{}", answer.text);
@@ -509,7 +517,7 @@ fn answer_of(g: &Game, d: u64, action: &str) -> Result<Option<MoveResult>, Strin
     }
     match d.cmp(&due) {
         std::cmp::Ordering::Greater => Err(format!("decision {d} has not come yet; the decision due now is {due}")),
-        std::cmp::Ordering::Less if g.in_flight.as_ref().is_none_or(|(at, _)| *at != d) => {
+        std::cmp::Ordering::Less if g.seat.in_flight.as_ref().is_none_or(|(at, _)| *at != d) => {
             Err(format!("decision {d} is past and its answer is no longer kept; the decision due now is {due}"))
         }
         _ => Ok(None),
@@ -522,11 +530,11 @@ fn keep_answer(r: &MoveResult, action: &str) {
         let d = u64::from(r.decision);
         // A final answer to a move that was submitted for that decision.
         // Only the answer of a move played out: not one a timed-out wait gave.
-        let made = g.submitted.as_ref().is_some_and(|(at, act)| *at == d && same_action(act, action)) && g.resolved(d);
-        if made && g.in_flight.is_none() && !g.answered.iter().any(|(at, _, _)| *at == d) {
-            g.answered.push_back((d, action.to_string(), r.clone()));
-            if g.answered.len() > 8 {
-                g.answered.pop_front();
+        let made = g.seat.submitted.as_ref().is_some_and(|(at, act)| *at == d && same_action(act, action)) && g.resolved(d);
+        if made && g.seat.in_flight.is_none() && !g.seat.answered.iter().any(|(at, _, _)| *at == d) {
+            g.seat.answered.push_back((d, action.to_string(), r.clone()));
+            if g.seat.answered.len() > 8 {
+                g.seat.answered.pop_front();
             }
         }
         Ok(())
@@ -534,20 +542,20 @@ fn keep_answer(r: &MoveResult, action: &str) {
 }
 
 fn finish_move(g: &mut Game, at: u64, submitted: &str, action: &str) -> Result<MoveResult, String> {
-    if let Some((_, _, why)) = g.rejected.clone().filter(|(seq, _, _)| *seq == at) {
-        if g.battle.correction_due && !host::wait_timed_out() {
+    if let Some((_, _, why)) = g.seat.rejected.clone().filter(|(seq, _, _)| *seq == at) {
+        if g.seat.battle.correction_due && !host::wait_timed_out() {
             host::wait(0);
             return Ok(move_result(g, action, Some(at)));
         }
-        g.in_flight = None;
-        g.rejected = None;
+        g.seat.in_flight = None;
+        g.seat.rejected = None;
         return Err(format!("the simulator refused `{submitted}`: {why}. {}", available_list(g)));
     }
     let unresolved = !g.resolved(at) && matches!(g.status, Status::Active);
     if unresolved && !host::wait_timed_out() {
         host::wait(0);
     } else {
-        g.in_flight = None;
+        g.seat.in_flight = None;
     }
     if let Status::Error(e) = &g.status {
         return Err(e.clone());
@@ -687,15 +695,15 @@ impl durable::Guest for Showdown {
                     },
                     Mode::Online { goal, room, rejoin, answered, answered_before_restart, .. } => Kept::Online {
                         format: g.format.clone(),
-                        username: g.username.clone(),
+                        username: g.seat.username.clone(),
                         goal: goal.clone(),
                         room: room.clone().or_else(|| rejoin.clone()),
                         answered: answered.or(*answered_before_restart),
                     },
                 },
-                submitted: g.submitted.clone(),
-                in_flight: g.in_flight.clone(),
-                announced: g.announced,
+                submitted: g.seat.submitted.clone(),
+                in_flight: g.seat.in_flight.clone(),
+                announced: g.seat.announced,
             });
             ludus_sdk::durable::write(&saved)
         })
@@ -722,8 +730,8 @@ impl durable::Guest for Showdown {
                         (seat.submitted, seat.in_flight, seat.announced) = (a.submitted, a.in_flight, a.announced);
                     }
                 }
-                game.submitted = saved.submitted;
-                game.in_flight = saved.in_flight;
+                game.seat.submitted = saved.submitted;
+                game.seat.in_flight = saved.in_flight;
                 game
             }
             Kept::Online { format, username, goal, room, answered } => {
@@ -732,7 +740,7 @@ impl durable::Guest for Showdown {
                 online_game(goal, format, username, password, room, answered)?
             }
         };
-        game.announced = saved.announced;
+        game.seat.announced = saved.announced;
         GAME.set(Some(game));
         Ok(())
     }
@@ -783,7 +791,7 @@ impl events::Guest for Showdown {
 
     fn on_closed(channel: u32, reason: String) {
         let _ = with_game(|g| {
-            if channel == g.channel && !g.battle.over() && g.status != Status::Finished {
+            if channel == g.channel && !g.seat.battle.over() && g.status != Status::Finished {
                 let what = match g.mode {
                     Mode::Offline { .. } => "the battle simulator stopped",
                     Mode::Online { .. } => "the connection to the Showdown server closed",

@@ -83,7 +83,7 @@ pub fn describe_action(req: Option<&Request>, a: &crate::request::Action) -> Str
 /// Whom an action's target position names, for its description.
 pub fn target_line(g: &Game, a: &crate::request::Action) -> String {
     let Some(t) = a.target else { return String::new() };
-    let (side, whose) = if t > 0 { (g.battle.their_side(), "the opponent's") } else { (g.battle.my_side(), "your") };
+    let (side, whose) = if t > 0 { (g.seat.battle.their_side(), "the opponent's") } else { (g.seat.battle.my_side(), "your") };
     let at = side.and_then(|s| s.at(t.unsigned_abs() as usize - 1)).map(|m| format!(" {}", m.shown_species())).unwrap_or_default();
     format!(" → {whose}{at} at position {}", t.abs())
 }
@@ -118,59 +118,59 @@ pub fn next_step(g: &Game) -> String {
         Status::Challenging => "Waiting for the opponent to accept; call `showdown_get_battle_state` to wait.".into(),
         Status::Finished => "The battle is over.".into(),
         Status::Error(e) => format!("The battle failed: {e}"),
-        Status::Active if g.battle.over() => "The battle is over.".into(),
+        Status::Active if g.seat.battle.over() => "The battle is over.".into(),
         Status::Active if g.due().is_some() => "Your move: call `showdown_make_move` with one of the available actions.".into(),
         Status::Active => "Waiting for the opponent; call `showdown_get_battle_state` to wait.".into(),
     }
 }
 
 pub fn result_line(g: &Game) -> Option<String> {
-    if g.battle.tie {
+    if g.seat.battle.tie {
         return Some("The battle ended in a tie.".into());
     }
-    let w = g.battle.winner.as_ref()?;
-    let mine = g.battle.my_side().map(|s| s.player.as_str()) == Some(w.as_str());
+    let w = g.seat.battle.winner.as_ref()?;
+    let mine = g.seat.battle.my_side().map(|s| s.player.as_str()) == Some(w.as_str());
     Some(format!("{w} won the battle — {}", if mine { "you won!" } else { "you lost." }))
 }
 
 /// The Markdown overview every answer carries.
 pub fn summary(g: &Game) -> String {
-    let mut out = format!("**Battle {}** — turn {} ({})\n", battle_id(), g.battle.turn, g.status.label());
+    let mut out = format!("**Battle {}** — turn {} ({})\n", battle_id(), g.seat.battle.turn, g.status.label());
     if let Some(r) = result_line(g) {
         out.push_str(&format!("\n**{r}**\n"));
     }
-    let doubles = g.battle.my_side().is_some_and(|s| s.actives().len() > 1) || g.battle.their_side().is_some_and(|s| s.actives().len() > 1);
-    for m in g.battle.my_side().map(|s| s.actives()).unwrap_or_default() {
-        let at = if doubles { format!(" at position {}", m.position.unwrap_or(0) + 1) } else { String::new() };
-        out.push_str(&format!("\nYour active{at}: {}", mon_line(m)));
+    let doubles =
+        g.seat.battle.my_side().is_some_and(|s| s.actives().len() > 1) || g.seat.battle.their_side().is_some_and(|s| s.actives().len() > 1);
+    let at = |m: &Mon| if doubles { format!(" at position {}", m.position.unwrap_or(0) + 1) } else { String::new() };
+    for m in g.seat.battle.my_side().map(|s| s.actives()).unwrap_or_default() {
+        out.push_str(&format!("\nYour active{}: {}", at(m), mon_line(m)));
     }
     out.push('\n');
-    for m in g.battle.their_side().map(|s| s.actives()).unwrap_or_default() {
-        let at = if doubles { format!(" at position {}", m.position.unwrap_or(0) + 1) } else { String::new() };
-        out.push_str(&format!("Opponent's active{at}: {}\n", mon_line(m)));
+    for m in g.seat.battle.their_side().map(|s| s.actives()).unwrap_or_default() {
+        out.push_str(&format!("Opponent's active{}: {}\n", at(m), mon_line(m)));
         if !m.moves.is_empty() {
             out.push_str(&format!("Its revealed moves: {}\n", move_names(&m.moves)));
         }
     }
     let field = field(g);
-    if g.battle.weather.is_some() || !field.is_empty() {
-        let all: Vec<&str> = g.battle.weather.iter().map(String::as_str).chain(field.iter().map(String::as_str)).collect();
+    if g.seat.battle.weather.is_some() || !field.is_empty() {
+        let all: Vec<&str> = g.seat.battle.weather.iter().map(String::as_str).chain(field.iter().map(String::as_str)).collect();
         out.push_str(&format!("Field: {}\n", all.join(", ")));
     }
-    if let Some(side) = g.battle.my_side() {
+    if let Some(side) = g.seat.battle.my_side() {
         let bench: Vec<String> = side.mons.iter().filter(|m| !m.active).map(mon_line).collect();
         if !bench.is_empty() {
             out.push_str(&format!("Your bench: {}\n", bench.join("; ")));
         }
     }
-    let events: Vec<&String> = g.battle.previous_turn.iter().chain(&g.battle.recent).collect();
+    let events: Vec<&String> = g.seat.battle.previous_turn.iter().chain(&g.seat.battle.recent).collect();
     if !events.is_empty() {
         out.push_str("\nRecent events:\n");
         for e in events.iter().rev().take(14).rev() {
             out.push_str(&format!("- {e}\n"));
         }
     }
-    if let Some((_, _, why)) = &g.rejected {
+    if let Some((_, _, why)) = &g.seat.rejected {
         out.push_str(&format!("\nYour last choice was refused: {why}\n"));
     }
     if g.due().is_some() {
@@ -183,8 +183,8 @@ pub fn summary(g: &Game) -> String {
 /// Field effects, then each side's conditions with their layers
 /// (`Spikes ×2 (opponent's side)`).
 fn field(g: &Game) -> Vec<String> {
-    let mut field = g.battle.fields.clone();
-    for (label, s) in [("your side", g.battle.my_side()), ("opponent's side", g.battle.their_side())] {
+    let mut field = g.seat.battle.fields.clone();
+    for (label, s) in [("your side", g.seat.battle.my_side()), ("opponent's side", g.seat.battle.their_side())] {
         let conditions = s.map(|s| s.conditions.as_slice()).unwrap_or_default();
         let mut seen: Vec<&String> = Vec::new();
         for c in conditions {
@@ -207,16 +207,16 @@ pub fn state(g: &Game) -> BattleState {
         battle_id: battle_id(),
         status: g.status.label().into(),
         awaiting_decision: g.due().is_some(),
-        decision: g.battle.decision_seq as u32,
-        turn: g.battle.turn,
-        time_left: g.battle.timer.clone(),
-        your_team: side(g.battle.my_side()),
-        opponent_team: side(g.battle.their_side()),
-        weather: g.battle.weather.clone(),
+        decision: g.seat.battle.decision_seq as u32,
+        turn: g.seat.battle.turn,
+        time_left: g.seat.battle.timer.clone(),
+        your_team: side(g.seat.battle.my_side()),
+        opponent_team: side(g.seat.battle.their_side()),
+        weather: g.seat.battle.weather.clone(),
         field: field(g),
         available_actions: g.due().map(|r| r.actions().into_iter().map(|a| a.name).collect()).unwrap_or_default(),
-        recent_events: g.battle.previous_turn.iter().chain(&g.battle.recent).cloned().collect(),
-        winner: g.battle.winner.clone(),
+        recent_events: g.seat.battle.previous_turn.iter().chain(&g.seat.battle.recent).cloned().collect(),
+        winner: g.seat.battle.winner.clone(),
         text: match &g.status {
             Status::Error(e) => format!("The battle failed: {e}"),
             _ => summary(g),
@@ -242,11 +242,11 @@ pub fn move_result(g: &Game, action: &str, at: Option<u64>) -> MoveResult {
         battle_id: battle_id(),
         action: action.to_string(),
         status: g.status.label().into(),
-        decision: at.unwrap_or(g.battle.decision_seq) as u32,
+        decision: at.unwrap_or(g.seat.battle.decision_seq) as u32,
         awaiting_decision: g.due().is_some(),
-        turn: g.battle.turn,
-        recent_events: g.battle.previous_turn.iter().chain(&g.battle.recent).cloned().collect(),
-        winner: g.battle.winner.clone(),
+        turn: g.seat.battle.turn,
+        recent_events: g.seat.battle.previous_turn.iter().chain(&g.seat.battle.recent).cloned().collect(),
+        winner: g.seat.battle.winner.clone(),
         evaluation: evaluation.ok(),
         text: format!("{verdict}{}", summary(g)),
     }
@@ -254,7 +254,7 @@ pub fn move_result(g: &Game, action: &str, at: Option<u64>) -> MoveResult {
 
 /// The scorecard of the decision `at`, for the answer; the reason when there is none.
 pub fn evaluation(g: &Game, at: Option<u64>) -> Result<MoveEvaluation, String> {
-    let card = g.scorecard.as_ref().filter(|c| Some(c.seq) == at).ok_or("no action of yours was scored")?;
+    let card = g.seat.scorecard.as_ref().filter(|c| Some(c.seq) == at).ok_or("no action of yours was scored")?;
     let e = card.evaluation.as_ref()?;
     let verdict = e.verdict(&card.action).ok_or("the action was not among the scored ones")?;
     let round = |x: f32| (f64::from(x) * 1000.0).round() / 1000.0;
