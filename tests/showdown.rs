@@ -879,7 +879,7 @@ async fn play_multi(c: &Client, args: Value, expected: &[u64]) {
         // One action per position in order: a targeted move where one is
         // offered, else the step-th action.
         let aimed = |n: &str| n.ends_with(" 1") || n.ends_with(" 2") || n.ends_with(" 3");
-        let action = decision(&a, |free| free.iter().position(|n| aimed(n)).unwrap_or(step % free.len()));
+        let action = decision::decision(&a, |free| free.iter().position(|n| aimed(n)).unwrap_or(step % free.len()));
         let per = action.split(", ").count();
         let chosen: Vec<&str> = action.split(", ").collect();
         targeted += chosen.iter().filter(|n| aimed(n)).count();

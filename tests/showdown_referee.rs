@@ -400,7 +400,7 @@ async fn referee_play(c: &Client, referee: &mut Referee, id: &str, label: &str, 
         compare(&mut check, &s, &view, Context { no_pp });
         against_request(&mut check, &s, &request, &actions, stats.as_ref().map(|(n, v)| (n.as_str(), v)));
 
-        let action = common::showdown::decision(&actions, |free| choices.pick(free.len()));
+        let action = common::decision::decision(&actions, |free| choices.pick(free.len()));
         let r = c.call("showdown_make_move", json!({"battle_id": id, "action": action, "reasoning": "referee test"})).await;
         if r.is_error == Some(true) {
             // The one refusal a legal-looking action can meet: a trap the request could not show.

@@ -15,6 +15,9 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 mod common;
+// The tests' own decision composer: the same rules the plugin checks.
+#[path = "../../tests/common/decision.rs"]
+mod decision;
 mod in_process;
 
 const BATTLES: u64 = 10;
@@ -36,34 +39,6 @@ impl Figures {
         self.evaluation_ms.sort_by(f64::total_cmp);
         self.round_trip_ms.sort_by(f64::total_cmp);
     }
-}
-
-/// One decision with the k-th action of each open position (no Pokémon
-/// sent in twice, a once-a-battle mechanic at one position, a pass only
-/// where nothing is left): any legal decision will do, and the k-th on step
-/// k reaches switches too.
-fn decision(actions: &Value, k: usize) -> String {
-    let mut per: Vec<(u64, Vec<&str>)> = Vec::new();
-    for a in actions["actions"].as_array().unwrap() {
-        let (p, name) = (a["position"].as_u64().unwrap(), a["action"].as_str().unwrap());
-        match per.iter_mut().find(|(q, _)| *q == p) {
-            Some((_, names)) => names.push(name),
-            None => per.push((p, vec![name])),
-        }
-    }
-    let once = |n: &str| ["-tera", "-mega", "-zmove", "-dynamax"].into_iter().find(|m| n.split(' ').next().unwrap_or("").ends_with(m));
-    let mut chosen: Vec<&str> = Vec::new();
-    for (_, names) in &per {
-        let free: Vec<&str> = names
-            .iter()
-            .copied()
-            .filter(|n| !(n.starts_with("switch ") && chosen.contains(n)))
-            .filter(|n| once(n).is_none_or(|m| chosen.iter().all(|c| once(c) != Some(m))))
-            .collect();
-        let free = if free.len() > 1 { free.into_iter().filter(|n| *n != "pass").collect() } else { free };
-        chosen.push(free[k % free.len()]);
-    }
-    chosen.join(", ")
 }
 
 #[tokio::main(flavor = "multi_thread")]
@@ -88,7 +63,7 @@ async fn main() {
                 if listed == 0 {
                     continue;
                 }
-                let action = decision(&actions, step);
+                let action = decision::decision(&actions, |free| step % free.len());
                 let t = Instant::now();
                 let r = call("showdown_make_move", json!({"battle_id": id, "action": action})).await;
                 f.round_trip_ms.push(t.elapsed().as_secs_f64() * 1e3);

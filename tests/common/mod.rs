@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod decision;
 pub mod processes;
 pub mod showdown;
 
