@@ -11,14 +11,14 @@
 #[allow(missing_docs)]
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "ludus:plugin/sdk@0.1.4",
+        world: "ludus:plugin/sdk@0.1.5",
         path: "../wit/plugin",
         // Types no host function mentions (e.g. embedded-resource) are still shared.
         generate_unused_types: true,
     });
 }
 
-pub use bindings::ludus::plugin::{channels, client, content, host, lifecycle, types, watchers};
+pub use bindings::ludus::plugin::{channels, client, content, host, lifecycle, outcome, types, watchers};
 /// The bindings generator, for [`bindings!`]: a game needs no dependency of its own on it.
 pub use wit_bindgen;
 
@@ -39,49 +39,55 @@ pub use wit_bindgen;
 macro_rules! bindings {
     (world: $world:literal, contract: $contract:literal $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.4": ludus_sdk::types,
-            "ludus:plugin/host@0.1.4": ludus_sdk::host,
+            "ludus:plugin/types@0.1.5": ludus_sdk::types,
+            "ludus:plugin/host@0.1.5": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.5": ludus_sdk::outcome,
         });
     };
     (world: $world:literal, contract: $contract:literal, channels $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.4": ludus_sdk::types,
-            "ludus:plugin/host@0.1.4": ludus_sdk::host,
-            "ludus:plugin/channels@0.1.4": ludus_sdk::channels,
+            "ludus:plugin/types@0.1.5": ludus_sdk::types,
+            "ludus:plugin/host@0.1.5": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.5": ludus_sdk::outcome,
+            "ludus:plugin/channels@0.1.5": ludus_sdk::channels,
         });
     };
     (world: $world:literal, contract: $contract:literal, lifecycle $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.4": ludus_sdk::types,
-            "ludus:plugin/host@0.1.4": ludus_sdk::host,
-            "ludus:plugin/lifecycle@0.1.4": ludus_sdk::lifecycle,
+            "ludus:plugin/types@0.1.5": ludus_sdk::types,
+            "ludus:plugin/host@0.1.5": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.5": ludus_sdk::outcome,
+            "ludus:plugin/lifecycle@0.1.5": ludus_sdk::lifecycle,
         });
     };
     (world: $world:literal, contract: $contract:literal, client $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.4": ludus_sdk::types,
-            "ludus:plugin/host@0.1.4": ludus_sdk::host,
-            "ludus:plugin/content@0.1.4": ludus_sdk::content,
-            "ludus:plugin/client@0.1.4": ludus_sdk::client,
-            "ludus:plugin/watchers@0.1.4": ludus_sdk::watchers,
+            "ludus:plugin/types@0.1.5": ludus_sdk::types,
+            "ludus:plugin/host@0.1.5": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.5": ludus_sdk::outcome,
+            "ludus:plugin/content@0.1.5": ludus_sdk::content,
+            "ludus:plugin/client@0.1.5": ludus_sdk::client,
+            "ludus:plugin/watchers@0.1.5": ludus_sdk::watchers,
         });
     };
     (world: $world:literal, contract: $contract:literal, lifecycle, client $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.4": ludus_sdk::types,
-            "ludus:plugin/host@0.1.4": ludus_sdk::host,
-            "ludus:plugin/lifecycle@0.1.4": ludus_sdk::lifecycle,
-            "ludus:plugin/content@0.1.4": ludus_sdk::content,
-            "ludus:plugin/client@0.1.4": ludus_sdk::client,
-            "ludus:plugin/watchers@0.1.4": ludus_sdk::watchers,
+            "ludus:plugin/types@0.1.5": ludus_sdk::types,
+            "ludus:plugin/host@0.1.5": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.5": ludus_sdk::outcome,
+            "ludus:plugin/lifecycle@0.1.5": ludus_sdk::lifecycle,
+            "ludus:plugin/content@0.1.5": ludus_sdk::content,
+            "ludus:plugin/client@0.1.5": ludus_sdk::client,
+            "ludus:plugin/watchers@0.1.5": ludus_sdk::watchers,
         });
     };
     (world: $world:literal, contract: $contract:literal, channels, lifecycle $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.4": ludus_sdk::types,
-            "ludus:plugin/host@0.1.4": ludus_sdk::host,
-            "ludus:plugin/channels@0.1.4": ludus_sdk::channels,
-            "ludus:plugin/lifecycle@0.1.4": ludus_sdk::lifecycle,
+            "ludus:plugin/types@0.1.5": ludus_sdk::types,
+            "ludus:plugin/host@0.1.5": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.5": ludus_sdk::outcome,
+            "ludus:plugin/channels@0.1.5": ludus_sdk::channels,
+            "ludus:plugin/lifecycle@0.1.5": ludus_sdk::lifecycle,
         });
     };
 }
@@ -216,7 +222,7 @@ pub fn with_state<T: 'static, R>(
 /// restart of the server) when its whole state is the serde type in one
 /// thread-local slot, as [`with_state`] keeps it: the state is saved in
 /// postcard's compact form and read back into the slot. The world must `export
-/// ludus:plugin/durable@0.1.4;`, and the macro is called where the bindings
+/// ludus:plugin/durable@0.1.5;`, and the macro is called where the bindings
 /// were generated:
 ///
 /// ```ignore
@@ -330,7 +336,19 @@ macro_rules! puzzle {
         }
     };
     ($plugin:ty, $slot:ident, $name:literal, $title:expr, $description:expr, start: $start:expr, one_move: $one_move:expr) => {
-        $crate::durable!($plugin, $slot);
+        // The puzzle and its tally (what `outcome.tell` reports) are saved together.
+        impl exports::ludus::plugin::durable::Guest for $plugin {
+            fn save() -> Vec<u8> {
+                $slot.with_borrow(|game| $crate::puzzle::TALLY.with_borrow(|tally| $crate::durable::write(&(game, tally))))
+            }
+
+            fn restore(state: Vec<u8>) -> Result<(), String> {
+                let (game, tally) = $crate::durable::read(&state)?;
+                $slot.set(game);
+                $crate::puzzle::TALLY.set(tally);
+                Ok(())
+            }
+        }
 
         impl exports::ludus::plugin::retries::Guest for $plugin {
             fn repeat_is_retry() -> Vec<String> {
@@ -354,7 +372,61 @@ macro_rules! puzzle {
 /// (`init-simulator`, `execute-move`, `execute-moves`, `reset-simulator`,
 /// `get-state`, keyed by `env-id`), shared by the puzzle games.
 pub mod puzzle {
+    use std::cell::RefCell;
+
+    use crate::tally::Tally;
     use crate::{PluginInfo, ToolHint};
+
+    thread_local! {
+        /// The puzzle's tally, saved with it by [`puzzle!`](crate::puzzle!).
+        pub static TALLY: RefCell<Tally> = RefCell::default();
+    }
+
+    /// A puzzle started, or was reset: a new game with these parameters (a
+    /// JSON object, `{"n":5}`) and optimum (none: not known from where it starts).
+    pub fn started(parameters: String, optimum: Option<u32>) {
+        TALLY.set(Tally::new(parameters, optimum));
+        TALLY.with_borrow(Tally::tell);
+    }
+
+    /// One move was sent: accepted or refused; `solved`: the goal is reached after it.
+    pub fn moved(accepted: bool, solved: bool) {
+        TALLY.with_borrow_mut(|t| {
+            t.sent(accepted);
+            if solved {
+                t.solved();
+            }
+            t.tell();
+        });
+    }
+
+    /// A whole plan was sent: `executed` moves were applied, `refused` is the
+    /// index of the one refused. A plan is the puzzle's answer: it solves the
+    /// puzzle, or the game fails (refused, or stopped short of the goal).
+    pub fn planned(executed: u32, refused: Option<u32>, solved: bool) {
+        TALLY.with_borrow_mut(|t| {
+            for _ in 0..executed {
+                t.sent(true);
+            }
+            if refused.is_some() {
+                t.sent(false);
+            }
+            if solved {
+                t.solved()
+            } else {
+                t.failed()
+            }
+            t.tell();
+        });
+    }
+
+    /// No legal move is left short of the goal: the game fails.
+    pub fn dead_end() {
+        TALLY.with_borrow_mut(|t| {
+            t.failed();
+            t.tell();
+        });
+    }
 
     /// Puzzles untouched this long are removed (as in the seed server).
     pub const IDLE_TIMEOUT_MS: u32 = 120_000;
@@ -496,6 +568,127 @@ pub mod puzzle_prompts {
 
 /// Whole-plan submission (the paper's `moves = [...]`): moves are applied in
 /// order until the first one the game refuses.
+/// What a move-by-move game tells the host for its result record
+/// (`ludus:plugin/outcome`): its parameters and optimum, moves accepted and
+/// refused, the first refused one, and its verdict. Keep one in the game's
+/// state (it is serde, so [`durable!`] saves it) and call [`Tally::tell`]
+/// after each change; once the verdict is final the tally no longer
+/// changes, until the next game starts with [`Tally::new`].
+pub mod tally {
+    use serde::{Deserialize, Serialize};
+
+    use crate::outcome::{Statement, Verdict};
+
+    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+    pub struct Tally {
+        /// The game's parameters as a JSON object.
+        pub parameters: String,
+        pub optimum: Option<u32>,
+        pub moves: u32,
+        pub illegal: u32,
+        /// Moves sent, accepted or not: the position of the next one.
+        sent: u32,
+        pub first_failing: Option<u32>,
+        /// The final verdict, once there is one.
+        pub ended: Option<End>,
+        /// The game's own figures as a JSON object (empty: `{}`).
+        pub figures: String,
+    }
+
+    /// How a game ended.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum End {
+        Solved,
+        Won,
+        Lost,
+        Draw,
+        Failed,
+        Abandoned,
+    }
+
+    impl Tally {
+        pub fn new(parameters: String, optimum: Option<u32>) -> Tally {
+            Tally { parameters, optimum, ..Tally::default() }
+        }
+
+        /// A move was sent; counted unless the game is over.
+        pub fn sent(&mut self, accepted: bool) {
+            if self.ended.is_some() {
+                return;
+            }
+            if accepted {
+                self.moves += 1;
+            } else {
+                self.illegal += 1;
+                self.first_failing.get_or_insert(self.sent);
+            }
+            self.sent += 1;
+        }
+
+        /// The game ends so (the first end stands).
+        pub fn end(&mut self, how: End) {
+            self.ended.get_or_insert(how);
+        }
+
+        pub fn solved(&mut self) {
+            self.end(End::Solved);
+        }
+
+        pub fn failed(&mut self) {
+            self.end(End::Failed);
+        }
+
+        /// The statement `outcome.tell` takes.
+        pub fn statement(&self) -> Statement {
+            let verdict = match self.ended {
+                None => Verdict::Playing,
+                Some(End::Solved) => Verdict::Solved,
+                Some(End::Won) => Verdict::Won,
+                Some(End::Lost) => Verdict::Lost,
+                Some(End::Draw) => Verdict::Draw,
+                Some(End::Failed) => Verdict::Failed,
+                Some(End::Abandoned) => Verdict::Abandoned,
+            };
+            let json = |s: &str| if s.is_empty() { "{}".to_string() } else { s.to_string() };
+            Statement {
+                verdict,
+                parameters: json(&self.parameters),
+                moves: self.moves,
+                illegal_moves: self.illegal,
+                first_failing_move: self.first_failing,
+                optimum: self.optimum,
+                figures: json(&self.figures),
+            }
+        }
+
+        /// Tells the host where the game stands (nothing in a native build,
+        /// where there is no host: unit tests of a game's rules).
+        pub fn tell(&self) {
+            #[cfg(target_arch = "wasm32")]
+            crate::outcome::tell(&self.statement());
+        }
+    }
+
+    /// `s` as a JSON string literal, for the parameters and figures objects.
+    pub fn json_string(s: &str) -> String {
+        let mut out = String::with_capacity(s.len() + 2);
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+}
+
 pub mod plan {
     /// What running a plan did.
     pub struct Outcome {

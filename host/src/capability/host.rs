@@ -1,12 +1,14 @@
 //! The `ludus:plugin/host` interface: log, identity, seed, timers and waits;
-//! and `ludus:plugin/lifecycle`, through which a game says it is over.
+//! `ludus:plugin/lifecycle`, through which a game says it is over; and
+//! `ludus:plugin/outcome`, through which it says where it stands.
 //! Each import is a short, non-blocking step; anything that takes time (a
 //! timer, a wait) is only recorded here and carried out by the session.
 
 use std::sync::{Arc, Weak};
 
 use super::link::ClientLink;
-use crate::runtime::bindings::ludus::plugin::{host, lifecycle, types};
+use crate::records::{Outcome, Told};
+use crate::runtime::bindings::ludus::plugin::{host, lifecycle, outcome, types};
 
 /// Who is calling, and why: set by the session before each call into the guest.
 #[derive(Clone, Default)]
@@ -59,6 +61,9 @@ pub struct HostCtx {
     /// Set by `lifecycle.game-over`: the session releases its channels
     /// when the current call returns.
     pub game_over: bool,
+    /// Set by `outcome.tell`: the session takes the latest statement when
+    /// the current call returns.
+    pub told: Option<Told>,
     /// The session this instance serves (none for a plugin's shared instance).
     pub session: Option<Weak<dyn SessionControl>>,
     /// Time the current call spent waiting for its client, given back to
@@ -74,6 +79,7 @@ impl HostCtx {
             call: CallInfo::default(),
             wait: None,
             game_over: false,
+            told: None,
             session,
             waited: Default::default(),
         }
@@ -93,6 +99,48 @@ impl types::Host for HostCtx {}
 impl lifecycle::Host for HostCtx {
     fn game_over(&mut self) {
         self.game_over = true;
+    }
+}
+
+impl outcome::Host for HostCtx {
+    fn tell(&mut self, s: outcome::Statement) {
+        use outcome::Verdict;
+        let outcome = match s.verdict {
+            Verdict::Playing => None,
+            Verdict::Solved => Some(Outcome::Solved),
+            Verdict::Won => Some(Outcome::Won),
+            Verdict::Lost => Some(Outcome::Lost),
+            Verdict::Draw => Some(Outcome::Draw),
+            Verdict::Failed => Some(Outcome::Failed),
+            Verdict::Abandoned => Some(Outcome::Abandoned),
+        };
+        self.told = Some(Told {
+            outcome,
+            parameters: json_object(&s.parameters, "parameters"),
+            moves: s.moves,
+            illegal_moves: s.illegal_moves,
+            first_failing_move: s.first_failing_move,
+            optimum: s.optimum,
+            figures: json_object(&s.figures, "figures"),
+        });
+    }
+}
+
+/// A statement's JSON object; what is not one is kept as its text, with a
+/// warning (a record must still be written).
+fn json_object(text: &str, what: &str) -> serde_json::Value {
+    const MAX: usize = 256 * 1024;
+    if text.len() > MAX {
+        tracing::warn!("outcome.tell: {what} of {} bytes is over {MAX}; dropped", text.len());
+        return serde_json::Value::Null;
+    }
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(v) if v.is_object() => v,
+        _ if text.trim().is_empty() => serde_json::Value::Null,
+        _ => {
+            tracing::warn!("outcome.tell: {what} is not a JSON object; kept as text");
+            serde_json::Value::String(text.to_string())
+        }
     }
 }
 

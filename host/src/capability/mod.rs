@@ -55,6 +55,7 @@ pub fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
     contract::types::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
     contract::channels::add_to_linker::<_, Channels>(&mut linker, |s| &mut s.channels)?;
     contract::lifecycle::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
+    contract::outcome::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
     contract::content::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
     contract::client::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
     contract::watchers::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;

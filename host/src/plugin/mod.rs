@@ -26,13 +26,13 @@ use prompts::read_prompts;
 pub use prompts::{PromptArgument, PromptDef, PromptExports};
 use schema::{Field, Shape, params_schema};
 
-const META: &str = "ludus:plugin/meta@0.1.4";
-const ACCESS: &str = "ludus:plugin/access@0.1.4";
-const EVENTS: &str = "ludus:plugin/events@0.1.4";
-const DURABLE: &str = "ludus:plugin/durable@0.1.4";
-const RETRIES: &str = "ludus:plugin/retries@0.1.4";
-const PROMPTS: &str = "ludus:plugin/prompts@0.1.4";
-const RESOURCES: &str = "ludus:plugin/resources@0.1.4";
+const META: &str = "ludus:plugin/meta@0.1.5";
+const ACCESS: &str = "ludus:plugin/access@0.1.5";
+const EVENTS: &str = "ludus:plugin/events@0.1.5";
+const DURABLE: &str = "ludus:plugin/durable@0.1.5";
+const RETRIES: &str = "ludus:plugin/retries@0.1.5";
+const PROMPTS: &str = "ludus:plugin/prompts@0.1.5";
+const RESOURCES: &str = "ludus:plugin/resources@0.1.5";
 /// Imports of `ludus:plugin/client`, any 0.1.x version from 0.1.4.
 const CLIENT_PREFIX: &str = "ludus:plugin/client@";
 

@@ -7,11 +7,11 @@ wasmtime::component::bindgen!({
     inline: "
         package ludus:host;
         world linked {
-            include ludus:plugin/game@0.1.4;
-            import ludus:plugin/channels@0.1.4;
-            import ludus:plugin/lifecycle@0.1.4;
-            import ludus:plugin/client@0.1.4;
-            import ludus:plugin/watchers@0.1.4;
+            include ludus:plugin/game@0.1.5;
+            import ludus:plugin/channels@0.1.5;
+            import ludus:plugin/lifecycle@0.1.5;
+            import ludus:plugin/client@0.1.5;
+            import ludus:plugin/watchers@0.1.5;
         }
     ",
     path: "../wit/plugin",
