@@ -519,6 +519,7 @@ async fn chess_only(cfg: &Path) {
         config: toml::from_str(&std::fs::read_to_string(cfg).unwrap()).unwrap(),
         builtins: true,
         store: ludus::store::StoreSpec::Memory,
+        records: None,
     };
     let registry = ludus::server::start(&opts).await.unwrap();
     let (p50, p99) = chess_finish_turn_in_server(&registry).await;
@@ -970,6 +971,7 @@ async fn main() {
         config: toml::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap(),
         builtins: true,
         store: ludus::store::StoreSpec::Memory,
+        records: None,
     };
     let registry = ludus::server::start(&opts).await.unwrap();
     let (plugin, init) = registry.find_tool("hanoi_init_simulator").unwrap();

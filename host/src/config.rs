@@ -176,6 +176,9 @@ pub struct Config {
     /// nowhere (default: `sessions.db` in the data directory), or
     /// `redis://HOST:PORT` for a store several servers share.
     pub store: Option<String>,
+    /// A JSON Lines file each ended game's result record is appended to
+    /// (`ludus report` summarises it); none: no records.
+    pub records: Option<std::path::PathBuf>,
     /// This server's name among several sharing a store: its MCP session
     /// ids start with it (`NAME-`), so a proxy can send each session's
     /// requests back to it. Default: none (a random name in leases).
@@ -215,6 +218,7 @@ impl Default for Config {
             allowed_hosts: Vec::new(),
             tokens: Vec::new(),
             store: None,
+            records: None,
             server_name: None,
             games: None,
         }

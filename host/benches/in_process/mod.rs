@@ -21,8 +21,14 @@ pub async fn start(component: &str, config: &str) -> Bench {
     std::fs::copy(std::path::Path::new(env!("LUDUS_WASM_DIR")).join(component), dir.join(component)).unwrap();
     let text = format!("cache_dir = {:?}\n{config}", work.path().join("cache").display().to_string());
     let config: ludus::config::Config = toml::from_str(&text).unwrap();
-    let opts =
-        ludus::server::ServeOptions { plugins: Some(dir), http: None, config, builtins: false, store: ludus::store::StoreSpec::Memory };
+    let opts = ludus::server::ServeOptions {
+        plugins: Some(dir),
+        http: None,
+        config,
+        builtins: false,
+        store: ludus::store::StoreSpec::Memory,
+        records: None,
+    };
     let registry = ludus::server::start(&opts).await.unwrap();
     Bench { registry, _work: work }
 }

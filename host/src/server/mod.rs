@@ -32,6 +32,8 @@ pub struct ServeOptions {
     pub builtins: bool,
     /// Where games are kept across restarts.
     pub store: crate::store::StoreSpec,
+    /// Where each game's result record is appended (none: no records).
+    pub records: Option<PathBuf>,
 }
 
 /// Everything except the transport: loads the games and starts the background tasks.
@@ -48,7 +50,13 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     // Leases need a name for this server even when the operator gave none.
     let name = config.server_name.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()[..12].to_string());
     let store = crate::store::open(&opts.store, &name).map_err(anyhow::Error::msg)?;
-    let sessions = Sessions::new(session_limits(&config.limits), tokio::runtime::Handle::current(), store).map_err(anyhow::Error::msg)?;
+    let records = opts.records.as_deref().map(crate::records::RecordsFile::open).transpose().map_err(anyhow::Error::msg)?;
+    if let Some(records) = &records {
+        tracing::info!("every game's result is recorded in {}", records.path().display());
+    }
+    let records = records.map(Arc::new);
+    let sessions =
+        Sessions::new(session_limits(&config.limits), tokio::runtime::Handle::current(), store, records).map_err(anyhow::Error::msg)?;
     let registry = Registry::new(runtime, config, sessions.clone());
 
     if opts.builtins {
@@ -212,14 +220,17 @@ fn write_sidecar(dir: &std::path::Path, car: &bundled::Sidecar) -> Result<()> {
 pub async fn serve(opts: ServeOptions) -> Result<()> {
     let registry = start(&opts).await?;
     busy_poll::configure(Duration::from_micros(registry.config.limits.busy_poll_us));
-    match opts.http {
+    let sessions = registry.sessions.clone();
+    let served = match opts.http {
         None => {
             let unread_limit = registry.config.limits.max_unread_output_bytes;
             let ludus = Ludus::new(registry);
             let service = ludus.clone().serve(stdio::Stdio::start(ludus, unread_limit)?).await?;
-            service.waiting().await?;
-            Ok(())
+            service.waiting().await.map(|_| ()).map_err(anyhow::Error::from)
         }
         Some(addr) => http::serve(registry, addr).await,
-    }
+    };
+    // Games that end with this process (none is kept for a restart) are recorded now.
+    sessions.stopping("the server stopped");
+    served
 }

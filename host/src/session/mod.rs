@@ -7,6 +7,7 @@
 
 mod ended;
 mod instance;
+mod results;
 mod shared;
 mod wait;
 
@@ -22,6 +23,7 @@ use crate::capability::content::body_of_val;
 use crate::capability::{Ask, CallInfo, ClientLink};
 use crate::locking::lock;
 use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, ToolDef};
+use crate::records::RecordsFile;
 pub use crate::runtime::bindings::ludus::plugin::content::Body;
 use crate::runtime::{maps_per_instance, run_guest, run_guest_that_may_ask};
 use crate::store::{Record, SessionStore, Stored, now_ms};
@@ -104,6 +106,8 @@ pub struct Sessions {
     /// Stored sessions not running yet: read at start, each rebuilt when a
     /// call first names it.
     dormant: Mutex<HashMap<String, Record>>,
+    /// Where games' result records go (none: the operator keeps none).
+    records: Option<Arc<RecordsFile>>,
     limits: SessionLimits,
     rt: tokio::runtime::Handle,
 }
@@ -240,13 +244,18 @@ pub struct WaitProgress {
 impl Sessions {
     /// The table, with the sessions `store` holds from an earlier run
     /// waiting to be rebuilt (those idle past their timeout are dropped).
-    pub fn new(limits: SessionLimits, rt: tokio::runtime::Handle, store: Option<Box<dyn SessionStore>>) -> Result<Arc<Sessions>, String> {
+    pub fn new(
+        limits: SessionLimits,
+        rt: tokio::runtime::Handle,
+        store: Option<Box<dyn SessionStore>>,
+        records: Option<Arc<RecordsFile>>,
+    ) -> Result<Arc<Sessions>, String> {
         let store: Option<Arc<dyn SessionStore>> = store.map(Arc::from);
-        let records = match &store {
+        let stored = match &store {
             Some(store) => store.records()?,
             None => Vec::new(),
         };
-        let dormant = records.into_iter().map(|r| (r.id.clone(), r)).collect();
+        let dormant = stored.into_iter().map(|r| (r.id.clone(), r)).collect();
         let sessions = Arc::new(Sessions {
             live: Mutex::default(),
             shared: Mutex::default(),
@@ -254,9 +263,11 @@ impl Sessions {
             waits: Mutex::default(),
             store,
             dormant: Mutex::new(dormant),
+            records,
             limits,
             rt,
         });
+        sessions.write_due_records();
         sessions.expire_dormant();
         if let Some(shared) = sessions.store.as_deref().and_then(|s| s.shared()) {
             let table = Arc::downgrade(&sessions);
@@ -270,6 +281,26 @@ impl Sessions {
             tracing::info!(store = store.describe(), sessions = lock(&sessions.dormant).len(), "games are kept in the session store");
         }
         Ok(sessions)
+    }
+
+    /// Writes the records a restart found due: games whose end was stored
+    /// but whose record was not marked written (the server stopped in
+    /// between; the records file's tail says whether the line went out).
+    fn write_due_records(&self) {
+        // On a store other servers share, the server that ends a game writes its record.
+        let (Some(records), Some(store)) = (&self.records, &self.store) else { return };
+        if store.shared().is_some() {
+            return;
+        }
+        let mut dormant = lock(&self.dormant);
+        for record in dormant.values_mut().filter(|r| r.standing.due()) {
+            records.append_once(&results::result_record(record, results::GAME_ENDED, record.changed_at_ms));
+            record.standing.recorded = true;
+            let stored = store.state(&record.id).and_then(|state| store.put(record, &state.unwrap_or_default(), None));
+            if let Err(e) = stored {
+                tracing::warn!(session = record.id, "the game's record was written but could not be marked so in the store: {e}");
+            }
+        }
     }
 
     /// Whether sessions of durable games survive a restart here.
@@ -380,13 +411,38 @@ impl Sessions {
         lock(&self.live).insert(s);
     }
 
+    /// Ends a session (`why`), with its game's result record.
     pub fn remove(&self, id: &str, why: &str) {
-        let removed = lock(&self.live).remove(id);
-        if let Some(session) = removed {
-            session.stop_io();
-            session.forget();
-            lock(&self.gone).record(id, why);
+        if let Some(session) = self.end(id, why) {
+            session.record_end(why);
         }
+    }
+
+    /// The server stops: the games that are not kept for its restart (no
+    /// store, or a game that cannot be stored) end, with their records.
+    pub fn stopping(&self, why: &str) {
+        let ending: Vec<Arc<Session>> = lock(&self.live).by_id.values().filter(|s| !s.is_kept()).cloned().collect();
+        for session in ending {
+            session.record_end(why);
+        }
+    }
+
+    /// Ends a session whose game never began (it failed to start): no record.
+    fn discard(&self, id: &str, why: &str) {
+        self.end(id, why);
+    }
+
+    fn end(&self, id: &str, why: &str) -> Option<Arc<Session>> {
+        let session = lock(&self.live).remove(id)?;
+        session.stop_io();
+        session.forget();
+        lock(&self.gone).record(id, why);
+        Some(session)
+    }
+
+    /// Where a session started or rebuilt here lives.
+    fn home(self: &Arc<Self>) -> Home {
+        Home { table: Arc::downgrade(self) as Weak<dyn Names>, store: self.store.clone(), records: self.records.clone() }
     }
 
     /// Rebuilds the stored session `id` if it is one not running yet (else
@@ -408,30 +464,34 @@ impl Sessions {
         let (Some(record), Some(store)) = (record, self.store.clone()) else { return };
         if record.plugin_sha256 != plugin.sha256 {
             let why = format!("it ran {}, which this server no longer has, and a game does not move to another version", build_of(&record));
-            return self.end_stored(&record.id, &why);
+            return self.end_stored(&record, &why);
         }
         let state = match store.state(id) {
             Ok(Some(state)) => state,
-            Ok(None) => return self.end_stored(id, "its stored copy was removed"),
-            Err(e) => return self.end_stored(id, &format!("its stored copy could not be read: {e}")),
+            Ok(None) => return self.end_stored(&record, "its stored copy was removed"),
+            Err(e) => return self.end_stored(&record, &format!("its stored copy could not be read: {e}")),
         };
+        // Kept to record the game's end if it cannot be rebuilt.
+        let stub = record.clone();
         let (p, me, rt) = (plugin.clone(), self.clone(), self.rt.clone());
-        let revive = move || {
-            let home = Home { table: Arc::downgrade(&me) as Weak<dyn Names>, store: me.store.clone() };
-            Session::revive(p, Stored { record, state, version: 0 }, home, rt)
-        };
+        let revive = move || Session::revive(p, Stored { record, state, version: 0 }, me.home(), rt);
         match run_guest(&plugin.start_pace, revive).await {
             Ok(Ok(session)) => {
                 tracing::info!(plugin = plugin.name, session = id, "rebuilt a stored game");
                 self.insert(session);
             }
-            Ok(Err(why)) | Err(why) => self.end_stored(id, &why),
+            Ok(Err(why)) | Err(why) => self.end_stored(&stub, &why),
         }
     }
 
-    /// A stored session that cannot run again: removed, with why.
-    fn end_stored(&self, id: &str, why: &str) {
+    /// A stored session that cannot run again: removed, with why (and its
+    /// game's result record, from its stored standing).
+    fn end_stored(&self, record: &Record, why: &str) {
+        let id = record.id.as_str();
         tracing::info!(session = id, "a stored game ends: {why}");
+        if let Some(records) = &self.records {
+            results::record_stored_end(records, record, why);
+        }
         if let Some(store) = &self.store {
             let _ = store.remove(id);
         }
@@ -466,7 +526,7 @@ impl Sessions {
             ids.iter().filter_map(|id| dormant.remove(id)).collect()
         };
         for r in stale {
-            self.end_stored(&r.id, &expiry_reason(r.idle_timeout_ms));
+            self.end_stored(&r, &expiry_reason(r.idle_timeout_ms));
         }
     }
 
@@ -576,8 +636,12 @@ impl Sessions {
             let run_kind = if changes_state { Run::Change } else { Run::Read };
             let remember = retry_key.clone().map(|key| (caller.clone(), tool.func.clone(), key));
             let seated = joins.then(|| caller.clone());
+            let first = !rerun;
             let call = move || {
                 s.leased(run_kind, || {
+                    if first {
+                        s.count_tool_call();
+                    }
                     let inv = s.invoke(&export, &p, results, info)?;
                     if !matches!(inv.value, Some(Val::Result(Err(_)))) {
                         // A `joins` tool's final success takes the seat; a
@@ -591,6 +655,7 @@ impl Sessions {
                     }
                     if changes_state {
                         s.persist()?;
+                        s.settle();
                     }
                     Ok(inv)
                 })?
@@ -603,7 +668,7 @@ impl Sessions {
                 Ok(Ok(inv)) => inv,
                 Ok(Err(e)) => {
                     if creates {
-                        self.remove(&session.id(), "it crashed while starting");
+                        self.discard(&session.id(), "it crashed while starting");
                     }
                     return Reply::Failed(e);
                 }
@@ -614,7 +679,7 @@ impl Sessions {
             }
             let Some(asked) = inv.wait.filter(|_| !timed_out) else {
                 if creates && matches!(inv.value, Some(Val::Result(Err(_)))) {
-                    self.remove(&session.id(), "the game failed to start");
+                    self.discard(&session.id(), "the game failed to start");
                 }
                 // A re-run of a waiting call is not a change, or two waiters would wake each other forever.
                 if !rerun && !tool.read_only {
@@ -738,10 +803,7 @@ impl Sessions {
                 }
                 let seed = seed.unwrap_or_else(rand_seed);
                 let (p, me, caller, rt) = (plugin.clone(), self.clone(), caller.to_string(), self.rt.clone());
-                let start = move || {
-                    let home = Home { table: Arc::downgrade(&me) as Weak<dyn Names>, store: me.store.clone() };
-                    Session::start(p, Sessions::new_id(), seed, &caller, Some(home), rt)
-                };
+                let start = move || Session::start(p, Sessions::new_id(), seed, &caller, Some(me.home()), rt);
                 run_guest(&plugin.start_pace, start).await?
             }
             Role::Shared => self.shared_session(plugin),

@@ -3,9 +3,9 @@
 //! stops this server's copy and wakes the calls waiting on it. Why:
 //! docs/design-notes.md, "Several servers".
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
-use super::{Home, Names, Session, Sessions, build_of};
+use super::{Session, Sessions, build_of};
 use crate::locking::lock;
 use crate::plugin::Plugin;
 use crate::runtime::run_guest;
@@ -49,8 +49,7 @@ impl Sessions {
                     build_of(&stored.record)
                 ));
             }
-            let home = Home { table: Arc::downgrade(&me) as Weak<dyn Names>, store: me.store.clone() };
-            Session::revive(p, stored, home, rt).map(Some)
+            Session::revive(p, stored, me.home(), rt).map(Some)
         };
         match run_guest(&plugin.start_pace, load).await {
             Ok(Ok(Some(session))) => {

@@ -46,6 +46,9 @@ pub struct Record {
     /// retry, by caller: a retry after a restart gets its answer.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub last_calls: BTreeMap<String, StoredCall>,
+    /// Where its current game stands, for its result record (`records`).
+    #[serde(default)]
+    pub standing: crate::records::Standing,
 }
 
 /// A call made, kept to answer its retry.

@@ -164,6 +164,7 @@ mod tests {
             changed_at_ms: 2,
             idle_timeout_ms: 120_000,
             last_calls: Default::default(),
+            standing: Default::default(),
         }
     }
 

@@ -74,7 +74,30 @@ impl Session {
         if let Some(lease) = lock(&self.lease).take() {
             shared.release(&id, &lease);
         }
+        // The game as another server left it may have its record due.
+        if behind {
+            self.settle_recovered();
+        }
         Ok(out)
+    }
+
+    /// Takes the game's lease again for one more write in this call or
+    /// event (its own write gave the lease back). Without a shared store,
+    /// nothing to take.
+    pub(super) fn relet(&self) -> Result<(), String> {
+        let Some(shared) = self.shared() else { return Ok(()) };
+        let mut lease = lock(&self.lease);
+        if lease.is_none() {
+            *lease = Some(shared.lease(&self.id(), LEASE + Duration::from_secs(1))?);
+        }
+        Ok(())
+    }
+
+    /// Gives back a lease a failed write left held.
+    pub(super) fn let_lease_go(&self) {
+        if let (Some(shared), Some(lease)) = (self.shared(), lock(&self.lease).take()) {
+            shared.release(&self.id(), &lease);
+        }
     }
 
     /// Replaces this copy with the game as another server stored it: a new
@@ -91,6 +114,7 @@ impl Session {
         *lock(&self.players) = r.players.clone();
         self.over.store(r.over, Ordering::Relaxed);
         self.calls.store(r.calls, Ordering::Relaxed);
+        *lock(&self.standing) = r.standing.clone();
         self.changed_at_ms.store(r.changed_at_ms, Ordering::Relaxed);
         *lock(&self.last_calls) = last_calls_of(&self.plugin, r);
         // The version first: the restore may arm an event that fires at once.

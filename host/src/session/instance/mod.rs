@@ -20,6 +20,7 @@ use crate::capability::host::SessionControl;
 use crate::capability::{self, CallInfo, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
 use crate::locking::lock;
 use crate::plugin::{Durable, Plugin};
+use crate::records::{RecordsFile, Standing};
 use crate::runtime::clock::TimerKey;
 use crate::runtime::{run_guest, ticks};
 use crate::store::{Lease, Record, SessionStore, Stored, StoredCall, now_ms};
@@ -34,12 +35,14 @@ pub trait Names: Send + Sync {
     fn rename(&self, old: &str, new: &str) -> Result<(), String>;
 }
 
-/// Where a session lives: the table that lists it, and the store that keeps
+/// Where a session lives: the table that lists it, the store that keeps
 /// it across restarts (none when the server keeps games in memory only, or
-/// the plugin cannot hand over its state).
+/// the plugin cannot hand over its state), and the file its games' result
+/// records go to (none: the operator keeps no records).
 pub struct Home {
     pub table: Weak<dyn Names>,
     pub store: Option<Arc<dyn SessionStore>>,
+    pub records: Option<Arc<RecordsFile>>,
 }
 
 enum Slot {
@@ -111,6 +114,10 @@ pub struct Session {
     /// (0: never written), and the game's lease while a call or event runs.
     version: AtomicU64,
     lease: Mutex<Option<Lease>>,
+    /// Where its current game stands (`ludus:plugin/outcome`), and where
+    /// its result record goes.
+    standing: Mutex<Standing>,
+    records: Option<Arc<RecordsFile>>,
     /// One call or event of this process at a time between taking the lease
     /// and knowing the version it wrote: events do not take `turn`, and an
     /// event that took the lease the instant a call's write gave it back
@@ -145,6 +152,7 @@ impl Session {
             changed_at_ms: now_ms(),
             idle_timeout_ms: plugin.limits.idle_timeout.as_millis() as u64,
             last_calls: Default::default(),
+            standing: Standing::new(now_ms()),
         };
         Session::instantiate(plugin, record, home, rt)
     }
@@ -164,6 +172,8 @@ impl Session {
         }
         session.set_version(version);
         session.restore(durable, &state)?;
+        // Its server may have stopped between writing its end and its record.
+        session.settle_recovered();
         Ok(session)
     }
 
@@ -186,9 +196,9 @@ impl Session {
     fn instantiate(plugin: Arc<Plugin>, record: Record, home: Option<Home>, rt: tokio::runtime::Handle) -> Result<Arc<Session>, String> {
         let out_cap = plugin.limits.max_output_bytes;
         let caller = record.created_by.as_str();
-        let (table, store) = match home {
-            Some(Home { table, store }) => (Some(table), store.filter(|_| plugin.durable.is_some())),
-            None => (None, None),
+        let (table, store, records) = match home {
+            Some(Home { table, store, records }) => (Some(table), store.filter(|_| plugin.durable.is_some()), records),
+            None => (None, None, None),
         };
         let session = Arc::new(Session {
             id: Mutex::new(record.id.clone()),
@@ -221,6 +231,8 @@ impl Session {
             stored: Mutex::new(None),
             version: AtomicU64::new(0),
             lease: Mutex::new(None),
+            standing: Mutex::new(record.standing.clone()),
+            records,
             leasing: Mutex::new(()),
             rt,
         });
@@ -340,8 +352,11 @@ impl Session {
         match outcome {
             Ok(r) => {
                 let host = &mut store.data_mut().host;
-                let (wait, over) = (host.wait.take(), std::mem::take(&mut host.game_over));
+                let (wait, over, told) = (host.wait.take(), std::mem::take(&mut host.game_over), host.told.take());
                 drop(slot);
+                if let Some(told) = told {
+                    lock(&self.standing).tell(told, now_ms());
+                }
                 if over {
                     self.end_game();
                 }
@@ -353,6 +368,7 @@ impl Session {
                 *slot = Slot::Dead(why.clone());
                 drop(slot);
                 self.stop_io();
+                self.record_end(&format!("it crashed: {why}"));
                 self.forget();
                 self.bump();
                 Err(format!("the game session crashed and has ended: {why}"))
@@ -378,7 +394,65 @@ impl Session {
             changed_at_ms: self.changed_at_ms.load(Ordering::Relaxed),
             idle_timeout_ms: self.plugin.limits.idle_timeout.as_millis() as u64,
             last_calls: self.stored_calls(),
+            standing: lock(&self.standing).clone(),
         }
+    }
+
+    /// Whether a restart finds this session again (it is written to a store).
+    pub fn is_kept(&self) -> bool {
+        self.store.is_some()
+    }
+
+    /// A tool call reached the game: counted for its result record.
+    pub fn count_tool_call(&self) {
+        lock(&self.standing).tool_calls += 1;
+    }
+
+    /// Writes the current game's record once the game said it ended: after
+    /// the write that stored the verdict (a restart then finds the record
+    /// due, not lost), and before the one that stores it was written.
+    pub fn settle(&self) {
+        self.settle_as(false);
+    }
+
+    /// The same for a game read back from the store with its record due
+    /// (the server that ended it stopped before marking it written): unless
+    /// the records file already holds it.
+    pub fn settle_recovered(&self) {
+        self.settle_as(true);
+    }
+
+    fn settle_as(&self, recovered: bool) {
+        let Some(records) = &self.records else { return };
+        if !lock(&self.standing).due() {
+            return;
+        }
+        let line = super::results::result_record(&self.record(), super::results::GAME_ENDED, now_ms());
+        if recovered {
+            records.append_once(&line)
+        } else {
+            records.append(&line)
+        }
+        lock(&self.standing).recorded = true;
+        if let Err(e) = self.relet().and_then(|()| self.persist()) {
+            tracing::warn!(plugin = self.plugin.name, session = line.record, "the record was written but not marked so in the store: {e}");
+            self.let_lease_go();
+        }
+    }
+
+    /// The session ends (`why`): the record of a game that has not ended,
+    /// as `abandoned`, or of one whose record is still to be written.
+    pub fn record_end(&self, why: &str) {
+        let Some(records) = &self.records else { return };
+        if lock(&self.standing).unrecorded() {
+            self.write_record(records, why);
+        }
+    }
+
+    fn write_record(&self, records: &RecordsFile, ended: &str) {
+        // A session ends: nothing is stored after this, so a plain append.
+        records.append(&super::results::result_record(&self.record(), ended, now_ms()));
+        lock(&self.standing).recorded = true;
     }
 
     /// The answer of `caller`'s last successful call of `tool` when this
@@ -408,6 +482,9 @@ impl Session {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (self.id(), &*lock(&self.players), self.is_over(), state).hash(&mut h);
+        let standing = lock(&self.standing);
+        (standing.game, standing.recorded, standing.told.as_ref().map(|t| (t.outcome, t.moves, t.illegal_moves))).hash(&mut h);
+        drop(standing);
         let calls = lock(&self.last_calls);
         let mut args: Vec<(&String, &String)> = calls.iter().map(|(caller, c)| (caller, &c.args)).collect();
         args.sort();
@@ -538,7 +615,9 @@ impl Session {
         let run = move || {
             s.leased(Run::Event, || {
                 s.invoke(&export, &params, 0, CallInfo::default())?;
-                s.persist()
+                s.persist()?;
+                s.settle();
+                Ok(())
             })
         };
         match run_guest(&self.plugin.event_pace, run).await {

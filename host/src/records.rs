@@ -1,0 +1,320 @@
+//! Result records: one JSON line per game that ended, appended to the file
+//! the operator named (`records = "FILE"`, `--records FILE`), for
+//! evaluators who run many games and summarise them (`ludus report`).
+//!
+//! A game says where it stands through `ludus:plugin/outcome`; the session
+//! keeps the latest statement as its [`Standing`] (stored with the session
+//! where games are stored) and writes a [`ResultRecord`] here once the
+//! verdict is final, or as `abandoned` when the session ends first. Each
+//! line goes to the file in one `write` on a file opened for appending, so
+//! a killed server leaves whole lines; a write that fails is logged and
+//! counted and never fails the game. Why a line is written only once, even
+//! across a restart: docs/design-notes.md, "Result records".
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::locking::lock;
+
+/// How a game ended, as a record says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Solved,
+    Won,
+    Lost,
+    Draw,
+    Failed,
+    Abandoned,
+}
+
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Solved => "solved",
+            Outcome::Won => "won",
+            Outcome::Lost => "lost",
+            Outcome::Draw => "draw",
+            Outcome::Failed => "failed",
+            Outcome::Abandoned => "abandoned",
+        }
+    }
+}
+
+/// What a game last said about itself (`outcome.tell`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Told {
+    /// None while the game is under way.
+    pub outcome: Option<Outcome>,
+    pub parameters: Value,
+    pub moves: u32,
+    pub illegal_moves: u32,
+    pub first_failing_move: Option<u32>,
+    pub optimum: Option<u32>,
+    pub figures: Value,
+}
+
+/// Where a session's current game stands, for its record.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Standing {
+    /// The game's number in its session: 1, then one more for each game
+    /// begun after a recorded one (a reset, a rematch).
+    pub game: u32,
+    pub started_at_ms: u64,
+    /// Tool calls made in this game.
+    pub tool_calls: u64,
+    /// The game's latest statement (none: it has said nothing yet).
+    pub told: Option<Told>,
+    /// This game's record has been written.
+    pub recorded: bool,
+}
+
+impl Standing {
+    pub fn new(started_at_ms: u64) -> Standing {
+        Standing { game: 1, started_at_ms, ..Standing::default() }
+    }
+
+    /// Takes a statement made at `now_ms`. After a recorded game a
+    /// statement of play begins the next game (counting the call that
+    /// began it); a final one for the recorded game changes nothing.
+    pub fn tell(&mut self, told: Told, now_ms: u64) {
+        if self.recorded {
+            if told.outcome.is_some() {
+                return;
+            }
+            *self = Standing { game: self.game + 1, started_at_ms: now_ms, tool_calls: 1, told: None, recorded: false };
+        }
+        self.told = Some(told);
+    }
+
+    /// The game has a final verdict whose record is not written yet.
+    pub fn due(&self) -> bool {
+        !self.recorded && self.told.as_ref().is_some_and(|t| t.outcome.is_some())
+    }
+
+    /// The game has said something and its record is not written yet (a
+    /// session ending now leaves a record).
+    pub fn unrecorded(&self) -> bool {
+        !self.recorded && self.told.is_some()
+    }
+}
+
+/// One line of the records file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResultRecord {
+    /// `SESSION/GAME`: unique per game.
+    pub record: String,
+    /// When the game ended (RFC 3339, UTC).
+    pub time: String,
+    pub game: String,
+    pub plugin_version: String,
+    #[serde(default)]
+    pub parameters: Value,
+    pub seed: u64,
+    /// Who created the session (a connection id, or a bearer token's name).
+    pub caller: String,
+    pub tool_calls: u64,
+    pub moves: u32,
+    pub illegal_moves: u32,
+    pub first_failing_move: Option<u32>,
+    pub optimum: Option<u32>,
+    pub outcome: Outcome,
+    /// How the record came about: "the game ended", or why the session
+    /// ended before it did ("it expired after 120 s without calls").
+    pub ended: String,
+    pub duration_ms: u64,
+    #[serde(default)]
+    pub figures: Value,
+}
+
+/// How much of the file's end is searched for a record found due after a
+/// crash (it may have been written just before it, while its session was not
+/// yet marked written).
+const TAIL_BYTES: u64 = 256 * 1024;
+
+/// The records file: appends whole lines, counts what failed.
+pub struct RecordsFile {
+    path: PathBuf,
+    file: Mutex<File>,
+    written: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl RecordsFile {
+    /// Opens (creating) `path` for appending; an error names the path and
+    /// why, for the operator at start-up.
+    pub fn open(path: &Path) -> Result<RecordsFile, String> {
+        let what = |e: std::io::Error| format!("the records file {} cannot be written: {e}", path.display());
+        let mut file = OpenOptions::new().create(true).read(true).append(true).open(path).map_err(what)?;
+        let (_, torn) = tail_records(&mut file).map_err(what)?;
+        // A line cut short by a crash mid-write (power loss) stays a bad line
+        // of its own; the next record starts on a line of its own.
+        if torn {
+            file.write_all(b"\n").map_err(what)?;
+        }
+        Ok(RecordsFile { path: path.to_path_buf(), file: Mutex::new(file), written: AtomicU64::new(0), failed: AtomicU64::new(0) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one record as one line, in one write.
+    pub fn append(&self, record: &ResultRecord) {
+        self.write(record, false);
+    }
+
+    /// The same for a record found due after a crash: unless the end of the
+    /// file already holds it (written just before the crash, by this server
+    /// or another one sharing the file).
+    pub fn append_once(&self, record: &ResultRecord) {
+        self.write(record, true);
+    }
+
+    fn write(&self, record: &ResultRecord, unless_present: bool) {
+        let mut line = match serde_json::to_vec(record) {
+            Ok(line) => line,
+            Err(e) => return self.failure(record, &e.to_string()),
+        };
+        line.push(b'\n');
+        let mut file = lock(&self.file);
+        if unless_present {
+            match tail_records(&mut file) {
+                Ok((present, _)) if present.contains(&record.record) => {
+                    tracing::info!(record = record.record, "the record was written before the crash");
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) => return self.failure(record, &format!("reading the file's end: {e}")),
+            }
+        }
+        match file.write_all(&line) {
+            Ok(()) => {
+                self.written.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => self.failure(record, &e.to_string()),
+        }
+    }
+
+    fn failure(&self, record: &ResultRecord, why: &str) {
+        let failed = self.failed.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::error!(record = record.record, failed, "a result record could not be written to {}: {why}", self.path.display());
+    }
+
+    /// Records written and records that failed since start.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.written.load(Ordering::Relaxed), self.failed.load(Ordering::Relaxed))
+    }
+}
+
+/// The record ids in the last [`TAIL_BYTES`] of the file, and whether it
+/// ends inside a line.
+fn tail_records(file: &mut File) -> std::io::Result<(HashSet<String>, bool)> {
+    let len = file.metadata()?.len();
+    let from = len.saturating_sub(TAIL_BYTES);
+    file.seek(SeekFrom::Start(from))?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail)?;
+    let torn = tail.last().is_some_and(|&b| b != b'\n');
+    #[derive(Deserialize)]
+    struct Id {
+        record: String,
+    }
+    let ids = tail.split(|&b| b == b'\n').filter_map(|line| serde_json::from_slice::<Id>(line).ok()).map(|r| r.record).collect();
+    Ok((ids, torn))
+}
+
+/// Milliseconds since the epoch as RFC 3339 in UTC, to the millisecond.
+pub fn rfc3339(ms: u64) -> String {
+    let (secs, millis) = ((ms / 1000) as i64, ms % 1000);
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z", rest / 3600, rest % 3600 / 60, rest % 60)
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard
+/// Hinnant's days-to-civil algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(rfc3339(1_795_651_200_000), "2026-11-26T00:00:00.000Z");
+    }
+
+    #[test]
+    fn a_game_after_a_recorded_one_is_the_next_game() {
+        let playing = Told { outcome: None, ..Told::default() };
+        let solved = Told { outcome: Some(Outcome::Solved), moves: 7, ..Told::default() };
+        let mut s = Standing::new(10);
+        s.tell(playing.clone(), 20);
+        assert!(!s.due() && s.unrecorded());
+        s.tell(solved.clone(), 30);
+        assert!(s.due());
+        s.recorded = true;
+        s.tell(solved, 40);
+        assert_eq!((s.game, s.started_at_ms), (1, 10), "a final statement for a recorded game changes nothing");
+        s.tell(playing, 50);
+        assert_eq!((s.game, s.started_at_ms, s.tool_calls, s.recorded), (2, 50, 1, false));
+    }
+
+    #[test]
+    fn whole_lines_and_a_recovered_record_not_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        let record = |id: &str| ResultRecord {
+            record: id.into(),
+            time: rfc3339(0),
+            game: "hanoi".into(),
+            plugin_version: "0.1.0".into(),
+            parameters: serde_json::json!({"n": 3}),
+            seed: 1,
+            caller: "c".into(),
+            tool_calls: 2,
+            moves: 7,
+            illegal_moves: 0,
+            first_failing_move: None,
+            optimum: Some(7),
+            outcome: Outcome::Solved,
+            ended: "the game ended".into(),
+            duration_ms: 5,
+            figures: Value::Null,
+        };
+        let file = RecordsFile::open(&path).unwrap();
+        file.append(&record("a/1"));
+        drop(file);
+        // A torn last line (a crash mid-write) gets a line break of its own.
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"record\":\"tor").unwrap();
+        let file = RecordsFile::open(&path).unwrap();
+        file.append_once(&record("a/1"));
+        file.append_once(&record("b/1"));
+        file.append_once(&record("b/1"));
+        assert_eq!(file.counts(), (1, 0));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[1].starts_with("{\"record\":\"tor") && lines[2].contains("\"b/1\""));
+    }
+}
