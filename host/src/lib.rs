@@ -25,6 +25,8 @@
 //!   the cache of compiled components, the memory cap, the contract's bindings.
 //! - `store`: where sessions of durable games are kept across restarts (an
 //!   SQLite file by default), read and written by `session`.
+//! - `records`, `report`: the result records file, one JSON line per ended
+//!   game (`session` writes it), and `ludus report`, which summarises it.
 //! - `config`, `locking`: the operator's configuration as plain data; the lock rule.
 //!
 //! The answer goes back the same way: the component's value is converted by
@@ -40,7 +42,9 @@ pub mod config;
 pub mod locking;
 pub mod mcp;
 pub mod plugin;
+pub mod records;
 pub mod registry;
+pub mod report;
 pub mod runtime;
 pub mod server;
 pub mod session;

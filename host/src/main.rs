@@ -55,6 +55,14 @@ enum Command {
         /// definitions. Default: the config's `games`, else every game.
         #[arg(long, value_name = "GAMES", value_delimiter = ',')]
         games: Option<Vec<String>>,
+        /// Append one JSON line per finished game to FILE (created if
+        /// missing): game, parameters, seed, caller, moves, illegal moves,
+        /// optimum, outcome, duration and the game's own figures. A game
+        /// left unfinished is recorded as abandoned when its session ends.
+        /// Summarise with `ludus report FILE`. Default: the config's
+        /// `records`, else none.
+        #[arg(long, value_name = "FILE")]
+        records: Option<PathBuf>,
     },
     /// Say whether each built-in game is ready to play on this machine, and
     /// what it lacks (Node.js for Showdown's offline battles, Python 3.11+
@@ -82,6 +90,22 @@ enum Command {
     Token {
         /// The caller the token stands for (games and `ludus_sessions` show it).
         name: String,
+    },
+    /// Summarise result records (`serve --records FILE`): a table per game
+    /// and parameters (games, solved or won, mean moves over the optimum,
+    /// illegal moves per game, Showdown's mean optimality, score against
+    /// decided games); with --html, also one self-contained page with the
+    /// plots: accuracy against size per caller, moves against the optimum,
+    /// chess score against engine level, Showdown's optimality per decision.
+    /// Lines that are not records are named (file:line), skipped and
+    /// counted. Exits 1 when a file cannot be read.
+    Report {
+        /// Records files (JSON Lines), read in order, one line at a time.
+        #[arg(required = true, value_name = "RECORDS")]
+        files: Vec<PathBuf>,
+        /// Also write the HTML page with the plots here.
+        #[arg(long, value_name = "OUT")]
+        html: Option<PathBuf>,
     },
     /// Copy a game component with its WIT doc comments embedded, so the host
     /// can turn them into tool descriptions, parameter docs and ranges.
@@ -148,7 +172,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .on_thread_stop(ludus::runtime::note_thread_end)
         .build()?;
     match cli.command {
-        Command::Serve { plugins, http, config, no_builtin, store, name, games } => {
+        Command::Serve { plugins, http, config, no_builtin, store, name, games, records } => {
             let mut config = load_config(config.as_ref())?;
             if games.is_some() {
                 config.games = games;
@@ -158,7 +182,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 config.server_name = Some(name);
             }
             let store = ludus::store::StoreSpec::parse(store.as_deref().or(config.store.as_deref()).unwrap_or_default());
-            let opts = ludus::server::ServeOptions { plugins, http, config, builtins: !no_builtin, store };
+            let records = records.or_else(|| config.records.clone());
+            let opts = ludus::server::ServeOptions { plugins, http, config, builtins: !no_builtin, store, records };
             rt.block_on(ludus::server::serve(opts))
         }
         Command::Doctor { config } => {
@@ -192,6 +217,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let (token, lines) = ludus::config::issue_token(&name)?;
             println!("token for {name} (give it to the client; it is not stored anywhere):\n\n    {token}\n");
             println!("add to the server's config (--config FILE):\n\n{lines}");
+            Ok(())
+        }
+        Command::Report { files, html } => {
+            let report = ludus::report::Report::read(&files, &mut |warning| eprintln!("ludus: {warning}"));
+            print!("{}", report.table());
+            println!("\n{}", report.totals());
+            if let Some(out) = html {
+                let page = report.html().map_err(anyhow::Error::msg)?;
+                std::fs::write(&out, page).map_err(|e| anyhow::anyhow!("{}: cannot be written: {e}", out.display()))?;
+                eprintln!("ludus: wrote {}", out.display());
+            }
+            if !report.unreadable.is_empty() {
+                anyhow::bail!("{} of the records files could not be read (said above)", report.unreadable.len());
+            }
             Ok(())
         }
         Command::Pack { input, output, wit } => {

@@ -1,0 +1,414 @@
+//! `ludus report`: summarises result records (`records`) the way *The
+//! Illusion of Thinking* shows its results: accuracy per game and size,
+//! moves against the optimum, illegal moves, Showdown's move optimality and
+//! chess score per engine level; with `--html`, one self-contained page
+//! with those plots (`html`).
+//!
+//! The files are read one line at a time into fixed aggregates (one entry
+//! per game and parameters, per caller and size, per optimum, per level):
+//! memory does not grow with the number of records. A line that is not a
+//! record is named (file and line), skipped and counted.
+
+mod html;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::records::Outcome;
+
+/// Longest line read as a record; a longer one is skipped as bad.
+const MAX_LINE: usize = 4 << 20;
+/// Bad lines named one by one; past this only counted.
+const NAMED_BAD_LINES: u64 = 20;
+/// Bins of the optimality histogram over [0, 1].
+pub const OPTIMALITY_BINS: usize = 20;
+
+/// What a record says that the report uses (other fields are skipped unread).
+#[derive(Deserialize)]
+struct Line {
+    game: String,
+    #[serde(default)]
+    parameters: Value,
+    #[serde(default)]
+    caller: String,
+    outcome: Outcome,
+    #[serde(default)]
+    moves: u32,
+    #[serde(default)]
+    illegal_moves: u32,
+    #[serde(default)]
+    optimum: Option<u32>,
+    #[serde(default)]
+    figures: Option<Figures>,
+}
+
+#[derive(Deserialize, Default)]
+struct Figures {
+    #[serde(default)]
+    optimality_mean: Option<f64>,
+    #[serde(default)]
+    optimality: Vec<f64>,
+}
+
+/// One row of the table: a game with one set of parameters.
+#[derive(Default, Debug, Clone)]
+pub struct Group {
+    pub games: u64,
+    pub solved: u64,
+    pub won: u64,
+    pub lost: u64,
+    pub draw: u64,
+    pub failed: u64,
+    pub abandoned: u64,
+    /// Sum and count of moves over the optimum, over solved games with a known optimum.
+    pub over_optimum: (f64, u64),
+    pub illegal: u64,
+    /// Sum and count of battles' mean optimality.
+    pub optimality: (f64, u64),
+}
+
+impl Group {
+    fn add(&mut self, l: &Line) {
+        self.games += 1;
+        match l.outcome {
+            Outcome::Solved => self.solved += 1,
+            Outcome::Won => self.won += 1,
+            Outcome::Lost => self.lost += 1,
+            Outcome::Draw => self.draw += 1,
+            Outcome::Failed => self.failed += 1,
+            Outcome::Abandoned => self.abandoned += 1,
+        }
+        if let (Outcome::Solved, Some(o)) = (l.outcome, l.optimum) {
+            self.over_optimum.0 += f64::from(l.moves) - f64::from(o);
+            self.over_optimum.1 += 1;
+        }
+        self.illegal += u64::from(l.illegal_moves);
+        if let Some(m) = l.figures.as_ref().and_then(|f| f.optimality_mean) {
+            self.optimality.0 += m;
+            self.optimality.1 += 1;
+        }
+    }
+
+    /// Solved or won, of all games.
+    pub fn success(&self) -> f64 {
+        (self.solved + self.won) as f64 / self.games as f64
+    }
+
+    /// Chess-style score (won 1, draw ½) over decided games, if any.
+    pub fn score(&self) -> Option<f64> {
+        let decided = self.won + self.lost + self.draw;
+        (decided > 0).then(|| (self.won as f64 + self.draw as f64 / 2.0) / decided as f64)
+    }
+}
+
+/// Games and successes (solved or won, or a chess score's sum).
+#[derive(Default, Debug, Clone, Copy)]
+pub struct Tally {
+    pub games: u64,
+    pub points: f64,
+}
+
+/// Everything read, aggregated.
+#[derive(Default)]
+pub struct Report {
+    /// By game, then by parameters (their JSON text, sorted as values).
+    pub groups: BTreeMap<String, BTreeMap<Params, Group>>,
+    /// Games with a size `n`: by game, caller and n.
+    pub accuracy: BTreeMap<String, BTreeMap<String, BTreeMap<u64, Tally>>>,
+    /// Solved games with an optimum: by game and optimum, the moves made.
+    pub moves: BTreeMap<String, BTreeMap<u32, Tally>>,
+    /// Games with an engine `level`: by game, caller and level, the score.
+    pub levels: BTreeMap<String, BTreeMap<String, BTreeMap<u64, Tally>>>,
+    /// Each scored decision's optimality, binned over [0, 1].
+    pub optimality: [u64; OPTIMALITY_BINS],
+    pub records: u64,
+    pub bad_lines: u64,
+    /// Files that could not be read, with why.
+    pub unreadable: Vec<String>,
+}
+
+/// A game's parameters, ordered as values (numbers by size), shown as JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params(pub Value);
+
+impl Eq for Params {}
+
+impl Ord for Params {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        cmp_values(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for Params {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+fn cmp_values(a: &Value, b: &Value) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64().unwrap_or(0.0).total_cmp(&y.as_f64().unwrap_or(0.0)),
+        (Value::Object(x), Value::Object(y)) => {
+            for ((ka, va), (kb, vb)) in x.iter().zip(y.iter()) {
+                let o = ka.cmp(kb).then_with(|| cmp_values(va, vb));
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        _ => a.to_string().cmp(&b.to_string()),
+    }
+}
+
+impl std::fmt::Display for Params {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Value::Object(m) if m.is_empty() => f.write_str("-"),
+            Value::Object(m) => {
+                let parts: Vec<String> = m
+                    .iter()
+                    .map(|(k, v)| match v {
+                        Value::String(s) => format!("{k}={s}"),
+                        v => format!("{k}={v}"),
+                    })
+                    .collect();
+                f.write_str(&parts.join(" "))
+            }
+            Value::Null => f.write_str("-"),
+            v => write!(f, "{v}"),
+        }
+    }
+}
+
+impl Report {
+    /// Reads every file; bad lines and unreadable files are said on `warn`.
+    pub fn read(files: &[PathBuf], warn: &mut dyn FnMut(&str)) -> Report {
+        let mut report = Report::default();
+        for path in files {
+            if let Err(e) = report.read_file(path, warn) {
+                let why = format!("{}: cannot be read: {e}", path.display());
+                warn(&why);
+                report.unreadable.push(why);
+            }
+        }
+        if report.bad_lines > NAMED_BAD_LINES {
+            warn(&format!("… {} bad lines in all, skipped", report.bad_lines));
+        }
+        report
+    }
+
+    fn read_file(&mut self, path: &Path, warn: &mut dyn FnMut(&str)) -> std::io::Result<()> {
+        let file = std::fs::File::open(path)?;
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        let mut buf = Vec::new();
+        let mut number = 0u64;
+        loop {
+            buf.clear();
+            let (read, whole) = read_line(&mut reader, &mut buf)?;
+            if read == 0 {
+                return Ok(());
+            }
+            number += 1;
+            let text = buf.trim_ascii();
+            if text.is_empty() {
+                continue;
+            }
+            let parsed = if whole {
+                serde_json::from_slice::<Line>(text).map_err(|e| e.to_string())
+            } else {
+                Err(format!("longer than {} MiB", MAX_LINE >> 20))
+            };
+            match parsed {
+                Ok(line) => self.add(line),
+                Err(why) => {
+                    self.bad_lines += 1;
+                    if self.bad_lines <= NAMED_BAD_LINES {
+                        warn(&format!("{}:{number}: not a result record ({why}); skipped", path.display()));
+                    }
+                }
+            }
+        }
+    }
+
+    fn add(&mut self, l: Line) {
+        self.records += 1;
+        let group = self.groups.entry(l.game.clone()).or_default().entry(Params(l.parameters.clone())).or_default();
+        group.add(&l);
+        let success = matches!(l.outcome, Outcome::Solved | Outcome::Won);
+        if let Some(n) = l.parameters.get("n").and_then(Value::as_u64) {
+            let t = self.accuracy.entry(l.game.clone()).or_default().entry(l.caller.clone()).or_default().entry(n).or_default();
+            t.games += 1;
+            t.points += f64::from(u8::from(success));
+        }
+        if let (Outcome::Solved, Some(o)) = (l.outcome, l.optimum) {
+            let t = self.moves.entry(l.game.clone()).or_default().entry(o).or_default();
+            t.games += 1;
+            t.points += f64::from(l.moves);
+        }
+        let decided = matches!(l.outcome, Outcome::Won | Outcome::Lost | Outcome::Draw);
+        if let Some(level) = l.parameters.get("level").and_then(Value::as_u64).filter(|_| decided) {
+            let t = self.levels.entry(l.game.clone()).or_default().entry(l.caller.clone()).or_default().entry(level).or_default();
+            t.games += 1;
+            t.points += match l.outcome {
+                Outcome::Won => 1.0,
+                Outcome::Draw => 0.5,
+                _ => 0.0,
+            };
+        }
+        for &x in l.figures.iter().flat_map(|f| &f.optimality) {
+            let bin = ((x.clamp(0.0, 1.0) * OPTIMALITY_BINS as f64) as usize).min(OPTIMALITY_BINS - 1);
+            self.optimality[bin] += 1;
+        }
+    }
+
+    /// The summary table, one row per game and parameters.
+    pub fn table(&self) -> String {
+        let head = ["game", "parameters", "games", "solved/won", "over optimum", "illegal/game", "optimality", "score"];
+        let mut rows: Vec<[String; 8]> = Vec::new();
+        for (game, groups) in &self.groups {
+            for (params, g) in groups {
+                rows.push([
+                    game.clone(),
+                    params.to_string(),
+                    g.games.to_string(),
+                    format!("{:.1}%", 100.0 * g.success()),
+                    mean(g.over_optimum).map_or("-".into(), |m| format!("{m:+.2}")),
+                    format!("{:.2}", g.illegal as f64 / g.games as f64),
+                    mean(g.optimality).map_or("-".into(), |m| format!("{m:.3}")),
+                    g.score().map_or("-".into(), |s| format!("{s:.2}")),
+                ]);
+            }
+        }
+        let widths: Vec<usize> =
+            (0..head.len()).map(|i| rows.iter().map(|r| r[i].chars().count()).chain([head[i].len()]).max().unwrap_or(0)).collect();
+        let mut out = String::new();
+        let mut line = |cells: &[&str]| {
+            let parts: Vec<String> = cells
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(i, (c, w))| if i < 2 { format!("{c:<w$}") } else { format!("{c:>w$}") })
+                .collect();
+            let _ = writeln!(out, "{}", parts.join("  ").trim_end());
+        };
+        line(&head);
+        for r in &rows {
+            line(&r.iter().map(String::as_str).collect::<Vec<_>>());
+        }
+        out
+    }
+
+    /// The closing line: records read, and what was skipped.
+    pub fn totals(&self) -> String {
+        let mut s = format!("{} records", self.records);
+        if self.bad_lines > 0 {
+            s.push_str(&format!(", {} bad lines skipped", self.bad_lines));
+        }
+        if !self.unreadable.is_empty() {
+            s.push_str(&format!(", {} files could not be read", self.unreadable.len()));
+        }
+        s
+    }
+
+    /// The HTML page: the table and the plots, self-contained.
+    pub fn html(&self) -> Result<String, String> {
+        html::page(self)
+    }
+}
+
+fn mean((sum, n): (f64, u64)) -> Option<f64> {
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// Reads one line (without its line break) into `buf`, at most
+/// [`MAX_LINE`] bytes of it: (bytes read, whether the line fit).
+fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<(usize, bool)> {
+    let read = reader.by_ref().take(MAX_LINE as u64 + 1).read_until(b'\n', buf)?;
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        return Ok((read, true));
+    }
+    if buf.len() <= MAX_LINE {
+        return Ok((read, true));
+    }
+    // Too long: the rest of the line is read past, not kept.
+    let mut rest = 0;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                reader.consume(i + 1);
+                rest += i + 1;
+                break;
+            }
+            None => {
+                let n = chunk.len();
+                reader.consume(n);
+                rest += n;
+            }
+        }
+    }
+    Ok((read + rest, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(text: &str) -> (Report, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        std::fs::write(&path, text).unwrap();
+        let mut warnings = Vec::new();
+        let r = Report::read(&[path, dir.path().join("missing.jsonl")], &mut |w| warnings.push(w.to_string()));
+        (r, warnings)
+    }
+
+    #[test]
+    fn groups_sizes_and_bad_lines() {
+        let text = [
+            r#"{"game":"hanoi","parameters":{"n":3},"caller":"a","outcome":"solved","moves":9,"optimum":7,"illegal_moves":1}"#,
+            r#"{"game":"hanoi","parameters":{"n":10},"caller":"a","outcome":"failed","moves":2,"optimum":1023}"#,
+            "not json",
+            r#"{"game":"hanoi","parameters":{"n":3},"caller":"b","outcome":"solved","moves":7,"optimum":7}"#,
+            "",
+            r#"{"game":"chess","parameters":{"level":3},"caller":"a","outcome":"draw"}"#,
+            r#"{"game":"showdown","parameters":{},"outcome":"won","figures":{"optimality_mean":0.5,"optimality":[0.0,0.5,1.0]}}"#,
+            r#"{"game":"x","outcome":"exploded"}"#,
+        ]
+        .join("\n");
+        let (r, warnings) = report(&text);
+        assert_eq!((r.records, r.bad_lines, r.unreadable.len()), (5, 2, 1));
+        assert!(warnings[0].ends_with("r.jsonl:3: not a result record (expected ident at line 1 column 2); skipped"), "{warnings:?}");
+        assert!(warnings[1].contains("r.jsonl:8:") && warnings[2].contains("missing.jsonl: cannot be read"), "{warnings:?}");
+        let n3 = &r.groups["hanoi"][&Params(serde_json::json!({"n":3}))];
+        assert_eq!((n3.games, n3.solved, n3.illegal, mean(n3.over_optimum)), (2, 2, 1, Some(1.0)));
+        let sizes: Vec<u64> = r.accuracy["hanoi"]["a"].keys().copied().collect();
+        assert_eq!(sizes, [3, 10], "sizes sort as numbers");
+        assert_eq!(r.levels["chess"]["a"][&3].points, 0.5);
+        assert_eq!(r.optimality.iter().sum::<u64>(), 3);
+        assert_eq!((r.optimality[0], r.optimality[10], r.optimality[OPTIMALITY_BINS - 1]), (1, 1, 1));
+        let table = r.table();
+        assert!(table.lines().nth(1).unwrap().starts_with("chess     level=3"), "{table}");
+        assert!(table.contains("n=3") && table.contains("+1.00") && table.find("n=3").unwrap() < table.find("n=10").unwrap(), "{table}");
+    }
+
+    #[test]
+    fn a_line_too_long_is_skipped_whole() {
+        let long = format!("{{\"game\":\"{}\"}}\n", "x".repeat(MAX_LINE + 10));
+        let ok = r#"{"game":"hanoi","parameters":{"n":1},"outcome":"solved"}"#;
+        let (r, warnings) = report(&format!("{long}{ok}\n"));
+        assert_eq!((r.records, r.bad_lines), (1, 1), "{warnings:?}");
+        assert!(warnings[0].contains(":1: not a result record (longer than 4 MiB)"));
+    }
+}
