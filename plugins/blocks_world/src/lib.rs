@@ -9,7 +9,7 @@ pub mod rules;
 use std::cell::RefCell;
 
 use exports::ludus::blocks_world::tools::{Guest, Moved, PlanResult, Reset, Snapshot, Started};
-use ludus_sdk::reply;
+use ludus_sdk::{puzzle, reply};
 use rules::{Move, Optimum, Stacks, World};
 
 const TYPE: &str = "BlocksWorld";
@@ -20,6 +20,15 @@ struct Puzzle {
     world: World,
     optimal: u64,
     exact: bool,
+    /// For its result record: `{"n":4,"instance":"paper"}` (or `"given"`).
+    parameters: String,
+}
+
+impl Puzzle {
+    /// The optimum as a result record takes it: none when only a bound is known.
+    fn exact_optimum(&self) -> Option<u32> {
+        self.exact.then_some(self.optimal as u32)
+    }
 }
 
 thread_local! {
@@ -66,6 +75,7 @@ ludus_sdk::puzzle!(
 
 impl Guest for Plugin {
     fn init_simulator(n: Option<u32>, initial: Option<Stacks>, goal: Option<Stacks>) -> Result<Started, String> {
+        let given = initial.is_some();
         let (start, end) = match (initial, goal) {
             (Some(s), Some(g)) => (s, g),
             (None, None) => rules::paper_instance(n.unwrap_or(4))?,
@@ -76,7 +86,10 @@ impl Guest for Plugin {
             Optimum::Exact(m) => (m, true),
             Optimum::AtLeast(m) => (m, false),
         };
-        let p = Puzzle { world, optimal, exact };
+        let blocks: usize = world.start.iter().map(Vec::len).sum();
+        let instance = if given { "given" } else { "paper" };
+        let parameters = format!("{{\"n\":{blocks},\"instance\":\"{instance}\"}}");
+        let p = Puzzle { world, optimal, exact, parameters };
         let env_id = ludus_sdk::session_id().unwrap_or_default();
         let text = reply(format!("Started puzzle {env_id}: {}.\n{}", optimum_words(&p), p.world.render()), next_step(&p));
         let started = Started {
@@ -88,13 +101,16 @@ impl Guest for Plugin {
             optimum_exact: exact,
             text,
         };
+        puzzle::started(p.parameters.clone(), p.exact_optimum());
         GAME.set(Some(p));
         Ok(started)
     }
 
     fn execute_move(_env_id: String, mv: Move) -> Result<Moved, String> {
         with_game(|p| {
-            if let Err(why) = p.world.apply(&mv) {
+            let applied = p.world.apply(&mv);
+            puzzle::moved(applied.is_ok(), p.world.goal_reached());
+            if let Err(why) = applied {
                 return Err(reply(
                     format!("Illegal move [{:?}, {}, {}]: {why}.\n{}", mv.0, mv.1, mv.2, p.world.render()),
                     p.world.render_legal(),
@@ -115,6 +131,7 @@ impl Guest for Plugin {
     fn execute_moves(_env_id: String, moves: Vec<Move>) -> Result<PlanResult, String> {
         with_game(|p| {
             let plan = ludus_sdk::plan::run(&moves, "move", |m| p.world.apply(m));
+            puzzle::planned(plan.executed, plan.failure.as_ref().map(|f| f.0), p.world.goal_reached());
             Ok(PlanResult {
                 all_moves_successful: plan.failure.is_none(),
                 moves_executed: plan.executed,
@@ -132,10 +149,13 @@ impl Guest for Plugin {
 
     fn reset_simulator(_env_id: String, state: Option<Stacks>) -> Result<Reset, String> {
         with_game(|p| {
+            // From a position of the agent's choosing the optimum is not the start's.
+            let optimum = if state.is_none() { p.exact_optimum() } else { None };
             match state {
                 Some(s) => p.world.set_state(s).map_err(|e| format!("cannot reset to that state: {e}"))?,
                 None => p.world = World::new(p.world.start.clone(), p.world.goal.clone())?,
             }
+            puzzle::started(p.parameters.clone(), optimum);
             let text = reply(format!("Reset.\n{}", p.world.render()), next_step(p));
             Ok(Reset { reset_successful: true, current_state: p.world.stacks.clone(), text })
         })

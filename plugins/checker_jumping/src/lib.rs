@@ -10,7 +10,7 @@ pub mod rules;
 use std::cell::RefCell;
 
 use exports::ludus::checker_jumping::tools::{Guest, Moved, Params, PlanResult, Reset, Snapshot, Started};
-use ludus_sdk::reply;
+use ludus_sdk::{puzzle, reply};
 use rules::{Board, Move};
 
 const TYPE: &str = "CheckerJumping";
@@ -35,6 +35,18 @@ fn next_step(g: &Board) -> String {
         "Dead end: no legal move is left and the colours are not swapped. Reset with `checker_jumping_reset_simulator`.".into()
     } else {
         "Next: call `checker_jumping_execute_move` with [colour, from, to], or `checker_jumping_execute_moves` with a whole plan.".into()
+    }
+}
+
+/// The puzzle's parameters for its result record.
+fn parameters(n: u32) -> String {
+    format!("{{\"n\":{n}}}")
+}
+
+/// A dead end fails the game: no move can reach the goal from it.
+fn stuck(g: &Board) {
+    if g.dead_end() {
+        puzzle::dead_end();
     }
 }
 
@@ -75,13 +87,17 @@ impl Guest for Plugin {
             optimal_moves: g.optimal_moves(),
             text,
         };
+        puzzle::started(parameters(n), Some(g.optimal_moves() as u32));
         GAME.set(Some(g));
         Ok(started)
     }
 
     fn execute_move(_env_id: String, mv: Move) -> Result<Moved, String> {
         with_game(|g| {
-            if let Err(why) = g.apply(&mv) {
+            let applied = g.apply(&mv);
+            puzzle::moved(applied.is_ok(), g.goal_reached());
+            stuck(g);
+            if let Err(why) = applied {
                 return Err(reply(format!("Illegal move [{:?}, {}, {}]: {why}.\n{}", mv.0, mv.1, mv.2, g.render()), g.render_legal()));
             }
             Ok(Moved {
@@ -99,6 +115,7 @@ impl Guest for Plugin {
     fn execute_moves(_env_id: String, moves: Vec<Move>) -> Result<PlanResult, String> {
         with_game(|g| {
             let plan = ludus_sdk::plan::run(&moves, "move", |m| g.apply(m));
+            puzzle::planned(plan.executed, plan.failure.as_ref().map(|f| f.0), g.goal_reached());
             Ok(PlanResult {
                 all_moves_successful: plan.failure.is_none(),
                 moves_executed: plan.executed,
@@ -120,6 +137,9 @@ impl Guest for Plugin {
                 Some(s) => g.set_state(s).map_err(|e| format!("cannot reset to that state: {e}"))?,
                 None => *g = Board::new(g.n)?,
             }
+            // From a position of the agent's choosing the optimum is not the start's.
+            puzzle::started(parameters(g.n), state.is_none().then(|| g.optimal_moves() as u32));
+            stuck(g);
             Ok(Reset { reset_successful: true, current_state: g.letters(), text: reply(format!("Reset.\n{}", g.render()), next_step(g)) })
         })
     }

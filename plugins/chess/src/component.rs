@@ -40,6 +40,11 @@ struct Match {
     /// How the engine found its last move, for the next player call's log
     /// (the engine moves in a timer event, which has no client to tell).
     search_note: Option<String>,
+    /// The creator's side: the result record's verdict is theirs.
+    creator: Color,
+    /// Moves refused as illegal, and the first one's place among the moves sent.
+    illegal: u32,
+    first_illegal: Option<u32>,
 }
 
 /// The MCP Apps board (self-contained: the default MCP Apps CSP allows nothing external).
@@ -167,7 +172,7 @@ impl Match {
             Ok((mv, _)) => {
                 let san = self.game.san_of(mv);
                 self.game.play_written(mv, san.clone());
-                self.tell_if_over();
+                self.tell_standing();
                 format!("The human ({side}) played {san}.")
             }
             Err(why) => format!("The human's move {played:?} was refused: {why}. {asked}"),
@@ -197,11 +202,62 @@ impl Match {
         }
     }
 
-    /// Tells the host when the game has ended (it then shows the seed and
-    /// frees what the session holds).
-    fn tell_if_over(&self) {
+    /// Tells the host where the game stands (`outcome`), and when it has
+    /// ended (it then shows the seed and frees what the session holds).
+    fn tell_standing(&self) {
+        ludus_sdk::outcome::tell(&self.statement());
         if self.game.outcome.is_some() {
             ludus_sdk::lifecycle::game_over();
+        }
+    }
+
+    /// A move refused as illegal, counted for the result record.
+    fn refused(&mut self) {
+        self.first_illegal.get_or_insert(self.game.uci.len() as u32 + self.illegal);
+        self.illegal += 1;
+        ludus_sdk::outcome::tell(&self.statement());
+    }
+
+    /// The game for its result record: the creator's verdict; the opponent
+    /// and level; the result, its reason and the PGN once it is over.
+    fn statement(&self) -> ludus_sdk::outcome::Statement {
+        use ludus_sdk::outcome::Verdict;
+        let g = &self.game;
+        let opponent = match &self.seats[idx(!self.creator)] {
+            Seat::Computer => "computer",
+            Seat::Human => "human",
+            Seat::Agent(_) | Seat::Open => "agent",
+        };
+        let level = self.difficulty.map_or("null".into(), |d| d.to_string());
+        let colour = color_name(self.creator).to_lowercase();
+        let parameters = format!("{{\"opponent\":\"{opponent}\",\"level\":{level},\"colour\":\"{colour}\"}}");
+        let (verdict, figures) = match &g.outcome {
+            None => (Verdict::Playing, format!("{{\"level\":{level}}}")),
+            Some(o) => {
+                let won = if self.creator == Color::White { "1-0" } else { "0-1" };
+                let verdict = match o.result {
+                    "1/2-1/2" => Verdict::Draw,
+                    r if r == won => Verdict::Won,
+                    _ => Verdict::Lost,
+                };
+                let pgn = g.pgn(&self.player_name(Color::White), &self.player_name(Color::Black), &today());
+                let figures = format!(
+                    "{{\"result\":{},\"reason\":{},\"level\":{level},\"pgn\":{}}}",
+                    json_str(o.result),
+                    json_str(&o.reason),
+                    json_str(&pgn)
+                );
+                (verdict, figures)
+            }
+        };
+        ludus_sdk::outcome::Statement {
+            verdict,
+            parameters,
+            moves: g.uci.len() as u32,
+            illegal_moves: self.illegal,
+            first_failing_move: self.first_illegal,
+            optimum: None,
+            figures,
         }
     }
 
@@ -411,8 +467,12 @@ impl Guest for Plugin {
             show_ui: show_ui.unwrap_or(false),
             image: image.unwrap_or(false),
             search_note: None,
+            creator: mine,
+            illegal: 0,
+            first_illegal: None,
         };
         m.wake_computer();
+        m.tell_standing();
         let headline = match kind {
             GameType::Computer => {
                 format!("New game against the computer (level {}). You play {}.", difficulty.unwrap_or(5), color_name(mine))
@@ -464,6 +524,7 @@ impl Guest for Plugin {
             let (mv, notation) = match m.game.parse(&text) {
                 Ok(x) => x,
                 Err(why) => {
+                    m.refused();
                     let legal = m.game.legal_in(Notation::of(&text)).join(", ");
                     return Err(reply(
                         format!("Illegal move: {why}.\n\n{}", m.game.diagram(mover == Color::Black)),
@@ -481,7 +542,7 @@ impl Guest for Plugin {
             }
             m.game.play_written(mv, san.clone());
             m.wake_computer();
-            m.tell_if_over();
+            m.tell_standing();
             let shown = if notation == Notation::Uci { m.game.uci.last().cloned().unwrap_or_default() } else { san.clone() };
             let mut headline = if mates && claim_win == Some(true) {
                 format!("{} played {shown}: checkmate, claim accepted.", color_name(mover))
@@ -540,6 +601,9 @@ struct Saved {
     show_ui: bool,
     image: bool,
     rng: u64,
+    creator_white: bool,
+    illegal: u32,
+    first_illegal: Option<u32>,
 }
 
 impl exports::ludus::plugin::durable::Guest for Plugin {
@@ -553,6 +617,9 @@ impl exports::ludus::plugin::durable::Guest for Plugin {
                 show_ui: m.show_ui,
                 image: m.image,
                 rng: m.engine.rng(),
+                creator_white: m.creator == Color::White,
+                illegal: m.illegal,
+                first_illegal: m.first_illegal,
             });
             ludus_sdk::durable::write(&saved)
         })
@@ -577,6 +644,9 @@ impl exports::ludus::plugin::durable::Guest for Plugin {
             show_ui: saved.show_ui,
             image: saved.image,
             search_note: None,
+            creator: if saved.creator_white { Color::White } else { Color::Black },
+            illegal: saved.illegal,
+            first_illegal: saved.first_illegal,
         };
         m.wake_computer();
         MATCH.set(Some(m));
@@ -613,7 +683,7 @@ impl exports::ludus::plugin::events::Guest for Plugin {
                 ));
                 m.game.play_written(mv, san);
             }
-            m.tell_if_over();
+            m.tell_standing();
         });
     }
 

@@ -9,7 +9,7 @@ pub mod rules;
 use std::cell::RefCell;
 
 use exports::ludus::hanoi::tools::{Guest, Moved, Params, PlanResult, Reset, Snapshot, Started};
-use ludus_sdk::reply;
+use ludus_sdk::{puzzle, reply};
 use rules::Hanoi;
 
 thread_local! {
@@ -31,6 +31,11 @@ fn next_step(g: &Hanoi) -> String {
     } else {
         "Next: call `hanoi_execute_move` with [disk, from_peg, to_peg], or `hanoi_execute_moves` with a whole plan.".into()
     }
+}
+
+/// The puzzle's parameters for its result record.
+fn parameters(n: u32) -> String {
+    format!("{{\"n\":{n}}}")
 }
 
 fn pegs(g: &Hanoi) -> Vec<Vec<u32>> {
@@ -67,13 +72,16 @@ impl Guest for Plugin {
             optimal_moves: g.optimal_moves(),
             text,
         };
+        puzzle::started(parameters(n), Some(g.optimal_moves() as u32));
         GAME.set(Some(g));
         Ok(started)
     }
 
     fn execute_move(_env_id: String, mv: Vec<u32>) -> Result<Moved, String> {
         with_game(|g| {
-            if let Err(why) = g.apply(&mv) {
+            let applied = g.apply(&mv);
+            puzzle::moved(applied.is_ok(), g.goal_reached());
+            if let Err(why) = applied {
                 return Err(reply(format!("Illegal move {mv:?}: {why}.\n{}", g.render()), g.render_legal()));
             }
             Ok(Moved {
@@ -90,6 +98,7 @@ impl Guest for Plugin {
     fn execute_moves(_env_id: String, moves: Vec<Vec<u32>>) -> Result<PlanResult, String> {
         with_game(|g| {
             let plan = ludus_sdk::plan::run(&moves, "move", |m| g.apply(m));
+            puzzle::planned(plan.executed, plan.failure.as_ref().map(|f| f.0), g.goal_reached());
             Ok(PlanResult {
                 all_moves_successful: plan.failure.is_none(),
                 moves_executed: plan.executed,
@@ -110,6 +119,8 @@ impl Guest for Plugin {
                 Some(s) => g.set_state(s).map_err(|e| format!("cannot reset to that state: {e}"))?,
                 None => *g = Hanoi::new(g.n)?,
             }
+            // From a position of the agent's choosing the optimum is not the start's.
+            puzzle::started(parameters(g.n), state.is_none().then(|| g.optimal_moves() as u32));
             Ok(Reset { reset_successful: true, current_state: pegs(g), text: reply(format!("Reset.\n{}", g.render()), next_step(g)) })
         })
     }

@@ -9,7 +9,7 @@ pub mod rules;
 use std::cell::RefCell;
 
 use exports::ludus::river_crossing::tools::{Banks, Guest, Moved, Params, PlanResult, Reset, Side, Snapshot, Started};
-use ludus_sdk::reply;
+use ludus_sdk::{puzzle, reply};
 use rules::River;
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -68,6 +68,11 @@ fn next_step(g: &Game) -> String {
     format!("Next: call `river_crossing_execute_move` with who rides from the {} bank, e.g. [\"A_1\", \"a_1\"].", r.boat.name())
 }
 
+/// The puzzle's parameters for its result record.
+fn parameters(n: u32, k: u32) -> String {
+    format!("{{\"n\":{n},\"k\":{k}}}")
+}
+
 fn render(g: &Game) -> String {
     g.river.render(g.optimal)
 }
@@ -95,13 +100,16 @@ impl Guest for Plugin {
             optimal_moves: optimal,
             text,
         };
+        puzzle::started(parameters(n, k), optimal);
         GAME.set(Some(g));
         Ok(started)
     }
 
     fn execute_move(_env_id: String, load: Vec<String>) -> Result<Moved, String> {
         with_game(|g| {
-            if let Err(why) = g.river.apply(&load) {
+            let applied = g.river.apply(&load);
+            puzzle::moved(applied.is_ok(), g.river.goal_reached());
+            if let Err(why) = applied {
                 return Err(reply(format!("Illegal crossing {load:?}: {why}.\n{}{RULE}", render(g)), next_step(g)));
             }
             Ok(Moved {
@@ -118,6 +126,7 @@ impl Guest for Plugin {
     fn execute_moves(_env_id: String, moves: Vec<Vec<String>>) -> Result<PlanResult, String> {
         with_game(|g| {
             let plan = ludus_sdk::plan::run(&moves, "crossing", |m| g.river.apply(m));
+            puzzle::planned(plan.executed, plan.failure.as_ref().map(|f| f.0), g.river.goal_reached());
             Ok(PlanResult {
                 all_moves_successful: plan.failure.is_none(),
                 moves_executed: plan.executed,
@@ -144,6 +153,8 @@ impl Guest for Plugin {
                 }
                 None => g.river = River::new(g.river.n, g.river.k)?,
             }
+            // From a position of the agent's choosing the optimum is not the start's.
+            puzzle::started(parameters(g.river.n, g.river.k), g.optimal.filter(|_| state.is_none()));
             Ok(Reset {
                 reset_successful: true,
                 current_state: banks(&g.river),

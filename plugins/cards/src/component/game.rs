@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use ludus_sdk::tally::{End, Tally};
 use ludus_sdk::{LogLevel, channels, host};
 use serde_json::Value;
 
@@ -71,6 +72,12 @@ pub struct Game {
     /// in a new bridge after a restart.
     pub start: Option<Value>,
     pub journal: Vec<Value>,
+    /// The creator's seat and what the game tells the host for its result
+    /// record: actions accepted and refused, and the verdict (the creator's).
+    pub creator: usize,
+    pub tally: Tally,
+    /// A player conceded (the phase bridge's answer does not say so; XMage's does).
+    pub conceding: bool,
 }
 
 /// The end of a game: why, the requests for its final views still out, and
@@ -123,7 +130,19 @@ impl Game {
             ending: None,
             start: None,
             journal: Vec::new(),
+            creator: 0,
+            tally: Tally::default(),
+            conceding: false,
         }
+    }
+
+    /// A new game: its parameters for the result record, told at once.
+    pub fn begin_tally(&mut self, creator: usize) {
+        let opponent = if self.seats.contains(&Seat::Ai) { "ai" } else { "agent" };
+        let backend = if self.backend == Backend::Phase { "phase" } else { "xmage" };
+        self.creator = creator;
+        self.tally = Tally::new(format!("{{\"game\":\"magic\",\"opponent\":\"{opponent}\",\"backend\":\"{backend}\"}}"), None);
+        self.tally.tell();
     }
 
     fn id(&mut self) -> u64 {
@@ -213,6 +232,7 @@ impl Game {
     pub fn note_if_over(&mut self, answer: &mut Value) {
         if answer.get("conceded").and_then(Value::as_bool) == Some(true) {
             answer["game_over"] = Value::Bool(true);
+            self.conceding = true;
         }
         let over = answer.get("game_over").and_then(Value::as_bool) == Some(true);
         if !over || self.ending.is_some() || self.failed.is_some() {
@@ -223,6 +243,16 @@ impl Game {
             Some(w) => format!("winner: {}", w.as_str().map_or_else(|| w.to_string(), String::from)),
         };
         let why = format!("the game is over ({winner}); its engine has shut down. Start a new game with `cards_start_game`");
+        let seat_won = answer.get("winner").and_then(Value::as_u64);
+        self.tally.end(match seat_won {
+            None => End::Draw,
+            Some(s) if s as usize == self.creator => End::Won,
+            Some(_) => End::Lost,
+        });
+        let turn = answer.get("turn").and_then(Value::as_u64).map_or("null".into(), |t| t.to_string());
+        self.tally.figures =
+            format!("{{\"winner\":{},\"turn\":{turn},\"conceded\":{}}}", seat_won.map_or("null".into(), |s| s.to_string()), self.conceding);
+        self.tally.tell();
         let mut ending = Ending { why, status: answer.clone(), pending: HashMap::new(), finals: HashMap::new() };
         for seat in 0..2 {
             let Some(channel) = self.channels[seat] else { continue };

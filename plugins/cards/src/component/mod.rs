@@ -172,6 +172,7 @@ impl Guest for Cards {
                 }
                 Err(e) => return Err(e),
             }
+            g.begin_tally(seat);
             GAME.set(Some(g));
         }
         let backend = with_game(|g| Ok(g.backend))?;
@@ -280,12 +281,30 @@ impl Guest for Cards {
         } else {
             let check = |_: &mut Game, _, pending: Value| decision::check(&pending, &answer).map(Ok);
             let still = |g: &Game, seat| Err(Box::new(still_waiting(g, seat)));
-            match call(&format!("check {answer:?}"), "get_action_choices", json!({}), check, still)? {
-                Ok(args) => args,
-                Err(waiting) => return Ok(*waiting),
+            let checked = call(&format!("check {answer:?}"), "get_action_choices", json!({}), check, still);
+            match checked {
+                Ok(Ok(args)) => args,
+                Ok(Err(waiting)) => return Ok(*waiting),
+                Err(refused) => {
+                    with_game(|g| {
+                        g.tally.sent(false);
+                        g.tally.tell();
+                        Ok(())
+                    })?;
+                    return Err(refused);
+                }
             }
         };
-        status_call_as(&send_key, "choose_action", args)
+        let status = status_call_as(&send_key, "choose_action", args)?;
+        // Counted once, when it is sent: a re-run only awaits its result.
+        if !already_sent {
+            with_game(|g| {
+                g.tally.sent(true);
+                g.tally.tell();
+                Ok(())
+            })?;
+        }
+        Ok(status)
     }
 
     fn get_game_state(_game_id: Option<String>) -> Result<GameState, String> {
@@ -328,6 +347,10 @@ impl Guest for Cards {
     }
 
     fn concede(_game_id: Option<String>) -> Result<ActionStatus, String> {
+        with_game(|g| {
+            g.conceding = true;
+            Ok(())
+        })?;
         status_call("concede", json!({}))
     }
 }
@@ -350,6 +373,8 @@ struct Saved {
     seats: [Seat; 2],
     start: Value,
     journal: Vec<Value>,
+    creator: usize,
+    tally: ludus_sdk::tally::Tally,
 }
 
 impl durable::Guest for Cards {
@@ -357,7 +382,7 @@ impl durable::Guest for Cards {
         GAME.with_borrow(|g| {
             let saved = g.as_ref().and_then(|g| {
                 let start = g.start.clone().filter(|_| g.backend == Backend::Phase)?;
-                Some(Saved { seats: g.seats.clone(), start, journal: g.journal.clone() })
+                Some(Saved { seats: g.seats.clone(), start, journal: g.journal.clone(), creator: g.creator, tally: g.tally.clone() })
             });
             // JSON: the journal holds the engine's own JSON values.
             serde_json::to_vec(&(g.is_some(), saved)).unwrap_or_default()
@@ -377,6 +402,7 @@ impl durable::Guest for Cards {
         g.connect(0)?;
         g.start = Some(saved.start);
         g.journal = saved.journal;
+        (g.creator, g.tally) = (saved.creator, saved.tally);
         g.rebuild();
         GAME.set(Some(g));
         Ok(())
@@ -397,6 +423,9 @@ impl events::Guest for Cards {
         let _ = with_game(|g| {
             if g.failed.is_none() {
                 g.failed = Some(format!("the card-game backend ({}) stopped: {reason}", g.backend.endpoint()));
+                // A game cut short by its backend is unfinished, not lost.
+                g.tally.end(ludus_sdk::tally::End::Abandoned);
+                g.tally.tell();
             }
             Ok(())
         });

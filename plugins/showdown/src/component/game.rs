@@ -117,6 +117,25 @@ pub struct Seat {
     pub scorecard: Option<Scorecard>,
     /// The last moves answered: (decision, action, answer), for their retries.
     pub answered: VecDeque<(u64, String, MoveResult)>,
+    /// For the result record: decisions submitted and refused, and each
+    /// scored decision's optimality in order.
+    pub tally: SeatTally,
+}
+
+/// What a seat has done, for the battle's result record.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct SeatTally {
+    pub moves: u32,
+    pub illegal: u32,
+    pub first_illegal: Option<u32>,
+    pub optimality: Vec<f32>,
+}
+
+impl SeatTally {
+    pub fn refused(&mut self) {
+        self.first_illegal.get_or_insert(self.moves + self.illegal);
+        self.illegal += 1;
+    }
 }
 
 /// The teams an offline battle's players bring, as the agent gave them
@@ -394,8 +413,51 @@ pub fn choose(g: &mut Game, choice: &str) {
 pub fn finish(g: &mut Game) {
     if g.status != Status::Finished {
         g.status = Status::Finished;
+        tell_standing(g);
         ludus_sdk::lifecycle::game_over();
     }
+}
+
+/// Tells the host where the battle stands for its result record
+/// (`outcome`), from its creator's side (p2's seat, when an agent plays
+/// it, is only the creator's opponent there).
+pub fn tell_standing(g: &Game) {
+    use ludus_sdk::outcome::{Statement, Verdict};
+    use ludus_sdk::tally::json_string;
+    let creator = match &g.mode {
+        Mode::Offline { opponent: Opponent::Agent { seat, .. }, .. } if g.seat.battle.me == "p2" => seat,
+        _ => &g.seat,
+    };
+    let b = &creator.battle;
+    let me = b.my_side().map(|s| s.player.clone());
+    let verdict = match (&g.status, &b.winner) {
+        (Status::Error(_), _) => Verdict::Abandoned,
+        _ if b.tie => Verdict::Draw,
+        (_, Some(w)) if Some(w) == me.as_ref() => Verdict::Won,
+        (_, Some(_)) => Verdict::Lost,
+        _ => Verdict::Playing,
+    };
+    let opponent = match &g.mode {
+        Mode::Offline { opponent: Opponent::Bot { bot, .. }, .. } => format!("{bot:?}").to_lowercase(),
+        Mode::Offline { .. } => "agent".into(),
+        Mode::Online { .. } => "online".into(),
+    };
+    let t = &creator.tally;
+    let mean = match t.optimality.len() {
+        0 => "null".to_string(),
+        n => format!("{:.4}", t.optimality.iter().map(|&x| f64::from(x)).sum::<f64>() / n as f64),
+    };
+    let per_turn: Vec<String> = t.optimality.iter().map(|x| format!("{x:.4}")).collect();
+    let winner = b.winner.as_deref().map_or("null".into(), json_string);
+    ludus_sdk::outcome::tell(&Statement {
+        verdict,
+        parameters: format!("{{\"format\":{},\"opponent\":{}}}", json_string(&g.format), json_string(&opponent)),
+        moves: t.moves,
+        illegal_moves: t.illegal,
+        first_failing_move: t.first_illegal,
+        optimum: None,
+        figures: format!("{{\"winner\":{winner},\"turns\":{},\"optimality_mean\":{mean},\"optimality\":[{}]}}", b.turn, per_turn.join(",")),
+    });
 }
 
 /// The validator's problems with a team, when the simulator's side says
@@ -482,6 +544,9 @@ fn seat_event(g: &mut Game, event: Event) {
 pub fn reject(g: &mut Game, text: String) {
     g.seat.battle.correction_due = text.starts_with("[Unavailable choice]");
     if let Some((seq, act)) = g.seat.submitted.take() {
+        // Counted as the move's refusal: the move was counted as made when it was sent.
+        g.seat.tally.moves = g.seat.tally.moves.saturating_sub(1);
+        g.seat.tally.refused();
         g.seat.rejected = Some((seq, act, text));
     }
 }

@@ -24,8 +24,8 @@ use crate::request::{Kind, Request};
 use crate::rng::Rng;
 use game::{
     CHALLENGE_RETRY_MS, GAME, Game, Goal, Mode, Opponent, Seat, Status, Teams, battle_id, choose, finish, format_id, offline_event,
-    online_event, open, same_action, score, send, signed, sim_seed, simulator_wrote_a_line, to_sim, valid_format, valid_username,
-    with_game,
+    online_event, open, same_action, score, send, signed, sim_seed, simulator_wrote_a_line, tell_standing, to_sim, valid_format,
+    valid_username, with_game,
 };
 use render::{available_list, describe_action, mon_line, move_names, move_result, next_step, pokemon, state, summary, target_line};
 
@@ -153,6 +153,7 @@ fn online_game(
 
 /// Makes `game` this session's battle and answers the starting tool.
 fn begin(game: Game) -> Result<BattleStarted, String> {
+    tell_standing(&game);
     GAME.set(Some(game));
     started()
 }
@@ -381,11 +382,24 @@ impl Guest for Showdown {
                     let Some(req) = g.seat.battle.pending() else {
                         return Err(format!("no action is due now: {}", next_step(g)));
                     };
-                    let chosen = req.decide(&action).map_err(|e| format!("{e}. {}", available_list(g)))?;
+                    let chosen = match req.decide(&action) {
+                        Ok(chosen) => chosen,
+                        Err(e) => {
+                            let refused = format!("{e}. {}", available_list(g));
+                            g.seat.tally.refused();
+                            tell_standing(g);
+                            return Err(refused);
+                        }
+                    };
                     if let Some(why) = reasoning.as_deref().filter(|r| !r.is_empty()) {
                         ludus_sdk::log(LogLevel::Info, &format!("turn {}: {} because {why}", g.seat.battle.turn, chosen.name()));
                     }
-                    g.seat.scorecard = Some(score(&g.seat.battle, req, seq, &chosen.name(), &g.format));
+                    let card = score(&g.seat.battle, req, seq, &chosen.name(), &g.format);
+                    let optimality = card.evaluation.as_ref().ok().and_then(|e| e.verdict(&card.action)).map(|v| v.optimality);
+                    g.seat.tally.moves += 1;
+                    g.seat.tally.optimality.extend(optimality);
+                    g.seat.scorecard = Some(card);
+                    tell_standing(g);
                     choose(g, &chosen.choice);
                     g.seat.submitted = Some((seq, chosen.name()));
                     g.seat.rejected = None;
@@ -665,6 +679,7 @@ struct Saved {
     submitted: Option<(u64, String)>,
     in_flight: Option<(u64, String)>,
     announced: bool,
+    tally: game::SeatTally,
 }
 
 impl durable::Guest for Showdown {
@@ -704,6 +719,7 @@ impl durable::Guest for Showdown {
                 submitted: g.seat.submitted.clone(),
                 in_flight: g.seat.in_flight.clone(),
                 announced: g.seat.announced,
+                tally: g.seat.tally.clone(),
             });
             ludus_sdk::durable::write(&saved)
         })
@@ -741,6 +757,7 @@ impl durable::Guest for Showdown {
             }
         };
         game.seat.announced = saved.announced;
+        game.seat.tally = saved.tally;
         GAME.set(Some(game));
         Ok(())
     }
