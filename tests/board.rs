@@ -2,19 +2,17 @@
 //! position from a real tool result, and moves made with the mouse produce
 //! the right `chess_finish_turn` request, which the real server accepts.
 //!
-//! Needs Debian's `chromium` (`apt-get install chromium`; `.ci/run` installs it).
+//! Needs Debian's `chromium` (`apt-get install chromium`; `.ci/run` installs it;
+//! `common::browser` drives it).
 //! The test plays the MCP Apps host: a page that frames the board, answers its
 //! `ui/initialize`, hands it tool results and records its `tools/call`s.
 
 mod common;
 
-use std::time::{Duration, Instant};
-
+use common::browser::{Page, chromium};
 use common::*;
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
-use tokio_tungstenite::tungstenite::Message;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const HOST_PAGE: &str = r#"<!doctype html><html><body style="margin:0">
 <iframe id="app" src="/board.html" style="width:520px;height:600px;border:0"></iframe>
@@ -57,45 +55,7 @@ async fn serve(host_page: String, board: String) -> u16 {
     port
 }
 
-/// A DevTools protocol session with one page.
-struct Page {
-    ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-    next: u64,
-}
-
 impl Page {
-    async fn send(&mut self, method: &str, params: Value) -> Value {
-        self.next += 1;
-        let id = self.next;
-        self.ws.send(Message::text(json!({"id": id, "method": method, "params": params}).to_string())).await.unwrap();
-        loop {
-            let msg = tokio::time::timeout(Duration::from_secs(20), self.ws.next()).await.expect("DevTools answer").unwrap().unwrap();
-            let Ok(v) = serde_json::from_str::<Value>(msg.to_text().unwrap_or("")) else { continue };
-            if v["id"] == id {
-                assert!(v.get("error").is_none(), "{method}: {v}");
-                return v["result"].clone();
-            }
-        }
-    }
-
-    async fn eval(&mut self, js: &str) -> Value {
-        let r = self.send("Runtime.evaluate", json!({"expression": js, "returnByValue": true, "awaitPromise": true})).await;
-        assert!(r.get("exceptionDetails").is_none(), "{js}: {r}");
-        r["result"]["value"].clone()
-    }
-
-    async fn until(&mut self, js: &str, what: &str) -> Value {
-        let start = Instant::now();
-        loop {
-            let v = self.eval(js).await;
-            if !v.is_null() && v != json!(false) {
-                return v;
-            }
-            assert!(start.elapsed() < Duration::from_secs(15), "timed out waiting for {what}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
     /// Centre of an element inside the board's frame, in page coordinates.
     async fn center(&mut self, selector: &str) -> (f64, f64) {
         let js = format!(
@@ -134,39 +94,6 @@ impl Page {
     async fn frame(&mut self, js: &str) -> Value {
         self.eval(&format!("(() => {{ const d = document.getElementById('app').contentDocument; return {js}; }})()")).await
     }
-}
-
-/// Starts headless Chromium on `url` and opens a DevTools session to its page.
-async fn chromium(url: &str, profile: &std::path::Path) -> (tokio::process::Child, Page) {
-    let bin = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| std::path::Path::new(p).exists());
-    let bin = bin.expect("this test needs Debian's chromium: apt-get install chromium (.ci/run installs it)");
-    let mut child = tokio::process::Command::new(bin)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"])
-        .args(["--disable-component-update", "--disable-sync", "--window-size=800,800", "--remote-debugging-port=0"])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(url)
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let port = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(l) = lines.next_line().await.unwrap() {
-            if let Some(rest) = l.split("DevTools listening on ws://127.0.0.1:").nth(1) {
-                return rest.split('/').next().unwrap().to_string();
-            }
-        }
-        panic!("chromium exited without a DevTools endpoint");
-    })
-    .await
-    .expect("chromium did not start");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    ludus::capability::channels::install_tls_provider();
-    let targets: Value = reqwest::get(format!("http://127.0.0.1:{port}/json/list")).await.unwrap().json().await.unwrap();
-    let page = targets.as_array().unwrap().iter().find(|t| t["type"] == "page").expect("a page target");
-    let (ws, _) = tokio_tungstenite::connect_async(page["webSocketDebuggerUrl"].as_str().unwrap()).await.unwrap();
-    (child, Page { ws, next: 0 })
 }
 
 fn result_json(r: &rmcp::model::CallToolResult) -> Value {

@@ -14,6 +14,15 @@ use std::path::PathBuf;
 use common::*;
 use serde_json::{Value, json};
 
+/// The one result record of game `id` in the records file.
+fn only_record(records: &std::path::Path, id: &str) -> Value {
+    let text = std::fs::read_to_string(records).unwrap_or_default();
+    let mine: Vec<Value> =
+        text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["record"] == format!("{id}/1")).collect();
+    assert_eq!(mine.len(), 1, "{text}");
+    mine.into_iter().next().unwrap()
+}
+
 fn bridge() -> PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/cards/bridge/phase_bridge.py").canonicalize().unwrap()
 }
@@ -154,7 +163,8 @@ fn check_decision(choices: &Value) {
 #[tokio::test]
 async fn an_agent_plays_magic_to_the_end_against_phase_ai_with_xmages_tools() {
     let work = scratch();
-    let c = stdio(&[], work.path()).await;
+    let records = work.path().join("records.jsonl");
+    let c = stdio(&["--records", records.to_str().unwrap()], work.path()).await;
     let tools = c.tools().await;
     for name in [
         "start_game",
@@ -216,6 +226,13 @@ async fn an_agent_plays_magic_to_the_end_against_phase_ai_with_xmages_tools() {
     let loser = &last["players"][1 - end["winner"].as_u64().unwrap() as usize];
     assert!(loser["library_size"].as_u64().unwrap() > 0 || !loser["battlefield"].as_array().unwrap().is_empty(), "{last}");
     eprintln!("{} decisions; seen {:?}", agent.decisions, agent.seen);
+    // Its result record: the agent sat at seat 0.
+    let r = only_record(&records, &id);
+    let won = end["winner"] == 0;
+    assert_eq!(r["outcome"], if won { "won" } else { "lost" }, "{r}");
+    assert_eq!((&r["figures"]["winner"], &r["figures"]["conceded"]), (&end["winner"], &json!(false)), "{r}");
+    assert_eq!(r["parameters"], json!({"game": "magic", "opponent": "ai", "backend": "phase"}), "{r}");
+    assert!(r["moves"].as_u64().unwrap() >= agent.decisions as u64 / 2, "{r} after {} decisions", agent.decisions);
 }
 
 /// An agent written for XMage's headless client plays unchanged: no
@@ -296,7 +313,8 @@ async fn an_xmage_agent_plays_without_a_game_id() {
 #[tokio::test]
 async fn decisions_are_checked_before_the_engine_and_bad_input_is_refused() {
     let work = scratch();
-    let c = stdio(&[], work.path()).await;
+    let records = work.path().join("records.jsonl");
+    let c = stdio(&["--records", records.to_str().unwrap()], work.path()).await;
     let e = c.err("cards_start_game", json!({"game": "hearts"})).await;
     assert!(e.contains("unknown card game"), "{e}");
     let e = c.err("cards_start_game", json!({"decks": ["izzet-tempo", "mono-purple"]})).await;
@@ -364,6 +382,11 @@ async fn decisions_are_checked_before_the_engine_and_bad_input_is_refused() {
     assert!(st["game_over"] == true && st["winner"] == 1, "the conceding seat 0 loses: {st}");
     let e = c.err("cards_choose_action", json!({"game_id": id, "answer": false})).await;
     assert!(e.contains("game is over"), "{e}");
+    // The record: lost by concession; the four answers refused before any was
+    // accepted (the first is the first move sent), then the mulligans and the bottom card.
+    let r = only_record(&records, &id);
+    assert_eq!((&r["outcome"], &r["figures"]["conceded"], &r["first_failing_move"]), (&json!("lost"), &json!(true), &json!(0)), "{r}");
+    assert!(r["illegal_moves"].as_u64().unwrap() >= 4 && r["moves"].as_u64().unwrap() >= 4, "{r}");
     let e = c.err("cards_get_game_state", json!({"game_id": "nope"})).await;
     assert!(e.contains("unknown"), "{e}");
 }

@@ -167,7 +167,9 @@ async fn fifty_games_with_a_server_killed(count: usize) {
     let reference = chess_without_a_crash(&work.path().join("reference")).await;
     let callers = ["ann", "ben", "cai", "dee", "eva"];
     let (tokens, lines): (Vec<String>, Vec<String>) = callers.iter().map(|c| issue_token(c)).unzip();
-    let cfg = config(work.path(), &lines.join("\n"));
+    // Every server appends its games' result records to one file.
+    let records = work.path().join("records.jsonl");
+    let cfg = config(work.path(), &format!("records = {:?}\n{}", records.display().to_string(), lines.join("\n")));
     let redis = redis(work.path());
     let mut servers = Vec::new();
     for i in 1..=count {
@@ -212,6 +214,19 @@ async fn fifty_games_with_a_server_killed(count: usize) {
     let moved = on_killed.iter().filter(|(id, v)| now[id].1 > *v).count();
     eprintln!("{} of 50 games were last written by the killed server; {moved} of them went on elsewhere", on_killed.len());
     assert!(moved > 0, "no game in progress was on the killed server");
+    // Each solved puzzle is recorded once, whichever server ended it, in
+    // whole lines (the chess games stop before their end: no record).
+    let text = std::fs::read_to_string(&records).unwrap();
+    assert!(text.ends_with('\n'), "{text}");
+    let mut ids: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .inspect(|r| assert!(r["game"] == "hanoi" && r["outcome"] == "solved" && r["moves"] == per_puzzle, "{r}"))
+        .map(|r| r["record"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!((ids.len(), text.lines().count()), (puzzles, puzzles), "one record per solved puzzle:\n{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -321,6 +336,7 @@ fn a_write_after_the_lease_was_lost_is_refused() {
         changed_at_ms: 2,
         idle_timeout_ms: 60_000,
         last_calls: Default::default(),
+        standing: Default::default(),
     };
     let first = a.lease("g1", Duration::from_secs(1)).unwrap();
     assert_eq!(first.version, 0, "a new game is at version 0");

@@ -76,6 +76,35 @@ fn check_evaluation(e: &serde_json::Map<String, Value>, action: &str, legal: &[V
     assert!((1..=legal.len()).contains(&rank), "{e:?}");
 }
 
+/// The battle's result record says what the battle said: its winner, from
+/// the creator's side, and the optimality of each scored decision in order.
+fn check_record(records: &Path, id: &str, played: &Played) {
+    let text = std::fs::read_to_string(records).unwrap();
+    let mine: Vec<Value> =
+        text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["record"] == format!("{id}/1")).collect();
+    assert_eq!(mine.len(), 1, "{text}");
+    let r = &mine[0];
+    let f = &r["figures"];
+    assert_eq!((&r["game"], &r["parameters"]["format"]), (&json!("showdown"), &json!("gen9randombattle")), "{r}");
+    match played.winner.as_str() {
+        "tie" => assert_eq!(r["outcome"], "draw", "{r}"),
+        w => {
+            assert_eq!(f["winner"], w, "{r}");
+            let won = r["outcome"] == "won";
+            assert!(won || r["outcome"] == "lost", "{r}");
+            assert_eq!(won, w == "You", "the agent plays as You, the bot is the other side: {r}");
+        }
+    }
+    assert_eq!(r["moves"].as_u64().unwrap() as usize, played.actions.len(), "{r}");
+    assert!(f["turns"].as_u64().unwrap() > 0, "{r}");
+    let scored: Vec<f64> = played.evaluations.iter().filter_map(|e| e["optimality"].as_f64()).collect();
+    let recorded: Vec<f64> = f["optimality"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    assert_eq!(recorded.len(), scored.len(), "{r}");
+    assert!(recorded.iter().zip(&scored).all(|(a, b)| (a - b).abs() < 1e-3), "{recorded:?} vs {scored:?}");
+    let mean = scored.iter().sum::<f64>() / scored.len() as f64;
+    assert!((f["optimality_mean"].as_f64().unwrap() - mean).abs() < 1e-3, "{r}");
+}
+
 async fn log_of(c: &Client, id: &str) -> String {
     c.read_resource(&format!("showdown://battle/{id}/log")).await.unwrap().0
 }
@@ -103,6 +132,7 @@ async fn offline_battles_against_both_bots_end_and_replay_identically() {
         if bot == "search" {
             eprintln!("an evaluation: {}", one.evaluations.iter().find(|e| !e.is_null()).unwrap());
         }
+        check_record(&_work.path().join(RECORDS), &first, &one);
     }
 
     // A different seed gives a different battle.

@@ -1,6 +1,7 @@
 //! Drives the real `ludus` binary through rmcp's MCP client.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod cluster;
 pub mod decision;
 pub mod processes;

@@ -9,6 +9,9 @@ use super::{Client, npm_install};
 
 pub const PS_VERSION: &str = "0.11.11";
 
+/// The result records file of a `sim_client` server, in its work directory.
+pub const RECORDS: &str = "records.jsonl";
+
 /// The npm package, installed once into `target/pokemon-showdown` and reused.
 pub fn showdown_package() -> PathBuf {
     let root = npm_install("pokemon-showdown", &[&format!("pokemon-showdown@{PS_VERSION}")]);
@@ -42,11 +45,13 @@ pub fn sim_endpoint(package: &Path) -> String {
 }
 
 /// An MCP client of a server whose `sim` endpoint is the npm package, and
-/// the scratch directory it runs in (dropped with it).
+/// the scratch directory it runs in (dropped with it), where the server
+/// writes its result records (`RECORDS`).
 pub async fn sim_client() -> (tempfile::TempDir, Client) {
     let package = showdown_package();
     let work = super::scratch();
-    let cfg = super::config(work.path(), &sim_endpoint(&package));
+    let records = work.path().join(RECORDS).display().to_string();
+    let cfg = super::config(work.path(), &format!("records = {records:?}\n{}", sim_endpoint(&package)));
     let c = super::stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
     (work, c)
 }

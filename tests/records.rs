@@ -1,0 +1,388 @@
+//! Result records (`--records FILE`) and `ludus report`, through the real
+//! binary: every bundled puzzle and chess leave one record per game with
+//! what the game said (outcome, moves, illegal moves, first failing move,
+//! optimum, figures) and what the host knows (caller, seed, tool calls,
+//! duration); a killed server leaves only whole lines and a restart writes
+//! each game's record once; an unwritable path is refused at start; the
+//! report reads real records, names bad lines, and its HTML page loads in
+//! headless Chromium with the expected plots. (Showdown's and Magic's
+//! records are checked in their own tests, which run their engines.)
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use common::browser::chromium;
+use common::*;
+use serde_json::{Value, json};
+
+/// Every line of a records file, each of which must be a whole JSON record.
+fn records(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(text.is_empty() || text.ends_with('\n'), "the file ends inside a line: {:?}", &text[text.len().saturating_sub(200)..]);
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("line {} is not whole JSON ({e}): {l}", i + 1)))
+        .collect()
+}
+
+/// The records of one session, in the order written.
+fn of_session<'a>(all: &'a [Value], id: &str) -> Vec<&'a Value> {
+    all.iter().filter(|r| r["record"].as_str().unwrap().starts_with(&format!("{id}/"))).collect()
+}
+
+async fn until_records(path: &Path, count: usize) -> Vec<Value> {
+    for _ in 0..100 {
+        let all = records(path);
+        if all.len() >= count {
+            return all;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("fewer than {count} records: {:#?}", records(path));
+}
+
+#[tokio::test]
+async fn every_puzzle_and_chess_leave_one_record_per_game() {
+    let work = scratch();
+    let file = work.path().join("records.jsonl");
+    let extra = format!("records = {:?}\n[plugins.river_crossing]\nidle_timeout_ms = 1500\n", file.display().to_string());
+    let cfg = config(work.path(), &extra);
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+
+    // Hanoi, N=2: an illegal move first, then solved in 3 (the optimum).
+    let hanoi = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].as_str().unwrap().to_string();
+    c.err("hanoi_execute_move", json!({"env_id": hanoi, "move": [2, 0, 2]})).await;
+    for m in [[1, 0, 1], [2, 0, 2], [1, 1, 2]] {
+        c.ok("hanoi_execute_move", json!({"env_id": hanoi, "move": m})).await;
+    }
+    // The same move sent again is a retry: answered, not counted.
+    c.ok("hanoi_execute_move", json!({"env_id": hanoi, "move": [1, 1, 2]})).await;
+    // A reset begins the next game: a plan refused at its second move fails it.
+    c.ok("hanoi_reset_simulator", json!({"env_id": hanoi})).await;
+    let plan = c.ok("hanoi_execute_moves", json!({"env_id": hanoi, "moves": [[1, 0, 1], [1, 0, 2]]})).await;
+    assert_eq!(plan["failed_move_index"], 1, "{plan}");
+
+    // Checker Jumping, N=2: two reds side by side before the blues, a dead end.
+    let checkers = c.ok("checker_jumping_init_simulator", json!({"n": 2})).await["env_id"].as_str().unwrap().to_string();
+    c.ok("checker_jumping_execute_move", json!({"env_id": checkers, "move": ["R", 1, 2]})).await;
+    let stuck = c.ok("checker_jumping_execute_move", json!({"env_id": checkers, "move": ["R", 0, 1]})).await;
+    assert_eq!(stuck["dead_end"], true, "{stuck}");
+
+    // Blocks World, the paper's N=4: one illegal move, then the optimal plan.
+    let blocks = c.ok("blocks_world_init_simulator", json!({"n": 4})).await["env_id"].as_str().unwrap().to_string();
+    c.err("blocks_world_execute_move", json!({"env_id": blocks, "move": ["Z", 0, 1]})).await;
+    let plan = json!([["B", 0, 2], ["A", 0, 2], ["D", 1, 0], ["A", 2, 1], ["B", 2, 0], ["A", 1, 2], ["C", 1, 0], ["A", 2, 0]]);
+    c.ok("blocks_world_execute_moves", json!({"env_id": blocks, "moves": plan})).await;
+
+    // River Crossing, left after one crossing: abandoned when it expires.
+    let river = c.ok("river_crossing_init_simulator", json!({"n": 2, "k": 2})).await["env_id"].as_str().unwrap().to_string();
+    c.ok("river_crossing_execute_move", json!({"env_id": river, "move": ["A_1", "a_1"]})).await;
+
+    // Chess between agents, one client moving both sides: the fool's mate.
+    let chess = c.ok("chess_create_game", json!({"type": "agent"})).await["game_id"].as_str().unwrap().to_string();
+    c.err("chess_finish_turn", json!({"game_id": chess, "move": "e2e5"})).await;
+    for mv in ["f2f3", "e7e5", "g2g4", "d8h4"] {
+        c.ok("chess_finish_turn", json!({"game_id": chess, "move": mv})).await;
+    }
+
+    let all = until_records(&file, 6).await;
+    let solved = of_session(&all, &hanoi);
+    assert_eq!(solved.len(), 2, "{all:#?}");
+    let (first, second) = (solved[0], solved[1]);
+    assert_eq!(first["record"], format!("{hanoi}/1"));
+    assert_eq!(
+        (&first["game"], &first["outcome"], &first["moves"], &first["illegal_moves"], &first["first_failing_move"], &first["optimum"]),
+        (&json!("hanoi"), &json!("solved"), &json!(3), &json!(1), &json!(0), &json!(3)),
+        "{first}"
+    );
+    assert_eq!((&first["parameters"], first["seed"].is_u64(), &first["caller"]), (&json!({"n": 2}), true, &json!("stdio")), "{first}");
+    // init, four moves (one refused); the retry is not a call the game saw.
+    assert_eq!(first["tool_calls"], 5, "{first}");
+    assert_eq!(first["ended"], "the game ended");
+    assert!(first["time"].as_str().unwrap().ends_with('Z') && first["duration_ms"].as_u64().is_some(), "{first}");
+    assert_eq!(
+        (&second["record"], &second["outcome"], &second["moves"], &second["illegal_moves"], &second["first_failing_move"]),
+        (&json!(format!("{hanoi}/2")), &json!("failed"), &json!(1), &json!(1), &json!(1)),
+        "{second}"
+    );
+    assert_eq!(second["tool_calls"], 2, "the reset and the plan: {second}");
+
+    let cj = of_session(&all, &checkers);
+    assert_eq!((cj.len(), &cj[0]["outcome"], &cj[0]["moves"], &cj[0]["optimum"]), (1, &json!("failed"), &json!(2), &json!(8)), "{cj:?}");
+
+    let bw = of_session(&all, &blocks);
+    assert_eq!(bw.len(), 1, "{all:#?}");
+    assert_eq!((&bw[0]["outcome"], &bw[0]["moves"], &bw[0]["illegal_moves"]), (&json!("solved"), &json!(8), &json!(1)), "{}", bw[0]);
+    assert_eq!(bw[0]["parameters"], json!({"n": 4, "instance": "paper"}));
+    assert!(bw[0]["optimum"].as_u64().unwrap() <= 8, "{}", bw[0]);
+
+    let ch = of_session(&all, &chess);
+    assert_eq!(ch.len(), 1, "{all:#?}");
+    let ch = ch[0];
+    assert_eq!(
+        (&ch["outcome"], &ch["moves"], &ch["illegal_moves"]),
+        (&json!("lost"), &json!(4), &json!(1)),
+        "the creator played white: {ch}"
+    );
+    assert_eq!(ch["parameters"], json!({"opponent": "agent", "level": null, "colour": "white"}));
+    assert_eq!((&ch["figures"]["result"], &ch["figures"]["reason"]), (&json!("0-1"), &json!("Black wins by checkmate")), "{ch}");
+    assert!(ch["figures"]["pgn"].as_str().unwrap().contains("2. g4 Qh4#"), "{ch}");
+
+    let rc = of_session(&all, &river);
+    assert_eq!(rc.len(), 1, "{all:#?}");
+    assert_eq!(
+        (&rc[0]["outcome"], &rc[0]["moves"], &rc[0]["parameters"]),
+        (&json!("abandoned"), &json!(1), &json!({"n": 2, "k": 2})),
+        "{}",
+        rc[0]
+    );
+    assert!(rc[0]["ended"].as_str().unwrap().contains("expired"), "{}", rc[0]);
+    assert_eq!(all.len(), 6, "one record per game, no more: {all:#?}");
+    c.close().await;
+}
+
+/// Four clients solve one-disk puzzles as fast as they can while the server
+/// is killed: every line in the file is whole. After the restart a game that
+/// was under way goes on and is recorded once, a game that expired while the
+/// server was down is recorded as abandoned, and no record appears twice.
+#[tokio::test]
+async fn a_killed_server_leaves_whole_lines_and_a_restart_records_each_game_once() {
+    let work = scratch();
+    let (token, lines) = issue_token("alice");
+    let cfg = config(work.path(), &format!("{lines}\n[plugins.river_crossing]\nidle_timeout_ms = 1500\n"));
+    let (store, file) = (work.path().join("games.db"), work.path().join("records.jsonl"));
+    let args = ["--config", cfg.to_str().unwrap(), "--store", store.to_str().unwrap(), "--records", file.to_str().unwrap()];
+    let server = http_server(&args, work.path()).await;
+    let c = http_client_with_token(&server, &token).await;
+    let going_on = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].as_str().unwrap().to_string();
+    c.ok("hanoi_execute_move", json!({"env_id": going_on, "move": [1, 0, 1]})).await;
+    let left = c.ok("river_crossing_init_simulator", json!({"n": 2, "k": 2})).await["env_id"].as_str().unwrap().to_string();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut players = Vec::new();
+    for _ in 0..4 {
+        let (c, stop) = (http_client_with_token(&server, &token).await, stop.clone());
+        players.push(tokio::spawn(async move {
+            let mut solved = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let Ok(r) = c.try_call("hanoi_init_simulator", json!({"n": 1})).await else { break };
+                let Some(id) = r.structured_content.and_then(|s| s["env_id"].as_str().map(String::from)) else { break };
+                if c.try_call("hanoi_execute_move", json!({"env_id": id, "move": [1, 0, 2]})).await.is_err() {
+                    break;
+                }
+                solved += 1;
+            }
+            solved
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    kill9(server);
+    stop.store(true, Ordering::Relaxed);
+    let mut solved = 0;
+    for p in players {
+        solved += p.await.unwrap();
+    }
+    let before = records(&file);
+    assert!(before.len() >= solved && solved > 10, "{} records for {solved} solved puzzles", before.len());
+    assert!(before.iter().all(|r| r["outcome"] == "solved" && r["caller"] == "alice"), "{before:#?}");
+
+    // The river crossing expires while the server is down.
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let server = http_server(&args, work.path()).await;
+    let c = http_client_with_token(&server, &token).await;
+    for m in [[2, 0, 2], [1, 1, 2]] {
+        c.ok("hanoi_execute_move", json!({"env_id": going_on, "move": m})).await;
+    }
+    let all = records(&file);
+    let abandoned = of_session(&all, &left);
+    assert_eq!(abandoned.len(), 1, "{all:#?}");
+    assert!(abandoned[0]["outcome"] == "abandoned" && abandoned[0]["ended"].as_str().unwrap().contains("expired"), "{}", abandoned[0]);
+    let finished = of_session(&all, &going_on);
+    assert_eq!(finished.len(), 1, "{all:#?}");
+    assert_eq!((&finished[0]["outcome"], &finished[0]["moves"], &finished[0]["tool_calls"]), (&json!("solved"), &json!(3), &json!(4)));
+    let mut ids: Vec<&str> = all.iter().map(|r| r["record"].as_str().unwrap()).collect();
+    ids.sort();
+    let n = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "a record was written twice");
+    drop(server);
+}
+
+/// Games kept nowhere (`--store memory`) end with the server: when its
+/// client closes stdin, a game under way is recorded as abandoned.
+#[test]
+fn games_not_kept_are_recorded_when_the_server_stops() {
+    use std::io::{BufRead, BufReader, Write};
+    let work = scratch();
+    let file = work.path().join("records.jsonl");
+    let mut server = std::process::Command::new(BIN)
+        .args(["serve", "--store", "memory", "--games", "hanoi", "--records", file.to_str().unwrap()])
+        .env("LUDUS_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut input, mut output) = (server.stdin.take().unwrap(), BufReader::new(server.stdout.take().unwrap()));
+    let mut ask = |line: &str, answer: bool| -> Value {
+        writeln!(input, "{line}").unwrap();
+        let mut got = String::new();
+        if answer {
+            output.read_line(&mut got).unwrap();
+        }
+        serde_json::from_str(&got).unwrap_or(Value::Null)
+    };
+    ask(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+        true,
+    );
+    ask(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, false);
+    let started =
+        ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#, true);
+    let id = started["result"]["structuredContent"]["env_id"].as_str().unwrap_or_else(|| panic!("{started}")).to_string();
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"hanoi_execute_move","arguments":{{"env_id":"{id}","move":[1,0,2]}}}}}}"#
+    );
+    ask(&call, true);
+    drop(input);
+    assert!(server.wait().unwrap().success());
+    let all = records(&file);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert_eq!((&all[0]["record"], &all[0]["outcome"], &all[0]["moves"]), (&json!(format!("{id}/1")), &json!("abandoned"), &json!(1)));
+    assert_eq!(all[0]["ended"], "the server stopped");
+}
+
+#[test]
+fn an_unwritable_records_path_is_refused_at_start() {
+    let work = scratch();
+    let dir = work.path().join("a-directory");
+    std::fs::create_dir(&dir).unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["serve", "--no-builtin", "--records", dir.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("the records file {} cannot be written", dir.display())), "{stderr}");
+}
+
+/// Real records from two callers (puzzles of several sizes, a chess game
+/// against the engine played to its end, a Showdown battle), a file with a
+/// bad line, and a missing file: the table, the named bad line, and the
+/// HTML page in headless Chromium.
+#[tokio::test]
+async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
+    let work = scratch();
+    let package = common::showdown::showdown_package();
+    let (tokens, lines): (Vec<String>, Vec<String>) = ["model-a", "model-b"].iter().map(|c| issue_token(c)).unzip();
+    let file = work.path().join("records.jsonl");
+    let extra = format!("records = {:?}\n{}\n{}", file.display().to_string(), lines.join("\n"), common::showdown::sim_endpoint(&package));
+    let cfg = config(work.path(), &extra);
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (a, b) = (http_client_with_token(&server, &tokens[0]).await, http_client_with_token(&server, &tokens[1]).await);
+
+    // model-a solves Tower of Hanoi at N = 1, 2, 3; model-b only at N = 1.
+    let solutions = [
+        json!([[1, 0, 2]]),
+        json!([[1, 0, 1], [2, 0, 2], [1, 1, 2]]),
+        json!([[1, 0, 2], [2, 0, 1], [1, 2, 1], [3, 0, 2], [1, 1, 0], [2, 1, 2], [1, 0, 2]]),
+    ];
+    for (n, plan) in (1..=3).zip(&solutions) {
+        for (c, good) in [(&a, true), (&b, n == 1)] {
+            let env = c.ok("hanoi_init_simulator", json!({"n": n})).await["env_id"].clone();
+            let moves = if good { plan.clone() } else { json!([[n, 0, 2]]) };
+            c.ok("hanoi_execute_moves", json!({"env_id": env, "moves": moves})).await;
+        }
+    }
+    // A chess game against the engine at level 1, played to its end with the first legal move.
+    let game = a.ok("chess_create_game", json!({"type": "computer", "difficulty": 1, "seed": 9})).await["game_id"].clone();
+    for _ in 0..400 {
+        let s = a.ok("chess_wait_for_next_turn", json!({"game_id": game})).await;
+        if s["status"] == "game-over" {
+            break;
+        }
+        if s["status"] == "your-turn" {
+            let mv = s["legal_moves"][0].as_str().unwrap().to_string();
+            a.ok("chess_finish_turn", json!({"game_id": game, "move": mv})).await;
+        }
+    }
+    // A Showdown battle against the random bot, first available action each time.
+    let battle = common::showdown::offline(&a, "random", 5).await;
+    for _ in 0..600 {
+        let s = a.ok("showdown_get_battle_state", json!({"battle_id": battle})).await;
+        if s["status"] == "finished" {
+            break;
+        }
+        if let Some(action) = s["available_actions"].as_array().and_then(|v| v.first()).and_then(Value::as_str) {
+            a.ok("showdown_make_move", json!({"battle_id": battle, "action": action})).await;
+        }
+    }
+    let all = until_records(&file, 8).await;
+    assert!(all.iter().any(|r| r["game"] == "chess" && r["parameters"]["level"] == 1), "{all:#?}");
+    assert!(
+        all.iter().any(|r| r["game"] == "showdown" && r["figures"]["optimality"].as_array().is_some_and(|o| !o.is_empty())),
+        "{all:#?}"
+    );
+    drop(server);
+
+    let bad = work.path().join("more.jsonl");
+    std::fs::write(&bad, "{\"game\": \"hanoi\"\nnot json at all\n").unwrap();
+    let page = work.path().join("report.html");
+    let out = std::process::Command::new(BIN)
+        .args(["report", file.to_str().unwrap(), bad.to_str().unwrap(), "--html", page.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("{}:1: not a result record", bad.display())), "{stderr}");
+    assert!(stderr.contains(&format!("{}:2: not a result record", bad.display())), "{stderr}");
+    let row = |params: &str| {
+        stdout.lines().find(|l| l.starts_with("hanoi") && l.contains(params)).unwrap_or_else(|| panic!("{stdout}")).to_string()
+    };
+    let cells = |l: String| l.split_whitespace().map(String::from).collect::<Vec<_>>();
+    assert_eq!(cells(row("n=1"))[2..5], ["2", "100.0%", "+0.00"], "{stdout}");
+    assert_eq!(cells(row("n=3"))[2..4], ["2", "50.0%"], "{stdout}");
+    assert!(stdout.contains(&format!("{} records, 2 bad lines skipped", all.len())), "{stdout}");
+
+    // A missing file is said and makes the exit status 1; the rest is still summarised.
+    let out = std::process::Command::new(BIN).args(["report", file.to_str().unwrap(), "/nonexistent/r.jsonl"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/r.jsonl: cannot be read"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("hanoi"));
+
+    let html = std::fs::read_to_string(&page).unwrap();
+    for external in ["<script", "src=\"http", "href=\"http", "@import", "url("] {
+        assert!(!html.contains(external), "the page loads {external}: it must stand alone");
+    }
+    let (_browser, mut tab) = chromium("about:blank", &work.path().join("chromium")).await;
+    tab.watch_errors().await;
+    tab.open(&format!("file://{}", page.display())).await;
+    let figures = tab
+        .eval(
+            "[...document.querySelectorAll('figure')].map(f => ({id: f.id, series: JSON.parse(f.dataset.series), \
+             texts: [...f.querySelectorAll('svg text')].map(t => t.textContent.trim()), \
+             marks: f.querySelectorAll('svg polyline, svg path, svg circle, svg rect').length}))",
+        )
+        .await;
+    let by_id = |id: &str| {
+        figures.as_array().unwrap().iter().find(|f| f["id"] == id).unwrap_or_else(|| panic!("no figure {id}: {figures}")).clone()
+    };
+    let accuracy = by_id("accuracy-hanoi");
+    assert_eq!(accuracy["series"], json!(["model-a", "model-b"]), "one line per caller: {accuracy}");
+    for f in [&accuracy, &by_id("moves"), &by_id("levels-chess"), &by_id("optimality")] {
+        let texts: Vec<&str> = f["texts"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        for s in f["series"].as_array().unwrap() {
+            assert!(texts.contains(&s.as_str().unwrap()), "the legend of {} names {s}: {texts:?}", f["id"]);
+        }
+        assert!(f["marks"].as_u64().unwrap() > 5, "{f}");
+    }
+    assert_eq!(by_id("moves")["series"], json!(["hanoi"]));
+    let rows = tab.eval("document.querySelectorAll('table tr').length").await;
+    assert!(rows.as_u64().unwrap() >= 6, "{rows}");
+    tab.eval("1").await;
+    assert!(tab.errors.is_empty(), "the page reported errors: {:?}", tab.errors);
+}
