@@ -424,7 +424,8 @@ impl Session {
 
     fn settle_as(&self, recovered: bool) {
         let Some(records) = &self.records else { return };
-        if !lock(&self.standing).due() {
+        // A call and an event (the simulator's last line) may settle at once.
+        if !self.claim_record(Standing::due) {
             return;
         }
         let line = super::results::result_record(&self.record(), super::results::GAME_ENDED, now_ms());
@@ -433,7 +434,6 @@ impl Session {
         } else {
             records.append(&line)
         }
-        lock(&self.standing).recorded = true;
         if let Err(e) = self.relet().and_then(|()| self.persist()) {
             tracing::warn!(plugin = self.plugin.name, session = line.record, "the record was written but not marked so in the store: {e}");
             self.let_lease_go();
@@ -442,17 +442,23 @@ impl Session {
 
     /// The session ends (`why`): the record of a game that has not ended,
     /// as `abandoned`, or of one whose record is still to be written.
+    /// Nothing is stored after this, so a plain append.
     pub fn record_end(&self, why: &str) {
         let Some(records) = &self.records else { return };
-        if lock(&self.standing).unrecorded() {
-            self.write_record(records, why);
+        if self.claim_record(Standing::unrecorded) {
+            records.append(&super::results::result_record(&self.record(), why, now_ms()));
         }
     }
 
-    fn write_record(&self, records: &RecordsFile, ended: &str) {
-        // A session ends: nothing is stored after this, so a plain append.
-        records.append(&super::results::result_record(&self.record(), ended, now_ms()));
-        lock(&self.standing).recorded = true;
+    /// Marks the current game's record written if `ready` says it is to be
+    /// written now: true for exactly one caller, which then writes it.
+    fn claim_record(&self, ready: fn(&Standing) -> bool) -> bool {
+        let mut standing = lock(&self.standing);
+        let claimed = ready(&standing);
+        if claimed {
+            standing.recorded = true;
+        }
+        claimed
     }
 
     /// The answer of `caller`'s last successful call of `tool` when this
