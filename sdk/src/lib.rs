@@ -286,7 +286,8 @@ pub fn reply(body: impl AsRef<str>, next: impl AsRef<str>) -> String {
 }
 
 /// The plugin glue every puzzle shares: its state, held in `$slot`,
-/// survives a restart ([`durable!`]); a move or plan sent twice in a row is
+/// survives a restart with its tally ([`puzzle::TALLY`], what the game
+/// tells for its result record); a move or plan sent twice in a row is
 /// a retry ([`puzzle::retries`]); `describe()` is [`puzzle::info`] with the
 /// version of the calling crate; it has no resources.
 ///
