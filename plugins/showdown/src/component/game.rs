@@ -120,6 +120,10 @@ pub struct Seat {
     /// For the result record: decisions submitted and refused, and each
     /// scored decision's optimality in order.
     pub tally: SeatTally,
+    /// After a restart of the server, until this seat's first move: the
+    /// last move it submitted before (a client that never got that move's
+    /// answer sends it again).
+    pub restored: Option<(u64, String)>,
 }
 
 /// What a seat has done, for the battle's result record.

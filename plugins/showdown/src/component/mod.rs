@@ -362,10 +362,25 @@ impl Guest for Showdown {
                 host::wait(0);
                 return Ok(move_result(g, &action, None));
             }
+            let restored = g.seat.restored.take();
             // The host re-runs a waiting call with the same arguments: finish
             // that call instead of submitting the action again for a new turn.
             if let Some((at, act)) = g.seat.in_flight.clone().filter(|(_, act)| same_action(act, &action)) {
                 return finish_move(g, at, &act, &action);
+            }
+            // The first move after a restart that repeats the last one made
+            // before it is that move sent again by a client that never got
+            // its answer: answered, not made a second time. (Whether the
+            // next request had come before the kill is a matter of timing;
+            // the answer must not be.)
+            if let Some((at, made)) = restored.filter(|(at, made)| *at < g.seat.battle.decision_seq && same_action(made, &action)) {
+                let due = g.seat.battle.decision_seq;
+                let mut answer = move_result(g, &action, Some(at));
+                answer.text = format!(
+                    "Already made before the server restarted: `{made}` answered decision {at}; the decision due now is {due}.\n{}",
+                    answer.text
+                );
+                return Ok(answer);
             }
             g.seat.in_flight = None;
             if g.seat.battle.over() {
@@ -743,9 +758,11 @@ impl durable::Guest for Showdown {
                 if let Mode::Offline { replay, opponent, .. } = &mut game.mode {
                     *replay = sent.into();
                     if let (Opponent::Agent { seat, .. }, Some(a)) = (opponent, agent) {
+                        seat.restored = a.submitted.clone();
                         (seat.submitted, seat.in_flight, seat.announced) = (a.submitted, a.in_flight, a.announced);
                     }
                 }
+                game.seat.restored = saved.submitted.clone();
                 game.seat.submitted = saved.submitted;
                 game.seat.in_flight = saved.in_flight;
                 game
