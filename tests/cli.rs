@@ -22,7 +22,8 @@ fn help_explains_the_commands() {
     assert!(out.contains("--plugins") && out.contains("--http") && out.contains("--config"), "{out}");
     // Every bundled game is named where a new user first looks.
     let (_, out, _) = run(&["--help"]);
-    for game in ["chess", "Pokémon Showdown", "Magic: The Gathering", "Tower of Hanoi", "River Crossing"] {
+    for game in ["chess", "Pokémon Showdown", "Magic: The Gathering", "Tower of Hanoi", "River Crossing", "Checker Jumping", "Blocks World"]
+    {
         assert!(out.contains(game), "`ludus --help` does not name the built-in game {game}:\n{out}");
     }
 }

@@ -8,7 +8,8 @@ use ludus::config::Config;
 ///
 /// Every game is a sandboxed WebAssembly component. The built-in games
 /// (chess, Pokémon Showdown, Magic: The Gathering on the phase rules engine,
-/// and the puzzles Tower of Hanoi and River Crossing) are loaded unless
+/// and the puzzles of The Illusion of Thinking: Tower of Hanoi, River
+/// Crossing, Checker Jumping and Blocks World) are loaded unless
 /// --no-builtin; components dropped into the --plugins directory are added,
 /// replace a built-in of the same name, and are reloaded when their file
 /// changes.
