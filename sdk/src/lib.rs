@@ -626,6 +626,18 @@ pub mod tally {
             self.sent += 1;
         }
 
+        /// The last move counted as accepted was refused after all (a game
+        /// whose engine refuses a choice after it was sent): it counts as
+        /// refused, at its place among the moves sent.
+        pub fn retract(&mut self) {
+            if self.ended.is_some() {
+                return;
+            }
+            self.moves = self.moves.saturating_sub(1);
+            self.illegal += 1;
+            self.first_failing.get_or_insert(self.sent.saturating_sub(1));
+        }
+
         /// The game ends so (the first end stands).
         pub fn end(&mut self, how: End) {
             self.ended.get_or_insert(how);
@@ -713,5 +725,33 @@ pub mod plan {
         }
         let n = moves.len();
         Outcome { executed: n as u32, failure: None, summary: format!("All {n} {noun}s were legal.") }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tally::{End, Tally};
+
+    #[test]
+    fn a_tally_counts_moves_and_the_first_refused_ones_place() {
+        let mut t = Tally::new("{\"n\":3}".into(), Some(7));
+        t.sent(true);
+        t.sent(false);
+        t.sent(true);
+        assert_eq!((t.moves, t.illegal, t.first_failing), (2, 1, Some(1)));
+        // A move refused after it was counted keeps its own place; the first refusal stays first.
+        t.retract();
+        assert_eq!((t.moves, t.illegal, t.first_failing), (1, 2, Some(1)));
+        let mut late = Tally::default();
+        late.sent(true);
+        late.sent(true);
+        late.retract();
+        assert_eq!((late.moves, late.illegal, late.first_failing), (1, 1, Some(1)));
+        // Once ended, nothing more is counted.
+        late.end(End::Lost);
+        late.end(End::Won);
+        late.sent(false);
+        late.retract();
+        assert_eq!((late.moves, late.illegal, late.ended), (1, 1, Some(End::Lost)));
     }
 }

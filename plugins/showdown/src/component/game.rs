@@ -126,20 +126,12 @@ pub struct Seat {
     pub restored: Option<(u64, String)>,
 }
 
-/// What a seat has done, for the battle's result record.
+/// What a seat has done, for the battle's result record: its decisions
+/// submitted and refused, and each scored decision's optimality.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct SeatTally {
-    pub moves: u32,
-    pub illegal: u32,
-    pub first_illegal: Option<u32>,
+    pub counts: ludus_sdk::tally::Tally,
     pub optimality: Vec<f32>,
-}
-
-impl SeatTally {
-    pub fn refused(&mut self) {
-        self.first_illegal.get_or_insert(self.moves + self.illegal);
-        self.illegal += 1;
-    }
 }
 
 /// The teams an offline battle's players bring, as the agent gave them
@@ -446,7 +438,7 @@ pub fn tell_standing(g: &Game) {
         Mode::Offline { .. } => "agent".into(),
         Mode::Online { .. } => "online".into(),
     };
-    let t = &creator.tally;
+    let (t, counts) = (&creator.tally, &creator.tally.counts);
     let mean = match t.optimality.len() {
         0 => "null".to_string(),
         n => format!("{:.4}", t.optimality.iter().map(|&x| f64::from(x)).sum::<f64>() / n as f64),
@@ -456,9 +448,9 @@ pub fn tell_standing(g: &Game) {
     ludus_sdk::outcome::tell(&Statement {
         verdict,
         parameters: format!("{{\"format\":{},\"opponent\":{}}}", json_string(&g.format), json_string(&opponent)),
-        moves: t.moves,
-        illegal_moves: t.illegal,
-        first_failing_move: t.first_illegal,
+        moves: counts.moves,
+        illegal_moves: counts.illegal,
+        first_failing_move: counts.first_failing,
         optimum: None,
         figures: format!("{{\"winner\":{winner},\"turns\":{},\"optimality_mean\":{mean},\"optimality\":[{}]}}", b.turn, per_turn.join(",")),
     });
@@ -548,9 +540,8 @@ fn seat_event(g: &mut Game, event: Event) {
 pub fn reject(g: &mut Game, text: String) {
     g.seat.battle.correction_due = text.starts_with("[Unavailable choice]");
     if let Some((seq, act)) = g.seat.submitted.take() {
-        // Counted as the move's refusal: the move was counted as made when it was sent.
-        g.seat.tally.moves = g.seat.tally.moves.saturating_sub(1);
-        g.seat.tally.refused();
+        // The move was counted as made when it was sent.
+        g.seat.tally.counts.retract();
         g.seat.rejected = Some((seq, act, text));
     }
 }

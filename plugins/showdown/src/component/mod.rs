@@ -401,7 +401,7 @@ impl Guest for Showdown {
                         Ok(chosen) => chosen,
                         Err(e) => {
                             let refused = format!("{e}. {}", available_list(g));
-                            g.seat.tally.refused();
+                            g.seat.tally.counts.sent(false);
                             tell_standing(g);
                             return Err(refused);
                         }
@@ -411,7 +411,7 @@ impl Guest for Showdown {
                     }
                     let card = score(&g.seat.battle, req, seq, &chosen.name(), &g.format);
                     let optimality = card.evaluation.as_ref().ok().and_then(|e| e.verdict(&card.action)).map(|v| v.optimality);
-                    g.seat.tally.moves += 1;
+                    g.seat.tally.counts.sent(true);
                     g.seat.tally.optimality.extend(optimality);
                     g.seat.scorecard = Some(card);
                     tell_standing(g);
