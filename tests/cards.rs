@@ -150,7 +150,9 @@ fn check_decision(choices: &Value) {
         "DeclareBlockers" => assert_ne!(cx["active_player"], me, "blocking happens on the other player's turn: {choices}"),
         "DeclareAttackers" => {
             assert_eq!(cx["active_player"], me, "{choices}");
-            assert!(descriptions.iter().all(|d| d.contains("attack Player") || d.contains("planeswalker of")), "{choices}");
+            // Choice 0 declares the attackers marked; every other one names what it attacks.
+            assert!(descriptions[0].starts_with("declare "), "{choices}");
+            assert!(descriptions[1..].iter().all(|d| d.contains("attack Player") || d.contains("planeswalker of")), "{choices}");
         }
         "ScryChoice" => assert!(descriptions.iter().all(|d| d.contains("keep on top:") && d.contains("bottom:")), "{choices}"),
         "TargetSelection" => {

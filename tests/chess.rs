@@ -56,11 +56,21 @@ async fn a_full_game_against_the_computer_ends_with_every_move_legal() {
     c.close().await;
 }
 
+/// An agent game the creator plays both sides of: it takes the open seat
+/// with the join code, like anyone else (self-play).
+async fn self_play(c: &Client) -> Value {
+    let game = c.ok("chess_create_game", json!({"type": "agent"})).await["game_id"].clone();
+    let code = join_code(c, game.as_str().unwrap()).await;
+    let joined = c.call("chess_join_game", json!({"game_id": game, "join_code": code})).await;
+    assert!(text(&joined).contains("you play both sides"), "{}", text(&joined));
+    game
+}
+
 #[tokio::test]
 async fn scholars_mate_claim_accepted_and_a_false_claim_rejected() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
-    let game = c.ok("chess_create_game", json!({"type": "agent"})).await["game_id"].clone();
+    let game = self_play(&c).await;
     for mv in ["e4", "e5", "Bc4", "Nc6"] {
         c.ok("chess_finish_turn", json!({"game_id": game, "move": mv})).await;
     }
@@ -175,26 +185,34 @@ async fn illegal_and_out_of_turn_moves_are_refused_with_reasons() {
     assert!(e.contains("the pawn on e2 cannot move to e5") && e.contains("Legal moves: a2a3, a2a4"), "{e}");
     let e = c.err("chess_finish_turn", json!({"game_id": game, "move": "Nf5"})).await;
     assert!(e.contains("not a legal move") && e.contains("Legal moves: Na3, Nc3, Nf3, Nh3, a3"), "SAN in, SAN out: {e}");
-    let b = c.ok("chess_finish_turn", json!({"game_id": game, "move": "e4"})).await;
+    let b = c.ok("chess_finish_turn", json!({"game_id": game, "move": "e4", "decision": 1})).await;
     assert_eq!(b["status"], "opponent-turn");
-    // Out of turn: the computer is to move (or has just moved, then it is our turn again).
-    let r = c.call("chess_finish_turn", json!({"game_id": game, "move": "d2d4"})).await;
-    if r.is_error == Some(true) {
-        assert!(text(&r).contains("computer's move"), "{}", text(&r));
-    }
+    assert_eq!((b["decision"].clone(), b["legal_moves_for"].clone()), (json!(2), json!("black")), "after our move: Black's moves, {b}");
+    // Out of turn, always refused: the computer is to move (decision 2 is its
+    // own), or it has just moved and decision 2 is past.
+    let e = c.err("chess_finish_turn", json!({"game_id": game, "move": "d2d4", "decision": 2})).await;
+    assert!(e.contains("computer's move") || e.contains("decision 2 was made already; the decision due now is 3"), "{e}");
+    // Against the computer no seat is open: no join code is handed out.
+    let sessions = c.ok("ludus_sessions", json!({})).await;
+    let mine = sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == game).unwrap().clone();
+    assert!(mine.get("join_code").is_none(), "{mine}");
+    assert_eq!(mine["seats"][1], json!({"seat": "black", "kind": "builtin", "player": "chess-engine/1"}), "{mine}");
     let e = c.err("chess_create_game", json!({"type": "computer", "difficulty": 11})).await;
     assert!(e.contains("expected an integer from 1 to 10, got 11"), "{e}");
     let e = c.err("chess_create_game", json!({"type": "robot"})).await;
     assert!(e.contains("argument `type`: expected one of computer, agent"), "{e}");
     let e = c.err("chess_join_game", json!({"game_id": game})).await;
-    assert!(e.contains("against the computer"), "{e}");
+    assert!(e.contains("is open: white:") && e.contains("black: chess-engine/1"), "{e}");
     c.close().await;
 }
 
+/// Where the operator lets callers fix whole seeds (an evaluator's own
+/// server), the same seed gives the same engine moves.
 #[tokio::test]
-async fn the_computer_moves_first_for_black_and_the_same_seed_repeats_its_moves() {
+async fn the_computer_moves_first_for_black_and_a_fixed_whole_seed_repeats_its_moves() {
     let work = scratch();
-    let c = stdio(&[], work.path()).await;
+    let cfg = config(work.path(), "whole_seeds = true");
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
     let mut firsts = Vec::new();
     for _ in 0..2 {
         let b = c.ok("chess_create_game", json!({"type": "computer", "color": "black", "difficulty": 3, "seed": 99})).await;
@@ -221,8 +239,8 @@ async fn two_agents_over_http_wait_for_each_other() {
     assert_eq!(joined["status"], "opponent-turn");
     let e = b.err("chess_finish_turn", json!({"game_id": game, "move": "e5"})).await;
     assert!(e.contains("White's move (the other agent)"), "{e}");
-    let e = b.err("chess_join_game", json!({"game_id": game})).await;
-    assert!(e.contains("already play Black"), "{e}");
+    let e = b.err("chess_join_game", json!({"game_id": game, "join_code": code})).await;
+    assert!(e.contains("no seat of `game_id`") && e.contains("is open: white: client-"), "{e}");
 
     // B waits; A's move wakes it.
     let waiter = {
@@ -250,7 +268,7 @@ async fn two_agents_over_http_wait_for_each_other() {
     assert_eq!(r["last_move"], "c5");
     let third = http_client(&server).await;
     let e = third.err("chess_join_game", json!({"game_id": game, "join_code": code})).await;
-    assert!(e.contains("game is full"), "{e}");
+    assert!(e.contains("is open: white:"), "{e}");
 }
 
 /// The official MCP Python SDK (from PyPI), for a client that is not ours.
@@ -312,5 +330,102 @@ async fn a_human_game_needs_a_client_that_can_ask_and_the_board_comes_as_a_png()
     // Without `image`, no image block.
     let plain = c.call("chess_create_game", json!({"type": "computer"})).await;
     assert!(plain.content.iter().all(|b| b.as_image().is_none()));
+    c.close().await;
+}
+
+/// A seat nobody took is played by nobody: the creator may not move for
+/// it, and its status and waits say the game waits for the joiner. The
+/// creator takes it with the join code to play both sides, and the record
+/// then says both seats are one player.
+#[tokio::test]
+async fn an_open_seat_is_played_by_nobody_until_it_is_taken_with_the_code() {
+    let work = scratch();
+    let records = work.path().join("records.jsonl");
+    let cfg = config(work.path(), "[plugins.chess]\nmax_wait_ms = 1000\n");
+    let c = stdio(&["--config", cfg.to_str().unwrap(), "--records", records.to_str().unwrap()], work.path()).await;
+    // White's creator: its own move, then not Black's.
+    let game = c.ok("chess_create_game", json!({"type": "agent"})).await;
+    let id = game["game_id"].clone();
+    assert_eq!(game["open_seat"], "black", "{game}");
+    c.ok("chess_finish_turn", json!({"game_id": id, "move": "e2e4"})).await;
+    let e = c.err("chess_finish_turn", json!({"game_id": id, "move": "e7e5"})).await;
+    assert!(e.contains("Black's seat is open: waiting for an agent to join with the join code"), "{e}");
+    let waited = c.call("chess_wait_for_next_turn", json!({"game_id": id})).await;
+    assert_eq!(waited.structured_content.as_ref().unwrap()["status"], "opponent-turn", "{}", text(&waited));
+    assert!(text(&waited).contains("Black's seat is open") && !text(&waited).contains("Your turn"), "{}", text(&waited));
+    // Black's creator is never told "your turn" for White, nor may it move.
+    let black = c.call("chess_create_game", json!({"type": "agent", "color": "black"})).await;
+    let said = text(&black);
+    let black = black.structured_content.unwrap();
+    assert_eq!(black["status"], "opponent-turn", "{black}");
+    assert!(said.contains("White's seat is open") && !said.contains("Your turn"), "{said}");
+    let e = c.err("chess_finish_turn", json!({"game_id": black["game_id"], "move": "e2e4"})).await;
+    assert!(e.contains("White's seat is open"), "{e}");
+    // Taken with the code, the creator plays Black too.
+    let code = join_code(&c, id.as_str().unwrap()).await;
+    let joined = c.ok("chess_join_game", json!({"game_id": id, "join_code": code})).await;
+    assert_eq!(
+        (joined["your_color"].clone(), joined["status"].clone(), joined["open_seat"].clone()),
+        (json!("black"), json!("your-turn"), Value::Null)
+    );
+    for mv in ["e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"] {
+        c.ok("chess_finish_turn", json!({"game_id": id, "move": mv})).await;
+    }
+    // No seat is open now: the code is no longer handed out.
+    let sessions = c.ok("ludus_sessions", json!({})).await;
+    let s = sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == id).unwrap().clone();
+    assert!(s.get("join_code").is_none() && s["game_over"] == true, "{s}");
+    c.close().await;
+    let lines = std::fs::read_to_string(&records).unwrap();
+    let record: Value = lines.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|r| r["outcome"] == "won").expect(&lines);
+    let seats = record["seats"].as_array().unwrap();
+    assert_eq!(seats.len(), 2, "{record}");
+    assert_eq!(seats[0]["player"], seats[1]["player"], "both seats are one player: {record}");
+    assert_eq!((seats[0]["result"].clone(), seats[1]["result"].clone()), (json!("won"), json!("lost")), "{record}");
+}
+
+/// Moves are made exactly once by their number, never guessed from their
+/// text: White playing `Rxh7` twice in a row (a recapture on the same
+/// square) makes both; a move sent again for a number already made gets
+/// that move's answer and is not made again, also when two arrive at once;
+/// a number passed or not yet due is refused, saying which is due.
+#[tokio::test]
+async fn moves_are_made_once_by_their_number_and_the_same_san_twice_is_two_moves() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let game = self_play(&c).await;
+    let plies = "f3 c6 b4 Na6 h4 Nxb4 a4 Nxc2+ Qxc2 Qa5 Qe4 Qxa4 Qxe7+ Bxe7 Rxa4 Bxh4+ Raxh4 Rb8 Rxh7 Rxh7 Rxh7";
+    let mut last = Value::Null;
+    for (i, mv) in plies.split(' ').enumerate() {
+        let n = i as u64 + 1;
+        last = c.ok("chess_finish_turn", json!({"game_id": game, "move": mv, "decision": n})).await;
+        assert_eq!(last["decision"], json!(n + 1), "{mv}: {last}");
+    }
+    assert_eq!(last["last_move"], "Rxh7");
+    assert_eq!(last["fen"], "1rb1k1n1/pp1p1ppR/2p5/8/8/5P2/3PP1P1/1NB1KBN1 b - - 0 11", "both of White's Rxh7 were made: {last}");
+    // The last move sent again: its own answer, made once.
+    let again = c.call("chess_finish_turn", json!({"game_id": game, "move": "Rxh7", "decision": 21})).await;
+    assert_ne!(again.is_error, Some(true), "{}", text(&again));
+    assert_eq!(again.structured_content.as_ref().unwrap()["fen"], last["fen"]);
+    assert!(text(&again).contains("Decision 21 was made already"), "{}", text(&again));
+    let e = c.err("chess_finish_turn", json!({"game_id": game, "move": "Kf8", "decision": 20})).await;
+    assert!(e.contains("decision 20 was made already; the decision due now is 22"), "{e}");
+    let e = c.err("chess_finish_turn", json!({"game_id": game, "move": "Kf8", "decision": 30})).await;
+    assert!(e.contains("decision 30 is not due yet; the decision due now is 22"), "{e}");
+    // Two calls for decision 22 at once: one move, both answered with it.
+    let (one, two) = tokio::join!(
+        c.call("chess_finish_turn", json!({"game_id": game, "move": "Kd8", "decision": 22})),
+        c.call("chess_finish_turn", json!({"game_id": game, "move": "Kd8", "decision": 22}))
+    );
+    for r in [&one, &two] {
+        assert_ne!(r.is_error, Some(true), "{}", text(r));
+        assert_eq!(r.structured_content.as_ref().unwrap()["decision"], 23);
+    }
+    let board = c.ok("chess_wait_for_next_turn", json!({"game_id": game})).await;
+    assert_eq!(board["decision"], 23, "one move made: {board}");
+    // Without a number, a move is made as sent.
+    c.ok("chess_finish_turn", json!({"game_id": game, "move": "Rxg7"})).await;
+    let board = c.ok("chess_wait_for_next_turn", json!({"game_id": game})).await;
+    assert_eq!(board["decision"], 24, "{board}");
     c.close().await;
 }

@@ -76,7 +76,7 @@ fn inspect_prints_what_the_host_derives() {
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["plugin"]["name"], "hello");
-    assert!(v["plugin"]["imports"].as_array().unwrap().iter().any(|i| i == "ludus:plugin/host@0.1.5"));
+    assert!(v["plugin"]["imports"].as_array().unwrap().iter().any(|i| i == "ludus:plugin/host@0.1.6"));
     let bump = v["tools"].as_array().unwrap().iter().find(|t| t["name"] == "hello_bump").unwrap();
     assert_eq!(bump["ludus"]["session"], serde_json::json!({"uses": "counter_id"}));
     assert_eq!(bump["inputSchema"]["properties"]["by"]["description"], "how much to add (1 to 1000, default 1)");
@@ -157,7 +157,11 @@ fn inspect_explains_why_a_component_cannot_load() {
     assert!(err.contains("not a valid WebAssembly component"), "{err}");
     let (code, _, err) = run(&["inspect", "/no/such/file.wasm"]);
     assert_eq!(code, 1);
-    assert!(err.contains("cannot read /no/such/file.wasm"), "{err}");
+    assert!(err.contains("/no/such/file.wasm: no such file"), "{err}");
+    // A misspelt built-in game is told the names there are.
+    let (code, _, err) = run(&["inspect", "chezz"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("chezz: no such file, and no built-in game of that name") && err.contains("chess, hanoi"), "{err}");
 }
 
 #[test]
@@ -171,6 +175,15 @@ fn serve_refuses_a_missing_plugins_directory_and_a_bad_config() {
     let (code, _, err) = run(&["serve", "--config", cfg.to_str().unwrap()]);
     assert_eq!(code, 1);
     assert!(err.contains("unknown field `call_timeout`"), "{err}");
+    // A table for a game there is not is refused like an unknown key.
+    std::fs::write(&cfg, "[plugins.chezz]\nmax_sessions = 5\n").unwrap();
+    let (code, _, err) = run(&["serve", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("[plugins.chezz] but no such game: the built-in games are blocks_world, cards"), "{err}");
+    // `--http` takes a host name.
+    let (code, _, err) = run(&["serve", "--http", "no-such-host.invalid:8000"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is not HOST:PORT with a host this machine can resolve"), "{err}");
 }
 
 /// `ludus doctor` names every built-in game with what it lacks; without

@@ -326,6 +326,9 @@ fn a_write_after_the_lease_was_lost_is_refused() {
         plugin_version: "0.1.0".into(),
         plugin_sha256: "ab".into(),
         seed: 7,
+        seed_chosen: false,
+        secret: Some(11),
+        replay: false,
         created_by: "alice".into(),
         created_at_ms: 1,
         players: vec!["alice".into()],
@@ -336,6 +339,7 @@ fn a_write_after_the_lease_was_lost_is_refused() {
         changed_at_ms: 2,
         idle_timeout_ms: 60_000,
         last_calls: Default::default(),
+        seats: Vec::new(),
         standing: Default::default(),
     };
     let first = a.lease("g1", Duration::from_secs(1)).unwrap();

@@ -111,6 +111,9 @@ async fn modern_clients_follow_a_games_resource_on_subscriptions_listen() {
     let server = http_server(&[], work.path()).await;
     let player = http_client(&server).await;
     let game = player.ok("chess_create_game", json!({"type": "agent"})).await["game_id"].as_str().unwrap().to_string();
+    // The player takes the other side itself (with the code) to move for both.
+    let code = join_code(&player, &game).await;
+    player.ok("chess_join_game", json!({"game_id": game, "join_code": code})).await;
     let fen = format!("chess://game/{game}/fen");
     let transport = StreamableHttpClientTransport::from_uri(server.url.clone());
     let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![rmcp::model::ProtocolVersion::LATEST] };
@@ -177,20 +180,42 @@ async fn timers_fire_in_the_session_and_wake_waiters_and_callers_are_told_apart(
     b.close().await;
 }
 
+/// A player's seed decides nothing hidden by itself: the randomness of a
+/// session comes from the seed with the session's secret mixed in, so the
+/// same seed twice draws differently; the seed a game sees as its creator's
+/// (`seeds.visible`) is the one chosen. Where the operator lets callers fix
+/// whole seeds, the same seed draws the same, and a finished game's seed
+/// with its secret (`secret`) replays it anywhere.
 #[tokio::test]
-async fn the_same_seed_gives_the_same_randomness() {
+async fn a_chosen_seed_repeats_only_with_the_secret_or_where_whole_seeds_are_allowed() {
     let work = scratch();
     let server = hello_server(work.path()).await;
     let c = http_client(&server).await;
     let lucky = |v: serde_json::Value| v["lucky"].as_u64().unwrap();
     let a = lucky(c.ok("hello_start", json!({"seed": 42})).await);
     let b = lucky(c.ok("hello_start", json!({"seed": 42})).await);
-    assert_eq!(a, b);
-    let others: Vec<u64> = futures_lite(&c, 6).await;
-    assert!(others.iter().any(|&x| x != a), "unseeded sessions differ: {a} vs {others:?}");
+    assert_ne!(a, b, "the same seed without the secret draws differently");
     let s = c.ok("hello_start", json!({"seed": 7})).await;
     let who = text(&c.call("hello_whoami", json!({"counter_id": s["counter_id"]})).await);
-    assert!(who.ends_with("seed=7"), "{who}");
+    assert!(who.ends_with("seed=7"), "the game sees the seed chosen: {who}");
+    // Replays: the same seed and secret, the same draw, whoever asks.
+    let first = lucky(c.ok("hello_start", json!({"seed": 42, "secret": "12345678901234567890"})).await);
+    let again = lucky(c.ok("hello_start", json!({"seed": 42, "secret": 12345})).await);
+    let same = lucky(c.ok("hello_start", json!({"seed": 42, "secret": "12345678901234567890"})).await);
+    assert_eq!(first, same);
+    assert_ne!(first, again);
+    let e = c.err("hello_start", json!({"secret": 5})).await;
+    assert!(e.contains("`secret` replays a finished game together with its `seed`"), "{e}");
+    c.close().await;
+    drop(server);
+
+    let whole = hello_server_with(work.path(), "whole_seeds = true").await;
+    let c = http_client(&whole).await;
+    let a = lucky(c.ok("hello_start", json!({"seed": 42})).await);
+    let b = lucky(c.ok("hello_start", json!({"seed": 42})).await);
+    assert_eq!(a, b, "a whole seed decides everything");
+    let others: Vec<u64> = futures_lite(&c, 6).await;
+    assert!(others.iter().any(|&x| x != a), "unseeded sessions differ: {a} vs {others:?}");
     c.close().await;
 }
 

@@ -195,11 +195,16 @@ async fn bad_arguments_name_the_field_and_what_was_expected() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
     let e = c.err("hanoi_init_simulator", json!({"n": "three"})).await;
-    assert!(e.contains("argument `n`") && e.contains("expected an integer from 0 to 4294967295"), "{e}");
+    // The tool's own range, not the integer type's, whatever the wrong value.
+    assert!(e.contains("argument `n`: expected an integer from 1 to 30, got") && !e.contains("4294967295"), "{e}");
     let e = c.err("hanoi_init_simulator", json!({})).await;
     assert!(e.contains("argument `n`: missing required field"), "{e}");
     let e = c.err("hanoi_init_simulator", json!({"n": -1})).await;
-    assert!(e.contains("-1 is out of range"), "{e}");
+    assert!(e.contains("expected an integer from 1 to 30, got -1"), "{e}");
+    let e = c.err("hanoi_init_simulator", json!({"n": 300})).await;
+    assert!(e.contains("expected an integer from 1 to 30, got 300"), "{e}");
+    let e = c.err("chess_create_game", json!({"type": "computer", "difficulty": 300})).await;
+    assert!(e.contains("expected an integer from 1 to 10, got 300") && !e.contains("255"), "{e}");
     let e = c.err("hanoi_init_simulator", json!({"n": 3.5})).await;
     assert!(e.contains("argument `n`"), "{e}");
     c.ok("hanoi_init_simulator", json!({"n": 3.0})).await;
@@ -436,8 +441,26 @@ async fn the_papers_prompts_for_the_four_puzzles() {
             "You can represent actors with a_1",
             "3 actors and their 3 agents want to cross a river in a boat that is capable of holding only 2 people",
         ),
-        ("river_crossing_paper", json!({"n": "5", "k": "4"}), "moves =[[", "holding only 4 people at a time"),
-        ("checker_jumping_paper", json!({"n": "2"}), "On a one-dimensional board", "Initial board: R R _ B B\nGoal board: B B _ R R"),
+        // The examples as the authors wrote them, not as the PDF's text layer spaced and curled them.
+        (
+            "river_crossing_paper",
+            json!({"n": "5", "k": "4"}),
+            "moves = [[\"A_2\", \"a_2\"], [\"A_2\"], [\"A_1\", \"A_2\"], [\"A_1\"], [\"A_1\", \"a_1\"]]",
+            "holding only 4 people at a time",
+        ),
+        (
+            "checker_jumping_paper",
+            json!({"n": "2"}),
+            "moves = [['R', 0, 1], ['B', 2, 0], ['R', 1, 2]]",
+            "Initial board: R R _ B B\nGoal board: B B _ R R",
+        ),
+        (
+            "hanoi_paper",
+            json!({"n": "3"}),
+            "moves = [[1, 0, 2], [2, 0, 1], [1, 2, 1], [3, 0, 2], [1, 1, 0], [2, 1, 2], [1, 0, 2]]",
+            "3 (bottom)",
+        ),
+        ("blocks_world_paper", json!({"n": "2"}), "moves = [[\"C\", 1, 2], [\"B\", 0, 1]]", "I have a puzzle with 2 blocks"),
         (
             "blocks_world_paper",
             json!({"n": "6"}),
@@ -451,6 +474,7 @@ async fn the_papers_prompts_for_the_four_puzzles() {
         assert!(m[0].starts_with("You are a helpful assistant. Solve this puzzle for me.") && m[0].contains(system), "{name}: {}", m[0]);
         assert!(m[0].contains("always include the corresponding complete list"), "{name}: the paper's requirement: {}", m[0]);
         assert!(m[1].contains(user), "{name}: {}", m[1]);
+        assert!(!m.iter().any(|t| t.contains('’') || t.contains(" , ")), "{name}: a PDF artefact is left: {m:?}");
     }
     let program = texts(get("hanoi_paper_program", json!({"n": "12", "language": "Lua"})).await.unwrap());
     assert!(

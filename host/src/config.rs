@@ -187,6 +187,17 @@ pub struct Config {
     /// directory); the others are not loaded and their tools not listed.
     /// Default: every game.
     pub games: Option<Vec<String>>,
+    /// Every caller's chosen seed is the game's whole seed: nothing hidden
+    /// is mixed in, so the same seed gives the same game, hidden parts
+    /// included. For an evaluator's own server whose agents it trusts; a
+    /// token can be given the same (`whole_seeds = true` on it). Default:
+    /// false (a player's seed never decides what another seat hides).
+    pub whole_seeds: bool,
+    /// HTTP: proxies whose forwarded client address (`Forwarded: for=`,
+    /// else `X-Forwarded-For`) is believed, as addresses or networks
+    /// (`["127.0.0.1", "10.0.0.0/8"]`): behind them the per-address caps
+    /// count each client, not the proxy. Default: none (every peer is a client).
+    pub trusted_proxies: Vec<String>,
 }
 
 /// A bearer token: the caller's name, and the SHA-256 of the token (the
@@ -196,6 +207,9 @@ pub struct Config {
 pub struct Token {
     pub name: String,
     pub sha256: String,
+    /// This caller's chosen seed is the game's whole seed (`Config::whole_seeds`).
+    #[serde(default)]
+    pub whole_seeds: bool,
 }
 
 /// A server name goes into MCP session ids and a proxy's routing rules.
@@ -221,6 +235,8 @@ impl Default for Config {
             records: None,
             server_name: None,
             games: None,
+            whole_seeds: false,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -278,7 +294,7 @@ pub fn issue_token(name: &str) -> anyhow::Result<(String, String)> {
     use sha2::{Digest, Sha256};
     let token = format!("ludus_{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
     let sha256 = format!("{:x}", Sha256::digest(token.as_bytes()));
-    check_tokens(&[Token { name: name.to_string(), sha256: sha256.clone() }])?;
+    check_tokens(&[Token { name: name.to_string(), sha256: sha256.clone(), whole_seeds: false }])?;
     Ok((token, format!("[[tokens]]\nname = \"{name}\"\nsha256 = \"{sha256}\"")))
 }
 

@@ -27,9 +27,11 @@ enum Command {
         /// Directory of extra game components (*.wasm), watched for changes.
         #[arg(long, value_name = "DIR")]
         plugins: Option<PathBuf>,
-        /// Serve Streamable HTTP at this address (e.g. 127.0.0.1:8765) instead of stdio.
-        /// The endpoint is http://ADDR/mcp.
-        #[arg(long, value_name = "ADDR")]
+        /// Serve Streamable HTTP at this address (e.g. 127.0.0.1:8765, or
+        /// localhost:8765) instead of stdio. The endpoint is http://ADDR/mcp.
+        /// On a loopback address without tokens in the config, the server
+        /// issues one at start and prints the URL a client connects with.
+        #[arg(long, value_name = "ADDR", value_parser = http_address)]
         http: Option<SocketAddr>,
         /// TOML file with limits and per-plugin settings (see README).
         #[arg(long, value_name = "FILE")]
@@ -124,6 +126,20 @@ enum Command {
     },
 }
 
+/// `HOST:PORT` with an IP address or a name (`localhost:8765`); a name's
+/// IPv4 address is preferred, which is what `127.0.0.1` clients reach.
+fn http_address(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let addrs: Vec<SocketAddr> = text
+        .to_socket_addrs()
+        .map_err(|e| format!("{text:?} is not HOST:PORT with a host this machine can resolve (e.g. 127.0.0.1:8765): {e}"))?
+        .collect();
+    addrs.iter().find(|a| a.is_ipv4()).or(addrs.first()).copied().ok_or_else(|| format!("{text:?} resolves to no address"))
+}
+
 fn load_config(path: Option<&PathBuf>) -> anyhow::Result<Config> {
     path.map(|p| Config::load(p)).transpose().map(Option::unwrap_or_default)
 }
@@ -206,6 +222,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let runtime = ludus::runtime::Runtime::new(cache)?;
             let _guard = rt.enter();
             let builtin = ludus::server::bundled::component(&file.to_string_lossy()).filter(|_| !file.exists());
+            if builtin.is_none() && !file.exists() {
+                let names: Vec<&str> = ludus::server::bundled::BUNDLED.iter().map(|(name, _)| *name).collect();
+                anyhow::bail!(
+                    "{}: no such file, and no built-in game of that name (the built-in games are {})",
+                    file.display(),
+                    names.join(", ")
+                );
+            }
             let out = match builtin {
                 Some(bytes) => ludus::mcp::inspect::inspect_builtin(bytes, &config, &runtime),
                 None => ludus::mcp::inspect::inspect(&file, &config, &runtime),

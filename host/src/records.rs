@@ -24,7 +24,7 @@ use serde_json::Value;
 use crate::locking::lock;
 
 /// How a game ended, as a record says it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Solved,
@@ -46,6 +46,32 @@ impl Outcome {
             Outcome::Abandoned => "abandoned",
         }
     }
+}
+
+/// Who holds a seat (`ludus:plugin/seats`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Holder {
+    /// Nobody has taken it.
+    Open,
+    /// A caller: a bearer token's name, a connection, or `stdio`.
+    Agent,
+    /// A built-in opponent, named with its strength (`chess-engine/5`).
+    Builtin,
+}
+
+/// One seat of a game and who holds it, as the game last told it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Seat {
+    /// The game's name for it: `white`, `p1`, `seat 0`.
+    pub seat: String,
+    pub kind: Holder,
+    /// The caller's name, or the built-in opponent's (none: open).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub player: Option<String>,
+    /// This seat's result once the game is over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Outcome>,
 }
 
 /// What a game last said about itself (`outcome.tell`).
@@ -94,6 +120,11 @@ impl Standing {
         self.told = Some(told);
     }
 
+    /// The game's latest verdict is final (solved, won, … : not playing).
+    pub fn is_final(&self) -> bool {
+        self.told.as_ref().is_some_and(|t| t.outcome.is_some())
+    }
+
     /// The game has a final verdict whose record is not written yet.
     pub fn due(&self) -> bool {
         !self.recorded && self.told.as_ref().is_some_and(|t| t.outcome.is_some())
@@ -120,6 +151,18 @@ pub struct ResultRecord {
     pub seed: u64,
     /// Who created the session (a connection id, or a bearer token's name).
     pub caller: String,
+    /// The secret mixed into the seed (`host.seed`), published with the
+    /// record so that the whole game can be replayed; none when the
+    /// operator let the caller fix whole seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<u64>,
+    /// The game replayed a finished one (its creator gave the secret).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replay: bool,
+    /// Each seat's player and result, for games with seats; one caller in
+    /// several seats played itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seats: Vec<Seat>,
     pub tool_calls: u64,
     pub moves: u32,
     pub illegal_moves: u32,
@@ -292,6 +335,9 @@ mod tests {
             parameters: serde_json::json!({"n": 3}),
             seed: 1,
             caller: "c".into(),
+            secret: Some(2),
+            replay: false,
+            seats: Vec::new(),
             tool_calls: 2,
             moves: 7,
             illegal_moves: 0,

@@ -11,14 +11,14 @@
 #[allow(missing_docs)]
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "ludus:plugin/sdk@0.1.5",
+        world: "ludus:plugin/sdk@0.1.6",
         path: "../wit/plugin",
         // Types no host function mentions (e.g. embedded-resource) are still shared.
         generate_unused_types: true,
     });
 }
 
-pub use bindings::ludus::plugin::{channels, client, content, host, lifecycle, outcome, types, watchers};
+pub use bindings::ludus::plugin::{channels, client, content, decisions, host, lifecycle, outcome, seats, seeds, types, watchers};
 /// The bindings generator, for [`bindings!`]: a game needs no dependency of its own on it.
 pub use wit_bindgen;
 
@@ -39,55 +39,70 @@ pub use wit_bindgen;
 macro_rules! bindings {
     (world: $world:literal, contract: $contract:literal $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.5": ludus_sdk::types,
-            "ludus:plugin/host@0.1.5": ludus_sdk::host,
-            "ludus:plugin/outcome@0.1.5": ludus_sdk::outcome,
+            "ludus:plugin/types@0.1.6": ludus_sdk::types,
+            "ludus:plugin/host@0.1.6": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.6": ludus_sdk::outcome,
+            "ludus:plugin/decisions@0.1.6": ludus_sdk::decisions,
+            "ludus:plugin/seeds@0.1.6": ludus_sdk::seeds,
         });
     };
     (world: $world:literal, contract: $contract:literal, channels $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.5": ludus_sdk::types,
-            "ludus:plugin/host@0.1.5": ludus_sdk::host,
-            "ludus:plugin/outcome@0.1.5": ludus_sdk::outcome,
-            "ludus:plugin/channels@0.1.5": ludus_sdk::channels,
+            "ludus:plugin/types@0.1.6": ludus_sdk::types,
+            "ludus:plugin/host@0.1.6": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.6": ludus_sdk::outcome,
+            "ludus:plugin/decisions@0.1.6": ludus_sdk::decisions,
+            "ludus:plugin/seeds@0.1.6": ludus_sdk::seeds,
+            "ludus:plugin/channels@0.1.6": ludus_sdk::channels,
         });
     };
     (world: $world:literal, contract: $contract:literal, lifecycle $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.5": ludus_sdk::types,
-            "ludus:plugin/host@0.1.5": ludus_sdk::host,
-            "ludus:plugin/outcome@0.1.5": ludus_sdk::outcome,
-            "ludus:plugin/lifecycle@0.1.5": ludus_sdk::lifecycle,
+            "ludus:plugin/types@0.1.6": ludus_sdk::types,
+            "ludus:plugin/host@0.1.6": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.6": ludus_sdk::outcome,
+            "ludus:plugin/decisions@0.1.6": ludus_sdk::decisions,
+            "ludus:plugin/seeds@0.1.6": ludus_sdk::seeds,
+            "ludus:plugin/lifecycle@0.1.6": ludus_sdk::lifecycle,
+            "ludus:plugin/seats@0.1.6": ludus_sdk::seats,
         });
     };
     (world: $world:literal, contract: $contract:literal, client $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.5": ludus_sdk::types,
-            "ludus:plugin/host@0.1.5": ludus_sdk::host,
-            "ludus:plugin/outcome@0.1.5": ludus_sdk::outcome,
-            "ludus:plugin/content@0.1.5": ludus_sdk::content,
-            "ludus:plugin/client@0.1.5": ludus_sdk::client,
-            "ludus:plugin/watchers@0.1.5": ludus_sdk::watchers,
+            "ludus:plugin/types@0.1.6": ludus_sdk::types,
+            "ludus:plugin/host@0.1.6": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.6": ludus_sdk::outcome,
+            "ludus:plugin/decisions@0.1.6": ludus_sdk::decisions,
+            "ludus:plugin/seeds@0.1.6": ludus_sdk::seeds,
+            "ludus:plugin/content@0.1.6": ludus_sdk::content,
+            "ludus:plugin/client@0.1.6": ludus_sdk::client,
+            "ludus:plugin/watchers@0.1.6": ludus_sdk::watchers,
         });
     };
     (world: $world:literal, contract: $contract:literal, lifecycle, client $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.5": ludus_sdk::types,
-            "ludus:plugin/host@0.1.5": ludus_sdk::host,
-            "ludus:plugin/outcome@0.1.5": ludus_sdk::outcome,
-            "ludus:plugin/lifecycle@0.1.5": ludus_sdk::lifecycle,
-            "ludus:plugin/content@0.1.5": ludus_sdk::content,
-            "ludus:plugin/client@0.1.5": ludus_sdk::client,
-            "ludus:plugin/watchers@0.1.5": ludus_sdk::watchers,
+            "ludus:plugin/types@0.1.6": ludus_sdk::types,
+            "ludus:plugin/host@0.1.6": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.6": ludus_sdk::outcome,
+            "ludus:plugin/decisions@0.1.6": ludus_sdk::decisions,
+            "ludus:plugin/seeds@0.1.6": ludus_sdk::seeds,
+            "ludus:plugin/lifecycle@0.1.6": ludus_sdk::lifecycle,
+            "ludus:plugin/seats@0.1.6": ludus_sdk::seats,
+            "ludus:plugin/content@0.1.6": ludus_sdk::content,
+            "ludus:plugin/client@0.1.6": ludus_sdk::client,
+            "ludus:plugin/watchers@0.1.6": ludus_sdk::watchers,
         });
     };
     (world: $world:literal, contract: $contract:literal, channels, lifecycle $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.5": ludus_sdk::types,
-            "ludus:plugin/host@0.1.5": ludus_sdk::host,
-            "ludus:plugin/outcome@0.1.5": ludus_sdk::outcome,
-            "ludus:plugin/channels@0.1.5": ludus_sdk::channels,
-            "ludus:plugin/lifecycle@0.1.5": ludus_sdk::lifecycle,
+            "ludus:plugin/types@0.1.6": ludus_sdk::types,
+            "ludus:plugin/host@0.1.6": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.6": ludus_sdk::outcome,
+            "ludus:plugin/decisions@0.1.6": ludus_sdk::decisions,
+            "ludus:plugin/seeds@0.1.6": ludus_sdk::seeds,
+            "ludus:plugin/channels@0.1.6": ludus_sdk::channels,
+            "ludus:plugin/lifecycle@0.1.6": ludus_sdk::lifecycle,
+            "ludus:plugin/seats@0.1.6": ludus_sdk::seats,
         });
     };
 }
@@ -222,7 +237,7 @@ pub fn with_state<T: 'static, R>(
 /// restart of the server) when its whole state is the serde type in one
 /// thread-local slot, as [`with_state`] keeps it: the state is saved in
 /// postcard's compact form and read back into the slot. The world must `export
-/// ludus:plugin/durable@0.1.5;`, and the macro is called where the bindings
+/// ludus:plugin/durable@0.1.6;`, and the macro is called where the bindings
 /// were generated:
 ///
 /// ```ignore
@@ -286,10 +301,10 @@ pub fn reply(body: impl AsRef<str>, next: impl AsRef<str>) -> String {
 }
 
 /// The plugin glue every puzzle shares: its state, held in `$slot`,
-/// survives a restart with its tally ([`puzzle::TALLY`], what the game
-/// tells for its result record); a move or plan sent twice in a row is
-/// a retry ([`puzzle::retries`]); `describe()` is [`puzzle::info`] with the
-/// version of the calling crate; it has no resources.
+/// survives a restart with its tally ([`puzzle::TALLY`]: what the game
+/// tells for its result record, and its decision count); `describe()` is
+/// [`puzzle::info`] with the version of the calling crate; it has no
+/// resources.
 ///
 /// ```ignore
 /// ludus_sdk::puzzle!(Plugin, GAME, "hanoi", "Tower of Hanoi", "Tower of Hanoi as in …",
@@ -351,12 +366,6 @@ macro_rules! puzzle {
             }
         }
 
-        impl exports::ludus::plugin::retries::Guest for $plugin {
-            fn repeat_is_retry() -> Vec<String> {
-                $crate::puzzle::retries()
-            }
-        }
-
         impl exports::ludus::plugin::meta::Guest for $plugin {
             fn describe() -> $crate::PluginInfo {
                 $crate::puzzle::info($name, env!("CARGO_PKG_VERSION"), $title, $description, $start, $one_move)
@@ -384,16 +393,38 @@ pub mod puzzle {
     }
 
     /// A puzzle started, or was reset: a new game with these parameters (a
-    /// JSON object, `{"n":5}`) and optimum (none: not known from where it starts).
+    /// JSON object, `{"n":5}`) and optimum (none: not known from where it
+    /// starts). Its decisions are numbered afresh from 1.
     pub fn started(parameters: String, optimum: Option<u32>) {
         TALLY.set(Tally::new(parameters, optimum));
         TALLY.with_borrow(Tally::tell);
     }
 
-    /// One move was sent: accepted or refused; `solved`: the goal is reached after it.
+    /// The number of the decision due (a move or a whole plan): 1 at the
+    /// start and after a reset.
+    pub fn decision_due() -> u32 {
+        TALLY.with_borrow(|t| t.decisions + 1)
+    }
+
+    /// An answer's last line `next` with the number of the decision due.
+    pub fn with_due(next: String) -> String {
+        format!("{next}\nDecision due: {} (send it as `decision` with the next move or plan).", decision_due())
+    }
+
+    /// Checks the decision number a move or plan names (none: made as
+    /// sent), before anything is applied ([`crate::decision::check`]).
+    pub fn check_decision(given: Option<u32>) -> Result<(), String> {
+        crate::decision::check(given, decision_due())
+    }
+
+    /// One move was sent: accepted (a decision made) or refused; `solved`:
+    /// the goal is reached after it.
     pub fn moved(accepted: bool, solved: bool) {
         TALLY.with_borrow_mut(|t| {
             t.sent(accepted);
+            if accepted {
+                t.decisions += 1;
+            }
             if solved {
                 t.solved();
             }
@@ -402,9 +433,13 @@ pub mod puzzle {
     }
 
     /// A whole plan was sent: `executed` moves were applied, `refused` is the
-    /// index of the one refused. A plan is the puzzle's answer: it solves the
-    /// puzzle, or the game fails (refused, or stopped short of the goal).
-    pub fn planned(executed: u32, refused: Option<u32>, solved: bool) {
+    /// index of the one refused; `goal_reached`: the goal holds after the
+    /// applied moves. A plan is the puzzle's answer, checked whole as the
+    /// paper checks it: it solves the puzzle only when every move in it is
+    /// legal and the goal holds at its end; otherwise the game fails (a move
+    /// refused, even one after the goal was reached, or a plan that stops
+    /// short). A plan that applied any move is one decision made.
+    pub fn planned(executed: u32, refused: Option<u32>, goal_reached: bool) {
         TALLY.with_borrow_mut(|t| {
             for _ in 0..executed {
                 t.sent(true);
@@ -412,13 +447,30 @@ pub mod puzzle {
             if refused.is_some() {
                 t.sent(false);
             }
-            if solved {
+            if executed > 0 {
+                t.decisions += 1;
+            }
+            if refused.is_none() && goal_reached {
                 t.solved()
             } else {
                 t.failed()
             }
             t.tell();
         });
+    }
+
+    /// The last line of a plan's answer: `next` (the puzzle's own next
+    /// step) when the plan solved it, else why the plan fails.
+    pub fn after_plan(refused: Option<u32>, goal_reached: bool, next: String) -> String {
+        match (refused, goal_reached) {
+            (None, true) => next,
+            (Some(i), true) => format!(
+                "The plan fails: move {i} is illegal, and a plan must be legal throughout, even after the goal is reached \
+                 (the paper's check). The moves before it were applied."
+            ),
+            (Some(i), false) => format!("The plan fails: move {i} is illegal. {next}"),
+            (None, false) => format!("The plan fails: it ends short of the goal. {next}"),
+        }
     }
 
     /// No legal move is left short of the goal: the game fails.
@@ -431,13 +483,6 @@ pub mod puzzle {
 
     /// Puzzles untouched this long are removed (as in the seed server).
     pub const IDLE_TIMEOUT_MS: u32 = 120_000;
-
-    /// The tools whose repeat is a retry (`ludus:plugin/retries`): a move or
-    /// a plan sent twice in a row is sent again, not meant twice (the same
-    /// move is illegal from the position it left).
-    pub fn retries() -> Vec<String> {
-        vec!["execute-move".into(), "execute-moves".into()]
-    }
 
     /// `describe()` for a puzzle: `start` and `one_move` title the first two tools.
     pub fn info(name: &str, version: &str, title: &str, description: &str, start: &str, one_move: &str) -> PluginInfo {
@@ -567,8 +612,31 @@ pub mod puzzle_prompts {
     }
 }
 
-/// Whole-plan submission (the paper's `moves = [...]`): moves are applied in
-/// order until the first one the game refuses.
+/// Decision numbers (`ludus:plugin/decisions`): each move names the decision
+/// it answers, so that a retry is never made twice. The game numbers its
+/// decisions 1, 2, … (afresh after a reset or a rematch), shows the number
+/// due in its answers, and checks each call's number with [`decision::check`]
+/// before it changes anything.
+pub mod decision {
+    /// Whether a call naming decision `given` (none: no number, made as
+    /// sent) may be made when `due` is due. A number already passed is
+    /// refused and the host told (`decisions.made-already`): the host then
+    /// answers with the answer the same player's call for it got, if it
+    /// keeps one. A number not yet due is refused.
+    pub fn check(given: Option<u32>, due: u32) -> Result<(), String> {
+        match given {
+            None => Ok(()),
+            Some(n) if n == due => Ok(()),
+            Some(n) if n < due => {
+                #[cfg(target_arch = "wasm32")]
+                crate::decisions::made_already(n);
+                Err(format!("decision {n} was made already; the decision due now is {due}"))
+            }
+            Some(n) => Err(format!("decision {n} is not due yet; the decision due now is {due}")),
+        }
+    }
+}
+
 /// What a move-by-move game tells the host for its result record
 /// (`ludus:plugin/outcome`): its parameters and optimum, moves accepted and
 /// refused, the first refused one, and its verdict. Keep one in the game's
@@ -584,6 +652,9 @@ pub mod tally {
     pub struct Tally {
         /// The game's parameters as a JSON object.
         pub parameters: String,
+        /// Decisions made in this game (`ludus:plugin/decisions`): the one
+        /// due is the next number.
+        pub decisions: u32,
         pub optimum: Option<u32>,
         pub moves: u32,
         pub illegal: u32,
@@ -702,6 +773,8 @@ pub mod tally {
     }
 }
 
+/// Whole-plan submission (the paper's `moves = [...]`): moves are applied in
+/// order until the first one the game refuses.
 pub mod plan {
     /// What running a plan did.
     pub struct Outcome {

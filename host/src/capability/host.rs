@@ -1,14 +1,17 @@
 //! The `ludus:plugin/host` interface: log, identity, seed, timers and waits;
-//! `ludus:plugin/lifecycle`, through which a game says it is over; and
-//! `ludus:plugin/outcome`, through which it says where it stands.
+//! `ludus:plugin/lifecycle`, through which a game says it is over;
+//! `ludus:plugin/outcome` and `ludus:plugin/seats`, through which it says
+//! where it stands and who sits where; `ludus:plugin/decisions`, through
+//! which it says a call names a decision made already; and
+//! `ludus:plugin/seeds`, the seed its creator may know.
 //! Each import is a short, non-blocking step; anything that takes time (a
 //! timer, a wait) is only recorded here and carried out by the session.
 
 use std::sync::{Arc, Weak};
 
 use super::link::ClientLink;
-use crate::records::{Outcome, Told};
-use crate::runtime::bindings::ludus::plugin::{host, lifecycle, outcome, types};
+use crate::records::{Outcome, Seat, Told};
+use crate::runtime::bindings::ludus::plugin::{decisions, host, lifecycle, outcome, seats, seeds, types};
 
 /// Who is calling, and why: set by the session before each call into the guest.
 #[derive(Clone, Default)]
@@ -51,10 +54,18 @@ pub trait SessionControl: Send + Sync {
     fn cancel_timer(&self, id: u64);
 }
 
+/// A game's seeds: the one its creator chose (or the server drew), and the
+/// whole seed, which mixes in the game's secret (`store::Seeds`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GameSeeds {
+    pub visible: u64,
+    pub whole: u64,
+}
+
 /// This interface's part of a store's state.
 pub struct HostCtx {
     pub plugin: Arc<str>,
-    pub seed: u64,
+    pub seeds: GameSeeds,
     pub call: CallInfo,
     /// Set by `host.wait`: the answer of the current call is provisional.
     pub wait: Option<u32>,
@@ -64,6 +75,11 @@ pub struct HostCtx {
     /// Set by `outcome.tell`: the session takes the latest statement when
     /// the current call returns.
     pub told: Option<Told>,
+    /// Set by `seats.tell`: the seats as the game last told them in this call.
+    pub seats: Option<Vec<Seat>>,
+    /// Set by `decisions.made-already`: the decision this call names was
+    /// made already, and the game refused the call for it.
+    pub made_already: Option<u32>,
     /// The session this instance serves (none for a plugin's shared instance).
     pub session: Option<Weak<dyn SessionControl>>,
     /// Time the current call spent waiting for its client, given back to
@@ -72,14 +88,16 @@ pub struct HostCtx {
 }
 
 impl HostCtx {
-    pub fn new(plugin: &str, seed: u64, session: Option<Weak<dyn SessionControl>>) -> HostCtx {
+    pub fn new(plugin: &str, seeds: GameSeeds, session: Option<Weak<dyn SessionControl>>) -> HostCtx {
         HostCtx {
             plugin: plugin.into(),
-            seed,
+            seeds,
             call: CallInfo::default(),
             wait: None,
             game_over: false,
             told: None,
+            seats: None,
+            made_already: None,
             session,
             waited: Default::default(),
         }
@@ -104,18 +122,8 @@ impl lifecycle::Host for HostCtx {
 
 impl outcome::Host for HostCtx {
     fn tell(&mut self, s: outcome::Statement) {
-        use outcome::Verdict;
-        let outcome = match s.verdict {
-            Verdict::Playing => None,
-            Verdict::Solved => Some(Outcome::Solved),
-            Verdict::Won => Some(Outcome::Won),
-            Verdict::Lost => Some(Outcome::Lost),
-            Verdict::Draw => Some(Outcome::Draw),
-            Verdict::Failed => Some(Outcome::Failed),
-            Verdict::Abandoned => Some(Outcome::Abandoned),
-        };
         self.told = Some(Told {
-            outcome,
+            outcome: outcome_of(s.verdict),
             parameters: json_object(&s.parameters, "parameters"),
             moves: s.moves,
             illegal_moves: s.illegal_moves,
@@ -123,6 +131,57 @@ impl outcome::Host for HostCtx {
             optimum: s.optimum,
             figures: json_object(&s.figures, "figures"),
         });
+    }
+}
+
+impl decisions::Host for HostCtx {
+    fn made_already(&mut self, number: u32) {
+        self.made_already = Some(number);
+    }
+}
+
+impl seeds::Host for HostCtx {
+    fn visible(&mut self) -> u64 {
+        self.seeds.visible
+    }
+}
+
+impl seats::Host for HostCtx {
+    /// At most 64 seats of 64-character names are kept: a seat list is
+    /// written into every stored copy and record of the game.
+    fn tell(&mut self, seats: Vec<seats::Seat>) {
+        const MAX_SEATS: usize = 64;
+        if seats.len() > MAX_SEATS {
+            tracing::warn!(plugin = &*self.plugin, "seats.tell: {} seats, more than {MAX_SEATS}; ignored", seats.len());
+            return;
+        }
+        self.seats = Some(seats.into_iter().map(seat_of).collect());
+    }
+}
+
+/// A seat as the game told it, as the host keeps it.
+fn seat_of(s: seats::Seat) -> Seat {
+    use seats::Holder;
+    let name = truncate(&s.name, 64).to_string();
+    let (kind, player) = match s.holder {
+        Holder::Open => (crate::records::Holder::Open, None),
+        Holder::Agent(caller) => (crate::records::Holder::Agent, Some(truncate(&caller, 128).to_string())),
+        Holder::Builtin(what) => (crate::records::Holder::Builtin, Some(truncate(&what, 128).to_string())),
+    };
+    Seat { seat: name, kind, player, result: s.result.and_then(outcome_of) }
+}
+
+/// A verdict as a record says it (`playing`: none yet).
+fn outcome_of(verdict: outcome::Verdict) -> Option<Outcome> {
+    use outcome::Verdict;
+    match verdict {
+        Verdict::Playing => None,
+        Verdict::Solved => Some(Outcome::Solved),
+        Verdict::Won => Some(Outcome::Won),
+        Verdict::Lost => Some(Outcome::Lost),
+        Verdict::Draw => Some(Outcome::Draw),
+        Verdict::Failed => Some(Outcome::Failed),
+        Verdict::Abandoned => Some(Outcome::Abandoned),
     }
 }
 
@@ -207,7 +266,7 @@ impl host::Host for HostCtx {
     }
 
     fn seed(&mut self) -> u64 {
-        self.seed
+        self.seeds.whole
     }
 }
 

@@ -26,7 +26,7 @@ use crate::runtime::bindings::ludus::plugin as contract;
 use crate::runtime::{self, MemoryLimiter};
 
 pub use channels::ChannelsCtx;
-pub use host::{CallInfo, HostCtx, LogSink};
+pub use host::{CallInfo, GameSeeds, HostCtx, LogSink};
 pub use link::{Ask, ClientLink};
 pub use wasi::GuestOutput;
 
@@ -56,6 +56,9 @@ pub fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
     contract::channels::add_to_linker::<_, Channels>(&mut linker, |s| &mut s.channels)?;
     contract::lifecycle::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
     contract::outcome::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
+    contract::decisions::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
+    contract::seeds::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
+    contract::seats::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
     contract::content::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
     contract::client::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
     contract::watchers::add_to_linker::<_, Host>(&mut linker, |s| &mut s.host)?;
@@ -80,11 +83,11 @@ pub struct Output {
 }
 
 /// A fresh store for one instance, with the plugin's memory cap and CPU
-/// budget, randomness seeded from `host.seed`, and the environment the
+/// budget, randomness seeded from the whole seed (`host.seed`), and the environment the
 /// operator granted.
 pub fn new_store(engine: &Engine, limits: &PluginLimits, host: HostCtx, channels: ChannelsCtx, output: Output) -> Store<HostState> {
     let state = HostState {
-        wasi: wasi::context(host.seed, &limits.env, output.stdout, output.stderr),
+        wasi: wasi::context(host.seeds.whole, &limits.env, output.stdout, output.stderr),
         table: ResourceTable::new(),
         limiter: MemoryLimiter { max_bytes: limits.memory_bytes, hit: false },
         host,

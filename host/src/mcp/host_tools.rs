@@ -84,9 +84,9 @@ fn build_host_tools() -> Vec<Tool> {
         .annotate(ro.clone()),
         Tool::new(
             "ludus_sessions",
-            "List your live game sessions (the ones you created or joined): id, game, version, players, the join code \
-             of a game with seats, idle time, calls made, calls waiting, whether the game is over (then also its seed), \
-             and why a session ended; and who the server takes you for.",
+            "List your live game sessions (the ones you created or joined): id, game, version, players and seats, the \
+             join code of a game with a seat open, idle time, calls made, calls waiting, whether the game is over (then \
+             also its seed and secret, which replay it), and why a session ended; and who the server takes you for.",
             Arc::new(JsonObject::new()),
         )
         .with_input_schema::<SessionsArgs>()
@@ -94,7 +94,7 @@ fn build_host_tools() -> Vec<Tool> {
         .with_title("Live game sessions")
         .annotate(ro),
     ];
-    tools.into_iter().map(standard_formats_only).collect()
+    tools.into_iter().map(portable).collect()
 }
 
 /// JSON Schema's own formats (2020-12, "Vocabularies for Semantic Content").
@@ -120,17 +120,21 @@ const JSON_SCHEMA_FORMATS: [&str; 19] = [
     "regex",
 ];
 
-/// schemars marks integers with formats of its own (`uint`, `uint32`,
-/// `uint64`, …) that validators reject as unknown (the MCP Inspector warns
-/// once per field). Each such field's range (`minimum: 0`) says the same, so
-/// the format goes.
-fn standard_formats_only(mut tool: Tool) -> Tool {
+/// The host tools' schemas as every client takes them. schemars marks
+/// integers with formats of its own (`uint`, `uint32`, `uint64`, …) that
+/// validators reject as unknown; each such field's range (`minimum: 0`) says
+/// the same, so the format goes. It writes an optional field as a type array
+/// (`["string", "null"]`), which clients that map schemas onto a one-type
+/// dialect reject (the MCP Inspector warns once per field): each becomes
+/// `anyOf` branches of one type each, with the keywords of that type.
+fn portable(mut tool: Tool) -> Tool {
     fn clean(value: &mut Value) {
         match value {
             Value::Object(map) => {
                 if map.get("format").and_then(Value::as_str).is_some_and(|f| !JSON_SCHEMA_FORMATS.contains(&f)) {
                     map.remove("format");
                 }
+                split_type_array(map);
                 map.values_mut().for_each(clean);
             }
             Value::Array(items) => items.iter_mut().for_each(clean),
@@ -148,6 +152,55 @@ fn standard_formats_only(mut tool: Tool) -> Tool {
     tool.input_schema = cleaned(&tool.input_schema);
     tool.output_schema = tool.output_schema.as_ref().map(cleaned);
     tool
+}
+
+/// `"type": [A, B]` → `"anyOf": [{"type": A, …}, {"type": B, …}]`, each
+/// branch with the keywords that apply to its type (a string's pattern, a
+/// number's bounds); an `enum` goes to the branches whose type its values have.
+fn split_type_array(map: &mut JsonObject) {
+    let Some(Value::Array(types)) = map.get("type").cloned() else { return };
+    map.remove("type");
+    let keywords_of = |t: &str| -> &'static [&'static str] {
+        match t {
+            "integer" | "number" => &["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"],
+            "string" => &["pattern", "minLength", "maxLength", "format"],
+            "array" => &["items", "prefixItems", "minItems", "maxItems", "uniqueItems"],
+            "object" => &["properties", "required", "additionalProperties", "patternProperties"],
+            _ => &[],
+        }
+    };
+    let fits = |t: &str, v: &Value| match t {
+        "null" => v.is_null(),
+        "string" => v.is_string(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        _ => true,
+    };
+    let enumerated = map.remove("enum");
+    let mut moved = Vec::new();
+    let branches: Vec<Value> = types
+        .iter()
+        .filter_map(Value::as_str)
+        .map(|t| {
+            let mut branch = JsonObject::new();
+            branch.insert("type".into(), Value::String(t.into()));
+            for k in keywords_of(t) {
+                if let Some(v) = map.get(*k) {
+                    branch.insert((*k).into(), v.clone());
+                    moved.push(*k);
+                }
+            }
+            if let Some(Value::Array(values)) = &enumerated {
+                branch.insert("enum".into(), Value::Array(values.iter().filter(|v| fits(t, v)).cloned().collect()));
+            }
+            Value::Object(branch)
+        })
+        .collect();
+    for k in moved {
+        map.remove(k);
+    }
+    map.insert("anyOf".into(), Value::Array(branches));
 }
 
 impl Ludus {

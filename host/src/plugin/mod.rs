@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 use wasmtime::component::types::ComponentItem;
-use wasmtime::component::{Component, ComponentExportIndex, InstancePre};
+use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Val};
 
 use crate::capability::channels::ChannelGrant;
 use crate::capability::{self, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
@@ -26,13 +26,12 @@ use prompts::read_prompts;
 pub use prompts::{PromptArgument, PromptDef, PromptExports};
 use schema::{Field, Shape, params_schema};
 
-const META: &str = "ludus:plugin/meta@0.1.5";
-const ACCESS: &str = "ludus:plugin/access@0.1.5";
-const EVENTS: &str = "ludus:plugin/events@0.1.5";
-const DURABLE: &str = "ludus:plugin/durable@0.1.5";
-const RETRIES: &str = "ludus:plugin/retries@0.1.5";
-const PROMPTS: &str = "ludus:plugin/prompts@0.1.5";
-const RESOURCES: &str = "ludus:plugin/resources@0.1.5";
+const META: &str = "ludus:plugin/meta@0.1.6";
+const ACCESS: &str = "ludus:plugin/access@0.1.6";
+const EVENTS: &str = "ludus:plugin/events@0.1.6";
+const DURABLE: &str = "ludus:plugin/durable@0.1.6";
+const PROMPTS: &str = "ludus:plugin/prompts@0.1.6";
+const RESOURCES: &str = "ludus:plugin/resources@0.1.6";
 /// Imports of `ludus:plugin/client`, any 0.1.x version from 0.1.4.
 const CLIENT_PREFIX: &str = "ludus:plugin/client@";
 
@@ -79,6 +78,17 @@ pub enum Audience {
 /// session's creator hands out. The host checks it and does not pass it on.
 pub const JOIN_CODE: &str = "join_code";
 
+/// A creating tool's parameter that seeds the new game (`host.seed`,
+/// `seeds.visible`), when it has one.
+pub const SEED: &str = "seed";
+
+/// The argument a creating tool with a `seed` takes besides its own: a
+/// finished game's published secret, to replay it. The host takes it out.
+pub const SECRET: &str = "secret";
+
+/// The parameter of a decision tool that names the decision a call answers.
+pub const DECISION: &str = "decision";
+
 /// One tool, derived from one exported function.
 pub struct ToolDef {
     /// MCP name, `<prefix>_<function>`.
@@ -92,9 +102,9 @@ pub struct ToolDef {
     pub role: Role,
     pub audience: Audience,
     pub read_only: bool,
-    /// A player's repeat of its last successful call of this tool, with the
-    /// same arguments, is a retry (`ludus:plugin/retries`).
-    pub repeat_is_retry: bool,
+    /// The parameter that carries the number of the decision a call
+    /// answers (`ludus:plugin/decisions`): named `decision`, an integer.
+    pub decision: Option<usize>,
     pub default_wait: Duration,
     pub max_wait: Duration,
     /// How the tool presents itself to clients.
@@ -145,21 +155,31 @@ impl ToolDef {
     }
 
     /// A creating tool's `seed` argument seeds the new session's randomness.
-    pub fn seed_argument(&self, params: &[wasmtime::component::Val]) -> Option<u64> {
-        use wasmtime::component::Val;
+    pub fn seed_argument(&self, params: &[Val]) -> Option<u64> {
         if self.role != Role::Creates {
             return None;
         }
-        let i = self.params.iter().position(|f| f.json == "seed")?;
-        let as_u64 = |v: &Val| match v {
-            Val::U64(s) => Some(*s),
-            Val::U32(s) => Some(u64::from(*s)),
-            _ => None,
-        };
-        match &params[i] {
-            Val::Option(Some(v)) => as_u64(v),
-            v => as_u64(v),
-        }
+        let i = self.params.iter().position(|f| f.json == SEED)?;
+        unsigned(&params[i])
+    }
+
+    /// The decision number a call of a decision tool names, if it names one.
+    pub fn decision_argument(&self, params: &[Val]) -> Option<u64> {
+        unsigned(&params[self.decision?])
+    }
+}
+
+/// An unsigned integer argument (or an option of one), widened.
+fn unsigned(v: &Val) -> Option<u64> {
+    match v {
+        Val::Option(Some(v)) => unsigned(v),
+        Val::U64(n) => Some(*n),
+        Val::U32(n) => Some(u64::from(*n)),
+        Val::U16(n) => Some(u64::from(*n)),
+        Val::U8(n) => Some(u64::from(*n)),
+        Val::S64(n) => u64::try_from(*n).ok(),
+        Val::S32(n) => u64::try_from(*n).ok(),
+        _ => None,
     }
 }
 
@@ -265,11 +285,12 @@ impl Plugin {
                 imports.iter().map(String::as_str).filter(|i| !i.starts_with("wasi:") && !i.starts_with("ludus:plugin/")).collect();
             format!(
                 "it imports {}, which this host does not grant (granted: WASI p2 without files or network, \
-                 and the ludus:plugin interfaces host, channels, lifecycle, content, client and watchers). Details: {e:#}",
+                 and the ludus:plugin interfaces host, outcome, decisions, seeds, seats, channels, lifecycle, content, \
+                 client and watchers). Details: {e:#}",
                 if ungranted.is_empty() { "an interface".to_string() } else { format!("`{}`", ungranted.join("`, `")) }
             )
         })?;
-        let Described { info, grants, retries, prompts } = describe(&pre)?;
+        let Described { info, grants, prompts } = describe(&pre)?;
         validate_plugin_name(&info.name)?;
         let docs = match ludus_pack::package_docs(bytes) {
             Some(json) => Docs::parse(json)?,
@@ -288,7 +309,7 @@ impl Plugin {
         let no_renames = BTreeMap::new();
         let rename = config.plugins.get(&info.name).map_or(&no_renames, |p| &p.rename);
         let names = ToolNames { prefix: &prefix, rename };
-        let tools = derive_tools(&component, &info, &docs, &names, &limits, &grants, &retries)?;
+        let tools = derive_tools(&component, &info, &docs, &names, &limits, &grants)?;
         check_grants(&grants, &tools, &info)?;
         // A function of an exported interface, looked up by name: every
         // interface beyond `meta` is optional.
@@ -413,19 +434,19 @@ type Grants = Vec<(String, Audience)>;
 struct Described {
     info: PluginInfo,
     grants: Grants,
-    retries: Vec<String>,
     /// Named as the plugin names them (`PromptDef::own`).
     prompts: Vec<PromptDef>,
 }
 
-/// Runs `meta.describe` (and `access.grants`, `retries.repeat-is-retry` and
-/// `prompts.offered`, if exported) in a throwaway instance.
+/// Runs `meta.describe` (and `access.grants` and `prompts.offered`, if
+/// exported) in a throwaway instance. (`retries`, which older plugins may
+/// export, is no longer read: moves carry decision numbers.)
 fn describe(pre: &InstancePre<HostState>) -> Result<Described, String> {
     let game_pre = LinkedPre::new(pre.clone())
         .map_err(|e| format!("it is not a Ludus game: it must export {META} (include ludus:plugin/game in its world): {e:#}"))?;
     let limits = Config::default().limits_for("", None);
     let out = GuestOutput::new(limits.max_output_bytes);
-    let host = HostCtx::new("(loading)", 0, None);
+    let host = HostCtx::new("(loading)", Default::default(), None);
     let output = Output { stdout: out.clone(), stderr: out.clone() };
     let mut store = capability::new_store(pre.engine(), &limits, host, ChannelsCtx::default(), output);
     let instance = game_pre.instance_pre().instantiate(&mut store).map_err(|e| format!("it failed to start: {e:#}"))?;
@@ -436,9 +457,8 @@ fn describe(pre: &InstancePre<HostState>) -> Result<Described, String> {
     };
     let info = game.ludus_plugin_meta().call_describe(&mut store).map_err(|e| failed("describe()", e))?;
     let grants = read_grants(&mut store, &instance).map_err(|e| failed("access.grants()", e))?;
-    let retries = read_retries(&mut store, &instance).map_err(|e| failed("retries.repeat-is-retry()", e))?;
     let prompts = read_prompts(&mut store, &instance).map_err(|e| failed("prompts.offered()", e))?;
-    Ok(Described { info, grants, retries, prompts })
+    Ok(Described { info, grants, prompts })
 }
 
 /// Function `func` of interface `iface` when the plugin exports that
@@ -455,13 +475,6 @@ fn optional_export(
         Some(f) => Ok(Some(f)),
         None => wasmtime::bail!("{iface} has no `{func}` function"),
     }
-}
-
-/// Calls `retries.repeat-is-retry` when the plugin exports it (a 0.1.3 interface).
-fn read_retries(store: &mut wasmtime::Store<HostState>, instance: &wasmtime::component::Instance) -> wasmtime::Result<Vec<String>> {
-    let Some(func) = optional_export(store, instance, RETRIES, "repeat-is-retry")? else { return Ok(Vec::new()) };
-    let func = instance.get_typed_func::<(), (Vec<String>,)>(&mut *store, func)?;
-    Ok(func.call(&mut *store, ())?.0)
 }
 
 /// Calls `access.grants` when the plugin exports it (a 0.1.2 interface).
@@ -557,7 +570,6 @@ fn derive_tools(
     names: &ToolNames,
     limits: &PluginLimits,
     grants: &Grants,
-    retries: &[String],
 ) -> Result<Vec<ToolDef>, String> {
     let (iface, funcs) = tools_interface(component)?;
     if let Some(unknown) = names.rename.keys().find(|r| !funcs.iter().any(|(f, _)| schema::json_name(f) == **r)) {
@@ -566,9 +578,6 @@ fn derive_tools(
     }
     if let Some(reserved) = names.rename.values().find(|n| n.starts_with("ludus_")) {
         return Err(format!("rename gives `{reserved}`: the prefix `ludus` is reserved for host tools"));
-    }
-    if let Some(unknown) = retries.iter().find(|r| !funcs.iter().any(|(f, _)| f == *r)) {
-        return Err(format!("retries.repeat-is-retry() names `{unknown}`, which its tools interface does not export"));
     }
     for hint in &info.tools {
         if !funcs.iter().any(|(f, _)| *f == hint.name) {
@@ -631,11 +640,12 @@ fn derive_tools(
             params[i].doc.get_or_insert_with(|| doc.into());
         }
         let audience = audience_of(grants, &func);
-        let repeat_is_retry = retries.contains(&func);
-        if repeat_is_retry && !matches!(role, Role::Uses(_)) {
-            return Err(at("retries.repeat-is-retry() names it, but only a tool that uses a session can have retries".into()));
+        let decision = decision_param(&mut params, &role).map_err(at)?;
+        let takes_seed = role == Role::Creates && params.iter().any(|f| f.json == SEED);
+        if takes_seed && params.iter().any(|f| f.json == SECRET) {
+            return Err(at(format!("parameter `{SECRET}` is the host's (a finished game's secret, to replay it)")));
         }
-        let listing = listing(&func, &fdocs.summary, &params, hint, audience);
+        let listing = listing(&func, &fdocs.summary, &params, hint, audience, takes_seed);
         tools.push(ToolDef {
             export: component.get_export_index(Some(&iface_index), func.as_str()).ok_or_else(|| at("export index not found".into()))?,
             name,
@@ -645,7 +655,7 @@ fn derive_tools(
             role,
             audience,
             read_only: hint.is_some_and(|h| h.read_only),
-            repeat_is_retry,
+            decision,
             default_wait: default_wait.min(max_wait),
             max_wait,
             listing,
@@ -684,13 +694,23 @@ pub fn ok_shape(result: Option<&Shape>) -> Option<&Shape> {
     }
 }
 
-fn listing(func: &str, summary: &Option<String>, params: &[Field], hint: Option<&ToolHint>, audience: Audience) -> Listing {
+fn listing(
+    func: &str,
+    summary: &Option<String>,
+    params: &[Field],
+    hint: Option<&ToolHint>,
+    audience: Audience,
+    takes_seed: bool,
+) -> Listing {
     let mut input = match params_schema(params) {
         Value::Object(o) => o,
         _ => JsonObject::new(),
     };
     if audience == Audience::Joins {
         add_join_code(&mut input);
+    }
+    if takes_seed {
+        add_secret(&mut input);
     }
     let hints = hint.map_or(Hints::default(), |h| Hints {
         read_only: h.read_only,
@@ -710,8 +730,37 @@ fn listing(func: &str, summary: &Option<String>, params: &[Field], hint: Option<
 /// A `joins` tool asks for the session's join code besides its own parameters.
 fn add_join_code(schema: &mut JsonObject) {
     let doc = "The join code the game's creator hands out (it is in the answer that started the game, and in their \
-               `ludus_sessions`). Needed to take a seat; a player already seated may leave it out.";
+               `ludus_sessions`). Needed to take a seat, also by the creator taking the other seat itself (self-play).";
     if let Some(Value::Object(props)) = schema.get_mut("properties") {
         props.insert(JOIN_CODE.into(), json!({"type": "string", "description": doc}));
     }
+}
+
+/// A creating tool that takes a `seed` also takes the host's `secret`: with
+/// the seed and secret a finished game published, the same game again.
+fn add_secret(schema: &mut JsonObject) {
+    let doc = "To replay a finished game: the secret it published when it ended (in its last answer, `ludus_sessions` \
+               and its result record), with its `seed`. A replay is yours alone: nobody may join it, and its record says \
+               it was a replay. Leave it out to play a new game.";
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        props.insert(SECRET.into(), schema::u64_schema(doc));
+    }
+}
+
+/// The parameter named `decision` of a tool that uses a session: the number
+/// of the decision a call answers (`ludus:plugin/decisions`). It must be an
+/// integer (or an option of one); the host gives it a description when the
+/// plugin wrote none.
+fn decision_param(params: &mut [Field], role: &Role) -> Result<Option<usize>, String> {
+    let Some(i) = params.iter().position(|f| f.json == DECISION) else { return Ok(None) };
+    if params[i].shape.int_kind().is_none() || !matches!(role, Role::Uses(_)) {
+        return Err(format!("parameter `{DECISION}` carries a decision number: it must be an integer of a tool that uses a session"));
+    }
+    params[i].doc.get_or_insert_with(|| {
+        "The number of the decision this call answers (`decision` in the game's state and answers). Send it whenever your \
+         client may retry: a call repeated for a number already made gets that move's answer and is never made twice; a \
+         number not yet due is refused. Without it the move is made as sent."
+            .into()
+    });
+    Ok(Some(i))
 }

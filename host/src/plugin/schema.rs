@@ -115,6 +115,21 @@ impl Field {
         Ok(())
     }
 
+    /// A JSON integer outside the declared bounds, refused with them
+    /// before its type's own range is checked (`300` for a `u8` declared
+    /// `1..=100` is out of `1..=100`, not of `0..=255`).
+    fn check_json_range(&self, v: &Value, path: &str) -> Result<(), ArgError> {
+        let Some((lo, hi)) = self.range else { return Ok(()) };
+        let n = match v {
+            Value::Number(n) => n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from)),
+            _ => None,
+        };
+        match n {
+            Some(n) if n < lo || n > hi => Err(err(path, format!("expected an integer from {lo} to {hi}, got {n}"))),
+            _ => Ok(()),
+        }
+    }
+
     /// `option<T>` fields may be left out.
     pub fn required(&self) -> bool {
         !matches!(self.shape, Shape::Option(_))
@@ -296,7 +311,7 @@ fn with_case_docs<'a>(doc: &Option<String>, cases: impl Iterator<Item = (&'a str
 
 impl Shape {
     /// The integer type of an integer shape, or of an option of one.
-    fn int_kind(&self) -> Option<Int> {
+    pub(crate) fn int_kind(&self) -> Option<Int> {
         match self {
             Shape::Int(k) => Some(*k),
             Shape::Option(inner) => inner.int_kind(),
@@ -320,12 +335,14 @@ impl Shape {
                 if k.is_64() {
                     // JSON numbers beyond 2^53 lose precision in JavaScript: the
                     // schema's numbers stop there, and any 64-bit value can be
-                    // given as a decimal string.
+                    // given as a decimal string. Two branches of one type each
+                    // rather than `"type": ["integer", "string"]`, which clients
+                    // that map schemas onto a one-type dialect reject.
                     let (min, pattern) = match k {
-                        Int::U64 => (0, "^[0-9]+$"),
-                        _ => (-JS_SAFE, "^-?[0-9]+$"),
+                        Int::U64 => (0, "^[0-9]{1,20}$"),
+                        _ => (-JS_SAFE, "^-?[0-9]{1,19}$"),
                     };
-                    json!({"type": ["integer", "string"], "minimum": min, "maximum": JS_SAFE, "pattern": pattern,
+                    json!({"anyOf": [{"type": "integer", "minimum": min, "maximum": JS_SAFE}, {"type": "string", "pattern": pattern}],
                            "description": "64-bit integer: a number up to 2^53 - 1, or any value as a decimal string"})
                 } else if matches!(k, Int::U32 | Int::S32) {
                     // Bounds of the type itself tell an agent nothing (the
@@ -387,9 +404,21 @@ impl Shape {
     }
 }
 
+/// The schema of a host-level 64-bit argument (a seed's secret), with its description.
+pub fn u64_schema(description: &str) -> Value {
+    let mut schema = Shape::Int(Int::U64).schema();
+    schema["description"] = json!(description);
+    schema
+}
+
 /// An integer schema's bounds narrowed to a field's declared range (64-bit
 /// schemas keep their JavaScript-safe numeric bounds where those are tighter).
 fn narrow(schema: &mut Value, lo: i128, hi: i128) {
+    // A 64-bit schema's numbers are its integer branch.
+    if let Some(integer) = schema.get_mut("anyOf").and_then(Value::as_array_mut).and_then(|b| b.iter_mut().find(|b| b["type"] == "integer"))
+    {
+        return narrow(integer, lo, hi);
+    }
     let clamp = |key: &str, v: i128, keep_greater: bool| {
         let current = schema.get(key).and_then(Value::as_i64).map(i128::from);
         let new = match current {

@@ -7,11 +7,12 @@ wasmtime::component::bindgen!({
     inline: "
         package ludus:host;
         world linked {
-            include ludus:plugin/game@0.1.5;
-            import ludus:plugin/channels@0.1.5;
-            import ludus:plugin/lifecycle@0.1.5;
-            import ludus:plugin/client@0.1.5;
-            import ludus:plugin/watchers@0.1.5;
+            include ludus:plugin/game@0.1.6;
+            import ludus:plugin/channels@0.1.6;
+            import ludus:plugin/lifecycle@0.1.6;
+            import ludus:plugin/seats@0.1.6;
+            import ludus:plugin/client@0.1.6;
+            import ludus:plugin/watchers@0.1.6;
         }
     ",
     path: "../wit/plugin",

@@ -32,6 +32,15 @@ pub struct Sidecar {
     pub needs: Needs,
 }
 
+/// A package registry a first-use install downloads from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Registry {
+    /// npm's (`npm_config_registry`, else registry.npmjs.org).
+    Npm,
+    /// The Python package index pip uses (`PIP_INDEX_URL`, else PyPI).
+    PyPI,
+}
+
 /// What a sidecar needs to run: its interpreter at a version, and the engine
 /// it installs on first use.
 pub struct Needs {
@@ -47,6 +56,8 @@ pub struct Needs {
     pub installed: &'static str,
     /// The program the first-use install runs besides the interpreter.
     pub installer: Option<&'static str>,
+    /// Where the first-use install downloads from (`ludus doctor` asks it).
+    pub registry: Registry,
     /// What the install downloads, for people.
     pub size: &'static str,
     /// Anything else the game needs that no check covers.
@@ -74,6 +85,7 @@ pub const SIDECARS: &[Sidecar] = &[
             engine: "the rules engine (phase-python 0.103.0)",
             installed: "ludus/phase-venv/.installed",
             installer: None,
+            registry: Registry::PyPI,
             size: "pip, about 35 MB",
             note: "",
         },
@@ -95,6 +107,7 @@ pub const SIDECARS: &[Sidecar] = &[
             engine: "the simulator (pokemon-showdown 0.11.11)",
             installed: "ludus/showdown-sim/.installed-0.11.11",
             installer: Some("npm"),
+            registry: Registry::Npm,
             size: "npm, a few MB",
             note: "; online battles need the operator's `server` endpoint",
         },

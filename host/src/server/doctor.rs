@@ -1,14 +1,21 @@
 //! `ludus doctor`: whether each bundled game is ready to play on this
 //! machine, and what it lacks. The pure games need nothing; the ones with a
 //! bundled program (the sidecars) need its interpreter, and install their
-//! engine on first use.
+//! engine on first use: until it is installed, the registry it comes from is
+//! asked, the way the install will ask it (npm's own `npm ping`; Python's
+//! HTTP client for pip's index), so that a registry out of reach or a proxy
+//! certificate the machine lacks shows here rather than in a game.
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::config::{Config, Endpoint};
 
-use super::bundled::{BUNDLED, SIDECARS, Sidecar};
+use super::bundled::{BUNDLED, Registry, SIDECARS, Sidecar};
+
+/// The longest a registry has to answer `ludus doctor`.
+const REGISTRY_LIMIT: Duration = Duration::from_secs(20);
 
 /// One game's verdict.
 pub struct Verdict {
@@ -63,9 +70,78 @@ fn sidecar(game: &'static str, car: &Sidecar) -> Verdict {
                 detail: format!("{} is not installed yet and `{tool}` is missing to install it: {}", need.engine, need.fix),
             };
         }
-        (None, _) => format!("{} installs on first use ({})", need.engine, need.size),
+        (None, _) => match registry_answers(need.registry, car.command) {
+            Ok(()) => format!("{} installs on first use ({}; the registry answers)", need.engine, need.size),
+            Err(why) => {
+                return Verdict {
+                    game,
+                    ready: false,
+                    detail: format!("{} is not installed yet, and its registry does not answer: {why}", need.engine),
+                };
+            }
+        },
     };
     Verdict { game, ready: true, detail: format!("ready: {} {version}; {engine}{}", car.command, need.note) }
+}
+
+/// Whether `registry` answers from here, asked as the install asks it.
+fn registry_answers(registry: Registry, interpreter: &str) -> Result<(), String> {
+    let mut cmd = match registry {
+        Registry::Npm => {
+            let mut npm = Command::new("npm");
+            npm.args(["ping", "--fetch-retries=0", "--fetch-timeout=15000"]);
+            npm
+        }
+        Registry::PyPI => {
+            let probe = "import os, urllib.request\n\
+                         index = os.environ.get('PIP_INDEX_URL') or 'https://pypi.org/simple'\n\
+                         urllib.request.urlopen(index.rstrip('/') + '/phase-python/', timeout=15).read(1)\n";
+            let mut python = Command::new(interpreter);
+            python.args(["-c", probe]);
+            python
+        }
+    };
+    let what = match registry {
+        Registry::Npm => "`npm ping`",
+        Registry::PyPI => "the Python package index",
+    };
+    run_within(&mut cmd, REGISTRY_LIMIT).map_err(|why| format!("{what}: {why}"))
+}
+
+/// Runs `cmd` to its end within `limit`; its last words when it fails or
+/// is stopped.
+fn run_within(cmd: &mut Command, limit: Duration) -> Result<(), String> {
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() >= limit => {
+                let _ = child.kill();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    let output = child.wait_with_output().map_err(|e| e.to_string())?;
+    let text = format!("{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let last = last_words(&text);
+    match status {
+        Some(s) if s.success() => Ok(()),
+        Some(_) => Err(if last.is_empty() { "it failed and said nothing".into() } else { last }),
+        None => {
+            Err(format!("no answer within {} s{}", limit.as_secs(), if last.is_empty() { String::new() } else { format!(" ({last})") }))
+        }
+    }
+}
+
+/// What a failing program said that explains it: its last line naming an
+/// error (`FetchError: … reason: …`, `URLError: …`), else its last line.
+fn last_words(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("at ")).collect();
+    let telling = lines.iter().rev().find(|l| l.contains("Error:") || l.contains("reason:")).or(lines.last());
+    telling.map_or(String::new(), |l| l.chars().take(400).collect())
 }
 
 /// `program --version`'s first line, if the program runs.
@@ -93,7 +169,15 @@ fn user_cache() -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_version;
+    use super::{last_words, parse_version};
+
+    #[test]
+    fn a_failing_installer_is_quoted_by_its_error_line() {
+        let npm = "npm error code ECONNREFUSED\nnpm error FetchError: request to http://127.0.0.1:9/-/ping failed, reason: connect \
+                   ECONNREFUSED\nnpm error     at ClientRequest.<anonymous> (x.js:1)\nnpm error A complete log of this run can be found in: /x";
+        assert!(last_words(npm).contains("reason: connect ECONNREFUSED"), "{}", last_words(npm));
+        assert_eq!(last_words("one\ntwo\n"), "two");
+    }
 
     #[test]
     fn versions_are_read_from_what_the_programs_print() {

@@ -44,6 +44,7 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     if opts.builtins {
         grant_sidecars(&mut config, cache.as_deref());
     }
+    check_plugin_tables(&config, opts.builtins, opts.plugins.is_some())?;
     let config = Arc::new(config);
     let runtime = Runtime::new(cache)?;
     runtime.processes.set_limits(config.limits.max_processes, config.limits.max_processes_per_caller);
@@ -55,8 +56,7 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
         tracing::info!("every game's result is recorded in {}", records.path().display());
     }
     let records = records.map(Arc::new);
-    let sessions =
-        Sessions::new(session_limits(&config.limits), tokio::runtime::Handle::current(), store, records).map_err(anyhow::Error::msg)?;
+    let sessions = Sessions::new(session_limits(&config), tokio::runtime::Handle::current(), store, records).map_err(anyhow::Error::msg)?;
     let registry = Registry::new(runtime, config, sessions.clone());
 
     if opts.builtins {
@@ -106,6 +106,10 @@ async fn scan_plugins(registry: &Arc<Registry>, dir: &std::path::Path, builtins:
         let started = Instant::now();
         watch::initial_scan(&r, &d);
         r.set_scanning(false);
+        let loaded: Vec<String> = r.plugins().iter().map(|p| p.name.clone()).collect();
+        for name in r.config.plugins.keys().filter(|n| !loaded.contains(n)) {
+            tracing::warn!("the config has [plugins.{name}], but no game of that name is built in or in {}", d.display());
+        }
         tracing::info!(scan_ms = started.elapsed().as_millis() as u64, "plugins directory {} loaded", d.display());
     });
     // Watching starts once the first scan is over, so no file is compiled twice at once.
@@ -123,6 +127,25 @@ async fn scan_plugins(registry: &Arc<Registry>, dir: &std::path::Path, builtins:
         }
     });
     Ok(())
+}
+
+/// A `[plugins.NAME]` table must name a game, as an unknown key is refused:
+/// a typo (`[plugins.chezz]`) would otherwise leave the operator's settings
+/// unapplied without a word. Without a plugins directory the games are the
+/// built-in ones; with one, a name not built in may be a plugin there, and a
+/// table that matches nothing once the directory is read is warned about.
+fn check_plugin_tables(config: &Config, builtins: bool, directory: bool) -> Result<()> {
+    let builtin: Vec<&str> = bundled::BUNDLED.iter().map(|(name, _)| *name).collect();
+    let unknown: Vec<&String> = config.plugins.keys().filter(|name| !builtin.contains(&name.as_str())).collect();
+    if unknown.is_empty() || directory {
+        return Ok(());
+    }
+    bail!(
+        "the config has {} but no such game: the built-in games are {}{}",
+        unknown.iter().map(|n| format!("[plugins.{n}]")).collect::<Vec<_>>().join(", "),
+        builtin.join(", "),
+        if builtins { "" } else { " (not loaded: --no-builtin), and no plugins directory was given (--plugins)" }
+    )
 }
 
 /// `--games` (or `games` in the config) must name games there are: a typo
@@ -143,15 +166,27 @@ fn check_games_found(registry: &Registry, builtins: bool) -> Result<()> {
     )
 }
 
+/// Who may fix a game's whole seed (`whole_seeds`, in the config or on tokens).
+fn whole_seeds(config: &crate::config::Config) -> crate::session::WholeSeeds {
+    use crate::session::WholeSeeds;
+    if config.whole_seeds {
+        return WholeSeeds::Everyone;
+    }
+    let names: std::collections::HashSet<String> = config.tokens.iter().filter(|t| t.whole_seeds).map(|t| t.name.clone()).collect();
+    if names.is_empty() { WholeSeeds::Nobody } else { WholeSeeds::Callers(names) }
+}
+
 /// The configured session limits, with the total capped where the kernel's
 /// limit on memory mappings would make sessions fail before it.
-fn session_limits(limits: &crate::config::Limits) -> SessionLimits {
+fn session_limits(config: &crate::config::Config) -> SessionLimits {
+    let limits = &config.limits;
     let mut total = SessionLimits {
         total: limits.max_sessions,
         total_reason: "limits.max_sessions".into(),
         per_caller: limits.max_sessions_per_caller,
         waits_per_caller: limits.max_waits_per_caller,
         maps: crate::runtime::maps_for_instances(),
+        whole_seeds: whole_seeds(config),
     };
     if let Some((allowed, max_maps)) = crate::runtime::instances_the_kernel_allows(false)
         && allowed < limits.max_sessions

@@ -9,6 +9,7 @@ mod ended;
 mod instance;
 mod results;
 mod shared;
+mod step;
 mod wait;
 
 use std::collections::HashMap;
@@ -22,14 +23,15 @@ pub use crate::capability::LogSink;
 use crate::capability::content::body_of_val;
 use crate::capability::{Ask, CallInfo, ClientLink};
 use crate::locking::lock;
-use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, ToolDef};
+use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, SECRET, SEED, ToolDef};
 use crate::records::RecordsFile;
 pub use crate::runtime::bindings::ludus::plugin::content::Body;
 use crate::runtime::{maps_per_instance, run_guest, run_guest_that_may_ask};
 use crate::store::{Record, SessionStore, Stored, now_ms};
 
 use ended::EndedSessions;
-pub use instance::{Home, Invocation, Names, Run, Session, SessionInfo};
+pub use instance::{Home, Invocation, Names, Run, Seeding, Session, SessionInfo};
+use step::{Answered, Awaiting, Step, notes};
 use wait::{Wait, Woken};
 
 /// Who makes a call. Sessions belong to callers, so every call has one.
@@ -71,9 +73,9 @@ pub use crate::config::STDIO_CALLER;
 
 /// Why a stateless request without a token cannot start or play a game.
 pub const STATELESS_REFUSAL: &str = "this request carries no caller identity (a stateless HTTP request without a bearer \
-    token), so no game can be yours: a game it started could not be played by the next request. Send \
-    `Authorization: Bearer <token>` with a token the operator issued (`ludus token NAME`), or open an MCP session \
-    with `initialize`";
+    token), so no game can be yours: a game it started could not be played by the next request. Connect with the URL \
+    the server printed when it started (it ends in `?token=…`), or send `Authorization: Bearer <token>` with a token \
+    the operator issued (`ludus token NAME`), or open an MCP session with `initialize`";
 
 /// The plugin build a stored game runs on, as a refusal names it.
 fn build_of(record: &Record) -> String {
@@ -156,7 +158,7 @@ impl Live {
     }
 }
 
-/// How many sessions may live at once.
+/// How many sessions may live at once, and who may fix a game's whole seed.
 pub struct SessionLimits {
     /// In the whole server.
     pub total: usize,
@@ -171,6 +173,29 @@ pub struct SessionLimits {
     /// limit: sessions that map their data take more than `total` counts
     /// on (`runtime::maps_per_instance`). None where it cannot be read.
     pub maps: Option<(u64, u64)>,
+    /// Callers whose chosen seed is the whole seed (no secret mixed in).
+    pub whole_seeds: WholeSeeds,
+}
+
+/// Which callers may fix a game's whole seed, hidden parts included: the
+/// operator's evaluation harness, never a player by itself (config
+/// `whole_seeds`, or `whole_seeds = true` on a token).
+#[derive(Clone, Debug, Default)]
+pub enum WholeSeeds {
+    #[default]
+    Nobody,
+    Everyone,
+    Callers(std::collections::HashSet<String>),
+}
+
+impl WholeSeeds {
+    fn allow(&self, caller: &str) -> bool {
+        match self {
+            WholeSeeds::Nobody => false,
+            WholeSeeds::Everyone => true,
+            WholeSeeds::Callers(names) => names.contains(caller),
+        }
+    }
 }
 
 /// Whether one more session (`mapped` or not) fits in `budget` mappings next
@@ -369,8 +394,9 @@ impl Sessions {
         }
         if of_plugin >= plugin.limits.max_sessions {
             return Some(format!(
-                "{} already runs {of_plugin} game sessions, its limit (max_sessions of the plugin); finish some first",
-                plugin.name
+                "{name} already runs {of_plugin} game sessions, its limit (the config's limits.max_sessions_per_plugin, or \
+                 plugins.{name}.max_sessions for this game alone); finish some first",
+                name = plugin.name
             ));
         }
         if of_caller >= l.per_caller {
@@ -562,10 +588,18 @@ impl Sessions {
         caller: &Caller,
     ) -> Result<Prepared, String> {
         let current = &plugin.tools[tool_index];
-        // A `joins` tool's join code is the host's, not the game's.
+        // A `joins` tool's join code is the host's, not the game's; so is a
+        // seeded start's secret.
         let (args, code) = match current.audience {
-            Audience::Joins => split_join_code(args)?,
+            Audience::Joins => split_host_argument(args, JOIN_CODE, |v| v.as_str().map(String::from), "a string")?,
             _ => (std::borrow::Cow::Borrowed(args), None),
+        };
+        let (args, secret) = match current.role {
+            Role::Creates if current.params.iter().any(|f| f.json == SEED) => {
+                let (rest, secret) = split_host_argument(&args, SECRET, unsigned, "a whole number (or one as a decimal string)")?;
+                (std::borrow::Cow::<Arguments>::Owned(rest.into_owned()), secret)
+            }
+            _ => (args, None),
         };
         let args = self.name_the_only_game(plugin, current, &args, caller)?;
         let args = args.as_ref();
@@ -581,10 +615,10 @@ impl Sessions {
             _ => None,
         };
         let params = current.convert_args(args)?;
-        let seed = current.seed_argument(&params);
+        let seeds = (current.seed_argument(&params), secret);
         let session = match named {
             Some(session) => session,
-            None => self.session_for(plugin, current, &params, caller, seed).await?,
+            None => self.session_for(plugin, current, &params, caller, seeds).await?,
         };
         let version = session.plugin.clone();
         if Arc::ptr_eq(&version, plugin) {
@@ -611,61 +645,43 @@ impl Sessions {
         let Prepared { session, version, tool: index, params } = call;
         let tool = &version.tools[index];
         let creates = tool.role == Role::Creates;
-        let joins = tool.audience == Audience::Joins;
-        let results = usize::from(tool.result.is_some());
         let mut changes = session.changed.subscribe();
         let mut wait = Wait::new();
         let (mut timed_out, mut rerun) = (false, false);
-        let retry_key = tool.repeat_is_retry.then(|| arguments_digest(tool, &params));
+        let decision = tool.decision_argument(&params);
+        // While this call is held waiting for its decision's answer, a
+        // second call for the same decision waits for that answer too.
+        let mut awaiting: Option<Awaiting> = None;
         loop {
             let turn = session.turn.lock().await;
-            // Under the session's turn: of two identical calls sent at once,
-            // the second finds the first made.
-            if !rerun
-                && let Some(key) = &retry_key
-                && let Some(answer) = session.repeat_of(&caller, &tool.func, key)
-            {
-                return Reply::Value { value: Some(answer), plugin: version.clone(), tool: index, note: Some(REPEATED.into()) };
-            }
             changes.borrow_and_update();
             let info = CallInfo { caller: caller.clone(), timed_out, log: log.clone(), client: client.clone(), ask_limit: tool.max_wait };
-            let (s, export, p) = (session.clone(), tool.export, params.clone());
-            // What a call changed is stored before it is answered, with the
-            // answer its retry gets.
-            let changes_state = !tool.read_only;
-            let run_kind = if changes_state { Run::Change } else { Run::Read };
-            let remember = retry_key.clone().map(|key| (caller.clone(), tool.func.clone(), key));
-            let seated = joins.then(|| caller.clone());
-            let first = !rerun;
-            let call = move || {
-                s.leased(run_kind, || {
-                    if first {
-                        s.count_tool_call();
-                    }
-                    let inv = s.invoke(&export, &p, results, info)?;
-                    if !matches!(inv.value, Some(Val::Result(Err(_)))) {
-                        // A `joins` tool's final success takes the seat; a
-                        // retry-safe tool's final answer is kept for its retry.
-                        if let Some(caller) = seated.filter(|_| inv.wait.is_none() || timed_out) {
-                            s.seat(&caller);
-                        }
-                        if let (Some(value), None, Some((caller, func, key))) = (&inv.value, inv.wait, remember) {
-                            s.remember(&caller, &func, key, value.clone());
-                        }
-                    }
-                    if changes_state {
-                        s.persist()?;
-                        s.settle();
-                    }
-                    Ok(inv)
-                })?
+            let step = Step {
+                session: session.clone(),
+                version: version.clone(),
+                index,
+                params: params.clone(),
+                caller: caller.clone(),
+                decision,
+                first: !rerun,
+                timed_out,
             };
+            let call = move || step.run(info);
             // A game that can ask its client, called by a client that can be
             // asked, must not hold the thread that carries that client's messages.
-            let inv = if may_ask { run_guest_that_may_ask(&tool.pace, call).await } else { run_guest(&tool.pace, call).await };
+            let answered = if may_ask { run_guest_that_may_ask(&tool.pace, call).await } else { run_guest(&tool.pace, call).await };
             drop(turn);
-            let inv = match inv {
-                Ok(Ok(inv)) => inv,
+            let inv = match answered {
+                Ok(Ok(Answered::Game(inv))) => inv,
+                Ok(Ok(Answered::Kept(answer))) => {
+                    let note = format!(
+                        "Decision {} was made already: this is the answer its call got then, and nothing was made again. \
+                         Ask for the game's state to see what happened since.",
+                        decision.unwrap_or_default()
+                    );
+                    return Reply::Value { value: Some(answer), plugin: version.clone(), tool: index, note: Some(note) };
+                }
+                Ok(Ok(Answered::AnswerPending)) => Invocation { value: None, wait: Some(0), made_already: None },
                 Ok(Err(e)) => {
                     if creates {
                         self.discard(&session.id(), "it crashed while starting");
@@ -678,6 +694,7 @@ impl Sessions {
                 self.insert(session.clone());
             }
             let Some(asked) = inv.wait.filter(|_| !timed_out) else {
+                drop(awaiting);
                 if creates && matches!(inv.value, Some(Val::Result(Err(_)))) {
                     self.discard(&session.id(), "the game failed to start");
                 }
@@ -685,10 +702,12 @@ impl Sessions {
                 if !rerun && !tool.read_only {
                     session.bump();
                 }
-                let ok = !matches!(inv.value, Some(Val::Result(Err(_))));
-                let note = if creates && ok { join_note(&session, &version) } else { None };
+                let note = notes(&session, &version, tool, &caller, &inv.value);
                 return Reply::Value { value: inv.value, plugin: version.clone(), tool: index, note };
             };
+            if let (None, Some(n), Some(_)) = (&awaiting, decision, &inv.value) {
+                awaiting = Some(Awaiting::start(&session, &caller, n));
+            }
             // Each held call is cheap but not free. Beyond the cap a call is not
             // held at all: it is answered at once as if its wait had run out (the
             // game's "call again" answer). Refusing it instead would lose what
@@ -779,7 +798,7 @@ impl Sessions {
         tool: &ToolDef,
         params: &[Val],
         caller: &Caller,
-        seed: Option<u64>,
+        (seed, secret): (Option<u64>, Option<u64>),
     ) -> Result<Arc<Session>, String> {
         match tool.role {
             Role::Uses(i) => {
@@ -801,13 +820,30 @@ impl Sessions {
                 if let Some(why) = self.refuse_new(plugin, caller) {
                     return Err(why);
                 }
-                let seed = seed.unwrap_or_else(rand_seed);
+                let seeding = self.seeding(seed, secret, caller)?;
                 let (p, me, caller, rt) = (plugin.clone(), self.clone(), caller.to_string(), self.rt.clone());
-                let start = move || Session::start(p, Sessions::new_id(), seed, &caller, Some(me.home()), rt);
+                let start = move || Session::start(p, Sessions::new_id(), seeding, &caller, Some(me.home()), rt);
                 run_guest(&plugin.start_pace, start).await?
             }
             Role::Shared => self.shared_session(plugin),
         }
+    }
+
+    /// How a new game of `caller` is seeded: its seed (or a drawn one) with
+    /// a fresh secret mixed in for what is hidden; with the secret given, a
+    /// replay of a finished game; a caller the operator lets fix whole
+    /// seeds gets none.
+    fn seeding(&self, seed: Option<u64>, secret: Option<u64>, caller: &str) -> Result<Seeding, String> {
+        let chosen = seed.is_some();
+        let seed = seed.unwrap_or_else(rand_seed);
+        if let Some(secret) = secret {
+            if !chosen {
+                return Err(format!("`{SECRET}` replays a finished game together with its `{SEED}`: give both"));
+            }
+            return Ok(Seeding { seed, chosen, secret: Some(secret), replay: true });
+        }
+        let secret = (!self.limits.whole_seeds.allow(caller)).then(rand_seed);
+        Ok(Seeding { seed, chosen, secret, replay: false })
     }
 
     /// The plugin's instance for session-less calls; remade after a trap.
@@ -816,7 +852,8 @@ impl Sessions {
         if let Some(s) = shared.get(&plugin.name).filter(|s| Arc::ptr_eq(&s.plugin, plugin) && s.is_dead().is_none()) {
             return Ok(s.clone());
         }
-        let s = Session::start(plugin.clone(), format!("{}-shared", plugin.name), rand_seed(), "", None, self.rt.clone())?;
+        let seeding = Seeding { seed: rand_seed(), chosen: false, secret: None, replay: false };
+        let s = Session::start(plugin.clone(), format!("{}-shared", plugin.name), seeding, "", None, self.rt.clone())?;
         shared.insert(plugin.name.clone(), s.clone());
         Ok(s)
     }
@@ -919,47 +956,65 @@ impl Names for Sessions {
 /// open to all, a `joins` tool to whoever brings the join code, every other
 /// tool to the players only.
 fn admit(session: &Session, tool: &ToolDef, caller: &Caller, code: Option<&str>, param: &str) -> Result<(), String> {
-    if tool.audience == Audience::Spectators || session.is_player(caller.name()) {
+    if tool.audience == Audience::Spectators {
+        return Ok(());
+    }
+    let player = session.is_player(caller.name());
+    if tool.audience != Audience::Joins && player {
         return Ok(());
     }
     if *caller == Caller::Stateless {
         return Err(STATELESS_REFUSAL.into());
     }
     let id = session.id();
-    match (tool.audience, code) {
-        (Audience::Joins, Some(code)) if session.join_code_is(code) => Ok(()),
-        (Audience::Joins, Some(_)) => Err(format!("wrong `{JOIN_CODE}` for `{param}` {id}: ask the game's creator for its join code")),
-        (Audience::Joins, None) => {
-            Err(format!("taking a seat in `{param}` {id} needs its `{JOIN_CODE}`, which the game's creator hands out"))
-        }
-        _ => Err(not_yours(param, &id, &format!("call `{}`", tool.name), joins_tool(&session.plugin))),
+    if tool.audience != Audience::Joins {
+        return Err(not_yours(param, &id, &format!("call `{}`", tool.name), joins_tool(&session.plugin)));
+    }
+    // A seat is taken with the code by everyone, the creator taking the
+    // other seat itself included: nobody plays a seat by default.
+    if session.seeding.replay {
+        return Err(format!("`{param}` {id} replays a finished game whose hidden parts were published: nobody else may take a seat in it"));
+    }
+    if let Some(taken) = session.seats_all_taken() {
+        return Err(format!("no seat of `{param}` {id} is open: {taken}"));
+    }
+    match code {
+        Some(code) if session.join_code_is(code) => Ok(()),
+        Some(_) => Err(format!("wrong `{JOIN_CODE}` for `{param}` {id}: ask the game's creator for its join code")),
+        None => Err(format!("taking a seat in `{param}` {id} needs its `{JOIN_CODE}`, which the game's creator hands out")),
     }
 }
 
 /// The tool that takes a seat in this plugin's games, if any.
-fn joins_tool(plugin: &Plugin) -> Option<&str> {
+pub(super) fn joins_tool(plugin: &Plugin) -> Option<&str> {
     plugin.tools.iter().find(|t| t.audience == Audience::Joins).map(|t| t.name.as_str())
 }
 
-/// What the creator of a game with seats is told: the code to hand out.
-fn join_note(session: &Session, plugin: &Plugin) -> Option<String> {
-    let (code, tool) = (session.join_code()?, joins_tool(plugin)?);
-    Some(format!(
-        "Join code: {code}. To let another agent take a seat, give them the game id and this code; they pass both to \
-         `{tool}` (`{JOIN_CODE}`). Anyone else is refused. `ludus_sessions` shows the code again."
-    ))
+type Arguments = serde_json::Map<String, Value>;
+use serde_json::Value;
+
+/// The arguments without the host's argument `name`, and its value as
+/// `read` reads it (a value it cannot read is refused, saying what it must be).
+fn split_host_argument<'a, T>(
+    args: &'a Arguments,
+    name: &str,
+    read: fn(&Value) -> Option<T>,
+    must_be: &str,
+) -> Result<(std::borrow::Cow<'a, Arguments>, Option<T>), String> {
+    let Some(value) = args.get(name).filter(|v| !v.is_null()) else { return Ok((std::borrow::Cow::Borrowed(args), None)) };
+    let value = read(value).ok_or_else(|| format!("`{name}` must be {must_be}"))?;
+    let mut rest = args.clone();
+    rest.remove(name);
+    Ok((std::borrow::Cow::Owned(rest), Some(value)))
 }
 
-type Arguments = serde_json::Map<String, serde_json::Value>;
-
-/// The arguments without the join code, and the code.
-fn split_join_code(args: &Arguments) -> Result<(std::borrow::Cow<'_, Arguments>, Option<String>), String> {
-    let Some(code) = args.get(JOIN_CODE) else { return Ok((std::borrow::Cow::Borrowed(args), None)) };
-    let Some(code) = code.as_str() else { return Err(format!("`{JOIN_CODE}` must be a string")) };
-    let code = code.to_string();
-    let mut rest = args.clone();
-    rest.remove(JOIN_CODE);
-    Ok((std::borrow::Cow::Owned(rest), Some(code)))
+/// A non-negative integer given as a JSON number or a decimal string.
+fn unsigned(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
 }
 
 /// A call on its way: the session, the version it runs, and that version's tool.
@@ -968,21 +1023,6 @@ struct Prepared {
     version: Arc<Plugin>,
     tool: usize,
     params: Vec<Val>,
-}
-
-/// What the agent is told with the answer of a call it sent again.
-const REPEATED: &str = "This call repeats your last one, which was made already: this is the answer it got then, and \
-    nothing was done again. Ask for the game's state to see what happened since.";
-
-/// A digest of a call's arguments, to know the same call sent again: each
-/// argument as JSON (keys sorted, as `JsonOf` writes them), hashed.
-fn arguments_digest(tool: &ToolDef, params: &[Val]) -> String {
-    let mut bytes = Vec::new();
-    for (field, val) in tool.params.iter().zip(params) {
-        let _ = serde_json::to_writer(&mut bytes, &crate::plugin::schema::JsonOf::new(&field.shape, val));
-        bytes.push(b'\n');
-    }
-    crate::runtime::sha256_hex(&bytes)
 }
 
 fn expiry_reason(idle_timeout_ms: u64) -> String {

@@ -26,7 +26,19 @@ pub struct Record {
     pub plugin_version: String,
     /// The component's SHA-256: a session continues only on the very build it started on.
     pub plugin_sha256: String,
+    /// The seed its creator chose (or the server drew): `seeds.visible`.
     pub seed: u64,
+    /// The creator chose the seed (else the server drew it).
+    #[serde(default)]
+    pub seed_chosen: bool,
+    /// The secret mixed into it for everything hidden (`host.seed`): kept
+    /// from the players until the game is over. None: the operator let the
+    /// creator fix whole seeds, and the seed is the whole seed.
+    #[serde(default)]
+    pub secret: Option<u64>,
+    /// The creator gave the secret (a finished game replayed): nobody may join.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replay: bool,
     pub created_by: String,
     pub created_at_ms: u64,
     /// The callers that may play (creator first).
@@ -42,24 +54,46 @@ pub struct Record {
     pub changed_at_ms: u64,
     /// How long the session may stay idle, as its plugin said when it was written.
     pub idle_timeout_ms: u64,
-    /// Each player's last successful call of a tool whose repeat is a
-    /// retry, by caller: a retry after a restart gets its answer.
+    /// Each player's last answered decision (`ludus:plugin/decisions`), by
+    /// caller: a retry after a restart, or on another server, gets its answer.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub last_calls: BTreeMap<String, StoredCall>,
+    /// The game's seats as it last told them (games with seats).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seats: Vec<crate::records::Seat>,
     /// Where its current game stands, for its result record (`records`).
     #[serde(default)]
     pub standing: crate::records::Standing,
 }
 
-/// A call made, kept to answer its retry.
+/// A decision call answered, kept to answer its retry.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct StoredCall {
     /// The function (kebab-case, as in WIT).
     pub tool: String,
-    /// A digest of its arguments.
-    pub args: String,
+    /// The decision number it named.
+    #[serde(default)]
+    pub decision: u64,
     /// Its answer, as the tool's result converts to JSON.
     pub answer: serde_json::Value,
+}
+
+impl Record {
+    /// The game's whole seed (`host.seed`): its seed with the secret mixed
+    /// in, or the seed itself where the operator fixes whole seeds.
+    pub fn whole_seed(&self) -> u64 {
+        whole_seed(self.seed, self.secret)
+    }
+}
+
+/// `seed` with `secret` mixed in by SHA-256, so that knowing the seed and
+/// everything the game shows says nothing of what it keeps hidden.
+pub fn whole_seed(seed: u64, secret: Option<u64>) -> u64 {
+    use sha2::{Digest, Sha256};
+    let Some(secret) = secret else { return seed };
+    let digest =
+        Sha256::new().chain_update(b"ludus whole seed").chain_update(seed.to_le_bytes()).chain_update(secret.to_le_bytes()).finalize();
+    u64::from_le_bytes(digest[..8].try_into().unwrap_or_default())
 }
 
 impl Record {

@@ -154,6 +154,9 @@ mod tests {
             plugin_version: "0.1.0".into(),
             plugin_sha256: "ab".into(),
             seed: 7,
+            seed_chosen: false,
+            secret: Some(11),
+            replay: false,
             created_by: "alice".into(),
             created_at_ms: 1,
             players: vec!["alice".into()],
@@ -164,6 +167,7 @@ mod tests {
             changed_at_ms: 2,
             idle_timeout_ms: 120_000,
             last_calls: Default::default(),
+            seats: Vec::new(),
             standing: Default::default(),
         }
     }

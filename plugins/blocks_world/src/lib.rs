@@ -91,8 +91,9 @@ impl Guest for Plugin {
         let parameters = format!("{{\"n\":{blocks},\"instance\":\"{instance}\"}}");
         let p = Puzzle { world, optimal, exact, parameters };
         let env_id = ludus_sdk::session_id().unwrap_or_default();
-        let text = reply(format!("Started puzzle {env_id}: {}.\n{}", optimum_words(&p), p.world.render()), next_step(&p));
+        let text = reply(format!("Started puzzle {env_id}: {}.\n{}", optimum_words(&p), p.world.render()), puzzle::with_due(next_step(&p)));
         let started = Started {
+            decision: 1,
             env_id,
             simulator_type: TYPE.into(),
             state: p.world.stacks.clone(),
@@ -106,8 +107,9 @@ impl Guest for Plugin {
         Ok(started)
     }
 
-    fn execute_move(_env_id: String, mv: Move) -> Result<Moved, String> {
+    fn execute_move(_env_id: String, mv: Move, decision: Option<u32>) -> Result<Moved, String> {
         with_game(|p| {
+            puzzle::check_decision(decision)?;
             let applied = p.world.apply(&mv);
             puzzle::moved(applied.is_ok(), p.world.goal_reached());
             if let Err(why) = applied {
@@ -117,22 +119,29 @@ impl Guest for Plugin {
                 ));
             }
             Ok(Moved {
+                decision: puzzle::decision_due(),
                 move_successful: true,
                 state: p.world.stacks.clone(),
                 goal_reached: p.world.goal_reached(),
                 moves_made: p.world.moves_made,
                 optimal_moves: p.optimal,
                 optimum_exact: p.exact,
-                text: reply(format!("Moved {} from stack {} to stack {}.\n{}", mv.0, mv.1, mv.2, p.world.render()), next_step(p)),
+                text: reply(
+                    format!("Moved {} from stack {} to stack {}.\n{}", mv.0, mv.1, mv.2, p.world.render()),
+                    puzzle::with_due(next_step(p)),
+                ),
             })
         })
     }
 
-    fn execute_moves(_env_id: String, moves: Vec<Move>) -> Result<PlanResult, String> {
+    fn execute_moves(_env_id: String, moves: Vec<Move>, decision: Option<u32>) -> Result<PlanResult, String> {
         with_game(|p| {
+            puzzle::check_decision(decision)?;
             let plan = ludus_sdk::plan::run(&moves, "move", |m| p.world.apply(m));
-            puzzle::planned(plan.executed, plan.failure.as_ref().map(|f| f.0), p.world.goal_reached());
+            let refused = plan.failure.as_ref().map(|f| f.0);
+            puzzle::planned(plan.executed, refused, p.world.goal_reached());
             Ok(PlanResult {
+                decision: puzzle::decision_due(),
                 all_moves_successful: plan.failure.is_none(),
                 moves_executed: plan.executed,
                 failed_move_index: plan.failure.as_ref().map(|f| f.0),
@@ -142,7 +151,10 @@ impl Guest for Plugin {
                 moves_made: p.world.moves_made,
                 optimal_moves: p.optimal,
                 optimum_exact: p.exact,
-                text: reply(format!("{}\n{}", plan.summary, p.world.render()), next_step(p)),
+                text: reply(
+                    format!("{}\n{}", plan.summary, p.world.render()),
+                    puzzle::with_due(puzzle::after_plan(refused, p.world.goal_reached(), next_step(p))),
+                ),
             })
         })
     }
@@ -156,14 +168,15 @@ impl Guest for Plugin {
                 None => p.world = World::new(p.world.start.clone(), p.world.goal.clone())?,
             }
             puzzle::started(p.parameters.clone(), optimum);
-            let text = reply(format!("Reset.\n{}", p.world.render()), next_step(p));
-            Ok(Reset { reset_successful: true, current_state: p.world.stacks.clone(), text })
+            let text = reply(format!("Reset.\n{}", p.world.render()), puzzle::with_due(next_step(p)));
+            Ok(Reset { decision: puzzle::decision_due(), reset_successful: true, current_state: p.world.stacks.clone(), text })
         })
     }
 
     fn get_state(_env_id: String) -> Result<Snapshot, String> {
         with_game(|p| {
             Ok(Snapshot {
+                decision: puzzle::decision_due(),
                 simulator_type: TYPE.into(),
                 state: p.world.stacks.clone(),
                 goal: p.world.goal.clone(),
@@ -171,7 +184,7 @@ impl Guest for Plugin {
                 moves_made: p.world.moves_made,
                 optimal_moves: p.optimal,
                 optimum_exact: p.exact,
-                text: reply(p.world.render(), next_step(p)),
+                text: reply(p.world.render(), puzzle::with_due(next_step(p))),
             })
         })
     }

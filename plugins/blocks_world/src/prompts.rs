@@ -1,5 +1,6 @@
 //! The paper's prompts for Blocks World (The Illusion of Thinking,
-//! appendix A.1.4), verbatim, the paper's instance of `n` blocks filled in.
+//! appendix A.1.4) as its authors wrote them, the paper's instance of `n`
+//! blocks filled in (what differs from the appendix's text, and why: docs/games.md).
 
 use ludus_sdk::puzzle_prompts::Paper;
 
@@ -20,7 +21,7 @@ In this puzzle, there are stacks of blocks, and the goal is to rearrange them in
 • Only the topmost block from any stack can be moved.
 • A block can be placed either on an empty position or on top of another block.
 Example: With initial state [[\"A\", \"B\"], [\"C\"], []] and goal state [[\"A\"], [\"B\"], [\"C\"]], a solution might be:
-moves = [[\" C \" , 1 , 2] , [\" B \" , 0 , 1]]
+moves = [[\"C\", 1, 2], [\"B\", 0, 1]]
 This means: Move block C from stack 1 to stack 2, then move block B from stack 0 to stack 1.
 Requirements:
 • When exploring potential solutions in your thinking process, always include the corresponding complete list of moves.

@@ -37,6 +37,10 @@ PROTOCOL = "2024-11-05"
 MAX_LOG = 5000
 # The rules engine, pinned: its decision shapes are what this bridge maps.
 PHASE_REQUIREMENT = "phase-python==0.103.0"
+# The longest a first-use install step may take before it is given up: a
+# registry that never answers, or a proxy whose certificate this machine
+# lacks, must not hold a game silently for ever.
+INSTALL_LIMIT_S = int(os.environ.get("LUDUS_INSTALL_TIMEOUT_S") or 300)
 AI_LEVELS = ("VeryEasy", "Easy", "Medium", "Hard", "VeryHard")
 
 
@@ -117,7 +121,8 @@ class Table:
         engine = Engine.from_json(json.dumps(cards.faces(set(lists[0]) | set(lists[1]))))
         if len(lists) != 2:
             raise ValueError("decks is a list of two decks")
-        seed = int(args.get("seed", 0)) & 0xFFFFFFFF
+        # phase takes any 64-bit seed; every bit of it counts.
+        seed = int(args.get("seed", 0)) % (1 << 64)
         first = int(args.get("first_player", 0))
         self.seats, self.levels, self.cards = seats, levels, cards
         self.game = engine.new_game(lists[0], lists[1], seed=seed, first_player=first)
@@ -258,10 +263,15 @@ class Table:
             pairs = [(i, tgt) for i in data.get("valid_attacker_ids", [])
                      for tgt in by_attacker.get(str(i), data.get("valid_attack_targets") or [])]
             staged = self.staged[seat]
-            p.update(response_type="select", message="Declare attackers: choose an attacker and what it attacks by index (again to undo), then answer: false to attack.",
-                     choices=[f"{'[x] ' if (i, json.dumps(tgt)) in staged else ''}attack {self.attack_target(tgt)} with {self.card_name(i)} (#{i})"
-                              for i, tgt in pairs],
-                     toggles=[(i, json.dumps(tgt)) for i, tgt in pairs], can_pass=True)
+            # Choice 0 declares what is marked, so an agent that always takes
+            # the first choice moves the game on instead of marking and
+            # unmarking the same attacker for ever.
+            marked = sum(1 for i, tgt in pairs if (i, json.dumps(tgt)) in staged)
+            p.update(response_type="select", message="Declare attackers: choose an attacker and what it attacks by index (again to undo), then choose 0 (or answer: false) to attack with those marked [x].",
+                     choices=[f"declare the {marked} attacker(s) marked [x]" if marked else "declare no attackers"]
+                     + [f"{'[x] ' if (i, json.dumps(tgt)) in staged else ''}attack {self.attack_target(tgt)} with {self.card_name(i)} (#{i})"
+                        for i, tgt in pairs],
+                     toggles=[None] + [(i, json.dumps(tgt)) for i, tgt in pairs], can_pass=True)
         elif kind == "ScryChoice":
             cards = data.get("cards", [])
             opts = [a for a in acts if a.kind == "SelectCards"]
@@ -274,9 +284,11 @@ class Table:
                      choices=[scry(a) for a in opts], options=opts, can_pass=False)
         elif kind == "DeclareBlockers":
             pairs = [(int(b), a) for b, attackers in (data.get("valid_block_targets") or {}).items() for a in attackers]
-            p.update(response_type="select", message="Declare blockers: choose blocks by index (again to undo), then answer: false to block with them.",
-                     choices=[f"{'[x] ' if pr in self.staged[seat] else ''}block {self.card_name(pr[1])} (#{pr[1]}) with {self.card_name(pr[0])} (#{pr[0]})" for pr in pairs],
-                     toggles=pairs, can_pass=True)
+            marked = sum(1 for pr in pairs if pr in self.staged[seat])
+            p.update(response_type="select", message="Declare blockers: choose blocks by index (again to undo), then choose 0 (or answer: false) to block with those marked [x].",
+                     choices=[f"declare the {marked} block(s) marked [x]" if marked else "declare no blocks"]
+                     + [f"{'[x] ' if pr in self.staged[seat] else ''}block {self.card_name(pr[1])} (#{pr[1]}) with {self.card_name(pr[0])} (#{pr[0]})" for pr in pairs],
+                     toggles=[None] + pairs, can_pass=True)
         else:
             # Targets, cards to bottom or discard, the legend rule, and anything
             # else phase asks: one choice per legal action; cancelling a cast is
@@ -649,6 +661,11 @@ class Bridge:
                 raise ToolError(f"index_out_of_range: {value} is not one of 0..{n - 1}")
             if "toggles" in p:
                 item = p["toggles"][value]
+                if item is None:
+                    self.commit_staged(t, seat, p)
+                    t.advance()
+                    self.check_waits()
+                    return {"accepted": True, **self.action_info(seat)}
                 if p["action_type"] == "DeclareAttackers" and item not in t.staged[seat]:
                     # An attacker attacks one thing: a new target replaces the old.
                     t.staged[seat] = {x for x in t.staged[seat] if x[0] != item[0]}
@@ -670,10 +687,10 @@ class Bridge:
 
         staged = t.staged[seat]
         if p["action_type"] == "DeclareAttackers":
-            attacks = [[i, json.loads(tgt)] for (i, tgt) in p["toggles"] if (i, tgt) in staged]
+            attacks = [[i, json.loads(tgt)] for (i, tgt) in p["toggles"][1:] if (i, tgt) in staged]
             action = GameAction.from_dict({"type": "DeclareAttackers", "data": {"attacks": attacks, "bands": []}})
         else:
-            pairs = [[b, a] for (b, a) in p["toggles"] if (b, a) in staged]
+            pairs = [[b, a] for (b, a) in p["toggles"][1:] if (b, a) in staged]
             action = GameAction.from_dict({"type": "DeclareBlockers", "data": {"assignments": pairs}})
         try:
             t.apply(seat, action)
@@ -880,7 +897,6 @@ def ensure_engine():
     if os.environ.get("LUDUS_PHASE_BRIDGE_REEXEC"):
         return f"{PHASE_REQUIREMENT} is not importable even inside {venv_dir()}; delete that directory to reinstall"
     import fcntl
-    import subprocess
 
     venv = venv_dir()
     python = os.path.join(venv, "bin", "python")
@@ -899,20 +915,44 @@ def ensure_engine():
             steps = [
                 (f"first use: creating a Python venv for the rules engine in {venv}", [sys.executable, "-m", "venv", "--clear", venv],
                  "creating the venv failed (Debian: apt-get install python3-venv)"),
-                (f"first use: installing {PHASE_REQUIREMENT} from PyPI (about 35 MB, usually under a minute)",
+                (f"first use: installing {PHASE_REQUIREMENT} from PyPI (about 35 MB, usually under a minute; given up after {INSTALL_LIMIT_S} s)",
                  [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off", PHASE_REQUIREMENT],
                  f"pip could not install {PHASE_REQUIREMENT} (is PyPI reachable?)"),
             ]
             for what, cmd, why in steps:
                 notice(what)
-                done = subprocess.run(cmd, stdout=sys.stderr, stderr=sys.stderr)
-                if done.returncode != 0:
-                    return f"{why}; the install log is in the server's log"
+                failed = run_step(cmd, why)
+                if failed:
+                    return failed
             with open(marker, "w") as f:
                 f.write(PHASE_REQUIREMENT)
             notice(f"the rules engine is installed ({time.time() - started:.0f} s); starting the game")
     os.environ["LUDUS_PHASE_BRIDGE_REEXEC"] = "1"
     os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
+
+
+def run_step(cmd, why):
+    """Runs one install step within INSTALL_LIMIT_S, its output going to the
+    server's log; None when it succeeded, else why it failed with the
+    program's last words."""
+    import subprocess
+
+    try:
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=INSTALL_LIMIT_S)
+        output, late = done.stdout, None
+    except subprocess.TimeoutExpired as e:
+        output, late = e.output, f"it had not finished after {INSTALL_LIMIT_S} s and was stopped (is the index reachable, through your proxy, with its certificate?)"
+    text = (output or b"").decode("utf-8", "replace")
+    sys.stderr.write(text)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    telling = [line for line in lines if "Error:" in line or "reason:" in line]
+    words = (telling[-1] if telling else " / ".join(lines[-3:]))[-600:]
+    said = f"; its last words: {words}" if words else "; it said nothing"
+    if late:
+        return f"{why}: {late}{said}"
+    if done.returncode != 0:
+        return f"{why}{said}"
+    return None
 
 
 def launch_args(argv):

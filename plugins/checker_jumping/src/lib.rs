@@ -67,7 +67,7 @@ ludus_sdk::puzzle!(
 
 fn moved_text(g: &Board, (c, f, t): &Move) -> String {
     let how = if f.abs_diff(*t) == 2 { "jumped" } else { "slid" };
-    reply(format!("{c} {how} from cell {f} to cell {t}.\n{}", g.render()), next_step(g))
+    reply(format!("{c} {how} from cell {f} to cell {t}.\n{}", g.render()), puzzle::with_due(next_step(g)))
 }
 
 impl Guest for Plugin {
@@ -80,6 +80,7 @@ impl Guest for Plugin {
              [colour, from, to], e.g. [\"R\", N-1, N].",
         );
         let started = Started {
+            decision: 1,
             env_id,
             simulator_type: TYPE.into(),
             simulator_params: Params { n },
@@ -92,8 +93,9 @@ impl Guest for Plugin {
         Ok(started)
     }
 
-    fn execute_move(_env_id: String, mv: Move) -> Result<Moved, String> {
+    fn execute_move(_env_id: String, mv: Move, decision: Option<u32>) -> Result<Moved, String> {
         with_game(|g| {
+            puzzle::check_decision(decision)?;
             let applied = g.apply(&mv);
             puzzle::moved(applied.is_ok(), g.goal_reached());
             stuck(g);
@@ -101,6 +103,7 @@ impl Guest for Plugin {
                 return Err(reply(format!("Illegal move [{:?}, {}, {}]: {why}.\n{}", mv.0, mv.1, mv.2, g.render()), g.render_legal()));
             }
             Ok(Moved {
+                decision: puzzle::decision_due(),
                 move_successful: true,
                 state: g.letters(),
                 goal_reached: g.goal_reached(),
@@ -112,11 +115,14 @@ impl Guest for Plugin {
         })
     }
 
-    fn execute_moves(_env_id: String, moves: Vec<Move>) -> Result<PlanResult, String> {
+    fn execute_moves(_env_id: String, moves: Vec<Move>, decision: Option<u32>) -> Result<PlanResult, String> {
         with_game(|g| {
+            puzzle::check_decision(decision)?;
             let plan = ludus_sdk::plan::run(&moves, "move", |m| g.apply(m));
-            puzzle::planned(plan.executed, plan.failure.as_ref().map(|f| f.0), g.goal_reached());
+            let refused = plan.failure.as_ref().map(|f| f.0);
+            puzzle::planned(plan.executed, refused, g.goal_reached());
             Ok(PlanResult {
+                decision: puzzle::decision_due(),
                 all_moves_successful: plan.failure.is_none(),
                 moves_executed: plan.executed,
                 failed_move_index: plan.failure.as_ref().map(|f| f.0),
@@ -126,7 +132,10 @@ impl Guest for Plugin {
                 dead_end: g.dead_end(),
                 moves_made: g.moves_made,
                 optimal_moves: g.optimal_moves(),
-                text: reply(format!("{}\n{}", plan.summary, g.render()), next_step(g)),
+                text: reply(
+                    format!("{}\n{}", plan.summary, g.render()),
+                    puzzle::with_due(puzzle::after_plan(refused, g.goal_reached(), next_step(g))),
+                ),
             })
         })
     }
@@ -140,13 +149,19 @@ impl Guest for Plugin {
             // From a position of the agent's choosing the optimum is not the start's.
             puzzle::started(parameters(g.n), state.is_none().then(|| g.optimal_moves() as u32));
             stuck(g);
-            Ok(Reset { reset_successful: true, current_state: g.letters(), text: reply(format!("Reset.\n{}", g.render()), next_step(g)) })
+            Ok(Reset {
+                decision: puzzle::decision_due(),
+                reset_successful: true,
+                current_state: g.letters(),
+                text: reply(format!("Reset.\n{}", g.render()), puzzle::with_due(next_step(g))),
+            })
         })
     }
 
     fn get_state(_env_id: String) -> Result<Snapshot, String> {
         with_game(|g| {
             Ok(Snapshot {
+                decision: puzzle::decision_due(),
                 simulator_type: TYPE.into(),
                 simulator_params: Params { n: g.n },
                 state: g.letters(),
@@ -154,7 +169,7 @@ impl Guest for Plugin {
                 dead_end: g.dead_end(),
                 moves_made: g.moves_made,
                 optimal_moves: g.optimal_moves(),
-                text: reply(g.render(), next_step(g)),
+                text: reply(g.render(), puzzle::with_due(next_step(g))),
             })
         })
     }

@@ -1,5 +1,6 @@
 //! The paper's prompts for Checker Jumping (The Illusion of Thinking,
-//! appendix A.1.2), verbatim, the instance filled in.
+//! appendix A.1.2) as its authors wrote them, the instance filled in (what
+//! differs from the appendix's text, and why: docs/games.md).
 
 use ludus_sdk::puzzle_prompts::Paper;
 
@@ -16,12 +17,12 @@ pub const PAPER: Paper = Paper {
 };
 
 const SYSTEM: &str = "You are a helpful assistant. Solve this puzzle for me.
-On a one-dimensional board, there are red checkers (’R’), blue checkers (’B’), and one empty space (’_’). A checker can move by either:
+On a one-dimensional board, there are red checkers ('R'), blue checkers ('B'), and one empty space ('_'). A checker can move by either:
 1. Sliding forward into an adjacent empty space, or
 2. Jumping over exactly one checker of the opposite color to land in an empty space.
 The goal is to swap the positions of all red and blue checkers, effectively mirroring the initial state.
-Example: If the initial state is [’R’, ’_’, ’B’], the goal is to reach [’B’, ’_’, ’R’]. Your solution should be a list of moves where each move is represented as [checker_color, position_from, position_to]. For example:
-moves = [[ ’R ’ , 0 , 1] , [ ’B ’ , 2 , 0] , [ ’R ’ , 1 , 2]]
+Example: If the initial state is ['R', '_', 'B'], the goal is to reach ['B', '_', 'R']. Your solution should be a list of moves where each move is represented as [checker_color, position_from, position_to]. For example:
+moves = [['R', 0, 1], ['B', 2, 0], ['R', 1, 2]]
 This means: Move the red checker from position 0 to 1, then move the blue checker from position 2 to 0, and so on.
 Requirements:
 • When exploring potential solutions in your thinking process, always include the corresponding complete list of moves.
@@ -34,8 +35,8 @@ fn user(n: u32, _k: Option<u32>) -> Result<String, String> {
         format!("{} _ {}", side(left), side(right))
     };
     Ok(format!(
-        "I have a puzzle with {} positions, where {n} red checkers (’R’) on left, {n} blue checkers (’B’) on right, and one \
-         empty space (’_’) in between are arranged in a line.
+        "I have a puzzle with {} positions, where {n} red checkers ('R') on left, {n} blue checkers ('B') on right, and one \
+         empty space ('_') in between are arranged in a line.
 Initial board: {}
 Goal board: {}
 Rules:

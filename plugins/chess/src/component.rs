@@ -97,23 +97,33 @@ fn with_match<T>(f: impl FnOnce(&mut Match) -> Result<T, String>) -> Result<T, S
     })
 }
 
+/// What a player waiting on an open seat is told.
+fn open_seat_words(side: Color) -> String {
+    format!(
+        "{}'s seat is open: waiting for an agent to join with the join code (`chess_join_game`); nobody plays it until \
+         then. To play both sides yourself, join with the code too.",
+        color_name(side)
+    )
+}
+
 impl Match {
-    /// The side this caller moves now, if it may: its own seat, or the open
-    /// seat opposite its own (one client playing both sides before anyone joins).
+    /// The side this caller moves now, if it may: the side to move, when
+    /// the caller holds its seat. An open seat is played by nobody.
     fn may_move(&self, caller: &str) -> Result<Color, String> {
         let turn = self.game.turn();
         let mine = |s: &Seat| *s == Seat::Agent(caller.to_string());
         let seated = self.seats.iter().any(mine);
         match &self.seats[idx(turn)] {
             s if mine(s) => Ok(turn),
-            Seat::Open if seated => Ok(turn),
-            _ if !seated => Err("you do not play in this game; call `chess_join_game` to take a free side".into()),
+            _ if !seated => Err("you do not play in this game; call `chess_join_game` with its join code to take a free side".into()),
+            Seat::Open => Err(open_seat_words(turn)),
             Seat::Computer => Err("it is the computer's move; call `chess_wait_for_next_turn`".into()),
             Seat::Human => Err("it is the human's move; call `chess_wait_for_next_turn` to ask them for it".into()),
-            _ => Err(format!("it is {}'s move (the other agent); call `chess_wait_for_next_turn`", color_name(turn))),
+            Seat::Agent(_) => Err(format!("it is {}'s move (the other agent); call `chess_wait_for_next_turn`", color_name(turn))),
         }
     }
 
+    /// The caller's side: the side to move when it holds both (self-play).
     fn your_color(&self, caller: &str) -> Option<Color> {
         let turn = self.game.turn();
         let me = Seat::Agent(caller.to_string());
@@ -124,6 +134,55 @@ impl Match {
             return Some(!turn);
         }
         None
+    }
+
+    /// The caller's sides, in words ("White", "White and Black", "no side").
+    fn your_sides(&self, caller: &str) -> &'static str {
+        let me = Seat::Agent(caller.to_string());
+        match (self.seats[0] == me, self.seats[1] == me) {
+            (true, true) => "White and Black",
+            (true, false) => "White",
+            (false, true) => "Black",
+            (false, false) => "no side",
+        }
+    }
+
+    /// The side whose seat is open, if one is.
+    fn open_seat(&self) -> Option<Color> {
+        [Color::White, Color::Black].into_iter().find(|c| self.seats[idx(*c)] == Seat::Open)
+    }
+
+    /// The number of the next move of the game (`decision`).
+    fn decision_due(&self) -> u32 {
+        self.game.uci.len() as u32 + 1
+    }
+
+    /// Tells the host who sits where, and each side's result once the game is over.
+    fn tell_seats(&self) {
+        use ludus_sdk::outcome::Verdict;
+        use ludus_sdk::seats::{Holder, Seat as Told};
+        let result = |c: Color| {
+            self.game.outcome.as_ref().map(|o| match o.result {
+                "1/2-1/2" => Verdict::Draw,
+                "1-0" if c == Color::White => Verdict::Won,
+                "0-1" if c == Color::Black => Verdict::Won,
+                _ => Verdict::Lost,
+            })
+        };
+        let seats: Vec<Told> = [Color::White, Color::Black]
+            .into_iter()
+            .map(|c| Told {
+                name: color_name(c).to_lowercase(),
+                holder: match &self.seats[idx(c)] {
+                    Seat::Open => Holder::Open,
+                    Seat::Agent(caller) => Holder::Agent(caller.clone()),
+                    Seat::Computer => Holder::Builtin(format!("chess-engine/{}", self.difficulty.unwrap_or(5))),
+                    Seat::Human => Holder::Builtin("human".into()),
+                },
+                result: result(c),
+            })
+            .collect();
+        ludus_sdk::seats::tell(&seats);
     }
 
     fn player_name(&self, c: Color) -> String {
@@ -203,10 +262,12 @@ impl Match {
     }
 
     /// Tells the host where the game stands (`outcome`), and when it has
-    /// ended (it then shows the seed and frees what the session holds).
+    /// ended (it then shows the seed and frees what the session holds),
+    /// with each seat's result.
     fn tell_standing(&self) {
         ludus_sdk::outcome::tell(&self.statement());
         if self.game.outcome.is_some() {
+            self.tell_seats();
             ludus_sdk::lifecycle::game_over();
         }
     }
@@ -275,13 +336,16 @@ impl Match {
         let next = match status {
             TurnStatus::GameOver => "The game is over.".to_string(),
             TurnStatus::YourTurn => format!(
-                "Your turn ({} to move): call `chess_finish_turn` with your move (UCI like e2e4 or SAN like Nf3).",
-                color_name(g.turn())
+                "Your turn ({} to move): call `chess_finish_turn` with your move (UCI like e2e4 or SAN like Nf3) and \
+                 `decision` {}.",
+                color_name(g.turn()),
+                self.decision_due()
             ),
             TurnStatus::OpponentTurn => match self.seats[idx(g.turn())] {
                 Seat::Computer => "The computer is thinking: call `chess_wait_for_next_turn`.".into(),
                 Seat::Human => "The human is to move: call `chess_wait_for_next_turn` to ask them.".into(),
-                _ => "Waiting for the other agent: call `chess_wait_for_next_turn`.".into(),
+                Seat::Open => format!("{} Call `chess_wait_for_next_turn` to wait for the joiner.", open_seat_words(g.turn())),
+                Seat::Agent(_) => "Waiting for the other agent: call `chess_wait_for_next_turn`.".into(),
             },
         };
         let outcome = g.outcome.as_ref();
@@ -300,7 +364,7 @@ impl Match {
             " to move. Last move: ",
             g.san.last().map_or("none", String::as_str),
             ". You play: ",
-            yours.map_or("no side", color_name),
+            self.your_sides(caller),
             ".\nFEN: ",
             &fen,
         ] {
@@ -347,6 +411,9 @@ impl Match {
             last_move_uci: g.uci.last().cloned(),
             embedded,
             legal_moves,
+            legal_moves_for: outcome.is_none().then(|| side(g.turn())),
+            decision: self.decision_due(),
+            open_seat: self.open_seat().map(side),
             difficulty: self.difficulty,
             result: outcome.map(|o| o.result.to_string()),
             reason: outcome.map(|o| o.reason.clone()),
@@ -473,14 +540,16 @@ impl Guest for Plugin {
         };
         m.wake_computer();
         m.tell_standing();
+        m.tell_seats();
         let headline = match kind {
             GameType::Computer => {
                 format!("New game against the computer (level {}). You play {}.", difficulty.unwrap_or(5), color_name(mine))
             }
             GameType::Agent => format!(
-                "New game between agents. You play {}. Give the other agent this game id; it calls `chess_join_game`. \
-                 Until it joins you may move for both sides.",
-                color_name(mine)
+                "New game between agents. You play {}. Give the other agent this game id and the join code below; it \
+                 calls `chess_join_game`. {}'s seat is open until then, and nobody plays it.",
+                color_name(mine),
+                color_name(!mine)
             ),
             GameType::Human => {
                 let first = m.human_if_due().map(|h| format!(" {h}")).unwrap_or_default();
@@ -514,9 +583,11 @@ impl Guest for Plugin {
         })
     }
 
-    fn finish_turn(_game_id: String, text: String, claim_win: Option<bool>) -> Result<Board, String> {
+    fn finish_turn(_game_id: String, text: String, claim_win: Option<bool>, decision: Option<u32>) -> Result<Board, String> {
         let me = ludus_sdk::host::caller();
         with_match(|m| {
+            // First: a move sent again after it was played gets its answer, even once the game is over.
+            ludus_sdk::decision::check(decision, m.decision_due())?;
             if let Some(o) = &m.game.outcome {
                 return Err(format!("the game is over: {} ({})", o.result, o.reason));
             }
@@ -556,6 +627,8 @@ impl Guest for Plugin {
         })
     }
 
+    /// Takes the open side. The creator may take it too (self-play): it
+    /// then plays whichever side is to move.
     fn join_game(_game_id: String) -> Result<Board, String> {
         let me = ludus_sdk::host::caller();
         with_match(|m| {
@@ -565,14 +638,21 @@ impl Guest for Plugin {
             if m.seats.contains(&Seat::Human) {
                 return Err("this is a game against a human at another agent's client; it cannot be joined".into());
             }
-            if let Some(c) = m.your_color(&me) {
-                return Err(format!("you already play {} in this game", color_name(c)));
-            }
-            let Some(free) = [Color::White, Color::Black].into_iter().find(|c| m.seats[idx(*c)] == Seat::Open) else {
-                return Err("this game is full: both sides are taken".into());
+            let Some(free) = m.open_seat() else {
+                return match m.your_color(&me) {
+                    Some(_) => Err(format!("you already play {} in this game, and no seat is open", m.your_sides(&me))),
+                    None => Err("this game is full: both sides are taken".into()),
+                };
             };
+            let both = m.your_color(&me).is_some();
             m.seats[idx(free)] = Seat::Agent(me.clone());
-            Ok(m.view(&me, &format!("You joined and play {}.", color_name(free))))
+            m.tell_seats();
+            let headline = if both {
+                format!("You took {} too: you play both sides, each when it is to move.", color_name(free))
+            } else {
+                format!("You joined and play {}.", color_name(free))
+            };
+            Ok(m.view(&me, &headline))
         })
     }
 }
@@ -651,15 +731,6 @@ impl exports::ludus::plugin::durable::Guest for Plugin {
         m.wake_computer();
         MATCH.set(Some(m));
         Ok(())
-    }
-}
-
-/// A player's move sent twice in a row is a retry: the same move is never
-/// legal for the same player twice in a row (its piece has left the square).
-/// A join sent again is answered "you already play …", which says enough.
-impl exports::ludus::plugin::retries::Guest for Plugin {
-    fn repeat_is_retry() -> Vec<String> {
-        vec!["finish-turn".into()]
     }
 }
 

@@ -167,30 +167,49 @@ impl Game {
         }
     }
 
-    /// A reason a well-formed UCI move is illegal, in words.
+    /// A reason a well-formed UCI move is illegal, in words. It names the
+    /// squares as the agent typed them: cozy-chess reads castling written
+    /// `e1g1` as the king taking its rook (`e1h1`), which the agent never wrote.
     fn why_illegal(&self, mv: Move, text: &str) -> String {
         let me = self.turn();
+        let (from, to) = (&text[0..2], &text[2..4]);
         let Some(piece) = self.board.piece_on(mv.from) else {
-            return format!("{text} is illegal: there is no piece on {}", mv.from);
+            return format!("{text} is illegal: there is no piece on {from}");
         };
         let owner = self.board.color_on(mv.from).expect("occupied");
-        let what = format!("the {} on {}", piece_name(piece), mv.from);
+        let what = format!("the {} on {from}", piece_name(piece));
         if owner != me {
             return format!("{text} is illegal: {what} is {}'s, and it is {}'s turn", color_name(owner), color_name(me));
         }
+        let last_rank = if me == Color::White { cozy_chess::Rank::Eighth } else { cozy_chess::Rank::First };
+        if let Some(letter) = text.chars().nth(4).filter(|c| !"qrbn".contains(*c)) {
+            return format!(
+                "{text} is illegal: a pawn promotes to a queen, rook, bishop or knight (end the move with q, r, b or n), not `{letter}`"
+            );
+        }
         if let Some(promo) = mv.promotion {
-            let last_rank = if me == Color::White { cozy_chess::Rank::Eighth } else { cozy_chess::Rank::First };
             if piece != Piece::Pawn || mv.to.rank() != last_rank {
                 return format!("{text} is illegal: only a pawn reaching the last rank promotes (to {})", piece_name(promo));
             }
-        }
-        if piece == Piece::Pawn && mv.promotion.is_none() {
-            let last_rank = if me == Color::White { cozy_chess::Rank::Eighth } else { cozy_chess::Rank::First };
-            if mv.to.rank() == last_rank {
-                return format!("{text} is illegal: a pawn reaching the last rank must promote, e.g. {text}q");
+            if matches!(promo, Piece::King | Piece::Pawn) {
+                return format!(
+                    "{text} is illegal: a pawn promotes to a queen, rook, bishop or knight (end the move with q, r, b or n), \
+                     not to a {}",
+                    piece_name(promo)
+                );
             }
         }
-        let reaches = self.legal_moves().iter().any(|m| m.from == mv.from);
+        let legal = self.legal_moves();
+        if piece == Piece::Pawn && mv.promotion.is_none() && mv.to.rank() == last_rank {
+            // Only where promoting makes it legal: a pawn blocked on its last step cannot move at all.
+            let promoted = Move { promotion: Some(Piece::Queen), ..mv };
+            if legal.contains(&promoted) {
+                return format!("{text} is illegal: a pawn reaching the last rank must promote, e.g. {from}{to}q");
+            }
+        }
+        if let Some(why) = self.why_no_castling(mv, piece, to) {
+            return format!("{text} is illegal: {why}");
+        }
         if !self.board.checkers().is_empty() {
             return format!("{text} is illegal: {} is in check and must get out of check", color_name(me));
         }
@@ -198,12 +217,56 @@ impl Game {
             return format!("{text} is illegal: {what} is pinned to its king");
         }
         if piece == Piece::King && pseudo_reaches(&self.board, mv) {
-            return format!("{text} is illegal: the king would be in check on {}", mv.to);
+            return format!("{text} is illegal: the king would be in check on {to}");
         }
-        if !reaches {
+        if !legal.iter().any(|m| m.from == mv.from) {
             return format!("{text} is illegal: {what} has no legal move");
         }
-        format!("{text} is illegal: {what} cannot move to {}", mv.to)
+        if self.board.colors(me).has(mv.to) {
+            return format!(
+                "{text} is illegal: {to} holds {}'s own {}",
+                color_name(me),
+                self.board.piece_on(mv.to).map_or("piece", piece_name)
+            );
+        }
+        format!("{text} is illegal: {what} cannot move to {to}")
+    }
+
+    /// Why a king's move two files sideways from its starting square (castling,
+    /// as `e1g1` or `e1c1`) is not possible now; none for any other move.
+    fn why_no_castling(&self, mv: Move, piece: Piece, to: &str) -> Option<String> {
+        let me = self.turn();
+        let home = if me == Color::White { cozy_chess::Rank::First } else { cozy_chess::Rank::Eighth };
+        let typed_file = to.as_bytes()[0].wrapping_sub(b'a') as usize;
+        let sideways = (typed_file as i32 - mv.from.file() as i32).abs() == 2 && mv.to.rank() == home;
+        if piece != Piece::King || mv.from.rank() != home || mv.from.file() != File::E || !sideways {
+            return None;
+        }
+        let (kingside, side) = if typed_file > mv.from.file() as usize { (true, "kingside") } else { (false, "queenside") };
+        let rights = self.board.castle_rights(me);
+        let rook_file = if kingside { rights.short } else { rights.long };
+        let Some(rook_file) = rook_file else {
+            return Some(format!("{} cannot castle {side}: the king or that rook has moved", color_name(me)));
+        };
+        if !self.board.checkers().is_empty() {
+            return Some(format!("{} cannot castle {side} out of check", color_name(me)));
+        }
+        let (lo, hi) =
+            if kingside { (mv.from.file() as usize + 1, rook_file as usize) } else { (rook_file as usize + 1, mv.from.file() as usize) };
+        let between: Vec<String> = (lo..hi)
+            .map(|f| Square::new(File::index(f), home))
+            .filter(|sq| self.board.occupied().has(*sq))
+            .map(|sq| sq.to_string())
+            .collect();
+        if !between.is_empty() {
+            return Some(format!(
+                "{} cannot castle {side}: the squares between the king and the rook must be empty ({} {} occupied)",
+                color_name(me),
+                between.join(" and "),
+                if between.len() == 1 { "is" } else { "are" }
+            ));
+        }
+        Some(format!("{} cannot castle {side}: the king would pass through or land on a square the opponent attacks", color_name(me)))
     }
 
     /// Plays a legal move and updates the outcome.
@@ -468,6 +531,31 @@ mod tests {
         assert!(check.parse("a1a2").unwrap_err().contains("in check"));
         let promo = Game::from_fen("8/P6k/8/8/8/8/8/K7 w - - 0 1").unwrap();
         assert!(promo.parse("a7a8").unwrap_err().contains("must promote"));
+    }
+
+    #[test]
+    fn refusals_name_the_squares_typed_and_suggest_only_what_is_legal() {
+        // Castling written the usual way is about g1, not the rook's h1.
+        let mut g = Game::default();
+        play_all(&mut g, &["e4", "e5"]);
+        let e = g.parse("e1g1").unwrap_err();
+        assert!(e.contains("cannot castle kingside") && e.contains("f1 and g1 are occupied") && !e.contains("h1"), "{e}");
+        let through = Game::from_fen("4k3/8/8/8/8/8/8/4K2r w K - 0 1");
+        assert!(through.is_err() || !through.unwrap().parse("e1g1").unwrap_err().contains("h1"));
+        let attacked = Game::from_fen("4k3/8/8/8/8/8/5r2/4K2R w K - 0 1").unwrap();
+        let e = attacked.parse("e1g1").unwrap_err();
+        assert!(e.contains("cannot castle kingside out of check") || e.contains("pass through"), "{e}");
+        let moved = Game::from_fen("4k3/8/8/8/8/8/8/4K2R w - - 0 1").unwrap();
+        assert!(moved.parse("e1g1").unwrap_err().contains("the king or that rook has moved"));
+        // A pawn blocked on its last step is not told to promote.
+        let blocked = Game::from_fen("2n1k3/2P5/8/8/8/8/8/4K3 w - - 0 1").unwrap();
+        let e = blocked.parse("c7c8").unwrap_err();
+        assert!(!e.contains("c7c8q") && e.contains("c8"), "{e}");
+        // A promotion to a king names the pieces a pawn may become, and suggests nothing more.
+        let capture = Game::from_fen("1n2k3/2P5/8/8/8/8/8/4K3 w - - 0 1").unwrap();
+        let e = capture.parse("c7b8k").unwrap_err();
+        assert!(e.contains("queen, rook, bishop or knight") && !e.contains("c7b8kq"), "{e}");
+        assert!(capture.parse("c7b8").unwrap_err().contains("must promote, e.g. c7b8q"));
     }
 
     #[test]

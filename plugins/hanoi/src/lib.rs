@@ -65,6 +65,7 @@ impl Guest for Plugin {
             "Goal: move every disk to peg 2. Next: call `hanoi_execute_move` with [disk, from_peg, to_peg], e.g. [1, 0, 2].",
         );
         let started = Started {
+            decision: 1,
             env_id,
             simulator_type: "TowerOfHanoi".into(),
             simulator_params: Params { n },
@@ -77,29 +78,37 @@ impl Guest for Plugin {
         Ok(started)
     }
 
-    fn execute_move(_env_id: String, mv: Vec<u32>) -> Result<Moved, String> {
+    fn execute_move(_env_id: String, mv: Vec<u32>, decision: Option<u32>) -> Result<Moved, String> {
         with_game(|g| {
+            puzzle::check_decision(decision)?;
             let applied = g.apply(&mv);
             puzzle::moved(applied.is_ok(), g.goal_reached());
             if let Err(why) = applied {
                 return Err(reply(format!("Illegal move {mv:?}: {why}.\n{}", g.render()), g.render_legal()));
             }
             Ok(Moved {
+                decision: puzzle::decision_due(),
                 move_successful: true,
                 state: pegs(g),
                 goal_reached: g.goal_reached(),
                 moves_made: g.moves_made,
                 optimal_moves: g.optimal_moves(),
-                text: reply(format!("Moved disk {} from peg {} to peg {}.\n{}", mv[0], mv[1], mv[2], g.render()), next_step(g)),
+                text: reply(
+                    format!("Moved disk {} from peg {} to peg {}.\n{}", mv[0], mv[1], mv[2], g.render()),
+                    puzzle::with_due(next_step(g)),
+                ),
             })
         })
     }
 
-    fn execute_moves(_env_id: String, moves: Vec<Vec<u32>>) -> Result<PlanResult, String> {
+    fn execute_moves(_env_id: String, moves: Vec<Vec<u32>>, decision: Option<u32>) -> Result<PlanResult, String> {
         with_game(|g| {
+            puzzle::check_decision(decision)?;
             let plan = ludus_sdk::plan::run(&moves, "move", |m| g.apply(m));
-            puzzle::planned(plan.executed, plan.failure.as_ref().map(|f| f.0), g.goal_reached());
+            let refused = plan.failure.as_ref().map(|f| f.0);
+            puzzle::planned(plan.executed, refused, g.goal_reached());
             Ok(PlanResult {
+                decision: puzzle::decision_due(),
                 all_moves_successful: plan.failure.is_none(),
                 moves_executed: plan.executed,
                 failed_move_index: plan.failure.as_ref().map(|f| f.0),
@@ -108,7 +117,10 @@ impl Guest for Plugin {
                 goal_reached: g.goal_reached(),
                 moves_made: g.moves_made,
                 optimal_moves: g.optimal_moves(),
-                text: reply(format!("{}\n{}", plan.summary, g.render()), next_step(g)),
+                text: reply(
+                    format!("{}\n{}", plan.summary, g.render()),
+                    puzzle::with_due(puzzle::after_plan(refused, g.goal_reached(), next_step(g))),
+                ),
             })
         })
     }
@@ -121,20 +133,26 @@ impl Guest for Plugin {
             }
             // From a position of the agent's choosing the optimum is not the start's.
             puzzle::started(parameters(g.n), state.is_none().then(|| g.optimal_moves() as u32));
-            Ok(Reset { reset_successful: true, current_state: pegs(g), text: reply(format!("Reset.\n{}", g.render()), next_step(g)) })
+            Ok(Reset {
+                decision: puzzle::decision_due(),
+                reset_successful: true,
+                current_state: pegs(g),
+                text: reply(format!("Reset.\n{}", g.render()), puzzle::with_due(next_step(g))),
+            })
         })
     }
 
     fn get_state(_env_id: String) -> Result<Snapshot, String> {
         with_game(|g| {
             Ok(Snapshot {
+                decision: puzzle::decision_due(),
                 simulator_type: "TowerOfHanoi".into(),
                 simulator_params: Params { n: g.n },
                 state: pegs(g),
                 goal_reached: g.goal_reached(),
                 moves_made: g.moves_made,
                 optimal_moves: g.optimal_moves(),
-                text: reply(g.render(), next_step(g)),
+                text: reply(g.render(), puzzle::with_due(next_step(g))),
             })
         })
     }

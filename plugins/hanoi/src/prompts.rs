@@ -1,5 +1,6 @@
 //! The paper's prompts for Tower of Hanoi (The Illusion of Thinking,
-//! appendix A.1.1), verbatim, the instance filled in.
+//! appendix A.1.1) as its authors wrote them, the instance filled in (what
+//! differs from the appendix's text, and why: docs/games.md).
 
 use ludus_sdk::puzzle_prompts::Paper;
 
@@ -20,7 +21,7 @@ There are three pegs and n disks of different sizes stacked on the first peg. Th
 3. A larger disk may not be placed on top of a smaller disk.
 The goal is to move the entire stack to the third peg.
 Example: With 3 disks numbered 1 (smallest), 2, and 3 (largest), the initial state is [[3, 2, 1], [], []], and a solution might be:
-moves = [[1 , 0 , 2] , [2 , 0 , 1] , [1 , 2 , 1] , [3 , 0 , 2] , [1 , 1 , 0] , [2 , 1 , 2] , [1 , 0 , 2]]
+moves = [[1, 0, 2], [2, 0, 1], [1, 2, 1], [3, 0, 2], [1, 1, 0], [2, 1, 2], [1, 0, 2]]
 This means: Move disk 1 from peg 0 to peg 2, then move disk 2 from peg 0 to peg 1, and so on.
 Requirements:
 • When exploring potential solutions in your thinking process, always include the corresponding complete list of moves.

@@ -90,8 +90,9 @@ impl Guest for Plugin {
             Some(o) => format!("Solvable: the shortest solution takes {o} crossings."),
             None => format!("Unsolvable: no sequence of crossings gets {n} pairs across with a boat for {k} (checked exhaustively)."),
         };
-        let text = reply(format!("Started puzzle {env_id}. {verdict}\n{}{RULE}", render(&g)), next_step(&g));
+        let text = reply(format!("Started puzzle {env_id}. {verdict}\n{}{RULE}", render(&g)), puzzle::with_due(next_step(&g)));
         let started = Started {
+            decision: 1,
             env_id,
             simulator_type: "RiverCrossing".into(),
             simulator_params: Params { n, k },
@@ -105,29 +106,34 @@ impl Guest for Plugin {
         Ok(started)
     }
 
-    fn execute_move(_env_id: String, load: Vec<String>) -> Result<Moved, String> {
+    fn execute_move(_env_id: String, load: Vec<String>, decision: Option<u32>) -> Result<Moved, String> {
         with_game(|g| {
+            puzzle::check_decision(decision)?;
             let applied = g.river.apply(&load);
             puzzle::moved(applied.is_ok(), g.river.goal_reached());
             if let Err(why) = applied {
                 return Err(reply(format!("Illegal crossing {load:?}: {why}.\n{}{RULE}", render(g)), next_step(g)));
             }
             Ok(Moved {
+                decision: puzzle::decision_due(),
                 move_successful: true,
                 state: banks(&g.river),
                 goal_reached: g.river.goal_reached(),
                 moves_made: g.river.moves_made,
                 optimal_moves: g.optimal,
-                text: reply(format!("Crossed: {}.\n{}", load.join(", "), render(g)), next_step(g)),
+                text: reply(format!("Crossed: {}.\n{}", load.join(", "), render(g)), puzzle::with_due(next_step(g))),
             })
         })
     }
 
-    fn execute_moves(_env_id: String, moves: Vec<Vec<String>>) -> Result<PlanResult, String> {
+    fn execute_moves(_env_id: String, moves: Vec<Vec<String>>, decision: Option<u32>) -> Result<PlanResult, String> {
         with_game(|g| {
+            puzzle::check_decision(decision)?;
             let plan = ludus_sdk::plan::run(&moves, "crossing", |m| g.river.apply(m));
-            puzzle::planned(plan.executed, plan.failure.as_ref().map(|f| f.0), g.river.goal_reached());
+            let refused = plan.failure.as_ref().map(|f| f.0);
+            puzzle::planned(plan.executed, refused, g.river.goal_reached());
             Ok(PlanResult {
+                decision: puzzle::decision_due(),
                 all_moves_successful: plan.failure.is_none(),
                 moves_executed: plan.executed,
                 failed_move_index: plan.failure.as_ref().map(|f| f.0),
@@ -136,7 +142,10 @@ impl Guest for Plugin {
                 goal_reached: g.river.goal_reached(),
                 moves_made: g.river.moves_made,
                 optimal_moves: g.optimal,
-                text: reply(format!("{}\n{}", plan.summary, render(g)), next_step(g)),
+                text: reply(
+                    format!("{}\n{}", plan.summary, render(g)),
+                    puzzle::with_due(puzzle::after_plan(refused, g.river.goal_reached(), next_step(g))),
+                ),
             })
         })
     }
@@ -156,9 +165,10 @@ impl Guest for Plugin {
             // From a position of the agent's choosing the optimum is not the start's.
             puzzle::started(parameters(g.river.n, g.river.k), g.optimal.filter(|_| state.is_none()));
             Ok(Reset {
+                decision: puzzle::decision_due(),
                 reset_successful: true,
                 current_state: banks(&g.river),
-                text: reply(format!("Reset.\n{}", render(g)), next_step(g)),
+                text: reply(format!("Reset.\n{}", render(g)), puzzle::with_due(next_step(g))),
             })
         })
     }
@@ -172,6 +182,7 @@ impl Guest for Plugin {
                 None => "The goal cannot be reached from this position; reset the puzzle.\n".into(),
             };
             Ok(Snapshot {
+                decision: puzzle::decision_due(),
                 simulator_type: "RiverCrossing".into(),
                 simulator_params: Params { n: g.river.n, k: g.river.k },
                 state: banks(&g.river),
@@ -180,7 +191,7 @@ impl Guest for Plugin {
                 solvable: g.optimal.is_some(),
                 optimal_moves: g.optimal,
                 optimal_remaining: remaining,
-                text: reply(format!("{}{reach}{RULE}", render(g)), next_step(g)),
+                text: reply(format!("{}{reach}{RULE}", render(g)), puzzle::with_due(next_step(g))),
             })
         })
     }

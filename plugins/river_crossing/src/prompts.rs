@@ -1,5 +1,6 @@
 //! The paper's prompts for River Crossing (The Illusion of Thinking,
-//! appendix A.1.3), verbatim, the instance filled in.
+//! appendix A.1.3) as its authors wrote them, the instance filled in (what
+//! differs from the appendix's text, and why: docs/games.md).
 
 use ludus_sdk::puzzle_prompts::Paper;
 
@@ -17,11 +18,11 @@ pub const PAPER: Paper = Paper {
 
 const SYSTEM: &str = "You are a helpful assistant. Solve this puzzle for me.
 You can represent actors with a_1, a_2, ... and agents with A_1, A_2, ... . Your solution must be a list of boat moves where each move indicates the people on the boat. For example, if there were two actors and two agents, you should return:
-moves =[[\" A_2 \" , \" a_2 \"] , [\" A_2 \"] , [\" A_1 \" , \" A_2 \"] , [\" A_1 \"] , [\" A_1 \" , \" a_1 \"]]
+moves = [[\"A_2\", \"a_2\"], [\"A_2\"], [\"A_1\", \"A_2\"], [\"A_1\"], [\"A_1\", \"a_1\"]]
 which indicates that in the first move, A_2 and a_2 row from left to right, and in the second move, A_2 rows from right to left and so on.
 Requirements:
 • When exploring potential solutions in your thinking process, always include the corresponding complete list of boat moves.
-• The list shouldn’t have comments.
+• The list shouldn't have comments.
 • Ensure your final answer also includes the complete list of moves for final solution.";
 
 fn user(n: u32, k: Option<u32>) -> Result<String, String> {

@@ -19,6 +19,10 @@ const { spawnSync } = require("child_process");
 // The simulator version the plugin's protocol reading is tested against.
 const VERSION = "0.11.11";
 const NODE_MAJOR = 18;
+// The longest a first-use install may take before it is given up: a
+// registry that never answers, or a proxy whose certificate this machine
+// lacks, must not hold a battle silently for ever.
+const INSTALL_LIMIT_S = Number(process.env.LUDUS_INSTALL_TIMEOUT_S) || 300;
 
 function fail(why) {
   process.stderr.write(`${why}\n`);
@@ -27,6 +31,21 @@ function fail(why) {
 
 function say(what) {
   process.stderr.write(`showdown-sim: ${what}\n`);
+}
+
+// What this program is busy with before the simulator runs, for the plugin
+// (which tells the agent, with how long it has taken so far) and the log.
+function notice(what) {
+  say(what);
+  process.stdout.write(`|ludus-notice|${what.replace(/[\r\n]/g, " ")}\n`);
+}
+
+// What a failing program said that explains it: its last line naming an
+// error (npm's `FetchError: … reason: …`), else its last lines.
+function lastWords(text) {
+  const lines = String(text || "").split("\n").map((l) => l.trim()).filter((l) => l && !/^(npm error\s+)?at /.test(l));
+  const telling = lines.filter((l) => /Error:|reason:/.test(l)).pop();
+  return (telling || lines.slice(-3).join(" / ")).slice(-600);
 }
 
 function cacheDir() {
@@ -79,7 +98,7 @@ function withLock(dir, work) {
       try {
         if (holderGone(lock) || Date.now() - fs.statSync(lock).mtimeMs > 10 * 60 * 1000) fs.unlinkSync(lock);
       } catch {}
-      if (!announced) say("another battle is installing the simulator; waiting for it");
+      if (!announced) notice("first use: another battle is installing the simulator; waiting for it");
       announced = true;
       sleep(250);
     }
@@ -94,7 +113,7 @@ function withLock(dir, work) {
 }
 
 function install(dir, pkg) {
-  say(`first use: installing pokemon-showdown@${VERSION} with npm into ${dir} (a few MB; usually under a minute)`);
+  notice(`first use: installing pokemon-showdown@${VERSION} with npm into ${dir} (a few MB; usually under a minute; given up after ${INSTALL_LIMIT_S} s)`);
   const started = Date.now();
   // What a killed install left behind would make npm believe it is done.
   fs.rmSync(path.join(dir, "node_modules"), { recursive: true, force: true });
@@ -102,13 +121,21 @@ function install(dir, pkg) {
   const r = spawnSync(
     npm,
     ["install", "--prefix", dir, "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error", `pokemon-showdown@${VERSION}`],
-    { stdio: ["ignore", 2, 2] }
+    { stdio: ["ignore", "pipe", "pipe"], timeout: INSTALL_LIMIT_S * 1000, killSignal: "SIGKILL", maxBuffer: 16 << 20 }
   );
+  // npm's own words go to the server's log, and the last of them into the reason.
+  process.stderr.write(r.stdout || "");
+  process.stderr.write(r.stderr || "");
+  const words = lastWords(`${r.stdout || ""}\n${r.stderr || ""}`);
+  const said = words ? `; npm's last words: ${words}` : "; npm said nothing";
   if (r.error && r.error.code === "ENOENT") {
     fail("npm is not installed, so the battle simulator cannot be installed: install it (Debian: apt-get install npm), or grant your own `sim` endpoint in the config");
   }
+  if (r.error && r.error.code === "ETIMEDOUT") {
+    fail(`npm had not installed pokemon-showdown@${VERSION} after ${INSTALL_LIMIT_S} s and was stopped (is the npm registry reachable, through your proxy, with its certificate?)${said}`);
+  }
   if (r.status !== 0) {
-    fail(`npm could not install pokemon-showdown@${VERSION} (is the npm registry reachable? npm's messages are in the server's log)`);
+    fail(`npm could not install pokemon-showdown@${VERSION} (is the npm registry reachable?)${said}`);
   }
   if (installedVersion(pkg) !== VERSION) {
     fail(`after npm install, ${pkg} is not version ${VERSION}; delete ${dir} and try again`);

@@ -338,6 +338,10 @@ impl Battle {
                         mon.status = status;
                     }
                 }
+                // No request follows the last hit of a battle: our exact HP goes to 0 here.
+                if fainted {
+                    mon.hp = mon.hp.map(|(_, max)| (0, max));
+                }
                 let after = mon.hp_percent;
                 let from = tag(&f, "from").map(|s| format!(" ({s})")).unwrap_or_default();
                 let verb = if kind == "-damage" { "lost" } else { "gained" };
@@ -347,6 +351,7 @@ impl Battle {
                 let (side, name) = ident(arg(1));
                 let mon = self.sides.entry(side).or_default().mon(&name);
                 (mon.fainted, mon.hp_percent) = (true, 0);
+                mon.hp = mon.hp.map(|(_, max)| (0, max));
                 mon.leave_battle();
                 self.note(format!("{name} fainted"));
             }
@@ -850,6 +855,18 @@ mod tests {
         }
         assert!(b.recent.iter().any(|r| r == "Alomomola lost 43% HP, now 0%"), "{:?}", b.recent);
         assert!(!b.recent.iter().any(|r| r.contains("lost 0% HP")), "{:?}", b.recent);
+    }
+
+    #[test]
+    fn our_pokemon_knocked_out_by_the_last_hit_shows_zero_hp() {
+        // The battle's last hit: no request follows to say our exact HP.
+        let mut b = Battle { me: "p1".into(), ..Battle::default() };
+        b.on_log("|switch|p1a: Alomomola|Alomomola, L88, F|407/407");
+        let mon = b.sides.entry("p1".into()).or_default().mon("Alomomola");
+        mon.hp = Some((171, 407));
+        b.on_log("|-damage|p1a: Alomomola|0 fnt");
+        b.on_log("|faint|p1a: Alomomola");
+        assert_eq!(super::tests::mon(&b, "p1", "Alomomola").hp, Some((0, 407)));
     }
 
     fn mon<'a>(b: &'a Battle, side: &str, name: &str) -> &'a Mon {

@@ -21,7 +21,13 @@ pub enum Event {
     Global { line: String },
     /// Offline: the battle ended; the simulator's summary JSON.
     End { json: String },
+    /// Offline: what the sidecar is busy with before the simulator runs
+    /// (`|ludus-notice|…`: installing it on first use). Not a simulator line.
+    Notice { text: String },
 }
+
+/// The sidecar's own lines, outside the simulator's blocks.
+const NOTICE: &str = "|ludus-notice|";
 
 /// The fields of a `|a|b|c` line: `["a", "b", "c"]`. A line without the
 /// leading `|` is plain text and has none.
@@ -54,6 +60,7 @@ impl SimReader {
     pub fn line(&mut self, line: &str) -> Option<Event> {
         let line = line.trim_end_matches('\r');
         match std::mem::take(&mut self.state) {
+            SimState::Between if line.starts_with(NOTICE) => Some(Event::Notice { text: line[NOTICE.len()..].to_string() }),
             SimState::Between => {
                 self.state = match line {
                     "update" => SimState::Update,

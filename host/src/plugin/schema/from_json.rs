@@ -235,12 +235,19 @@ pub fn fields_to_vals<'a>(fields: &'a [Field], obj: &Map<String, Value>, path: &
         let p = join(path, &f.json);
         let val = match obj.get(&f.json) {
             Some(v) => {
-                let val = f.shape.to_val(v, &p)?;
+                // A declared range is what the agent must hear about, even
+                // for a number the integer type itself cannot hold.
+                f.check_json_range(v, &p)?;
+                // With a declared range, a value of the wrong kind hears that range too, not the type's.
+                let val = f.shape.to_val(v, &p).map_err(|e| match f.range {
+                    Some(_) => err(&p, format!("expected {}, got {}", f.expected(), describe_json(v))),
+                    None => e,
+                })?;
                 f.check_range(&val, &p)?;
                 val
             }
             None if !f.required() => Val::Option(None),
-            None => return Err(err(&p, format!("missing required field: expected {}", f.shape.expected()))),
+            None => return Err(err(&p, format!("missing required field: expected {}", f.expected()))),
         };
         out.push((f, val));
     }

@@ -213,8 +213,16 @@ fn declared_ranges_narrow_the_schema_and_are_checked() {
 #[test]
 fn sixty_four_bit_schemas_stay_within_javascripts_safe_integers() {
     let s = Shape::Int(Int::U64).schema();
-    assert_eq!(s["maximum"], json!((1i64 << 53) - 1));
-    assert_eq!(s["type"], json!(["integer", "string"]));
+    // One type per branch: a number up to 2^53 - 1, or any value as a decimal string.
+    assert_eq!(s["anyOf"][0], json!({"type": "integer", "minimum": 0, "maximum": (1i64 << 53) - 1}));
+    assert_eq!(s["anyOf"][1], json!({"type": "string", "pattern": "^[0-9]{1,20}$"}));
+    assert!(s.get("type").is_none());
+    // A declared range narrows the integer branch.
+    let mut field = Field::new("seed", Shape::Int(Int::U64), Some("x @range(1..=100)".into()));
+    field.doc = None;
+    let narrowed = params_schema(&[field]);
+    assert_eq!(narrowed["properties"]["seed"]["anyOf"][0]["maximum"], json!(100));
+    assert_eq!(narrowed["properties"]["seed"]["anyOf"][0]["minimum"], json!(1));
     assert_eq!(Shape::Int(Int::U64).to_val(&json!("18446744073709551615"), "seed").unwrap(), Val::U64(u64::MAX));
 }
 

@@ -11,7 +11,9 @@
 //! bodies delay a new client by nothing, and one address can fill at most
 //! `max_http_connections_per_address` of the slots with answers in progress.
 //! Event streams (GET) are capped on their own, per address and per caller
-//! (a bearer token's holder may connect from many addresses).
+//! (a bearer token's holder may connect from many addresses). Behind a proxy
+//! the operator trusts (`trusted_proxies`), the address is the client's the
+//! proxy forwarded, and the proxy's own connections count only in all.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -20,11 +22,13 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
+use super::proxies::TrustedProxies;
 use crate::config::Limits;
 use crate::locking::lock;
 
 pub struct Conns {
     state: Mutex<State>,
+    proxies: TrustedProxies,
     max_total: usize,
     max_per_address: usize,
     max_streams_per_address: usize,
@@ -65,9 +69,10 @@ pub struct ConnRef {
 }
 
 impl Conns {
-    pub fn new(limits: &Limits) -> Arc<Conns> {
+    pub fn new(limits: &Limits, proxies: TrustedProxies) -> Arc<Conns> {
         Arc::new(Conns {
             state: Mutex::default(),
+            proxies,
             max_total: limits.max_http_connections,
             max_per_address: limits.max_http_connections_per_address,
             max_streams_per_address: limits.max_sse_streams_per_address,
@@ -80,7 +85,8 @@ impl Conns {
     pub fn admit(self: &Arc<Self>, address: IpAddr) -> Result<Slot, String> {
         let mut s = lock(&self.state);
         let from_address = s.per_address.get(&address).copied().unwrap_or(0);
-        let victim = if from_address >= self.max_per_address {
+        // A trusted proxy carries many clients' requests on its connections.
+        let victim = if from_address >= self.max_per_address && !self.proxies.trusts(address) {
             Some(s.oldest_idle(Some(address)).ok_or_else(|| {
                 format!("{from_address} connections from {address} are all being answered (limits.max_http_connections_per_address)")
             })?)
@@ -151,17 +157,21 @@ impl ConnRef {
         Answering { conn: self.clone(), stream: None }
     }
 
+    /// The peer's address (a proxy's, behind one).
+    pub fn address(&self) -> IpAddr {
+        self.address
+    }
+
     /// Marks the connection answering with an event stream until the guard
-    /// drops, or says why its address, or `caller` (a token's name), may
-    /// open no more.
-    pub fn stream(&self, caller: Option<&str>) -> Result<Answering, String> {
+    /// drops, or says why its client's address, or `caller` (a token's
+    /// name), may open no more.
+    pub fn stream(&self, client: IpAddr, caller: Option<&str>) -> Result<Answering, String> {
         {
             let mut s = lock(&self.conns.state);
-            let from_address = s.streams_per_address.get(&self.address).copied().unwrap_or(0);
+            let from_address = s.streams_per_address.get(&client).copied().unwrap_or(0);
             if from_address >= self.conns.max_streams_per_address {
                 return Err(format!(
-                    "{} already has {from_address} event streams open, the limit for one address (limits.max_sse_streams_per_address)",
-                    self.address
+                    "{client} already has {from_address} event streams open, the limit for one address (limits.max_sse_streams_per_address)"
                 ));
             }
             if let Some(caller) = caller {
@@ -173,10 +183,10 @@ impl ConnRef {
                 }
                 *n += 1;
             }
-            *s.streams_per_address.entry(self.address).or_default() += 1;
+            *s.streams_per_address.entry(client).or_default() += 1;
         }
         let mut guard = self.answering();
-        guard.stream = Some(caller.map(String::from));
+        guard.stream = Some((client, caller.map(String::from)));
         Ok(guard)
     }
 }
@@ -184,15 +194,15 @@ impl ConnRef {
 /// A request being answered; see [`ConnRef::answering`].
 pub struct Answering {
     conn: ConnRef,
-    /// For an event stream: the caller it counts against, if any.
-    stream: Option<Option<String>>,
+    /// For an event stream: the client address and caller it counts against.
+    stream: Option<(IpAddr, Option<String>)>,
 }
 
 impl Drop for Answering {
     fn drop(&mut self) {
         let mut s = lock(&self.conn.conns.state);
-        if let Some(caller) = &self.stream {
-            decrement(&mut s.streams_per_address, &self.conn.address);
+        if let Some((client, caller)) = &self.stream {
+            decrement(&mut s.streams_per_address, client);
             if let Some(caller) = caller {
                 decrement(&mut s.streams_per_caller, caller);
             }
@@ -212,7 +222,7 @@ mod tests {
 
     #[test]
     fn a_new_connection_takes_the_place_of_the_oldest_idle_one() {
-        let conns = Conns::new(&limits(3, 2, 1, 1));
+        let conns = Conns::new(&limits(3, 2, 1, 1), TrustedProxies::default());
         let (a, b): (IpAddr, IpAddr) = ("127.0.0.2".parse().unwrap(), "127.0.0.1".parse().unwrap());
         let first = conns.admit(a).unwrap();
         let second = conns.admit(a).unwrap();
@@ -246,26 +256,39 @@ mod tests {
 
     #[test]
     fn event_streams_are_capped_per_address() {
-        let conns = Conns::new(&limits(10, 10, 1, 10));
+        let conns = Conns::new(&limits(10, 10, 1, 10), TrustedProxies::default());
         let a: IpAddr = "127.0.0.2".parse().unwrap();
         let (one, two) = (conns.admit(a).unwrap(), conns.admit(a).unwrap());
-        let stream = one.conn.stream(None).unwrap();
-        assert!(two.conn.stream(None).err().unwrap().contains("max_sse_streams_per_address"));
+        let stream = one.conn.stream(a, None).unwrap();
+        assert!(two.conn.stream(a, None).err().unwrap().contains("max_sse_streams_per_address"));
         drop(stream);
-        assert!(two.conn.stream(None).is_ok());
+        assert!(two.conn.stream(a, None).is_ok());
+    }
+
+    #[test]
+    fn behind_a_trusted_proxy_each_client_has_its_own_caps() {
+        let proxy: IpAddr = "127.0.0.1".parse().unwrap();
+        let conns = Conns::new(&limits(10, 1, 1, 10), TrustedProxies::parse(&["127.0.0.1".into()]).unwrap());
+        // The proxy's connections count only in all.
+        let (one, two) = (conns.admit(proxy).unwrap(), conns.admit(proxy).unwrap());
+        let (alice, bob): (IpAddr, IpAddr) = ("203.0.113.1".parse().unwrap(), "203.0.113.2".parse().unwrap());
+        let _a = one.conn.stream(alice, None).unwrap();
+        let _b = two.conn.stream(bob, None).unwrap();
+        assert!(two.conn.stream(alice, None).err().unwrap().contains("203.0.113.1 already has 1"));
     }
 
     #[test]
     fn event_streams_are_capped_per_caller_across_addresses() {
-        let conns = Conns::new(&limits(10, 10, 10, 2));
+        let conns = Conns::new(&limits(10, 10, 10, 2), TrustedProxies::default());
         let slots: Vec<Slot> = (2..6).map(|i| conns.admit(IpAddr::from([127, 0, 0, i])).unwrap()).collect();
-        let first = slots[0].conn.stream(Some("alice")).unwrap();
-        let _second = slots[1].conn.stream(Some("alice")).unwrap();
-        let refused = slots[2].conn.stream(Some("alice")).err().unwrap();
+        let stream = |i: usize, caller| slots[i].conn.stream(slots[i].conn.address(), caller);
+        let first = stream(0, Some("alice")).unwrap();
+        let _second = stream(1, Some("alice")).unwrap();
+        let refused = stream(2, Some("alice")).err().unwrap();
         assert!(refused.contains("alice already has 2") && refused.contains("max_sse_streams_per_caller"), "{refused}");
         // Another caller, and an address whose count the refusal did not raise, are unaffected.
-        let _bob = slots[2].conn.stream(Some("bob")).unwrap();
+        let _bob = stream(2, Some("bob")).unwrap();
         drop(first);
-        assert!(slots[3].conn.stream(Some("alice")).is_ok());
+        assert!(stream(3, Some("alice")).is_ok());
     }
 }

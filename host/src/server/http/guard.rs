@@ -28,7 +28,13 @@ pub struct Guard {
     tokens: Vec<(String, String)>,
     origins: Vec<Allowed>,
     hosts: Vec<String>,
+    /// The token a loopback server without issued tokens made for itself
+    /// (`local_token`): accepted, not required.
+    local: Option<String>,
 }
+
+/// The caller a loopback server's own token stands for.
+pub const LOCAL_CALLER: &str = "local";
 
 /// An allowed Origin: scheme and host, and a port (None: any).
 struct Allowed {
@@ -43,7 +49,14 @@ impl Guard {
         let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).into();
         hosts.extend(config.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()));
         let tokens = config.tokens.iter().map(|t| (t.name.clone(), t.sha256.to_ascii_lowercase())).collect();
-        Guard { tokens, origins, hosts }
+        Guard { tokens, origins, hosts, local: None }
+    }
+
+    /// Also accepts `token` (a loopback server's own, when the operator
+    /// issued none) as the caller `local`.
+    pub fn with_local_token(mut self, token: &str) -> Guard {
+        self.local = Some(hex(&Sha256::digest(token.as_bytes())));
+        self
     }
 
     pub fn uses_tokens(&self) -> bool {
@@ -91,27 +104,33 @@ impl Guard {
     }
 
     /// The caller of a request that passed `check_origin`: the token's name
-    /// when the operator issued tokens (401 without a valid one), else the
-    /// MCP session it names, else a stateless caller.
+    /// (401 for a token the server did not issue, and for none when the
+    /// operator issued tokens), else the MCP session it names, else a
+    /// stateless caller. A token comes as `Authorization: Bearer`, or as
+    /// `?token=` in the URL for clients that cannot set a header (the
+    /// default client of the official Python SDK takes only a URL).
     pub fn caller(&self, parts: &Parts) -> Result<Caller, Response> {
-        if self.tokens.is_empty() {
+        let header = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer);
+        let presented = header.map(str::to_string).or_else(|| token_in_query(parts.uri.query()));
+        let Some(token) = presented else {
+            if !self.tokens.is_empty() {
+                return Err(self.challenge(parts, None));
+            }
             let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
             return Ok(session.map_or(Caller::Stateless, |id| Caller::Connection(caller_for_session(id))));
-        }
-        let presented = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer);
-        let Some(token) = presented else {
-            return Err(self.challenge(parts, None));
         };
         let digest = hex(&Sha256::digest(token.as_bytes()));
+        let local = self.local.iter().map(|hash| (LOCAL_CALLER, hash.as_str()));
+        let issued = self.tokens.iter().map(|(name, hash)| (name.as_str(), hash.as_str()));
         // Every stored hash is compared, so the time taken says nothing about which matched.
-        let found = self.tokens.iter().fold(
+        let found = issued.chain(local).fold(
             None,
             |found, (name, hash)| {
                 if same_secret(hash.as_bytes(), digest.as_bytes()) { Some(name) } else { found }
             },
         );
         match found {
-            Some(name) => Ok(Caller::Token(name.clone())),
+            Some(name) => Ok(Caller::Token(name.to_string())),
             None => Err(self.challenge(parts, Some("the bearer token is not one this server issued"))),
         }
     }
@@ -124,8 +143,8 @@ impl Guard {
             challenge.push_str(&format!(", error=\"invalid_token\", error_description=\"{why}\""));
         }
         let why = error.unwrap_or(
-            "this server requires a bearer token: send `Authorization: Bearer <token>` with a token the operator issued \
-             (`ludus token NAME`)",
+            "this server requires a bearer token: send `Authorization: Bearer <token>` (or `?token=<token>` in the URL) \
+             with a token the operator issued (`ludus token NAME`)",
         );
         let mut response = refuse(StatusCode::UNAUTHORIZED, why);
         if let Ok(value) = HeaderValue::from_str(&challenge) {
@@ -145,6 +164,12 @@ impl Guard {
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         response
     }
+}
+
+/// The `token` parameter of a URL's query, decoded.
+fn token_in_query(query: Option<&str>) -> Option<String> {
+    let (_, value) = form_urlencoded::parse(query?.as_bytes()).find(|(key, _)| key == "token")?;
+    (!value.is_empty()).then(|| value.into_owned())
 }
 
 /// `Bearer <token>` (the scheme is case-insensitive).
@@ -210,7 +235,11 @@ mod tests {
         }
         config.tokens = tokens
             .iter()
-            .map(|(name, token)| crate::config::Token { name: name.to_string(), sha256: hex(&Sha256::digest(token.as_bytes())) })
+            .map(|(name, token)| crate::config::Token {
+                name: name.to_string(),
+                sha256: hex(&Sha256::digest(token.as_bytes())),
+                whole_seeds: false,
+            })
             .collect();
         Guard::new(&config)
     }

@@ -39,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 mod conns;
 mod guard;
 mod mcp_sessions;
+mod proxies;
 mod resume;
 mod thread;
 
@@ -49,6 +50,7 @@ use crate::session::Caller;
 use conns::{Answering, ConnRef, Conns};
 use guard::{Guard, METADATA_PATHS, refuse};
 use mcp_sessions::{Admitted, McpSessions};
+use proxies::TrustedProxies;
 use thread::{Socket, drive};
 
 pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
@@ -59,9 +61,20 @@ pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     let r = registry.clone();
     let service = StreamableHttpService::new(move || Ok(Ludus::new(r.clone())), sessions.clone(), mcp_config(&registry, max_body, &ct));
     let limits = &registry.config.limits;
+    // A loopback server the operator issued no tokens for makes one for its
+    // own user, as notebook servers do: a client that keeps no MCP session
+    // (a stateless 2026-07-28 client, the Python SDK's default) needs one to
+    // keep its games from one request to the next.
+    let local = (addr.ip().is_loopback() && registry.config.tokens.is_empty()).then(local_token).transpose()?;
+    let mut guard = Guard::new(&registry.config);
+    if let Some((token, _)) = &local {
+        guard = guard.with_local_token(token);
+    }
+    let proxies = TrustedProxies::parse(&registry.config.trusted_proxies).map_err(anyhow::Error::msg)?;
     let gate = Gate {
         sessions,
-        guard: Guard::new(&registry.config),
+        guard,
+        proxies: proxies.clone(),
         max_body,
         max_sessions: limits.max_mcp_sessions,
         body_time: Duration::from_millis(limits.http_body_timeout_ms),
@@ -71,16 +84,23 @@ pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     let app = axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn_with_state(gate.clone(), check_request));
 
     let listener = listen(addr).with_context(|| format!("binding {addr}"))?;
-    let local = listener.local_addr()?;
-    if !local.ip().is_loopback() && !gate.guard.uses_tokens() {
-        tracing::warn!("serving on {local}, which is reachable from other machines, without bearer tokens ([[tokens]] in the config)");
+    if !addr.ip().is_loopback() && !gate.guard.uses_tokens() {
+        tracing::warn!("serving on {addr}, which is reachable from other machines, without bearer tokens ([[tokens]] in the config)");
     }
-    tracing::info!("serving MCP over Streamable HTTP at http://{local}/mcp");
+    let bound = listener.local_addr()?;
+    tracing::info!("serving MCP over Streamable HTTP at http://{bound}/mcp");
     // Tests and scripts read the actual address (port 0 picks a free one) from stderr.
-    eprintln!("LUDUS_HTTP_URL=http://{local}/mcp");
+    eprintln!("LUDUS_HTTP_URL=http://{bound}/mcp");
+    if let Some((token, file)) = &local {
+        eprintln!(
+            "ludus: connect clients to http://{bound}/mcp?token={token}\n       (or send `Authorization: Bearer {token}`; \
+             the token is kept in {}, and only your user can read it)",
+            file.display()
+        );
+    }
 
     let header_timeout = Duration::from_millis(limits.http_header_timeout_ms);
-    let conns = Conns::new(limits);
+    let conns = Conns::new(limits, proxies);
     let shutdown = ct.clone();
     tokio::spawn(async move {
         let _ = tokio::signal::ctrl_c().await;
@@ -210,6 +230,8 @@ fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> S
 struct Gate {
     sessions: Arc<McpSessions>,
     guard: Guard,
+    /// Whose forwarded client address to believe.
+    proxies: TrustedProxies,
     max_body: usize,
     max_sessions: usize,
     /// A body's time: this, plus a second per `min_body_rate` bytes.
@@ -244,10 +266,12 @@ async fn check_request(State(gate): State<Arc<Gate>>, request: Request, next: Ne
     match *request.method() {
         Method::POST => check_post(&gate, request, next, caller, conn).await,
         Method::DELETE => check_delete(&gate, request, next).await,
-        Method::GET => match conn.as_ref().map(|c| c.stream(caller.token())).transpose() {
-            Ok(stream) => track(next.run(request).await, None, stream),
-            Err(why) => refuse(StatusCode::TOO_MANY_REQUESTS, &why),
-        },
+        Method::GET => {
+            match conn.as_ref().map(|c| c.stream(gate.proxies.client(c.address(), request.headers()), caller.token())).transpose() {
+                Ok(stream) => track(next.run(request).await, None, stream),
+                Err(why) => refuse(StatusCode::TOO_MANY_REQUESTS, &why),
+            }
+        }
         _ => next.run(request).await,
     }
 }
@@ -435,6 +459,33 @@ fn json_error(status: StatusCode, body: Vec<u8>) -> Response {
 /// as the system allows (`net.core.somaxconn`): a burst of clients connecting
 /// at once would overflow a short one, and a client whose connection was
 /// dropped there waits a whole second for its retry.
+/// The token a loopback server without issued tokens accepts as its own
+/// user's (caller `local`), and the file that keeps it: read back at every
+/// start, so a client's URL and games stay the same; created (readable by
+/// this user only) the first time.
+fn local_token() -> Result<(String, std::path::PathBuf)> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = crate::store::data_dir();
+    let file = dir.join("local-http-token");
+    if let Ok(token) = std::fs::read_to_string(&file).map(|t| t.trim().to_string())
+        && !token.is_empty()
+    {
+        return Ok((token, file));
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let token = format!("ludus_{}", uuid::Uuid::new_v4().simple());
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&file)
+        .with_context(|| format!("writing the local token to {}", file.display()))?;
+    out.write_all(token.as_bytes()).with_context(|| format!("writing the local token to {}", file.display()))?;
+    Ok((token, file))
+}
+
 fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
     socket.set_reuseaddr(true)?;

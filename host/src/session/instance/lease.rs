@@ -111,12 +111,16 @@ impl Session {
         };
         self.stop_io();
         let r = &stored.record;
-        *lock(&self.players) = r.players.clone();
+        {
+            let mut seating = lock(&self.seating);
+            seating.players = r.players.clone();
+            seating.seats = r.seats.clone();
+        }
         self.over.store(r.over, Ordering::Relaxed);
         self.calls.store(r.calls, Ordering::Relaxed);
         *lock(&self.standing) = r.standing.clone();
         self.changed_at_ms.store(r.changed_at_ms, Ordering::Relaxed);
-        *lock(&self.last_calls) = last_calls_of(&self.plugin, r);
+        lock(&self.answers).last = last_calls_of(&self.plugin, r);
         // The version first: the restore may arm an event that fires at once.
         self.set_version(stored.version);
         self.fresh_instance()?;

@@ -5,7 +5,7 @@
 
 mod lease;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
@@ -17,10 +17,10 @@ use wasmtime::{Store, Trap};
 
 use crate::capability::channels::{ChannelInfo, Channels, Inbox, Input};
 use crate::capability::host::SessionControl;
-use crate::capability::{self, CallInfo, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
+use crate::capability::{self, CallInfo, ChannelsCtx, GameSeeds, GuestOutput, HostCtx, HostState, Output};
 use crate::locking::lock;
 use crate::plugin::{Durable, Plugin};
-use crate::records::{RecordsFile, Standing};
+use crate::records::{Holder, RecordsFile, Seat, Standing};
 use crate::runtime::clock::TimerKey;
 use crate::runtime::{run_guest, ticks};
 use crate::store::{Lease, Record, SessionStore, Stored, StoredCall, now_ms};
@@ -60,32 +60,67 @@ pub struct Invocation {
     pub value: Option<Val>,
     /// The guest asked to wait (milliseconds, 0 = the tool's default).
     pub wait: Option<u32>,
+    /// The guest said the decision this call names was made already
+    /// (`decisions.made-already`): its answer is the one kept for it.
+    pub made_already: Option<u32>,
+}
+
+/// How a new game is seeded (`store::Record::seed` and `secret`).
+#[derive(Clone, Copy, Debug)]
+pub struct Seeding {
+    /// The seed: chosen by the creator, or drawn.
+    pub seed: u64,
+    /// The creator chose it.
+    pub chosen: bool,
+    /// The secret mixed in for what is hidden; none: the seed is the whole seed.
+    pub secret: Option<u64>,
+    /// The creator gave the secret: a finished game replayed.
+    pub replay: bool,
+}
+
+/// Who plays: the callers that may call the session's tools, the seats as
+/// the game told them, and who has been told the game's secret.
+#[derive(Default)]
+struct Seating {
+    /// The creator first, then each caller that took a seat with the join code.
+    players: Vec<String>,
+    seats: Vec<Seat>,
+    /// Players whose answers have published the secret of the game that ended.
+    told_secret: HashSet<String>,
+}
+
+/// Each player's last answered decision (`ludus:plugin/decisions`), and the
+/// decisions whose calls are still held waiting for their answer.
+#[derive(Default)]
+struct Answers {
+    last: HashMap<String, LastCall>,
+    waiting: HashSet<(String, u64)>,
 }
 
 pub struct Session {
     id: Mutex<String>,
     renamed: AtomicBool,
     pub plugin: Arc<Plugin>,
-    pub seed: u64,
+    pub seeding: Seeding,
     pub created_by: String,
     pub created_at: SystemTime,
     /// When a call last changed it, as stored (milliseconds since the epoch).
     changed_at_ms: AtomicU64,
     /// Who may call the session's tools: its creator, then each caller that
-    /// took a seat with the join code (`plugin::Audience`).
-    players: Mutex<Vec<String>>,
+    /// took a seat with the join code (`plugin::Audience`); and its seats.
+    seating: Mutex<Seating>,
     /// What the creator hands out for a seat (plugins with `joins` tools).
     join_code: Option<String>,
     /// The game said it is over (`lifecycle.game-over`): its channels are
     /// closed, it stays readable until it expires.
     over: AtomicBool,
     last_used: Mutex<Instant>,
+    /// Tool calls its clients made (a re-run of a waiting call is not one).
     calls: AtomicU64,
     /// Calls currently held in a wait on this session.
     pub(super) waiting: AtomicU64,
-    /// Each player's last successful call of a tool whose repeat is a
-    /// retry (`ludus:plugin/retries`), by caller.
-    last_calls: Mutex<HashMap<String, LastCall>>,
+    /// Each player's last answered decision, for its retries.
+    answers: Mutex<Answers>,
     slot: Mutex<Slot>,
     /// Tool calls take turns in arrival order (tokio's mutex is fair): two
     /// calls on one session never overtake each other, even when the first
@@ -131,7 +166,7 @@ impl Session {
     pub fn start(
         plugin: Arc<Plugin>,
         id: String,
-        seed: u64,
+        seeding: Seeding,
         caller: &str,
         home: Option<Home>,
         rt: tokio::runtime::Handle,
@@ -141,7 +176,10 @@ impl Session {
             plugin: plugin.name.clone(),
             plugin_version: plugin.version.clone(),
             plugin_sha256: plugin.sha256.clone(),
-            seed,
+            seed: seeding.seed,
+            seed_chosen: seeding.chosen,
+            secret: seeding.secret,
+            replay: seeding.replay,
             created_by: caller.to_string(),
             created_at_ms: now_ms(),
             players: vec![caller.to_string()],
@@ -152,6 +190,7 @@ impl Session {
             changed_at_ms: now_ms(),
             idle_timeout_ms: plugin.limits.idle_timeout.as_millis() as u64,
             last_calls: Default::default(),
+            seats: Vec::new(),
             standing: Standing::new(now_ms()),
         };
         Session::instantiate(plugin, record, home, rt)
@@ -204,16 +243,16 @@ impl Session {
             id: Mutex::new(record.id.clone()),
             renamed: AtomicBool::new(record.renamed),
             plugin: plugin.clone(),
-            seed: record.seed,
+            seeding: Seeding { seed: record.seed, chosen: record.seed_chosen, secret: record.secret, replay: record.replay },
             created_by: caller.to_string(),
             created_at: SystemTime::UNIX_EPOCH + Duration::from_millis(record.created_at_ms),
             changed_at_ms: AtomicU64::new(record.changed_at_ms),
-            players: Mutex::new(record.players.clone()),
+            seating: Mutex::new(Seating { players: record.players.clone(), seats: record.seats.clone(), ..Seating::default() }),
             join_code: record.join_code.clone(),
             over: AtomicBool::new(record.over),
             last_used: Mutex::new(Instant::now()),
             calls: AtomicU64::new(record.calls),
-            last_calls: Mutex::new(last_calls_of(&plugin, &record)),
+            answers: Mutex::new(Answers { last: last_calls_of(&plugin, &record), ..Answers::default() }),
             waiting: AtomicU64::new(0),
             slot: Mutex::new(Slot::Dead("the session is still starting".into())),
             turn: tokio::sync::Mutex::new(()),
@@ -243,7 +282,9 @@ impl Session {
     /// Gives the session a new instance of its plugin (at its start, and
     /// when another server changed the game).
     fn fresh_instance(self: &Arc<Self>) -> Result<(), String> {
-        let (session, plugin, seed) = (self, &self.plugin, self.seed);
+        let (session, plugin) = (self, &self.plugin);
+        let Seeding { seed, secret, .. } = self.seeding;
+        let seed = GameSeeds { visible: seed, whole: crate::store::whole_seed(seed, secret) };
         // A plugin's shared instance belongs to no session: it has no timers and no channels.
         let (host, channels) = if session.table.is_some() {
             let control: Weak<dyn SessionControl> = Arc::downgrade(session) as _;
@@ -266,14 +307,63 @@ impl Session {
     }
 
     pub fn is_player(&self, caller: &str) -> bool {
-        !caller.is_empty() && lock(&self.players).iter().any(|p| p == caller)
+        !caller.is_empty() && lock(&self.seating).players.iter().any(|p| p == caller)
     }
 
     /// Seats `caller` (it joined with the code); once only.
     pub fn seat(&self, caller: &str) {
-        let mut players = lock(&self.players);
-        if !players.iter().any(|p| p == caller) {
-            players.push(caller.to_string());
+        let mut seating = lock(&self.seating);
+        if !seating.players.iter().any(|p| p == caller) {
+            seating.players.push(caller.to_string());
+        }
+    }
+
+    /// Whether a seat may still be taken: one the game told is open, or,
+    /// for a game that tells no seats (a plugin older than 0.1.6), any game
+    /// that is not over. A replay has no seat for anyone else.
+    pub fn has_open_seat(&self) -> bool {
+        if self.seeding.replay || self.is_over() {
+            return false;
+        }
+        let seating = lock(&self.seating);
+        seating.seats.is_empty() || seating.seats.iter().any(|s| s.kind == Holder::Open)
+    }
+
+    /// Who holds each seat, in words, when the game told its seats and none
+    /// is open ("white: alice; black: chess-engine/1").
+    pub fn seats_all_taken(&self) -> Option<String> {
+        let seating = lock(&self.seating);
+        if seating.seats.is_empty() || seating.seats.iter().any(|s| s.kind == Holder::Open) {
+            return None;
+        }
+        let who: Vec<String> = seating.seats.iter().map(|s| format!("{}: {}", s.seat, s.player.as_deref().unwrap_or("?"))).collect();
+        Some(who.join("; "))
+    }
+
+    /// The game's secret, for `caller`'s answer, the first time that caller
+    /// is answered after the game ended: the seed and secret that replay it.
+    /// None while it runs, when it has no secret, or once told.
+    pub fn secret_for(&self, caller: &str) -> Option<(u64, u64)> {
+        let secret = self.seeding.secret?;
+        if !self.has_ended() || caller.is_empty() {
+            return None;
+        }
+        lock(&self.seating).told_secret.insert(caller.to_string()).then_some((self.seeding.seed, secret))
+    }
+
+    /// The game has ended: it said it is over, or its verdict is final (a
+    /// puzzle solved or failed).
+    pub fn has_ended(&self) -> bool {
+        self.is_over() || lock(&self.standing).is_final()
+    }
+
+    /// A tool call from a client (the first run of it): counted for
+    /// `ludus_sessions`; and for the game's result record unless its
+    /// answer came from memory (`from_memory`).
+    pub fn count_call(&self, from_memory: bool) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if !from_memory {
+            lock(&self.standing).tool_calls += 1;
         }
     }
 
@@ -318,15 +408,14 @@ impl Session {
     /// Calls an exported function (blocking: run on a blocking thread).
     pub fn invoke(&self, export: &ComponentExportIndex, params: &[Val], results: usize, call: CallInfo) -> Result<Invocation, String> {
         self.touch();
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        let (value, wait) = self.run_export(call, |store, instance| {
+        let ((value, made_already), wait) = self.run_export(call, |store, instance| {
             let func =
                 instance.get_func(&mut *store, export).ok_or_else(|| wasmtime::format_err!("the plugin does not export this function"))?;
             let mut out = vec![Val::Bool(false); results];
             func.call(&mut *store, params, &mut out)?;
-            Ok(out.pop())
+            Ok((out.pop(), store.data_mut().host.made_already.take()))
         })?;
-        Ok(Invocation { value, wait })
+        Ok(Invocation { value, wait, made_already })
     }
 
     /// Runs `f` on the instance, within the plugin's CPU limit, and says
@@ -345,6 +434,7 @@ impl Session {
         let Live { store, instance } = &mut **live;
         store.data_mut().host.call = call;
         store.data_mut().host.wait = None;
+        store.data_mut().host.made_already = None;
         store.data_mut().host.waited = Default::default();
         store.set_epoch_deadline(ticks(self.plugin.limits.call_timeout));
         let outcome = f(store, instance);
@@ -352,10 +442,14 @@ impl Session {
         match outcome {
             Ok(r) => {
                 let host = &mut store.data_mut().host;
-                let (wait, over, told) = (host.wait.take(), std::mem::take(&mut host.game_over), host.told.take());
+                let (wait, over, told, seats) =
+                    (host.wait.take(), std::mem::take(&mut host.game_over), host.told.take(), host.seats.take());
                 drop(slot);
                 if let Some(told) = told {
                     lock(&self.standing).tell(told, now_ms());
+                }
+                if let Some(seats) = seats {
+                    lock(&self.seating).seats = seats;
                 }
                 if over {
                     self.end_game();
@@ -378,15 +472,23 @@ impl Session {
 
     /// What the host keeps of the session besides the game's state.
     fn record(&self) -> Record {
+        let (players, seats) = {
+            let seating = lock(&self.seating);
+            (seating.players.clone(), seating.seats.clone())
+        };
         Record {
             id: self.id(),
             plugin: self.plugin.name.clone(),
             plugin_version: self.plugin.version.clone(),
             plugin_sha256: self.plugin.sha256.clone(),
-            seed: self.seed,
+            seed: self.seeding.seed,
+            seed_chosen: self.seeding.chosen,
+            secret: self.seeding.secret,
+            replay: self.seeding.replay,
             created_by: self.created_by.clone(),
             created_at_ms: self.created_at.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
-            players: lock(&self.players).clone(),
+            players,
+            seats,
             join_code: self.join_code.clone(),
             over: self.is_over(),
             renamed: self.renamed.load(Ordering::Relaxed),
@@ -401,11 +503,6 @@ impl Session {
     /// Whether a restart finds this session again (it is written to a store).
     pub fn is_kept(&self) -> bool {
         self.store.is_some()
-    }
-
-    /// A tool call reached the game: counted for its result record.
-    pub fn count_tool_call(&self) {
-        lock(&self.standing).tool_calls += 1;
     }
 
     /// Writes the current game's record once the game said it ended: after
@@ -461,23 +558,42 @@ impl Session {
         claimed
     }
 
-    /// The answer of `caller`'s last successful call of `tool` when this
-    /// call repeats it (same arguments, `args` their digest): a retry.
-    pub fn repeat_of(&self, caller: &str, tool: &str, args: &str) -> Option<Val> {
-        lock(&self.last_calls).get(caller).filter(|c| c.tool == tool && c.args == args).map(|c| c.answer.clone())
+    /// The answer `caller`'s call for decision `decision` got, if it is the
+    /// last one this player answered (the game said it was made already:
+    /// this call is its retry).
+    pub fn answer_of(&self, caller: &str, decision: u64) -> Option<(String, Val)> {
+        lock(&self.answers).last.get(caller).filter(|c| c.decision == decision).map(|c| (c.tool.clone(), c.answer.clone()))
     }
 
-    /// Keeps `caller`'s successful call to answer its retry.
-    pub fn remember(&self, caller: &str, tool: &str, args: String, answer: Val) {
-        lock(&self.last_calls).insert(caller.to_string(), LastCall { tool: tool.to_string(), args, answer });
+    /// Keeps `caller`'s answer of decision `decision` for its retries.
+    pub fn remember(&self, caller: &str, tool: &str, decision: u64, answer: Val) {
+        let kept = LastCall { tool: tool.to_string(), decision, answer };
+        lock(&self.answers).last.insert(caller.to_string(), kept);
+    }
+
+    /// Marks `caller`'s call for `decision` as held waiting for its answer
+    /// (`on`), or no longer: a second call for it waits for that answer.
+    pub fn awaiting(&self, caller: &str, decision: u64, on: bool) {
+        let mut answers = lock(&self.answers);
+        let key = (caller.to_string(), decision);
+        if on {
+            answers.waiting.insert(key);
+        } else {
+            answers.waiting.remove(&key);
+        }
+    }
+
+    /// Whether a call of `caller` for `decision` is held waiting for its answer.
+    pub fn is_awaiting(&self, caller: &str, decision: u64) -> bool {
+        lock(&self.answers).waiting.contains(&(caller.to_string(), decision))
     }
 
     fn stored_calls(&self) -> std::collections::BTreeMap<String, StoredCall> {
-        let calls = lock(&self.last_calls);
+        let answers = lock(&self.answers);
         let mut stored = std::collections::BTreeMap::new();
-        for (caller, c) in calls.iter() {
+        for (caller, c) in answers.last.iter() {
             let Some(shape) = self.plugin.result_of(&c.tool) else { continue };
-            stored.insert(caller.clone(), StoredCall { tool: c.tool.clone(), args: c.args.clone(), answer: shape.to_json(&c.answer) });
+            stored.insert(caller.clone(), StoredCall { tool: c.tool.clone(), decision: c.decision, answer: shape.to_json(&c.answer) });
         }
         stored
     }
@@ -487,14 +603,17 @@ impl Session {
     fn digest(&self, state: &[u8]) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        (self.id(), &*lock(&self.players), self.is_over(), state).hash(&mut h);
+        {
+            let seating = lock(&self.seating);
+            (self.id(), &seating.players, &seating.seats, self.is_over(), state).hash(&mut h);
+        }
         let standing = lock(&self.standing);
         (standing.game, standing.recorded, standing.told.as_ref().map(|t| (t.outcome, t.moves, t.illegal_moves))).hash(&mut h);
         drop(standing);
-        let calls = lock(&self.last_calls);
-        let mut args: Vec<(&String, &String)> = calls.iter().map(|(caller, c)| (caller, &c.args)).collect();
-        args.sort();
-        args.hash(&mut h);
+        let answers = lock(&self.answers);
+        let mut kept: Vec<(&String, u64)> = answers.last.iter().map(|(caller, c)| (caller, c.decision)).collect();
+        kept.sort();
+        kept.hash(&mut h);
         h.finish()
     }
 
@@ -641,15 +760,23 @@ impl Session {
     /// once the game is over (it would let a player foresee a running game).
     pub fn info(&self) -> SessionInfo {
         let ended = self.is_dead();
-        let over = self.is_over();
+        let over = self.has_ended();
+        let public = over || ended.is_some();
+        let (players, seats) = {
+            let seating = lock(&self.seating);
+            (seating.players.len(), seating.seats.clone())
+        };
         SessionInfo {
             id: self.id(),
             plugin: self.plugin.name.clone(),
             plugin_version: self.plugin.version.clone(),
-            seed: (over || ended.is_some()).then_some(self.seed),
+            seed: public.then_some(self.seeding.seed),
+            secret: self.seeding.secret.filter(|_| public),
+            replay: self.seeding.replay,
             created_by: self.created_by.clone(),
-            players: lock(&self.players).len(),
-            join_code: self.join_code.clone(),
+            players,
+            seats,
+            join_code: self.join_code.clone().filter(|_| self.has_open_seat()),
             game_over: over,
             idle_seconds: self.idle_for().as_secs(),
             calls: self.calls.load(Ordering::Relaxed),
@@ -762,13 +889,25 @@ pub struct SessionInfo {
     /// Shown once the game is over or ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// The secret mixed into the seed for what is hidden, shown once the
+    /// game is over or ended: with the seed, the starting tool's `secret`
+    /// replays the game.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<u64>,
+    /// The game replays a finished one.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub replay: bool,
     pub created_by: String,
     /// Callers that may play: the creator and those who joined.
     pub players: usize,
-    /// For games with seats: what to hand the agent who should take one.
+    /// For games with seats: each seat and who holds it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub seats: Vec<Seat>,
+    /// For games with a seat still open: what to hand the agent who should take it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub join_code: Option<String>,
-    /// The game said it is over; its processes are gone, its state readable.
+    /// The game is over (it said so, or a puzzle was solved or failed); a
+    /// game's processes are gone, its state readable.
     pub game_over: bool,
     pub idle_seconds: u64,
     pub calls: u64,
@@ -787,10 +926,16 @@ impl SessionInfo {
             plugin: r.plugin.clone(),
             plugin_version: r.plugin_version.clone(),
             seed: r.over.then_some(r.seed),
+            secret: r.secret.filter(|_| r.over),
+            replay: r.replay,
             created_by: r.created_by.clone(),
             players: r.players.len(),
-            join_code: r.join_code.clone(),
-            game_over: r.over,
+            seats: r.seats.clone(),
+            join_code: r
+                .join_code
+                .clone()
+                .filter(|_| !r.over && !r.replay && (r.seats.is_empty() || r.seats.iter().any(|s| s.kind == Holder::Open))),
+            game_over: r.over || r.standing.is_final(),
             idle_seconds: now_ms().saturating_sub(r.changed_at_ms) / 1000,
             calls: r.calls,
             waiting_calls: 0,
@@ -800,10 +945,10 @@ impl SessionInfo {
     }
 }
 
-/// A call made, with its answer, kept to answer a retry.
+/// A decision call answered, kept to answer its retry.
 struct LastCall {
     tool: String,
-    args: String,
+    decision: u64,
     answer: Val,
 }
 
@@ -814,7 +959,7 @@ fn last_calls_of(plugin: &Plugin, record: &Record) -> HashMap<String, LastCall> 
     for (caller, c) in &record.last_calls {
         let Some(shape) = plugin.result_of(&c.tool) else { continue };
         if let Ok(answer) = shape.to_val(&c.answer, "answer") {
-            calls.insert(caller.clone(), LastCall { tool: c.tool.clone(), args: c.args.clone(), answer });
+            calls.insert(caller.clone(), LastCall { tool: c.tool.clone(), decision: c.decision, answer });
         }
     }
     calls

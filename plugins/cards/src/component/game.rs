@@ -62,8 +62,10 @@ pub struct Game {
     list_request: Option<u64>,
     /// Why the game cannot go on (the backend process ended).
     pub failed: Option<String>,
-    /// What the backend last said it is busy with (installing its engine).
+    /// What the backend last said it is busy with (installing its engine),
+    /// and since when (ms since the epoch).
     pub notice: Option<String>,
+    pub notice_since: u64,
     /// The game has ended: its final log and each seat's final state are
     /// being fetched, then the backend is let go.
     ending: Option<Ending>,
@@ -78,6 +80,12 @@ pub struct Game {
     pub tally: Tally,
     /// A player conceded (the phase bridge's answer does not say so; XMage's does).
     pub conceding: bool,
+    /// Decisions the agents have made, over both seats (`ludus:plugin/decisions`).
+    pub decisions: u32,
+    /// The AI's level, for the seat it plays (`phase-ai/Medium`).
+    pub ai_level: String,
+    /// A bridge started after the game ended, to look a card up by name.
+    lookup: Option<u32>,
 }
 
 /// The end of a game: why, the requests for its final views still out, and
@@ -127,13 +135,92 @@ impl Game {
             list_request: None,
             failed: None,
             notice: None,
+            notice_since: 0,
             ending: None,
             start: None,
             journal: Vec::new(),
             creator: 0,
             tally: Tally::default(),
             conceding: false,
+            decisions: 0,
+            ai_level: "Medium".into(),
+            lookup: None,
         }
+    }
+
+    /// The number of the decision due next (over both seats).
+    pub fn decision_due(&self) -> u32 {
+        self.decisions + 1
+    }
+
+    /// The seat no agent has taken yet, if one is open.
+    pub fn open_seat(&self) -> Option<usize> {
+        self.seats.iter().position(|s| *s == Seat::Open)
+    }
+
+    /// The answer that said the game is over, once its final views are in:
+    /// what every decision tool answers from then on.
+    pub fn final_status(&self) -> Option<Value> {
+        self.ending.as_ref().filter(|e| e.pending.is_empty()).map(|e| e.status.clone())
+    }
+
+    /// Tells the host who sits where, and each seat's result once the game is over.
+    pub fn tell_seats(&self) {
+        use ludus_sdk::outcome::Verdict;
+        use ludus_sdk::seats::{Holder, Seat as Told};
+        let ai = match self.backend {
+            Backend::Phase => format!("phase-ai/{}", self.ai_level),
+            Backend::Xmage => "xmage-ai".to_string(),
+        };
+        let seats: Vec<Told> = self
+            .seats
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Told {
+                name: format!("seat {i}"),
+                holder: match s {
+                    Seat::Agent(caller) => Holder::Agent(caller.clone()),
+                    Seat::Ai => Holder::Builtin(ai.clone()),
+                    Seat::Open => Holder::Open,
+                },
+                result: self.ending.as_ref().map(|e| match e.status.get("winner").and_then(Value::as_u64) {
+                    None => Verdict::Draw,
+                    Some(w) if w as usize == i => Verdict::Won,
+                    Some(_) => Verdict::Lost,
+                }),
+            })
+            .collect();
+        ludus_sdk::seats::tell(&seats);
+    }
+
+    /// Looks a card up by name once the game is over and its engine gone: in
+    /// a bridge started for that, stopped as soon as it answers.
+    pub fn look_up(&mut self, caller: &str, key: &str, args: Value) -> Step {
+        if let Some(c) = self.calls.get(caller).filter(|c| c.key == key) {
+            let Some(answer) = self.responses.remove(&c.id) else { return Step::Waiting };
+            self.calls.remove(caller);
+            if let Some(channel) = self.lookup.take() {
+                channels::close(channel);
+            }
+            return Step::Done(answer.and_then(rpc::tool_result));
+        }
+        let channel = match self.lookup {
+            Some(channel) => channel,
+            None => match channels::open(Backend::Phase.endpoint()) {
+                Ok(channel) => {
+                    let init = self.id();
+                    send(channel, &rpc::initialize(init));
+                    send(channel, &rpc::initialized());
+                    self.lookup = Some(channel);
+                    channel
+                }
+                Err(e) => return Step::Done(Err(format!("the card data cannot be read now that the game is over: {e}"))),
+            },
+        };
+        let id = self.id();
+        send(channel, &rpc::tool_call(id, "get_oracle_text", args, Some(0)));
+        self.calls.insert(caller.to_string(), InFlight { key: key.to_string(), id });
+        Step::Waiting
     }
 
     /// A new game: its parameters for the result record, told at once.
@@ -264,6 +351,7 @@ impl Game {
             }
         }
         self.ending = Some(ending);
+        self.tell_seats();
         self.finish_if_ready();
     }
 
@@ -321,12 +409,20 @@ impl Game {
             }
             Incoming::Notice(text) => {
                 ludus_sdk::log(LogLevel::Info, &format!("{} backend: {text}", self.backend.endpoint()));
+                if self.notice.is_none() {
+                    self.notice_since = now_ms();
+                }
                 self.notice = Some(text);
             }
             Incoming::Other => {}
             Incoming::Garbage(text) => ludus_sdk::log(LogLevel::Debug, &format!("backend said: {text}")),
         }
     }
+}
+
+/// Milliseconds since the epoch (WASI's clock).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 fn send(channel: u32, line: &str) {

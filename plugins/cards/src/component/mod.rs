@@ -61,23 +61,42 @@ impl meta::Guest for Cards {
     }
 }
 
+/// Whether a call makes one of the game's decisions, with the number it
+/// names (`ludus:plugin/decisions`).
+#[derive(Clone, Copy)]
+enum Decides {
+    No,
+    Yes(Option<u32>),
+}
+
 /// Runs one backend tool for the calling seat and hands its answer to
 /// `done`; while the backend has not answered, asks the host to wait (and,
-/// when the host's wait ran out, answers with `waiting`).
+/// when the host's wait ran out, answers with `waiting`). A decision's
+/// number is checked when its call is first sent (not on the host's
+/// re-runs, which find it in flight), and the decision counted then.
 fn call<T>(
     key: &str,
     tool: &str,
     args: Value,
+    decides: Decides,
     done: impl FnOnce(&mut Game, usize, Value) -> Result<T, String>,
     waiting: impl FnOnce(&Game, usize) -> T,
 ) -> Result<T, String> {
     with_game(|g| {
         let caller = host::caller();
         let seat = g.seat_of(&caller)?;
+        let in_flight = g.in_flight(&caller, key);
+        if let (Decides::Yes(number), false) = (decides, in_flight) {
+            ludus_sdk::decision::check(number, g.decision_due())?;
+        }
         if let Some(view) = g.final_view(tool, seat) {
             return done(g, seat, view);
         }
-        match g.step(&caller, key, seat, tool, args) {
+        let step = g.step(&caller, key, seat, tool, args);
+        if matches!(decides, Decides::Yes(_)) && !in_flight && g.in_flight(&caller, key) {
+            g.decisions += 1;
+        }
+        match step {
             Step::Done(r) => {
                 let mut answer = r?;
                 g.note_if_over(&mut answer);
@@ -100,26 +119,40 @@ fn call<T>(
 }
 
 /// A backend tool whose answer is a status.
-fn status_call(tool: &str, args: Value) -> Result<ActionStatus, String> {
-    status_call_as(&format!("{tool} {args}"), tool, args)
+fn status_call(tool: &str, args: Value, decides: Decides) -> Result<ActionStatus, String> {
+    status_call_as(&format!("{tool} {args}"), tool, args, decides)
 }
 
 /// The same, recognised on re-runs by `key` rather than by its arguments.
-fn status_call_as(key: &str, tool: &str, args: Value) -> Result<ActionStatus, String> {
-    call(key, tool, args, |_, seat, v| Ok(render::status(game_id(), seat as u32, &v)), still_waiting)
+fn status_call_as(key: &str, tool: &str, args: Value, decides: Decides) -> Result<ActionStatus, String> {
+    call(key, tool, args, decides, |g, seat, v| Ok(status_of(g, seat, &v)), still_waiting)
+}
+
+/// A backend status for `seat`, with the decision due and what an open seat means.
+fn status_of(g: &Game, seat: usize, v: &Value) -> ActionStatus {
+    let mut status = render::status(game_id(), seat as u32, v, g.decision_due());
+    if let Some(open) = g.open_seat().filter(|_| !status.action_pending && !status.game_over) {
+        status.text = format!(
+            "{}\nSeat {open} is open: the game waits for an agent to join it with the join code (`cards_join_game`); nobody \
+             plays it until then.",
+            status.text
+        );
+    }
+    status
 }
 
 /// The answer while the backend has not answered yet (the host's wait ran out).
 fn still_waiting(g: &Game, seat: usize) -> ActionStatus {
-    render::still_waiting(game_id(), seat as u32, g.notice.as_deref())
+    let busy = g.notice.as_deref().map(|n| format!("{n} ({} s so far)", game::now_ms().saturating_sub(g.notice_since) / 1000));
+    render::still_waiting(game_id(), seat as u32, busy.as_deref(), g.decision_due())
 }
 
 /// A status tool that waits: the backend waits what was asked, up to the
 /// cap, and the answer says so when the cap cut the wait short.
-fn waiting_call(tool: &str, mut args: Value, timeout_ms: Option<u32>, default: u32) -> Result<ActionStatus, String> {
+fn waiting_call(tool: &str, mut args: Value, timeout_ms: Option<u32>, default: u32, decides: Decides) -> Result<ActionStatus, String> {
     let asked = timeout_ms.unwrap_or(default);
     args["timeout_ms"] = json!(asked.min(MAX_BACKEND_WAIT_MS));
-    let mut status = status_call(tool, args)?;
+    let mut status = status_call(tool, args, decides)?;
     if asked > MAX_BACKEND_WAIT_MS && !status.action_pending && !status.game_over {
         status.wait_cap_ms = Some(MAX_BACKEND_WAIT_MS);
         status.text = format!(
@@ -133,8 +166,17 @@ fn waiting_call(tool: &str, mut args: Value, timeout_ms: Option<u32>, default: u
 }
 
 /// A provisional answer is never shown: the host calls again.
-fn placeholder_choices() -> ActionChoices {
-    render::choices(game_id(), &Value::Null)
+fn placeholder_choices(g: &Game, seat: usize) -> ActionChoices {
+    render::choices(game_id(), seat as u32, &Value::Null, g.decision_due())
+}
+
+/// The game's last status for the caller's seat, once the game is over: what
+/// every decision tool answers from then on.
+fn final_status() -> Result<Option<ActionStatus>, String> {
+    with_game(|g| {
+        let seat = g.seat_of(&host::caller())?;
+        Ok(g.final_status().map(|st| status_of(g, seat, &st)))
+    })
 }
 
 impl Guest for Cards {
@@ -172,7 +214,9 @@ impl Guest for Cards {
                 }
                 Err(e) => return Err(e),
             }
+            g.ai_level = ai_level.clone().unwrap_or_else(|| "Medium".into());
             g.begin_tally(seat);
+            g.tell_seats();
             GAME.set(Some(g));
         }
         let backend = with_game(|g| Ok(g.backend))?;
@@ -183,7 +227,8 @@ impl Guest for Cards {
                     let roles: Vec<&str> = g.seats.iter().map(|s| if *s == Seat::Ai { "ai" } else { "agent" }).collect();
                     Ok((json!(roles), host::seed(), g.seat_of(&host::caller())?))
                 })?;
-                let mut args = json!({"seats": roles, "seed": seed & 0xffff_ffff, "first_player": 0});
+                // The whole 64-bit seed (the game's secret mixed in): phase takes any.
+                let mut args = json!({"seats": roles, "seed": seed, "first_player": 0});
                 if let Some(mut d) = decks {
                     // Yours first for the agent; by seat for the engine.
                     if mine == 1 {
@@ -205,60 +250,74 @@ impl Guest for Cards {
                     g.start.get_or_insert_with(|| args.clone());
                     Ok(())
                 })?;
-                status_call("new_game", args)
+                status_call("new_game", args, Decides::No)
             }
             // XMage's client joined its table at launch: ask where it stands.
-            Backend::Xmage => status_call("is_action_on_me", json!({})),
+            Backend::Xmage => status_call("is_action_on_me", json!({}), Decides::No),
         }
     }
 
     fn join_game(_game_id: String) -> Result<ActionStatus, String> {
         let caller = host::caller();
         with_game(|g| {
-            if g.seat_of(&caller).is_ok() {
-                return Ok(());
+            let free = g.open_seat().ok_or("this game has no free seat")?;
+            if let Ok(mine) = g.seat_of(&caller) {
+                return Err(format!(
+                    "you hold seat {mine} already; to play seat {free} too, join from a second client (another connection, or \
+                     another token): each call acts for its caller's seat"
+                ));
             }
-            let free = g.seats.iter().position(|s| *s == Seat::Open).ok_or("this game has no free seat")?;
             g.seats[free] = Seat::Agent(caller.clone());
             if g.backend == Backend::Xmage {
                 g.connect(free)?;
             }
+            g.tell_seats();
             Ok(())
         })?;
-        status_call("is_action_on_me", json!({}))
+        status_call("is_action_on_me", json!({}), Decides::No)
     }
 
     fn is_action_on_me(_game_id: Option<String>) -> Result<ActionStatus, String> {
-        status_call("is_action_on_me", json!({}))
+        status_call("is_action_on_me", json!({}), Decides::No)
     }
 
     fn wait_for_action(_game_id: Option<String>, timeout_ms: Option<u32>) -> Result<ActionStatus, String> {
-        waiting_call("wait_for_action", json!({}), timeout_ms, 15_000)
+        waiting_call("wait_for_action", json!({}), timeout_ms, 15_000, Decides::No)
     }
 
-    fn pass_priority(_game_id: Option<String>, timeout_ms: Option<u32>) -> Result<ActionStatus, String> {
-        waiting_call("pass_priority", json!({}), timeout_ms, 30_000)
+    fn pass_priority(_game_id: Option<String>, timeout_ms: Option<u32>, decision: Option<u32>) -> Result<ActionStatus, String> {
+        waiting_call("pass_priority", json!({}), timeout_ms, 30_000, Decides::Yes(decision))
     }
 
     fn auto_pass_until_event(
         _game_id: Option<String>,
         min_new_chars: Option<u32>,
         timeout_ms: Option<u32>,
+        decision: Option<u32>,
     ) -> Result<ActionStatus, String> {
-        waiting_call("auto_pass_until_event", json!({"min_new_chars": min_new_chars.unwrap_or(50)}), timeout_ms, 10_000)
+        let args = json!({"min_new_chars": min_new_chars.unwrap_or(50)});
+        waiting_call("auto_pass_until_event", args, timeout_ms, 10_000, Decides::Yes(decision))
     }
 
-    fn take_action(_game_id: Option<String>) -> Result<ActionStatus, String> {
-        status_call("take_action", json!({}))
+    fn take_action(_game_id: Option<String>, decision: Option<u32>) -> Result<ActionStatus, String> {
+        status_call("take_action", json!({}), Decides::Yes(decision))
     }
 
     fn get_action_choices(_game_id: Option<String>) -> Result<ActionChoices, String> {
+        let over = with_game(|g| {
+            let seat = g.seat_of(&host::caller())?;
+            Ok(g.final_status().map(|st| render::choices(game_id(), seat as u32, &st, g.decision_due())))
+        })?;
+        if let Some(choices) = over {
+            return Ok(choices);
+        }
         call(
             "get_action_choices",
             "get_action_choices",
             json!({}),
-            |_, _, v| Ok(render::choices(game_id(), &v)),
-            |_, _| placeholder_choices(),
+            Decides::No,
+            |g, seat, v| Ok(render::choices(game_id(), seat as u32, &v, g.decision_due())),
+            placeholder_choices,
         )
     }
 
@@ -271,17 +330,27 @@ impl Guest for Cards {
         amount: Option<i64>,
         amounts: Option<Vec<i64>>,
         pile: Option<u32>,
+        decision: Option<u32>,
     ) -> Result<ActionStatus, String> {
         let answer = Answer { index, answer, amount, amounts, pile };
-        let send_key = format!("choose {answer:?}");
+        let (check_key, send_key) = (format!("check {answer:?}"), format!("choose {answer:?}"));
         // On a re-run the checked answer is already with the backend: only its result is awaited.
-        let already_sent = with_game(|g| Ok(g.in_flight(&host::caller(), &send_key)))?;
+        let (already_sent, checking) = with_game(|g| {
+            let caller = host::caller();
+            Ok((g.in_flight(&caller, &send_key), g.in_flight(&caller, &check_key)))
+        })?;
+        if !already_sent && !checking {
+            with_game(|g| ludus_sdk::decision::check(decision, g.decision_due()))?;
+            if let Some(over) = final_status()? {
+                return Ok(over);
+            }
+        }
         let args = if already_sent {
             Value::Null
         } else {
             let check = |_: &mut Game, _, pending: Value| decision::check(&pending, &answer).map(Ok);
             let still = |g: &Game, seat| Err(Box::new(still_waiting(g, seat)));
-            let checked = call(&format!("check {answer:?}"), "get_action_choices", json!({}), check, still);
+            let checked = call(&check_key, "get_action_choices", json!({}), Decides::No, check, still);
             match checked {
                 Ok(Ok(args)) => args,
                 Ok(Err(waiting)) => return Ok(*waiting),
@@ -295,10 +364,11 @@ impl Guest for Cards {
                 }
             }
         };
-        let status = status_call_as(&send_key, "choose_action", args)?;
+        let status = status_call_as(&send_key, "choose_action", args, Decides::No)?;
         // Counted once, when it is sent: a re-run only awaits its result.
         if !already_sent {
             with_game(|g| {
+                g.decisions += 1;
                 g.tally.sent(true);
                 g.tally.tell();
                 Ok(())
@@ -312,8 +382,9 @@ impl Guest for Cards {
             "get_game_state",
             "get_game_state",
             json!({}),
-            |_, _, v| Ok(render::state(game_id(), &v)),
-            |_, _| render::state(game_id(), &Value::Null),
+            Decides::No,
+            |g, _, v| Ok(render::state(game_id(), &v, g.decision_due())),
+            |g, _| render::state(game_id(), &Value::Null, g.decision_due()),
         )
     }
 
@@ -324,7 +395,8 @@ impl Guest for Cards {
             None => json!({}),
         };
         let key = format!("get_game_log {args}");
-        call(&key, "get_game_log", args, |_, _, v| Ok(render::game_log(&v, max_chars)), |_, _| render::game_log(&Value::Null, None))
+        let log = |_: &mut Game, _, v: Value| Ok(render::game_log(&v, max_chars));
+        call(&key, "get_game_log", args, Decides::No, log, |_, _| render::game_log(&Value::Null, None))
     }
 
     fn get_oracle_text(_game_id: Option<String>, card_name: Option<String>, object_id: Option<String>) -> Result<Oracle, String> {
@@ -334,16 +406,38 @@ impl Guest for Cards {
             _ => return Err("give exactly one of `card_name` and `object_id`".into()),
         };
         let key = format!("get_oracle_text {args}");
-        call(&key, "get_oracle_text", args, |_, _, v| Ok(render::oracle(&v)), |_, _| render::oracle(&Value::Null))
+        // Once the game is over its engine is gone: a card is looked up by
+        // name in a bridge started for that (and stopped when it answers).
+        let after_the_end = with_game(|g| {
+            if g.final_status().is_none() {
+                return Ok(None);
+            }
+            Ok(Some(match g.look_up(&host::caller(), &key, args.clone()) {
+                Step::Done(answer) => answer.map(|v| render::oracle(&v)),
+                Step::Waiting if host::wait_timed_out() => Err("the card data did not answer in time; ask again".into()),
+                Step::Waiting => {
+                    host::wait(0);
+                    Ok(render::oracle(&Value::Null))
+                }
+            }))
+        })?;
+        if let Some(answer) = after_the_end {
+            return answer;
+        }
+        let oracle = |_: &mut Game, _, v: Value| Ok(render::oracle(&v));
+        call(&key, "get_oracle_text", args, Decides::No, oracle, |_, _| render::oracle(&Value::Null))
     }
 
     fn send_chat_message(_game_id: Option<String>, message: String) -> Result<String, String> {
         if message.len() > 500 {
             return Err("a chat message has at most 500 bytes".into());
         }
+        if let Some(over) = final_status()? {
+            return Ok(format!("{} The message was not sent: the table has closed.", over.text));
+        }
         let args = json!({"message": message});
         let key = format!("send_chat_message {args}");
-        call(&key, "send_chat_message", args, |_, _, _| Ok("Sent.".to_string()), |_, _| String::new())
+        call(&key, "send_chat_message", args, Decides::No, |_, _, _| Ok("Sent.".to_string()), |_, _| String::new())
     }
 
     fn concede(_game_id: Option<String>) -> Result<ActionStatus, String> {
@@ -351,7 +445,7 @@ impl Guest for Cards {
             g.conceding = true;
             Ok(())
         })?;
-        status_call("concede", json!({}))
+        status_call("concede", json!({}), Decides::No)
     }
 }
 
@@ -375,6 +469,10 @@ struct Saved {
     journal: Vec<Value>,
     creator: usize,
     tally: ludus_sdk::tally::Tally,
+    #[serde(default)]
+    decisions: u32,
+    #[serde(default)]
+    ai_level: String,
 }
 
 impl durable::Guest for Cards {
@@ -382,7 +480,15 @@ impl durable::Guest for Cards {
         GAME.with_borrow(|g| {
             let saved = g.as_ref().and_then(|g| {
                 let start = g.start.clone().filter(|_| g.backend == Backend::Phase)?;
-                Some(Saved { seats: g.seats.clone(), start, journal: g.journal.clone(), creator: g.creator, tally: g.tally.clone() })
+                Some(Saved {
+                    seats: g.seats.clone(),
+                    start,
+                    journal: g.journal.clone(),
+                    creator: g.creator,
+                    tally: g.tally.clone(),
+                    decisions: g.decisions,
+                    ai_level: g.ai_level.clone(),
+                })
             });
             // JSON: the journal holds the engine's own JSON values.
             serde_json::to_vec(&(g.is_some(), saved)).unwrap_or_default()
@@ -402,7 +508,7 @@ impl durable::Guest for Cards {
         g.connect(0)?;
         g.start = Some(saved.start);
         g.journal = saved.journal;
-        (g.creator, g.tally) = (saved.creator, saved.tally);
+        (g.creator, g.tally, g.decisions, g.ai_level) = (saved.creator, saved.tally, saved.decisions, saved.ai_level);
         g.rebuild();
         GAME.set(Some(g));
         Ok(())

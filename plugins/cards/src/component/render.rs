@@ -99,7 +99,7 @@ fn outcome(winner: Option<u32>, seat: u32) -> String {
     }
 }
 
-pub fn status(game_id: String, seat: u32, v: &Value) -> ActionStatus {
+pub fn status(game_id: String, seat: u32, v: &Value, decision: u32) -> ActionStatus {
     let pending = v["action_pending"].as_bool().unwrap_or(false);
     let over = v["game_over"].as_bool().unwrap_or(false);
     let winner = u(&v["winner"]);
@@ -141,6 +141,7 @@ pub fn status(game_id: String, seat: u32, v: &Value) -> ActionStatus {
         new_log,
         actions_taken: u(&v["actions_taken"]),
         wait_cap_ms: None,
+        decision,
         text,
     }
 }
@@ -148,16 +149,16 @@ pub fn status(game_id: String, seat: u32, v: &Value) -> ActionStatus {
 /// A status for a wait the host cut short; the backend call stays in flight.
 /// What the agent reads when the host's wait ran out first; `notice` is what
 /// the backend last said it is busy with (its first-use install).
-pub fn still_waiting(game_id: String, seat: u32, notice: Option<&str>) -> ActionStatus {
+pub fn still_waiting(game_id: String, seat: u32, notice: Option<&str>, decision: u32) -> ActionStatus {
     let v = serde_json::json!({"action_pending": false, "game_over": false, "timeout": true});
-    let mut st = status(game_id, seat, &v);
+    let mut st = status(game_id, seat, &v, decision);
     let doing = notice.map_or_else(|| "the first game installs the rules engine, which takes a while".to_string(), str::to_string);
     st.message = notice.map(str::to_string);
     st.text = format!("Still waiting for the game ({doing}). Call `cards_wait_for_action` with this game_id.");
     st
 }
 
-pub fn choices(game_id: String, v: &Value) -> ActionChoices {
+pub fn choices(game_id: String, seat: u32, v: &Value, decision: u32) -> ActionChoices {
     let offered: Vec<Choice> = v["choices"]
         .as_array()
         .map(|c| {
@@ -173,7 +174,9 @@ pub fn choices(game_id: String, v: &Value) -> ActionChoices {
     let pending = v["action_pending"].as_bool().unwrap_or(false);
     let kind = s(&v["response_type"]);
     let can_pass = v["can_pass"].as_bool().unwrap_or(false);
+    let over = v["game_over"].as_bool().unwrap_or(false);
     let mut text = match (&kind, pending) {
+        _ if over => outcome(u(&v["winner"]), seat),
         (_, false) => "No decision is due from you now. Call `cards_pass_priority` or `cards_wait_for_action`.".to_string(),
         (Some(k), true) => format!("{}\n({k} decision)", v["message"].as_str().unwrap_or("")),
         (None, true) => v["message"].as_str().unwrap_or("").to_string(),
@@ -217,12 +220,13 @@ pub fn choices(game_id: String, v: &Value) -> ActionChoices {
         land_count: u(&v["land_count"]),
         hand_size: u(&v["hand_size"]),
         context: cx.is_object().then(|| context(cx)),
-        game_over: v["game_over"].as_bool().unwrap_or(false),
+        game_over: over,
+        decision,
         text,
     }
 }
 
-pub fn state(game_id: String, v: &Value) -> GameState {
+pub fn state(game_id: String, v: &Value, decision: u32) -> GameState {
     let players: Vec<PlayerView> = list(&v["players"], |p| PlayerView {
         seat: u(&p["seat"]).unwrap_or(0),
         name: p["name"].as_str().unwrap_or("").into(),
@@ -290,6 +294,7 @@ pub fn state(game_id: String, v: &Value) -> GameState {
         stack,
         game_over: over,
         winner,
+        decision,
         text,
     }
 }

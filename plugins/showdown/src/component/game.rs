@@ -8,7 +8,6 @@ use std::collections::VecDeque;
 
 use ludus_sdk::{LogLevel, channels, host};
 
-use super::bindings::exports::ludus::showdown::tools::MoveResult;
 use crate::battle::Battle;
 use crate::bot::{self, Bot};
 use crate::data::to_id;
@@ -48,9 +47,11 @@ impl Status {
 #[allow(clippy::large_enum_variant)]
 pub enum Mode {
     Offline {
+        /// The caller that started it (p1).
+        creator: String,
         opponent: Opponent,
         rng: Rng,
-        seed: u64,
+        seeds: Seeds,
         teams: Teams,
         reader: SimReader,
         /// Lines the simulator has written so far.
@@ -115,15 +116,24 @@ pub struct Seat {
     pub in_flight: Option<(u64, String)>,
     /// The engine's verdict on the last submitted action.
     pub scorecard: Option<Scorecard>,
-    /// The last moves answered: (decision, action, answer), for their retries.
-    pub answered: VecDeque<(u64, String, MoveResult)>,
     /// For the result record: decisions submitted and refused, and each
     /// scored decision's optimality in order.
     pub tally: SeatTally,
-    /// After a restart of the server, until this seat's first move: the
-    /// last move it submitted before (a client that never got that move's
-    /// answer sends it again).
-    pub restored: Option<(u64, String)>,
+}
+
+/// An offline battle's seeds: the one its creator chose (or the server
+/// drew), and the whole seed, with the game's secret mixed in, from which
+/// everything hidden from the creator is drawn (`ludus:plugin/seeds`).
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Seeds {
+    pub visible: u64,
+    pub whole: u64,
+}
+
+impl Seeds {
+    pub fn of_game() -> Seeds {
+        Seeds { visible: ludus_sdk::seeds::visible(), whole: host::seed() }
+    }
 }
 
 /// What a seat has done, for the battle's result record: its decisions
@@ -201,11 +211,29 @@ pub struct Game {
     pub format: String,
     pub channel: u32,
     pub status: Status,
-    /// The agent chose the offline battle's seed, so it may be told it: a
-    /// random seed would let it replay the battle and see the bot's team.
+    /// The agent chose the offline battle's seed, so it may be told it
+    /// (what it decides, its own team, is the agent's to know).
     pub seed_chosen: bool,
     /// The calling agent's side (p2's waits in [`Opponent::Agent`]).
     pub seat: Seat,
+    /// What the simulator's sidecar is busy with before the battle can run
+    /// (installing the simulator on first use), and since when (ms since the epoch).
+    pub notice: Option<(String, u64)>,
+}
+
+/// Milliseconds since the epoch (WASI's clock).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Game {
+    /// What an answer says while the sidecar installs the simulator: what
+    /// it does and how long it has taken so far.
+    pub fn installing(&self) -> Option<String> {
+        let (text, since) = self.notice.as_ref()?;
+        let secs = now_ms().saturating_sub(*since) / 1000;
+        Some(format!("The battle simulator is not running yet ({secs} s so far): {text}."))
+    }
 }
 
 /// An action scored at the moment it was chosen.
@@ -242,7 +270,7 @@ pub fn battle_id() -> String {
 impl Game {
     /// A battle being set up: nothing submitted, refused or announced yet.
     pub fn new(mode: Mode, format: String, username: String, channel: u32, battle: Battle, status: Status) -> Game {
-        Game { mode, format, channel, status, seed_chosen: false, seat: Seat { username, battle, ..Seat::default() } }
+        Game { mode, format, channel, status, seed_chosen: false, seat: Seat { username, battle, ..Seat::default() }, notice: None }
     }
 }
 
@@ -266,7 +294,7 @@ pub fn valid_format(format: Option<String>) -> Result<String, String> {
 }
 
 pub fn valid_username(name: Option<String>) -> Result<String, String> {
-    let name = name.unwrap_or_else(|| format!("Ludus{:06}", host::seed() % 1_000_000));
+    let name = name.unwrap_or_else(|| format!("Ludus{:06}", ludus_sdk::seeds::visible() % 1_000_000));
     let ok = !name.trim().is_empty() && name.len() <= 18 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == ' ');
     if !ok {
         return Err(format!("username {name:?} must be 1-18 letters, digits or spaces"));
@@ -297,9 +325,15 @@ pub fn send(channel: u32, line: &str) {
     }
 }
 
-/// Seeds for the simulator: four 16-bit numbers.
+/// A seed for the simulator's ChaCha20 generator (`sodium,` and 32 bytes in
+/// hex): unlike its 64-bit Gen 5 generator, what a battle shows of it says
+/// nothing about what it will draw next.
 pub fn sim_seed(rng: &mut Rng) -> String {
-    (0..4).map(|_| (rng.next_u64() % 65_536).to_string()).collect::<Vec<_>>().join(",")
+    let mut s = String::from("sodium,");
+    for _ in 0..4 {
+        s.push_str(&format!("{:016x}", rng.next_u64()));
+    }
+    s
 }
 
 /// Scores `action` against the other legal actions of `req`, before it is sent.
@@ -410,8 +444,33 @@ pub fn finish(g: &mut Game) {
     if g.status != Status::Finished {
         g.status = Status::Finished;
         tell_standing(g);
+        tell_seats(g);
         ludus_sdk::lifecycle::game_over();
     }
+}
+
+/// Tells the host who plays each side of an offline battle (the creator p1;
+/// a bot, an agent or nobody yet p2), with each side's result once it is
+/// over. A battle on a server has one seat here, ours: it tells none.
+pub fn tell_seats(g: &Game) {
+    use ludus_sdk::outcome::Verdict;
+    use ludus_sdk::seats::{Holder, Seat as Told};
+    let Mode::Offline { creator, opponent, .. } = &g.mode else { return };
+    let b = &g.seat.battle;
+    let result = |side: &str| match (&b.winner, b.tie) {
+        (_, true) => Some(Verdict::Draw),
+        (Some(w), _) => Some(if b.sides.get(side).is_some_and(|s| &s.player == w) { Verdict::Won } else { Verdict::Lost }),
+        _ => None,
+    };
+    let p2 = match opponent {
+        Opponent::Bot { bot, .. } => Holder::Builtin(format!("showdown-bot/{}", format!("{bot:?}").to_lowercase())),
+        Opponent::Agent { joiner: Some(j), .. } => Holder::Agent(j.clone()),
+        Opponent::Agent { joiner: None, .. } => Holder::Open,
+    };
+    ludus_sdk::seats::tell(&[
+        Told { name: "p1".into(), holder: Holder::Agent(creator.clone()), result: result("p1") },
+        Told { name: "p2".into(), holder: p2, result: result("p2") },
+    ]);
 }
 
 /// Tells the host where the battle stands for its result record
@@ -465,6 +524,7 @@ fn team_problems(text: &str) -> Option<&str> {
 pub fn offline_event(g: &mut Game, event: Event) {
     let p2_is_agent = matches!(&g.mode, Mode::Offline { opponent: Opponent::Agent { .. }, .. });
     match event {
+        Event::Notice { text } => g.notice = Some((text, now_ms())),
         // p2's own lines, when an agent plays p2: handled as its seat's.
         Event::Request { ref side, .. } | Event::Error { ref side, .. } if side == "p2" && p2_is_agent => {
             g.swap_seat();
@@ -658,6 +718,6 @@ pub fn online_event(g: &mut Game, event: Event) {
                 reject(g, text);
             }
         }
-        Event::End { .. } => {}
+        Event::End { .. } | Event::Notice { .. } => {}
     }
 }

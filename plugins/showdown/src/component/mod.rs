@@ -19,13 +19,13 @@ use crate::battle::Battle;
 use crate::bot::Bot;
 use crate::data::{data, to_id};
 use crate::login;
-use crate::protocol::{SimReader, server_frame};
+use crate::protocol::{Event, SimReader, server_frame};
 use crate::request::{Kind, Request};
 use crate::rng::Rng;
 use game::{
-    CHALLENGE_RETRY_MS, GAME, Game, Goal, Mode, Opponent, Seat, Status, Teams, battle_id, choose, finish, format_id, offline_event,
-    online_event, open, same_action, score, send, signed, sim_seed, simulator_wrote_a_line, tell_standing, to_sim, valid_format,
-    valid_username, with_game,
+    CHALLENGE_RETRY_MS, GAME, Game, Goal, Mode, Opponent, Seat, Seeds, Status, Teams, battle_id, choose, finish, format_id, offline_event,
+    online_event, open, same_action, score, send, signed, sim_seed, simulator_wrote_a_line, tell_seats, tell_standing, to_sim,
+    valid_format, valid_username, with_game,
 };
 use render::{available_list, describe_action, mon_line, move_names, move_result, next_step, pokemon, state, summary, target_line};
 
@@ -154,6 +154,7 @@ fn online_game(
 /// Makes `game` this session's battle and answers the starting tool.
 fn begin(game: Game) -> Result<BattleStarted, String> {
     tell_standing(&game);
+    tell_seats(&game);
     GAME.set(Some(game));
     started()
 }
@@ -179,10 +180,12 @@ fn started() -> Result<BattleStarted, String> {
             _ => None,
         });
         let seed = match &g.mode {
-            Mode::Offline { seed, .. } if g.seed_chosen => Some(*seed),
+            Mode::Offline { seeds, .. } if g.seed_chosen => Some(seeds.visible),
             _ => None,
         };
-        let text = if open_seat {
+        let text = if let Some(installing) = g.installing() {
+            format!("{installing} Call `showdown_get_battle_state` with battle_id {} to wait for the battle.", battle_id())
+        } else if open_seat {
             format!(
                 "Waiting for another agent to take the other side: it calls `showdown_join_battle` with battle_id {} and \
                  the join code of this answer. Then call `showdown_get_battle_state` to wait for your first decision.",
@@ -245,10 +248,10 @@ impl Guest for Showdown {
         let teams = Teams::for_format(crate::formats::check_offline(&format)?, team, opponent_team, bot.is_some())?;
         let p2 = match bot {
             Some(bot) => P2::Bot(bot),
-            None => P2::Agent { creator: host::caller(), joiner: None },
+            None => P2::Agent { joiner: None },
         };
-        // The host seeds this instance from the `seed` argument and reports it.
-        let mut game = offline_game(p2, format, host::seed(), teams)?;
+        // The host seeds this instance from the `seed` argument (and the game's secret).
+        let mut game = offline_game(host::caller(), p2, format, Seeds::of_game(), teams)?;
         game.seed_chosen = seed.is_some();
         let id = battle_id();
         let tag = format!("battle-{}-offline-{}", game.format, id.get(..10).unwrap_or(&id));
@@ -269,7 +272,11 @@ impl Guest for Showdown {
             match joiner {
                 Some(j) if *j == me => return Ok(true),
                 Some(_) => return Err("both sides of this battle are taken".into()),
-                None if *creator == me => return Err("you play this battle's other side already".into()),
+                None if *creator == me => {
+                    return Err("you play p1 already, and both sides of a battle choose at the same time, so one client \
+                                cannot play both: take p2 from a second client (another connection, or another token)"
+                        .into());
+                }
                 None => {}
             }
             let Some(f) = crate::formats::get(&format) else { return Err(format!("unknown format {format}")) };
@@ -287,6 +294,7 @@ impl Guest for Showdown {
             let line = teams.player_line("p2", "Player 2", &seed.clone());
             to_sim(g, &line);
             g.status = Status::Active;
+            tell_seats(g);
             Ok(false)
         })?;
         if joined && let Some(why) = team_refused() {
@@ -351,10 +359,12 @@ impl Guest for Showdown {
             if let Status::Error(e) = &g.status {
                 return Err(e.clone());
             }
-            if let Some(d) = decision.map(u64::from)
-                && let Some(answer) = answer_of(g, d, &action)?
-            {
-                return Ok(answer);
+            // A number already answered: the host gives that move's answer
+            // (`decisions.made-already`); one not due yet is refused. The
+            // decision in flight (submitted, its turn unresolved) goes on.
+            let in_flight = g.seat.in_flight.as_ref().is_some_and(|(at, _)| decision.map(u64::from) == Some(*at));
+            if !in_flight {
+                ludus_sdk::decision::check(decision, g.seat.battle.decision_seq as u32)?;
             }
             // After a restart the battle is played again up to where it was
             // before a new action is taken.
@@ -362,25 +372,11 @@ impl Guest for Showdown {
                 host::wait(0);
                 return Ok(move_result(g, &action, None));
             }
-            let restored = g.seat.restored.take();
-            // The host re-runs a waiting call with the same arguments: finish
-            // that call instead of submitting the action again for a new turn.
+            // The host re-runs a waiting call with the same arguments (and a
+            // second call for an unresolved decision cannot be a new one):
+            // finish that call instead of submitting the action again.
             if let Some((at, act)) = g.seat.in_flight.clone().filter(|(_, act)| same_action(act, &action)) {
                 return finish_move(g, at, &act, &action);
-            }
-            // The first move after a restart that repeats the last one made
-            // before it is that move sent again by a client that never got
-            // its answer: answered, not made a second time. (Whether the
-            // next request had come before the kill is a matter of timing;
-            // the answer must not be.)
-            if let Some((at, made)) = restored.filter(|(at, made)| *at < g.seat.battle.decision_seq && same_action(made, &action)) {
-                let due = g.seat.battle.decision_seq;
-                let mut answer = move_result(g, &action, Some(at));
-                answer.text = format!(
-                    "Already made before the server restarted: `{made}` answered decision {at}; the decision due now is {due}.\n{}",
-                    answer.text
-                );
-                return Ok(answer);
             }
             g.seat.in_flight = None;
             if g.seat.battle.over() {
@@ -423,7 +419,6 @@ impl Guest for Showdown {
             g.seat.in_flight = Some((seq, action.clone()));
             finish_move(g, seq, &action, &action)
         })
-        .inspect(|r| keep_answer(r, &action))
     }
 
     fn get_pokemon_details(_battle_id: String, pokemon_name: String, opponent: Option<bool>) -> Result<PokemonDetails, String> {
@@ -531,45 +526,6 @@ fn shown(action: &str) -> String {
     }
 }
 
-/// A move for decision `d`: the stored answer when that decision was
-/// answered with this action (a retry), an error when it was answered
-/// otherwise or is not due yet, none when it is the one due now.
-fn answer_of(g: &Game, d: u64, action: &str) -> Result<Option<MoveResult>, String> {
-    let due = g.seat.battle.decision_seq;
-    if let Some((_, made, answer)) = g.seat.answered.iter().find(|(at, _, _)| *at == d) {
-        if same_action(made, action) {
-            let mut answer = answer.clone();
-            answer.text = format!("Already made: `{made}` answered decision {d}; this is its answer again.\n{}", answer.text);
-            return Ok(Some(answer));
-        }
-        return Err(format!("decision {d} was answered with `{made}`; the decision due now is {due}"));
-    }
-    match d.cmp(&due) {
-        std::cmp::Ordering::Greater => Err(format!("decision {d} has not come yet; the decision due now is {due}")),
-        std::cmp::Ordering::Less if g.seat.in_flight.as_ref().is_none_or(|(at, _)| *at != d) => {
-            Err(format!("decision {d} is past and its answer is no longer kept; the decision due now is {due}"))
-        }
-        _ => Ok(None),
-    }
-}
-
-/// Keeps a final answer for the retries of its decision (the last eight).
-fn keep_answer(r: &MoveResult, action: &str) {
-    let _ = with_game(|g| {
-        let d = u64::from(r.decision);
-        // A final answer to a move that was submitted for that decision.
-        // Only the answer of a move played out: not one a timed-out wait gave.
-        let made = g.seat.submitted.as_ref().is_some_and(|(at, act)| *at == d && same_action(act, action)) && g.resolved(d);
-        if made && g.seat.in_flight.is_none() && !g.seat.answered.iter().any(|(at, _, _)| *at == d) {
-            g.seat.answered.push_back((d, action.to_string(), r.clone()));
-            if g.seat.answered.len() > 8 {
-                g.seat.answered.pop_front();
-            }
-        }
-        Ok(())
-    });
-}
-
 fn finish_move(g: &mut Game, at: u64, submitted: &str, action: &str) -> Result<MoveResult, String> {
     if let Some((_, _, why)) = g.seat.rejected.clone().filter(|(seq, _, _)| *seq == at) {
         if g.seat.battle.correction_due && !host::wait_timed_out() {
@@ -597,15 +553,28 @@ fn finish_move(g: &mut Game, at: u64, submitted: &str, action: &str) -> Result<M
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
 enum P2 {
     Bot(Bot),
-    Agent { creator: String, joiner: Option<String> },
+    Agent { joiner: Option<String> },
 }
 
-/// A new offline battle: the simulator started with seeds drawn from `seed`
-/// and the players' teams (the simulator checks them before it starts).
-/// Against an agent p2's line waits for its join, and so does the battle.
-fn offline_game(p2: P2, format: String, seed: u64, teams: Teams) -> Result<Game, String> {
+/// A new offline battle: the simulator started with seeds drawn from
+/// `seeds` and the players' teams (the simulator checks them before it
+/// starts). Against an agent p2's line waits for its join, and so does the
+/// battle.
+///
+/// Everything hidden from the creator comes from the whole seed: the
+/// battle's own randomness, p2's team and the bot's choices. The creator's
+/// own team comes from the seed it chose, where nobody else can work it out
+/// from that seed: against a bot, in a format that draws each player's team
+/// on its own (a factory format draws p2's team from p1's seed, and another
+/// agent could try likely seeds).
+fn offline_game(creator: String, p2: P2, format: String, seeds: Seeds, teams: Teams) -> Result<Game, String> {
     let channel = open("sim", "an offline battle")?;
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::new(seeds.whole);
+    let battle_seed = sim_seed(&mut rng);
+    let hidden_p1_seed = sim_seed(&mut rng);
+    let p2_seed = sim_seed(&mut rng);
+    let own_team_visible = matches!(p2, P2::Bot(_)) && !format.contains("factory");
+    let p1_seed = if own_team_visible { sim_seed(&mut Rng::new(seeds.visible)) } else { hidden_p1_seed };
     let (p1_name, p2_name) = match p2 {
         P2::Bot(Bot::Random) => ("You", "Random Bot"),
         P2::Bot(Bot::Heuristic) => ("You", "Heuristic Bot"),
@@ -613,25 +582,25 @@ fn offline_game(p2: P2, format: String, seed: u64, teams: Teams) -> Result<Game,
         P2::Agent { .. } => ("Player 1", "Player 2"),
     };
     // Our own strings only: ids checked above, names fixed here.
-    send(channel, &format!(r#">start {{"formatid":"{format}","seed":"{}"}}"#, sim_seed(&mut rng)));
-    send(channel, &teams.player_line("p1", p1_name, &sim_seed(&mut rng)));
-    let p2_seed = sim_seed(&mut rng);
+    send(channel, &format!(r#">start {{"formatid":"{format}","seed":"{battle_seed}"}}"#));
+    send(channel, &teams.player_line("p1", p1_name, &p1_seed));
     let (opponent, status) = match p2 {
         P2::Bot(bot) => {
             send(channel, &teams.player_line("p2", p2_name, &p2_seed));
             (Opponent::Bot { bot, view: Battle { me: "p2".into(), ..Battle::default() } }, Status::Active)
         }
-        P2::Agent { creator, joiner } => {
+        P2::Agent { joiner } => {
             let battle = Battle { me: "p2".into(), ..Battle::default() };
             let seat = Box::new(Seat { username: p2_name.into(), battle, ..Seat::default() });
             let status = if joiner.is_some() { Status::Active } else { Status::Challenging };
-            (Opponent::Agent { creator, joiner, seed: p2_seed, seat }, status)
+            (Opponent::Agent { creator: creator.clone(), joiner, seed: p2_seed, seat }, status)
         }
     };
     let mode = Mode::Offline {
+        creator,
         opponent,
         rng,
-        seed,
+        seeds,
         teams,
         reader: SimReader::default(),
         received: 0,
@@ -660,7 +629,9 @@ enum Kept {
     Offline {
         format: String,
         bot: Bot,
-        seed: u64,
+        #[serde(default)]
+        creator: String,
+        seeds: Seeds,
         sent: Vec<(u64, String)>,
         #[serde(default)]
         teams: Teams,
@@ -702,8 +673,9 @@ impl durable::Guest for Showdown {
         GAME.with_borrow(|g| {
             let saved = g.as_ref().map(|g| Saved {
                 kept: match &g.mode {
-                    Mode::Offline { opponent, seed, sent, replay, teams, .. } => Kept::Offline {
+                    Mode::Offline { creator, opponent, seeds, sent, replay, teams, .. } => Kept::Offline {
                         format: g.format.clone(),
+                        creator: creator.clone(),
                         bot: match opponent {
                             Opponent::Bot { bot, .. } => *bot,
                             Opponent::Agent { .. } => Bot::Random,
@@ -718,7 +690,7 @@ impl durable::Guest for Showdown {
                                 announced: seat.announced,
                             }),
                         },
-                        seed: *seed,
+                        seeds: *seeds,
                         teams: teams.clone(),
                         // Lines not yet sent again after a restart are still ours.
                         sent: sent.iter().chain(replay.iter()).cloned().collect(),
@@ -749,20 +721,19 @@ impl durable::Guest for Showdown {
     fn restore(state: Vec<u8>) -> Result<(), String> {
         let Some(saved) = ludus_sdk::durable::read::<Option<Saved>>(&state)? else { return Ok(()) };
         let mut game = match saved.kept {
-            Kept::Offline { format, bot, seed, sent, teams, agent } => {
+            Kept::Offline { format, bot, creator, seeds, sent, teams, agent } => {
                 let p2 = match &agent {
                     None => P2::Bot(bot),
-                    Some(a) => P2::Agent { creator: a.creator.clone(), joiner: a.joiner.clone() },
+                    Some(a) => P2::Agent { joiner: a.joiner.clone() },
                 };
-                let mut game = offline_game(p2, format, seed, teams)?;
+                let creator = agent.as_ref().map_or(creator, |a| a.creator.clone());
+                let mut game = offline_game(creator, p2, format, seeds, teams)?;
                 if let Mode::Offline { replay, opponent, .. } = &mut game.mode {
                     *replay = sent.into();
                     if let (Opponent::Agent { seat, .. }, Some(a)) = (opponent, agent) {
-                        seat.restored = a.submitted.clone();
                         (seat.submitted, seat.in_flight, seat.announced) = (a.submitted, a.in_flight, a.announced);
                     }
                 }
-                game.seat.restored = saved.submitted.clone();
                 game.seat.submitted = saved.submitted;
                 game.seat.in_flight = saved.in_flight;
                 game
@@ -807,12 +778,17 @@ impl events::Guest for Showdown {
                 return Ok(());
             }
             match &mut g.mode {
-                Mode::Offline { reader, .. } => {
-                    if let Some(event) = reader.line(&data) {
-                        offline_event(g, event);
+                Mode::Offline { reader, .. } => match reader.line(&data) {
+                    // The sidecar's own line: not one of the simulator's, which a replay counts.
+                    Some(notice @ Event::Notice { .. }) => offline_event(g, notice),
+                    event => {
+                        g.notice = None;
+                        if let Some(event) = event {
+                            offline_event(g, event);
+                        }
+                        simulator_wrote_a_line(g);
                     }
-                    simulator_wrote_a_line(g);
-                }
+                },
                 Mode::Online { .. } => {
                     for event in server_frame(&data) {
                         online_event(g, event);

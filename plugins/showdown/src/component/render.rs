@@ -110,6 +110,9 @@ pub fn available_list(g: &Game) -> String {
 }
 
 pub fn next_step(g: &Game) -> String {
+    if let Some(installing) = g.installing() {
+        return format!("{installing} Call `showdown_get_battle_state` to wait for the battle.");
+    }
     match &g.status {
         Status::Searching => "Searching for an opponent; call `showdown_get_battle_state` to wait.".into(),
         Status::Challenging if matches!(g.mode, super::game::Mode::Offline { .. }) => {
@@ -130,7 +133,7 @@ pub fn result_line(g: &Game) -> Option<String> {
     }
     let w = g.seat.battle.winner.as_ref()?;
     let mine = g.seat.battle.my_side().map(|s| s.player.as_str()) == Some(w.as_str());
-    Some(format!("{w} won the battle — {}", if mine { "you won!" } else { "you lost." }))
+    Some(if mine { "You won the battle!".to_string() } else { format!("{w} won the battle: you lost.") })
 }
 
 /// The Markdown overview every answer carries.

@@ -59,7 +59,8 @@ impl Tools for Hello {
     }
 
     fn start(start: Option<u32>, _seed: Option<u64>) -> Result<Counter, String> {
-        // The host seeds this instance's WASI random from `seed`, so this draw repeats with it.
+        // The host seeds this instance's WASI random from the whole seed (`seed`
+        // with the game's secret mixed in), so this draw repeats with both.
         use std::hash::BuildHasher;
         LUCKY.set(std::collections::hash_map::RandomState::new().hash_one("hello") as u32 % 1000);
         COUNT.set(start.unwrap_or(0));
@@ -75,7 +76,7 @@ impl Tools for Hello {
     }
 
     fn whoami(_counter_id: String) -> Result<String, String> {
-        Ok(format!("caller={} seed={}", ludus_sdk::host::caller(), ludus_sdk::host::seed()))
+        Ok(format!("caller={} seed={}", ludus_sdk::host::caller(), ludus_sdk::seeds::visible()))
     }
 
     fn bump(_counter_id: String, by: Option<u32>) -> Result<Counter, String> {

@@ -1,0 +1,171 @@
+//! One run of a tool call in its game, on a guest thread: the call into the
+//! guest, and what the host does around it before the call is answered —
+//! decision numbers (a retry gets the answer kept for its decision), seats
+//! taken, the write to the store and the result record. Then the notes the
+//! host adds to a final answer. Why decisions work so: docs/design-notes.md,
+//! "Exactly once".
+
+use std::sync::Arc;
+
+use wasmtime::component::Val;
+
+use super::instance::{Invocation, Run, Session};
+use crate::capability::CallInfo;
+use crate::plugin::{Audience, Plugin, Role, SECRET, SEED, ToolDef};
+
+/// One run of a call (the first, or a re-run of a waiting one).
+pub(super) struct Step {
+    pub session: Arc<Session>,
+    pub version: Arc<Plugin>,
+    pub index: usize,
+    pub params: Vec<Val>,
+    pub caller: String,
+    /// The decision number the call names, when its tool takes one.
+    pub decision: Option<u64>,
+    /// The client's call, not a re-run of a waiting one.
+    pub first: bool,
+    /// This run follows a wait whose deadline passed: its answer is final.
+    pub timed_out: bool,
+}
+
+/// What a run came to.
+pub(super) enum Answered {
+    /// The game's own answer (final, or provisional when it asked to wait).
+    Game(Invocation),
+    /// The call's decision was made already and this caller's answer of it
+    /// is kept: that answer, and nothing was done.
+    Kept(Val),
+    /// The call's decision was made by a call of this caller that is still
+    /// held waiting for its answer: wait for it.
+    AnswerPending,
+}
+
+impl Step {
+    /// Calls the guest (under the game's lease where servers share the
+    /// store) and settles what the call did before it is answered.
+    pub fn run(self, info: CallInfo) -> Result<Answered, String> {
+        let s = self.session.clone();
+        let tool = &self.version.tools[self.index];
+        let kind = if tool.read_only { Run::Read } else { Run::Change };
+        s.leased(kind, || self.in_game(tool, info))?
+    }
+
+    fn in_game(&self, tool: &ToolDef, info: CallInfo) -> Result<Answered, String> {
+        let s = &self.session;
+        let results = usize::from(tool.result.is_some());
+        let inv = s.invoke(&tool.export, &self.params, results, info)?;
+        if let Some(n) = self.decision.filter(|n| inv.made_already.is_some_and(|said| u64::from(said) == *n)) {
+            if let Some((_, answer)) = s.answer_of(&self.caller, n) {
+                if self.first {
+                    s.count_call(true);
+                }
+                return Ok(Answered::Kept(answer));
+            }
+            if !self.timed_out && s.is_awaiting(&self.caller, n) {
+                return Ok(Answered::AnswerPending);
+            }
+        }
+        if self.first {
+            s.count_call(false);
+        }
+        let is_final = inv.wait.is_none() || self.timed_out;
+        let refused = matches!(inv.value, Some(Val::Result(Err(_))));
+        if is_final && !refused {
+            // A `joins` tool's final success takes the seat; a decision's
+            // final answer is kept for its retries.
+            if tool.audience == Audience::Joins {
+                s.seat(&self.caller);
+            }
+            if let (Some(n), Some(value), None) = (self.decision, &inv.value, inv.made_already) {
+                s.remember(&self.caller, &tool.func, n, value.clone());
+            }
+        }
+        if !tool.read_only {
+            s.persist()?;
+            s.settle();
+        }
+        Ok(Answered::Game(inv))
+    }
+}
+
+/// A decision call held waiting for its answer, for as long as this lives
+/// (`Session::awaiting`); when it goes, calls waiting for that answer wake.
+pub(super) struct Awaiting {
+    session: Arc<Session>,
+    caller: String,
+    decision: u64,
+}
+
+impl Awaiting {
+    pub fn start(session: &Arc<Session>, caller: &str, decision: u64) -> Awaiting {
+        session.awaiting(caller, decision, true);
+        Awaiting { session: session.clone(), caller: caller.to_string(), decision }
+    }
+}
+
+impl Drop for Awaiting {
+    fn drop(&mut self) {
+        self.session.awaiting(&self.caller, self.decision, false);
+        self.session.bump();
+    }
+}
+
+/// What the host adds to a call's final answer (`value`), for the agent:
+/// the join code of a new game with a seat open; what the creator chose,
+/// for the agent that just took a seat; the seed and secret that replay a
+/// game that has ended, once to each player.
+pub(super) fn notes(session: &Session, plugin: &Plugin, tool: &ToolDef, caller: &str, value: &Option<Val>) -> Option<String> {
+    let ok = !matches!(value, Some(Val::Result(Err(_))));
+    let mut notes = Vec::new();
+    if ok && tool.role == Role::Creates {
+        notes.extend(join_note(session, plugin));
+    }
+    if ok && tool.audience == Audience::Joins {
+        notes.push(seed_note(session));
+    }
+    if let Some(starts) = seeded_start(plugin)
+        && let Some((seed, secret)) = session.secret_for(caller)
+    {
+        notes.push(format!(
+            "The game is over. Its seed was {seed} and its secret {secret}: `{starts}` with `{SEED}` {seed} and `{SECRET}` \
+             {secret} plays it again exactly (a replay, which nobody else may join)."
+        ));
+    }
+    (!notes.is_empty()).then(|| notes.join("\n\n"))
+}
+
+/// The tool that starts a game with a seed, if the plugin has one.
+fn seeded_start(plugin: &Plugin) -> Option<&str> {
+    plugin.tools.iter().find(|t| t.role == Role::Creates && t.params.iter().any(|f| f.json == SEED)).map(|t| t.name.as_str())
+}
+
+/// What the creator of a game with a seat open is told: the code to hand out.
+fn join_note(session: &Session, plugin: &Plugin) -> Option<String> {
+    let (code, tool) = (session.join_code()?, super::joins_tool(plugin)?);
+    if !session.has_open_seat() {
+        return None;
+    }
+    Some(format!(
+        "Join code: {code}. To let another agent take the open seat, give them the game id and this code; they pass both \
+         to `{tool}` (`{}`). To play the other side yourself, call it with the code too. Until then nobody plays that \
+         seat. `ludus_sessions` shows the code again.",
+        crate::plugin::JOIN_CODE
+    ))
+}
+
+/// What an agent that takes a seat is told of the game's seed.
+fn seed_note(session: &Session) -> String {
+    let seeding = &session.seeding;
+    match (seeding.secret, seeding.chosen) {
+        (None, _) => "The operator lets this game's creator fix whole seeds: everything in it, yours included, follows from the \
+                      seed the creator chose."
+            .into(),
+        (Some(_), true) => "The creator chose this game's seed: what only the creator sees (its own team or deck order) may \
+                            follow from it. Everything hidden from the creator, yours included, comes from the game's secret, \
+                            which is published when the game is over."
+            .into(),
+        (Some(_), false) => "The server drew this game's seed; everything hidden comes from the game's secret, which is \
+                             published when the game is over."
+            .into(),
+    }
+}
