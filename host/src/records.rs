@@ -108,14 +108,15 @@ impl Standing {
     }
 
     /// Takes a statement made at `now_ms`. After a recorded game a
-    /// statement of play begins the next game (counting the call that
-    /// began it); a final one for the recorded game changes nothing.
+    /// statement of play begins the next game (the call that began it is
+    /// counted when it returns); a final one for the recorded game changes
+    /// nothing.
     pub fn tell(&mut self, told: Told, now_ms: u64) {
         if self.recorded {
             if told.outcome.is_some() {
                 return;
             }
-            *self = Standing { game: self.game + 1, started_at_ms: now_ms, tool_calls: 1, told: None, recorded: false };
+            *self = Standing { game: self.game + 1, started_at_ms: now_ms, tool_calls: 0, told: None, recorded: false };
         }
         self.told = Some(told);
     }
@@ -320,7 +321,7 @@ mod tests {
         s.tell(solved, 40);
         assert_eq!((s.game, s.started_at_ms), (1, 10), "a final statement for a recorded game changes nothing");
         s.tell(playing, 50);
-        assert_eq!((s.game, s.started_at_ms, s.tool_calls, s.recorded), (2, 50, 1, false));
+        assert_eq!((s.game, s.started_at_ms, s.tool_calls, s.recorded), (2, 50, 0, false));
     }
 
     #[test]
