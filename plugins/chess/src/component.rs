@@ -450,7 +450,7 @@ impl exports::ludus::plugin::meta::Guest for Plugin {
             description: "Chess against a built-in engine (levels 1–10) or another agent, with full rules, UCI and SAN.".into(),
             tools: vec![
                 ToolHint::creates("create-game").title("Start a chess game").ui(BOARD_URI),
-                ToolHint::uses("wait-for-next-turn", "game-id").title("Wait for your turn").read_only().waits(30_000, 30_000).ui(BOARD_URI),
+                ToolHint::uses("wait-for-next-turn", "game-id").title("Wait for your turn").read_only().waits(25_000, 25_000).ui(BOARD_URI),
                 ToolHint::uses("finish-turn", "game-id").title("Play your move").ui(BOARD_URI),
                 ToolHint::uses("join-game", "game-id").title("Join a game").ui(BOARD_URI),
             ],

@@ -260,13 +260,18 @@ impl Guest for Cards {
     fn join_game(_game_id: String) -> Result<ActionStatus, String> {
         let caller = host::caller();
         with_game(|g| {
-            let free = g.open_seat().ok_or("this game has no free seat")?;
+            // Seated already: the host's re-run of this waiting call, or the
+            // creator asking for the other seat, which one client cannot hold.
             if let Ok(mine) = g.seat_of(&caller) {
-                return Err(format!(
-                    "you hold seat {mine} already; to play seat {free} too, join from a second client (another connection, or \
-                     another token): each call acts for its caller's seat"
-                ));
+                return match g.open_seat() {
+                    Some(free) => Err(format!(
+                        "you hold seat {mine} already; to play seat {free} too, join from a second client (another connection, \
+                         or another token): each call acts for its caller's seat"
+                    )),
+                    None => Ok(()),
+                };
             }
+            let free = g.open_seat().ok_or("this game has no free seat")?;
             g.seats[free] = Seat::Agent(caller.clone());
             if g.backend == Backend::Xmage {
                 g.connect(free)?;

@@ -359,18 +359,18 @@ impl Guest for Showdown {
             if let Status::Error(e) = &g.status {
                 return Err(e.clone());
             }
+            // After a restart the battle is played again up to where it was
+            // before a new action is taken (or a number is checked).
+            if g.replaying() && !host::wait_timed_out() {
+                host::wait(0);
+                return Ok(move_result(g, &action, None));
+            }
             // A number already answered: the host gives that move's answer
             // (`decisions.made-already`); one not due yet is refused. The
             // decision in flight (submitted, its turn unresolved) goes on.
             let in_flight = g.seat.in_flight.as_ref().is_some_and(|(at, _)| decision.map(u64::from) == Some(*at));
             if !in_flight {
                 ludus_sdk::decision::check(decision, g.seat.battle.decision_seq as u32)?;
-            }
-            // After a restart the battle is played again up to where it was
-            // before a new action is taken.
-            if g.replaying() && !host::wait_timed_out() {
-                host::wait(0);
-                return Ok(move_result(g, &action, None));
             }
             // The host re-runs a waiting call with the same arguments (and a
             // second call for an unresolved decision cannot be a new one):
@@ -511,6 +511,7 @@ fn team_refused() -> Option<String> {
         *joiner = None;
         sent.retain(|(_, line)| !line.starts_with(">player p2"));
         g.status = Status::Challenging;
+        tell_seats(g);
         Some(why)
     })
 }
