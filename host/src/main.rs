@@ -33,7 +33,7 @@ enum Command {
         /// issues one at start and prints the URL a client connects with.
         #[arg(long, value_name = "ADDR", value_parser = http_address)]
         http: Option<SocketAddr>,
-        /// TOML file with limits and per-plugin settings (see README).
+        /// TOML file with limits and per-plugin settings (docs/configuration.md).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// Do not load the built-in games.
@@ -44,7 +44,7 @@ enum Command {
         /// process only. Default: the config's `store`, else
         /// $XDG_DATA_HOME/ludus/sessions.db (~/.local/share/ludus/sessions.db).
         /// (`redis://HOST:PORT`: a Redis that several servers share, any of
-        /// them serving any game; see the README's "Several servers".)
+        /// them serving any game; see docs/operations.md, "Several servers".)
         #[arg(long, value_name = "PATH")]
         store: Option<String>,
         /// This server's name among several behind one proxy: its MCP

@@ -97,7 +97,8 @@ pub const SIDECARS: &[Sidecar] = &[
         endpoint: "sim",
         command: "node",
         entry: "showdown_sim.js",
-        // The launcher installs the simulator, then runs it in its own process.
+        // The launcher installs the simulator, then loads it into its own
+        // process: one process per battle.
         weight: 1,
         files: &[("showdown_sim.js", include_str!("../../../plugins/showdown/sidecar/showdown_sim.js"))],
         needs: Needs {

@@ -89,8 +89,6 @@ pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     }
     let bound = listener.local_addr()?;
     tracing::info!("serving MCP over Streamable HTTP at http://{bound}/mcp");
-    // Tests and scripts read the actual address (port 0 picks a free one) from stderr.
-    eprintln!("LUDUS_HTTP_URL=http://{bound}/mcp");
     if let Some((token, file)) = &local {
         eprintln!(
             "ludus: connect clients to http://{bound}/mcp?token={token}\n       (or send `Authorization: Bearer {token}`; \
@@ -98,6 +96,8 @@ pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
             file.display()
         );
     }
+    // Tests and scripts read the actual address (port 0 picks a free one) from stderr, after the line above.
+    eprintln!("LUDUS_HTTP_URL=http://{bound}/mcp");
 
     let header_timeout = Duration::from_millis(limits.http_header_timeout_ms);
     let conns = Conns::new(limits, proxies);
