@@ -76,7 +76,22 @@ async fn serve_now(work: &Path, components: &[&str]) -> Client {
     for name in components {
         install(&dir, &built(name), &format!("{name}.wasm"));
     }
-    stdio(&["--plugins", dir.to_str().unwrap()], work).await
+    let records = work.join("records.jsonl");
+    stdio(&["--plugins", dir.to_str().unwrap(), "--records", records.to_str().unwrap()], work).await
+}
+
+/// The result record of game session `id`, once written.
+async fn record_of(work: &Path, id: &str) -> Value {
+    let t = std::time::Instant::now();
+    loop {
+        let lines = std::fs::read_to_string(work.join("records.jsonl")).unwrap_or_default();
+        let line = lines.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|r| r["record"] == format!("{id}/1"));
+        if let Some(record) = line {
+            return record;
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(10), "no record of {id}: {lines}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 fn tool<'a>(tools: &'a [rmcp::model::Tool], name: &str) -> &'a rmcp::model::Tool {
@@ -140,15 +155,30 @@ async fn a_python_game_plays_to_the_end_with_schemas_from_its_wit() {
     assert_eq!(state["moves"], game["moves"], "get_state sees the same game");
     let e = c.err("connect_four_drop", json!({"game_id": id, "column": 1})).await;
     assert!(e.contains("the game is over"), "{e}");
+    // The game stated its outcome (`outcome.tell`), so it left a record.
+    let record = record_of(work.path(), &id).await;
+    let verdict = match game["outcome"].as_str().unwrap() {
+        "you-won" => "won",
+        "computer-won" => "lost",
+        _ => "draw",
+    };
+    assert_eq!(
+        (&record["game"], &record["outcome"], &record["moves"]),
+        (&json!("connect_four"), &json!(verdict), &json!(turns)),
+        "{record}"
+    );
 
-    // The seed makes the computer repeat itself; another seed plays another game.
+    // A seed with its secret (a finished game publishes it) makes the
+    // computer repeat itself.
     let replay = |seed: u64| {
         let c = &c;
         async move {
-            let g = c.ok("connect_four_start", json!({"seed": seed, "computer_first": true})).await;
+            let g = c.ok("connect_four_start", json!({"seed": seed, "secret": 5, "computer_first": true})).await;
             let id = g["game_id"].as_str().unwrap().to_string();
             for column in [1, 1, 7, 7] {
-                c.ok("connect_four_drop", json!({"game_id": id, "column": column})).await;
+                if c.ok("connect_four_drop", json!({"game_id": id, "column": column})).await["outcome"] != "playing" {
+                    break;
+                }
             }
             c.ok("connect_four_get_state", json!({"game_id": id})).await["moves"].clone()
         }
@@ -228,10 +258,10 @@ async fn a_javascript_game_plays_to_the_end_with_schemas_from_its_wit() {
     assert!(e.contains("pile 1 has 2 left"), "{e}");
     let e = c.err("nim_start", json!({"piles": [0, 30]})).await;
     assert!(e.contains("piles must be 2 to 6 numbers from 1 to 20"), "{e}");
-    // The seed draws the same piles again.
+    // The seed with its secret draws the same piles again.
     let piles = |seed: u64| {
         let c = &c;
-        async move { c.ok("nim_start", json!({"seed": seed})).await["piles"].clone() }
+        async move { c.ok("nim_start", json!({"seed": seed, "secret": 9})).await["piles"].clone() }
     };
     assert_eq!(piles(42).await, piles(42).await);
     c.close().await;

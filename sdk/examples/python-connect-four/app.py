@@ -9,12 +9,14 @@ game: the host gives every `start` a fresh instance and routes each `drop`
 and `get-state` to the instance whose `game-id` the agent passed.
 """
 
+import json
 import random
 
 from componentize_py_types import Err
 from wit_world import exports
 from wit_world.exports import tools
 from wit_world.imports import host, types
+from wit_world.imports import outcome as record
 
 COLUMNS, ROWS = 7, 6
 YOU, COMPUTER = "X", "O"
@@ -23,6 +25,10 @@ YOU, COMPUTER = "X", "O"
 board: list[list[str]] = [[] for _ in range(COLUMNS)]
 moves: list[int] = []
 outcome = tools.Outcome.PLAYING
+computer_starts = False
+# Drops refused (a full column), and the index of the first among yours.
+refused = 0
+first_refused: int | None = None
 # The instance was snapshotted at build time, random module included: seed
 # per session from the host (the agent's `seed`, or a random one).
 rng = random.Random()
@@ -60,19 +66,28 @@ class Meta(exports.Meta):
 
 class Tools(exports.Tools):
     def start(self, computer_first: bool | None, seed: int | None) -> tools.Game:
+        global computer_starts
         rng.seed(host.seed())
+        computer_starts = bool(computer_first)
         if computer_first:
             play(computer_move(), COMPUTER)
+        tell()
         return game()
 
     def drop(self, game_id: str, column: int) -> tools.Game:
+        global refused, first_refused
         if outcome != tools.Outcome.PLAYING:
             raise Err(f"the game is over ({describe_outcome()}); call `connect_four_start` for a new one")
         if len(board[column - 1]) == ROWS:
+            if first_refused is None:
+                first_refused = len(your_moves()) + refused
+            refused += 1
+            tell()
             raise Err(f"column {column} is full; legal columns: {legal_columns()}")
         play(column, YOU)
         if outcome == tools.Outcome.PLAYING:
             play(computer_move(), COMPUTER)
+        tell()
         return game()
 
     def get_state(self, game_id: str) -> tools.Game:
@@ -87,6 +102,32 @@ def play(column: int, disc: str) -> None:
         outcome = tools.Outcome.YOU_WON if disc == YOU else tools.Outcome.COMPUTER_WON
     elif not legal_columns():
         outcome = tools.Outcome.DRAW
+
+
+def your_moves() -> list[int]:
+    """Your drops: every other move, from the first or the second."""
+    return moves[1 if computer_starts else 0 :: 2]
+
+
+VERDICTS = {
+    tools.Outcome.PLAYING: record.Verdict.PLAYING,
+    tools.Outcome.YOU_WON: record.Verdict.WON,
+    tools.Outcome.COMPUTER_WON: record.Verdict.LOST,
+    tools.Outcome.DRAW: record.Verdict.DRAW,
+}
+
+
+def tell() -> None:
+    """States where the game stands for its result record (`ludus report`)."""
+    record.tell(record.Statement(
+        verdict=VERDICTS[outcome],
+        parameters=json.dumps({"computer_first": computer_starts}),
+        moves=len(your_moves()),
+        illegal_moves=refused,
+        first_failing_move=first_refused,
+        optimum=None,
+        figures=json.dumps({"columns": moves}),
+    ))
 
 
 def legal_columns() -> list[int]:
