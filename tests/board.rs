@@ -113,6 +113,9 @@ async fn the_board_renders_a_position_and_mouse_moves_become_finish_turn_calls()
 
     let first = c.call("chess_create_game", json!({"type": "agent", "color": "white"})).await;
     let game = first.structured_content.as_ref().unwrap()["game_id"].as_str().unwrap().to_string();
+    // This client plays both sides: it takes Black's seat with the code too.
+    let code = join_code(&c, &game).await;
+    c.ok("chess_join_game", json!({"game_id": game, "join_code": code})).await;
     let host_page = HOST_PAGE.replace("window.calls = [];", &format!("window.calls = []; window.FIRST_RESULT = {};", result_json(&first)));
     let port = serve(host_page, html).await;
     let (_browser, mut page) = chromium(&format!("http://127.0.0.1:{port}/"), &work.path().join("chromium")).await;

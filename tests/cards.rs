@@ -14,6 +14,13 @@ use std::path::PathBuf;
 use common::*;
 use serde_json::{Value, json};
 
+/// A server config for these tests: an evaluator's, where the seed chosen is
+/// the whole seed (`whole_seeds`), so that each test's seed deals the game it
+/// was written for; `extra` besides. (The tests of hidden seeds use none.)
+fn dealt(work: &std::path::Path, extra: &str) -> PathBuf {
+    config(work, &format!("whole_seeds = true\n{extra}"))
+}
+
 /// The one result record of game `id` in the records file.
 fn only_record(records: &std::path::Path, id: &str) -> Value {
     let text = std::fs::read_to_string(records).unwrap_or_default();
@@ -166,7 +173,7 @@ fn check_decision(choices: &Value) {
 async fn an_agent_plays_magic_to_the_end_against_phase_ai_with_xmages_tools() {
     let work = scratch();
     let records = work.path().join("records.jsonl");
-    let c = stdio(&["--records", records.to_str().unwrap()], work.path()).await;
+    let c = stdio(&["--records", records.to_str().unwrap(), "--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
     let tools = c.tools().await;
     for name in [
         "start_game",
@@ -243,7 +250,7 @@ async fn an_agent_plays_magic_to_the_end_against_phase_ai_with_xmages_tools() {
 #[tokio::test]
 async fn an_xmage_agent_plays_without_a_game_id() {
     let work = scratch();
-    let c = stdio(&[], work.path()).await;
+    let c = stdio(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
     // A constructed deck list as MTGO exports it (a blank line before the sideboard).
     let constructed = "20 Mountain\n4 Goblin Guide\n4 Monastery Swiftspear\n4 Lightning Bolt\n4 Lava Spike\n4 Rift Bolt\n\
                        4 Skewer the Critics\n4 Lightning Strike\n4 Searing Spear\n4 Shock\n4 Bonesplitter\n\n2 Fireball";
@@ -307,7 +314,7 @@ async fn an_xmage_agent_plays_without_a_game_id() {
     let st = c.ok("cards_concede", json!({"game_id": third})).await;
     assert!(st["game_over"] == true && st["winner"] == 1, "{st}");
     assert_eq!(c.ok("cards_is_action_on_me", json!({})).await["game_id"], second.as_str());
-    let other = stdio(&[], work.path()).await;
+    let other = stdio(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
     let e = other.err("cards_get_game_state", json!({})).await;
     assert!(e.contains("you have no game of cards"), "{e}");
 }
@@ -316,7 +323,7 @@ async fn an_xmage_agent_plays_without_a_game_id() {
 async fn decisions_are_checked_before_the_engine_and_bad_input_is_refused() {
     let work = scratch();
     let records = work.path().join("records.jsonl");
-    let c = stdio(&["--records", records.to_str().unwrap()], work.path()).await;
+    let c = stdio(&["--records", records.to_str().unwrap(), "--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
     let e = c.err("cards_start_game", json!({"game": "hearts"})).await;
     assert!(e.contains("unknown card game"), "{e}");
     let e = c.err("cards_start_game", json!({"decks": ["izzet-tempo", "mono-purple"]})).await;
@@ -382,8 +389,9 @@ async fn decisions_are_checked_before_the_engine_and_bad_input_is_refused() {
     assert!(e.starts_with("index_out_of_range") && e.contains("`answer: false`"), "{e}");
     let st = c.ok("cards_concede", json!({"game_id": id})).await;
     assert!(st["game_over"] == true && st["winner"] == 1, "the conceding seat 0 loses: {st}");
-    let e = c.err("cards_choose_action", json!({"game_id": id, "answer": false})).await;
-    assert!(e.contains("game is over"), "{e}");
+    // A decision sent after the end is answered with the end, not refused.
+    let after = c.ok("cards_choose_action", json!({"game_id": id, "answer": false})).await;
+    assert_eq!((after["game_over"].clone(), after["winner"].clone()), (json!(true), json!(1)), "{after}");
     // The record: lost by concession; the four answers refused before any was
     // accepted (the first is the first move sent), then the mulligans and the bottom card.
     let r = only_record(&records, &id);
@@ -393,26 +401,138 @@ async fn decisions_are_checked_before_the_engine_and_bad_input_is_refused() {
     assert!(e.contains("unknown"), "{e}");
 }
 
+/// A finished game publishes its seed's secret: with both, the same
+/// decisions replay the same game.
 #[tokio::test]
-async fn the_same_seed_and_decisions_replay_the_same_game() {
+async fn a_finished_game_replays_from_its_published_seed_and_secret() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
     let mut logs = Vec::new();
+    let mut args = json!({"seed": 21});
     for _ in 0..2 {
-        let id = first_decision(&c, json!({"seed": 21})).await;
+        let id = first_decision(&c, args.clone()).await;
         let mut agent = Agent::new(21);
         play(&c, &id, &mut agent).await;
         let log = c.ok("cards_get_game_log", json!({"game_id": id})).await;
         logs.push((log["log"].as_str().unwrap().to_string(), agent.decisions));
+        let sessions = c.ok("ludus_sessions", json!({})).await;
+        let over = sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == id.as_str()).unwrap().clone();
+        args = json!({"seed": over["seed"], "secret": over["secret"]});
+        assert!(over["secret"].is_u64(), "{over}");
     }
     assert!(logs[0].0.len() > 1000, "{}", logs[0].0);
-    assert_eq!(logs[0], logs[1], "the same seed and decisions gave different games");
+    assert_eq!(logs[0], logs[1], "the same seed, secret and decisions gave different games");
+}
+
+/// Every bit of a 64-bit seed counts: where the operator lets callers fix
+/// whole seeds, seed 777 twice deals the same opening hand, and 777 + 2^32
+/// another one (the engine once took 32 bits of it).
+#[tokio::test]
+async fn every_bit_of_a_whole_seed_counts() {
+    let work = scratch();
+    let cfg = config(work.path(), "whole_seeds = true");
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let mut hands = Vec::new();
+    for seed in [777u64, 777, 777 + (1 << 32)] {
+        let id = first_decision(&c, json!({"seed": seed})).await;
+        let choices = c.ok("cards_get_action_choices", json!({"game_id": id})).await;
+        hands.push(choices["your_hand"].as_array().unwrap().iter().map(|h| h["name"].clone()).collect::<Vec<_>>());
+    }
+    assert_eq!(hands[0], hands[1]);
+    assert_ne!(hands[0], hands[2], "seed 777 + 2^32 dealt as 777");
+}
+
+/// After the game ends every tool answers with the end and the winner, not
+/// an error about its engine: the pending decision (none), a decision sent
+/// (the final status), the chat; a card is still looked up by name.
+#[tokio::test]
+async fn every_tool_answers_the_end_of_a_game() {
+    let work = scratch();
+    let c = stdio(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
+    let id = first_decision(&c, json!({"seed": 5})).await;
+    let end = c.ok("cards_concede", json!({"game_id": id})).await;
+    assert_eq!((end["game_over"].clone(), end["winner"].clone()), (json!(true), json!(1)), "{end}");
+    let choices = c.call("cards_get_action_choices", json!({"game_id": id})).await;
+    assert_ne!(choices.is_error, Some(true), "{}", text(&choices));
+    assert!(text(&choices).contains("The game is over: you lost"), "{}", text(&choices));
+    assert_eq!(choices.structured_content.unwrap()["game_over"], true);
+    let chosen = c.call("cards_choose_action", json!({"game_id": id, "index": 0})).await;
+    assert_ne!(chosen.is_error, Some(true), "{}", text(&chosen));
+    assert_eq!(chosen.structured_content.unwrap()["winner"], 1);
+    let chat = c.call("cards_send_chat_message", json!({"game_id": id, "message": "gg"})).await;
+    assert_ne!(chat.is_error, Some(true), "{}", text(&chat));
+    assert!(text(&chat).contains("The game is over") && text(&chat).contains("not sent"), "{}", text(&chat));
+    let oracle = c.ok("cards_get_oracle_text", json!({"game_id": id, "card_name": "Lightning Bolt"})).await;
+    assert!(oracle["oracle_text"].as_str().unwrap().contains("3 damage"), "{oracle}");
+    c.close().await;
+}
+
+/// An agent that always takes the first option plays a whole game: no
+/// decision offers a first choice that undoes itself (attackers used to be
+/// marked and unmarked for ever).
+#[tokio::test]
+async fn an_agent_that_always_takes_the_first_option_finishes_its_game() {
+    let work = scratch();
+    let c = stdio(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
+    let id = first_decision(&c, json!({"seed": 3})).await;
+    for _ in 0..3000 {
+        let st = c.ok("cards_pass_priority", json!({"game_id": id})).await;
+        if st["game_over"] == true {
+            c.close().await;
+            return;
+        }
+        if st["action_pending"] != true {
+            continue;
+        }
+        let choices = c.ok("cards_get_action_choices", json!({"game_id": id})).await;
+        if choices["action_pending"] != true {
+            continue;
+        }
+        let first = match choices["response_type"].as_str() {
+            Some("boolean") => json!({"answer": true}),
+            Some("amount") => json!({"amount": choices["min"]}),
+            _ if choices["choices"].as_array().is_some_and(|c| !c.is_empty()) => json!({"index": 0}),
+            _ => json!({"answer": false}),
+        };
+        let mut call = json!({"game_id": id, "decision": choices["decision"]});
+        call.as_object_mut().unwrap().extend(first.as_object().unwrap().clone());
+        c.call("cards_choose_action", call).await;
+    }
+    panic!("3000 decisions taking the first option did not end the game");
+}
+
+/// A seat nobody took is played by nobody: the creator's waits say the
+/// game waits for an agent to join it.
+#[tokio::test]
+async fn an_open_seat_is_waited_for_not_played() {
+    let work = scratch();
+    let cfg = dealt(work.path(), "[plugins.cards]\nmax_wait_ms = 2000\n");
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let st = c.ok("cards_start_game", json!({"opponent": "agent", "seat": 1})).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    let mut said = String::new();
+    for _ in 0..20 {
+        let r = c.call("cards_wait_for_action", json!({"game_id": id, "timeout_ms": 1000})).await;
+        said = text(&r);
+        if said.contains("Seat 0 is open") {
+            break;
+        }
+    }
+    assert!(said.contains("Seat 0 is open: the game waits for an agent to join it"), "{said}");
+    let sessions = c.ok("ludus_sessions", json!({})).await;
+    let game = &sessions["sessions"][0];
+    assert!(game["join_code"].is_string(), "a seat open: the code is handed out: {game}");
+    assert_eq!(game["seats"][0]["kind"], "open", "{game}");
+    let code = game["join_code"].as_str().unwrap();
+    let e = c.err("cards_join_game", json!({"game_id": id, "join_code": code})).await;
+    assert!(e.contains("join from a second client"), "{e}");
+    c.close().await;
 }
 
 #[tokio::test]
 async fn two_agents_play_each_other_over_http() {
     let work = scratch();
-    let server = http_server(&[], work.path()).await;
+    let server = http_server(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
     let (a, b) = (http_client(&server).await, http_client(&server).await);
     let st = a.ok("cards_start_game", json!({"opponent": "agent", "seed": 8})).await;
     let id = st["game_id"].as_str().unwrap().to_string();
@@ -428,17 +548,19 @@ async fn two_agents_play_each_other_over_http() {
     let (ea, eb) = tokio::join!(play_waiting_with(&a, &id, &mut pa, "cards_wait_for_action"), play(&b, &id, &mut pb));
     assert_eq!(ea["winner"], eb["winner"], "{ea} / {eb}");
     assert!(pa.decisions > 3 && pb.decisions > 3, "{} / {}", pa.decisions, pb.decisions);
-    // Joining again is harmless; a third agent finds no seat.
-    assert_eq!(a.ok("cards_join_game", json!({"game_id": id})).await["seat"], 0);
+    // Every seat is taken: a third agent finds none, and is told who holds them.
     let c = http_client(&server).await;
     let e = c.err("cards_join_game", json!({"game_id": id, "join_code": code})).await;
-    assert!(e.contains("no free seat"), "{e}");
+    assert!(e.contains("is open: seat 0: client-") && e.contains("seat 1: client-"), "{e}");
+    // Both seats' players and results are in the record.
+    let sessions = a.ok("ludus_sessions", json!({})).await;
+    assert_eq!(sessions["sessions"][0]["seats"].as_array().unwrap().len(), 2, "{sessions}");
 }
 
 #[tokio::test]
 async fn a_killed_bridge_ends_that_game_with_a_clear_error_and_the_server_goes_on() {
     let work = scratch();
-    let c = stdio(&[], work.path()).await;
+    let c = stdio(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
     let id = first_decision(&c, json!({"seed": 4})).await;
     // The bridge runs from this test's cache directory (no one is shown its process id).
     let bridges = pids_with(&format!("{}/cache/sidecars/cards/phase_bridge.py", work.path().display()));
@@ -471,7 +593,7 @@ async fn the_xmage_path_plays_through_an_operator_configured_headless_client() {
         "[plugins.cards.channels.xmage]\nprocess = {{ command = \"python3\", args = [{:?}, \"--seats\", \"agent,ai\", \"--seed\", \"5\"] }}\n",
         bridge().display().to_string()
     );
-    let cfg = config(work.path(), &extra);
+    let cfg = dealt(work.path(), &extra);
     let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
     let id = first_decision(&c, json!({})).await;
     let mut agent = Agent::new(5);
@@ -528,7 +650,7 @@ fn the_bridge_offers_xmages_tool_surface() {
 async fn the_first_games_install_the_engine_once_and_say_so_while_they_wait() {
     let work = scratch();
     let xdg = work.path().join("xdg-cache");
-    let cfg = config(work.path(), "[plugins.cards]\nmax_wait_ms = 1000\n");
+    let cfg = dealt(work.path(), "[plugins.cards]\nmax_wait_ms = 1000\n");
     let c = stdio_env(&["--config", cfg.to_str().unwrap()], work.path(), &[("XDG_CACHE_HOME", xdg.to_str().unwrap())]).await;
     let (a, b) = tokio::join!(c.ok("cards_start_game", json!({"seed": 1})), c.ok("cards_start_game", json!({"seed": 2})));
     let mut games = [(a, Vec::new()), (b, Vec::new())];
@@ -643,7 +765,7 @@ impl Planner {
 #[tokio::test]
 async fn an_instant_in_response_an_x_spell_and_a_planeswalker_go_through_the_stack() {
     let work = scratch();
-    let c = stdio(&[], work.path()).await;
+    let c = stdio(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
     let seed = std::env::var("CARDS_PLAN_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(PLAN_SEED);
     // The agent's own list (more Chandras and Fireballs than the built-in deck).
     let deck =
@@ -701,7 +823,7 @@ const PLAN_SEED: u64 = 4;
 #[tokio::test]
 async fn the_built_in_constructed_decks_play_whole_games() {
     let work = scratch();
-    let c = stdio(&[], work.path()).await;
+    let c = stdio(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
     for (seed, mine, theirs) in [(31, "burn", "azorius-control"), (32, "mono-green-stompy", "dimir-reanimator")] {
         let id = first_decision(&c, json!({"seed": seed, "decks": [mine, theirs]})).await;
         let state = c.ok("cards_get_game_state", json!({"game_id": id})).await;
@@ -729,7 +851,7 @@ async fn the_operators_card_data_is_read_and_unsupported_cards_are_named() {
     atomic["data"]["Moonlit Frobnicator"] = made_up;
     let file = work.path().join("AtomicCards.json");
     std::fs::write(&file, atomic.to_string()).unwrap();
-    let cfg = config(work.path(), &format!("[plugins.cards.env]\nLUDUS_CARDS_DATA = {:?}\n", file.display().to_string()));
+    let cfg = dealt(work.path(), &format!("[plugins.cards.env]\nLUDUS_CARDS_DATA = {:?}\n", file.display().to_string()));
     let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
     let deck = "4 Moonlit Frobnicator\n20 Mountain\n4 Lightning Bolt\n4 Shock\n4 Lava Spike\n4 Goblin Guide\n4 Searing Spear\n4 Lightning Strike\n4 Rift Bolt\n4 Skewer the Critics\n4 Monastery Swiftspear";
     let e = c.err("cards_start_game", json!({"decks": [deck, "burn"]})).await;
@@ -750,7 +872,7 @@ async fn the_operators_card_data_is_read_and_unsupported_cards_are_named() {
 #[tokio::test]
 async fn finished_games_leave_no_bridge_process() {
     let work = scratch();
-    let c = stdio(&[], work.path()).await;
+    let c = stdio(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
     let bridges = || pids_with(&format!("{}/cache/sidecars/cards/phase_bridge.py", work.path().display()));
     let mut ids = Vec::new();
     for seed in 0..20 {
@@ -801,9 +923,15 @@ async fn hidden_cards_and_the_seed_reach_no_seat() {
     }
     let choices = b.ok("cards_get_action_choices", json!({"game_id": id})).await;
     let log = b.ok("cards_get_game_log", json!({"game_id": id})).await;
+    let state = b.ok("cards_get_game_state", json!({"game_id": id})).await;
     for card in &hand {
         let tag = format!("(#{})", card["object_id"].as_str().unwrap());
         assert!(!choices.to_string().contains(&tag) && !log.to_string().contains(&tag), "{tag} shown to the other seat");
+        // Nor its name (the two built-in decks share no card): not in what the other seat reads.
+        let name = card["name"].as_str().unwrap();
+        for (what, seen) in [("choices", &choices), ("log", &log), ("state", &state)] {
+            assert!(!seen.to_string().contains(name), "{name} from the other seat's hand is in its {what}: {seen}");
+        }
     }
     for c in [&a, &b] {
         let sessions = c.ok("ludus_sessions", json!({})).await;
@@ -814,13 +942,49 @@ async fn hidden_cards_and_the_seed_reach_no_seat() {
     assert!(sessions["sessions"][0]["seed"].is_u64(), "the seed of a game over is shown: {sessions}");
 }
 
+/// A chosen seed reveals nothing the other seat holds: the creator of a
+/// game with seed 777 who starts a side game with the same seed and the
+/// decks swapped (its own seat now shuffled as the joiner's was) does not
+/// see the joiner's opening hand.
+#[tokio::test]
+async fn a_chosen_seed_reveals_no_other_seats_hand() {
+    let work = scratch();
+    let server = http_server(&[], work.path()).await;
+    let (a, b) = (http_client(&server).await, http_client(&server).await);
+    let decks = ["izzet-tempo", "selesnya-beasts"];
+    let st = a.ok("cards_start_game", json!({"opponent": "agent", "seed": 777, "decks": decks})).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    let code = join_code(&a, &id).await;
+    let joined = b.call("cards_join_game", json!({"game_id": id, "join_code": code})).await;
+    assert!(text(&joined).contains("The creator chose this game's seed"), "the joiner is told: {}", text(&joined));
+    let hand_of = |state: &Value, seat: usize| -> Vec<String> {
+        let mut names: Vec<String> =
+            state["players"][seat]["hand"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect();
+        names.sort();
+        names
+    };
+    let mut real = Vec::new();
+    for _ in 0..60 {
+        real = hand_of(&b.ok("cards_get_game_state", json!({"game_id": id})).await, 1);
+        if real.len() == 7 {
+            break;
+        }
+        b.ok("cards_wait_for_action", json!({"game_id": id, "timeout_ms": 1000})).await;
+    }
+    assert_eq!(real.len(), 7, "the joiner's opening hand");
+    let side = first_decision(&a, json!({"seed": 777, "decks": [decks[1], decks[0]]})).await;
+    let guessed = hand_of(&a.ok("cards_get_game_state", json!({"game_id": side})).await, 0);
+    assert_eq!(guessed.len(), 7);
+    assert_ne!(guessed, real, "the same seed gave away the joiner's hand");
+}
+
 /// A planeswalker can be attacked (each attack choice names what it
 /// attacks), and scry says which cards stay on top: an agent with Opt and
 /// creatures against an AI that casts Chandra.
 #[tokio::test]
 async fn attacks_name_their_target_and_scry_says_top_and_bottom() {
     let work = scratch();
-    let c = stdio(&[], work.path()).await;
+    let c = stdio(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
     let mine = "10 Forest; 8 Island; 8 Opt; 8 Grizzly Bears; 6 Kalonian Tusker";
     let theirs = "20 Mountain; 20 Chandra, Novice Pyromancer";
     let id = first_decision(&c, json!({"seed": 1, "decks": [mine, theirs]})).await;
@@ -891,7 +1055,7 @@ async fn attacks_name_their_target_and_scry_says_top_and_bottom() {
 #[tokio::test]
 async fn a_forbidden_block_is_refused_in_card_names() {
     let work = scratch();
-    let c = stdio(&[], work.path()).await;
+    let c = stdio(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
     let mine = "24 Island; 16 Wind Drake";
     let id = first_decision(&c, json!({"seed": 2, "decks": [mine, "selesnya-beasts"]})).await;
     for _ in 0..3000 {
@@ -941,7 +1105,7 @@ async fn a_forbidden_block_is_refused_in_card_names() {
 #[tokio::test]
 async fn a_wait_past_the_cap_says_so() {
     let work = scratch();
-    let c = stdio(&[], work.path()).await;
+    let c = stdio(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
     let id = first_decision(&c, json!({"opponent": "agent", "seed": 6})).await;
     c.ok("cards_choose_action", json!({"game_id": id, "answer": false})).await;
     let started = std::time::Instant::now();
@@ -950,4 +1114,34 @@ async fn a_wait_past_the_cap_says_so() {
     assert_eq!((st["action_pending"].as_bool(), st["wait_cap_ms"].as_u64()), (Some(false), Some(20000)), "{st}");
     assert!(text(&r).contains("waits at most 20 s on this server; you asked for 60 s"), "{}", text(&r));
     assert!(started.elapsed() >= std::time::Duration::from_secs(19), "the wait was cut short: {:?}", started.elapsed());
+}
+
+/// A first-use install that stalls (an index that never answers) says so
+/// while it runs, with how long it has taken, and gives up after its stated
+/// time; every call of that game then says why, in pip's words.
+#[tokio::test]
+async fn a_stalled_install_says_so_while_it_runs_and_gives_up_in_time() {
+    let work = scratch();
+    let xdg = work.path().join("xdg-cache");
+    let hole = BlackHole::new();
+    let index = format!("{}simple", hole.url());
+    let cfg = dealt(work.path(), "[plugins.cards]\nmax_wait_ms = 2000\n");
+    let env = [("XDG_CACHE_HOME", xdg.to_str().unwrap()), ("PIP_INDEX_URL", index.as_str()), ("LUDUS_INSTALL_TIMEOUT_S", "15")];
+    let c = stdio_env(&["--config", cfg.to_str().unwrap()], work.path(), &env).await;
+    let st = c.ok("cards_start_game", json!({"seed": 1})).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    let started = std::time::Instant::now();
+    let mut heard_installing = false;
+    let why = loop {
+        assert!(started.elapsed().as_secs() < 120, "the install never gave up");
+        let r = c.call("cards_wait_for_action", json!({"game_id": id})).await;
+        let said = text(&r);
+        if r.is_error == Some(true) {
+            break said;
+        }
+        heard_installing |= said.contains("installing phase-python==0.103.0") && said.contains("s so far)");
+    };
+    assert!(heard_installing, "no answer said the engine was being installed");
+    assert!(why.contains("pip could not install phase-python==0.103.0") && why.contains("had not finished after 15 s"), "{why}");
+    c.close().await;
 }

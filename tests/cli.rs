@@ -180,10 +180,24 @@ fn serve_refuses_a_missing_plugins_directory_and_a_bad_config() {
     let (code, _, err) = run(&["serve", "--config", cfg.to_str().unwrap()]);
     assert_eq!(code, 1);
     assert!(err.contains("[plugins.chezz] but no such game: the built-in games are blocks_world, cards"), "{err}");
-    // `--http` takes a host name.
+    // `--http` takes a host name: one that resolves serves there, one that does not is refused.
     let (code, _, err) = run(&["serve", "--http", "no-such-host.invalid:8000"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("is not HOST:PORT with a host this machine can resolve"), "{err}");
+    let mut server = Command::new(BIN)
+        .args(["serve", "--http", "localhost:0", "--store", "memory", "--games", "hanoi"])
+        .env("XDG_DATA_HOME", work.path().join("data"))
+        .env("LUDUS_LOG", "error")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = std::io::BufRead::lines(std::io::BufReader::new(server.stderr.take().unwrap()))
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("LUDUS_HTTP_URL="))
+        .expect("the server did not say where it serves");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(said.starts_with("LUDUS_HTTP_URL=http://127.0.0.1:"), "{said}");
 }
 
 /// `ludus doctor` names every built-in game with what it lacks; without
@@ -201,9 +215,26 @@ fn doctor_says_which_games_are_ready_and_what_they_lack() {
     assert!(line("chess").contains("ok") && line("hanoi").contains("ok"), "{out}");
     assert!(line("showdown").contains("NO") && line("showdown").contains("apt-get install nodejs npm"), "{out}");
     assert!(line("cards").contains("NO") && line("cards").contains("Python 3.11+"), "{out}");
-    // With this machine's PATH (the tests need node and python3): all ready, engines not yet installed in this cache.
+    // With this machine's PATH (the tests need node and python3): all ready,
+    // engines not yet installed in this cache, and their registries answer.
     let (code, out) = doctor(&std::env::var("PATH").unwrap());
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains(" NO "), "{out}");
-    assert!(out.contains("installs on first use"), "{out}");
+    assert!(out.contains("installs on first use") && out.contains("the registry answers"), "{out}");
+    // Registries out of reach (nothing listens there): each says so, in its installer's words.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = Command::new(BIN)
+        .args(["doctor"])
+        .env("XDG_CACHE_HOME", work.path())
+        .env("npm_config_registry", format!("http://127.0.0.1:{closed}/"))
+        .env("PIP_INDEX_URL", format!("http://127.0.0.1:{closed}/simple"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&out.stdout).to_string();
+    let line = |game: &str| out.lines().find(|l| l.starts_with(game)).unwrap_or_else(|| panic!("no line for {game}: {out}")).to_string();
+    assert!(
+        line("showdown").contains("NO") && line("showdown").contains("`npm ping`") && line("showdown").contains("ECONNREFUSED"),
+        "{out}"
+    );
+    assert!(line("cards").contains("NO") && line("cards").contains("Connection refused"), "{out}");
 }

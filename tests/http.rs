@@ -9,7 +9,7 @@ use common::*;
 use rmcp::model::{CallToolRequestParams, NumberOrString, SubscriptionFilter};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
-use serde_json::json;
+use serde_json::{Value, json};
 
 async fn hello_server(work: &std::path::Path) -> HttpServer {
     hello_server_with(work, "").await
@@ -564,4 +564,43 @@ async fn expired_mcp_sessions_give_their_memory_back() {
     tokio::time::sleep(Duration::from_millis(3_000)).await;
     let left = server.rss_kib().saturating_sub(before);
     assert!(left < 16 * 1024, "2,000 expired MCP sessions left {left} KiB of the {open} KiB they took");
+}
+
+/// The newest official MCP Python SDK (from PyPI), whose default client speaks 2026-07-28.
+const PYTHON_MCP_LATEST: &str = "mcp==2.3.0";
+
+/// The official MCP Python SDK's default HTTP client (`Client(url)`, the
+/// stateless 2026-07-28 protocol) plays a game against `ludus serve --http`
+/// started as the README says: with the URL the server prints, which
+/// carries the token a loopback server makes for its user.
+#[tokio::test]
+async fn the_python_sdks_default_http_client_plays_with_the_printed_url() {
+    let python = tokio::task::spawn_blocking(|| pip_install("python-mcp-2", &[PYTHON_MCP_LATEST])).await.unwrap();
+    let work = scratch();
+    let server = http_server(&[], work.path()).await;
+    let url = server.client_url.clone().expect("the server printed no URL for clients");
+    assert!(url.starts_with(&server.url) && url.contains("?token=ludus_"), "{url}");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/clients/default_http_hanoi.py");
+    let out = tokio::process::Command::new(&python).arg(&script).arg(&url).output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the Python client failed:\n{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(report["protocol"], "2026-07-28", "{report}");
+    assert_eq!(
+        (report["error"].clone(), report["goal_reached"].clone(), report["moves_made"].clone()),
+        (json!(false), json!(true), json!(3))
+    );
+    // Without the token the same client cannot keep a game, and is told how to.
+    let bare = tokio::process::Command::new(&python).arg(&script).arg(&server.url).output().await.unwrap();
+    assert!(!bare.status.success());
+    assert!(
+        String::from_utf8_lossy(&bare.stderr).contains("the server printed when it started"),
+        "{}",
+        String::from_utf8_lossy(&bare.stderr)
+    );
+    // The same token again at the next start: the URL stays the client's.
+    drop(server);
+    let again = http_server(&[], work.path()).await;
+    let token = |u: &str| u.split("?token=").nth(1).unwrap().to_string();
+    assert_eq!(token(again.client_url.as_deref().unwrap()), token(&url));
 }

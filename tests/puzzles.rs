@@ -502,3 +502,87 @@ async fn the_papers_prompts_for_the_four_puzzles() {
     assert_eq!(done.values[..3], ["9".to_string(), "90".into(), "91".into()], "{done:?}");
     c.close().await;
 }
+
+/// A legal move may repeat, and is made each time: River Crossing solved
+/// with a load that goes across and comes back, with numbers and without.
+/// A reset numbers the decisions afresh, and the same move after it is
+/// made (and refused where it is illegal), never answered from before it.
+#[tokio::test]
+async fn repeated_legal_moves_are_made_and_a_reset_numbers_decisions_afresh() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let load = json!(["A_1", "a_1"]);
+    for numbered in [true, false] {
+        let env = c.ok("river_crossing_init_simulator", json!({"n": 1, "k": 2})).await["env_id"].clone();
+        for n in 1..=3u64 {
+            let mut args = json!({"env_id": env, "move": load});
+            if numbered {
+                args["decision"] = json!(n);
+            }
+            let r = c.ok("river_crossing_execute_move", args).await;
+            assert_eq!((r["moves_made"].clone(), r["decision"].clone()), (json!(n), json!(n + 1)), "numbered: {numbered}: {r}");
+        }
+        let s = c.ok("river_crossing_get_state", json!({"env_id": env})).await;
+        assert_eq!((s["goal_reached"].clone(), s["moves_made"].clone()), (json!(true), json!(3)), "across, back, across: {s}");
+    }
+
+    let env = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].clone();
+    let r = c.ok("hanoi_execute_move", json!({"env_id": env, "move": [1, 0, 1], "decision": 1})).await;
+    assert_eq!(r["decision"], 2);
+    let reset = c.ok("hanoi_reset_simulator", json!({"env_id": env})).await;
+    assert_eq!(reset["decision"], 1, "a reset numbers afresh: {reset}");
+    let r = c.call("hanoi_execute_move", json!({"env_id": env, "move": [1, 0, 1], "decision": 1})).await;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    assert!(!text(&r).contains("made already"), "made, not answered from before the reset: {}", text(&r));
+    assert_eq!(r.structured_content.unwrap()["moves_made"], 1);
+    // Sent again for the same number: that move's answer, not made twice.
+    let again = c.call("hanoi_execute_move", json!({"env_id": env, "move": [1, 0, 1], "decision": 1})).await;
+    assert!(text(&again).contains("Decision 1 was made already"), "{}", text(&again));
+    assert_eq!(c.ok("hanoi_get_state", json!({"env_id": env})).await["moves_made"], 1);
+    // After a reset to a position where the move is illegal, it is refused.
+    c.ok("hanoi_reset_simulator", json!({"env_id": env, "state": [[2], [], [1]]})).await;
+    let e = c.err("hanoi_execute_move", json!({"env_id": env, "move": [1, 0, 1], "decision": 1})).await;
+    assert!(e.contains("Illegal move [1, 0, 1]"), "{e}");
+    let e = c.err("hanoi_execute_move", json!({"env_id": env, "move": [1, 2, 1], "decision": 2})).await;
+    assert!(e.contains("decision 2 is not due yet; the decision due now is 1"), "{e}");
+    // `calls` counts the client's calls to this game: init, 3 moves, 2 resets, 1 state, 2 refused... and no more.
+    let sessions = c.ok("ludus_sessions", json!({})).await;
+    let hanoi = sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == env).unwrap().clone();
+    assert_eq!(hanoi["calls"], 9, "{hanoi}");
+    c.close().await;
+}
+
+/// A refusal at a limit names the configuration key that raises it.
+#[tokio::test]
+async fn a_limit_names_the_key_that_raises_it() {
+    let work = scratch();
+    let cfg = config(work.path(), "[plugins.hanoi]\nmax_sessions = 1\n");
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    c.ok("hanoi_init_simulator", json!({"n": 2})).await;
+    let e = c.err("hanoi_init_simulator", json!({"n": 2})).await;
+    assert!(e.contains("limits.max_sessions_per_plugin") && e.contains("plugins.hanoi.max_sessions"), "{e}");
+    c.close().await;
+}
+
+/// A plan is checked whole, as the paper checks an answer: reaching the
+/// goal and then making an illegal move fails it. A solved puzzle shows
+/// `game_over` in `ludus_sessions`, and a reset makes it a game again.
+#[tokio::test]
+async fn a_plan_with_an_illegal_move_after_the_goal_fails_and_a_solved_puzzle_is_over() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let env = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].clone();
+    let r = c.call("hanoi_execute_moves", json!({"env_id": env, "moves": [[1, 0, 1], [2, 0, 2], [1, 1, 2], [2, 0, 1]]})).await;
+    let said = text(&r);
+    let plan = r.structured_content.unwrap();
+    assert_eq!((plan["goal_reached"].clone(), plan["all_moves_successful"].clone()), (json!(true), json!(false)), "{plan}");
+    assert!(said.contains("The plan fails: move 3 is illegal") && !said.contains("Solved"), "{said}");
+    let over = |sessions: Value| sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == env).unwrap()["game_over"].clone();
+    assert_eq!(over(c.ok("ludus_sessions", json!({})).await), true, "a failed plan ends the game");
+    c.ok("hanoi_reset_simulator", json!({"env_id": env})).await;
+    assert_eq!(over(c.ok("ludus_sessions", json!({})).await), false, "a reset begins the next game");
+    let r = c.ok("hanoi_execute_moves", json!({"env_id": env, "moves": [[1, 0, 1], [2, 0, 2], [1, 1, 2]], "decision": 1})).await;
+    assert_eq!(r["goal_reached"], true);
+    assert_eq!(over(c.ok("ludus_sessions", json!({})).await), true, "solved: over");
+    c.close().await;
+}

@@ -55,12 +55,12 @@ async fn every_puzzle_and_chess_leave_one_record_per_game() {
 
     // Hanoi, N=2: an illegal move first, then solved in 3 (the optimum).
     let hanoi = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].as_str().unwrap().to_string();
-    c.err("hanoi_execute_move", json!({"env_id": hanoi, "move": [2, 0, 2]})).await;
-    for m in [[1, 0, 1], [2, 0, 2], [1, 1, 2]] {
-        c.ok("hanoi_execute_move", json!({"env_id": hanoi, "move": m})).await;
+    c.err("hanoi_execute_move", json!({"env_id": hanoi, "move": [2, 0, 2], "decision": 1})).await;
+    for (n, m) in [[1, 0, 1], [2, 0, 2], [1, 1, 2]].into_iter().enumerate() {
+        c.ok("hanoi_execute_move", json!({"env_id": hanoi, "move": m, "decision": n + 1})).await;
     }
-    // The same move sent again is a retry: answered, not counted.
-    c.ok("hanoi_execute_move", json!({"env_id": hanoi, "move": [1, 1, 2]})).await;
+    // The last move sent again for its number is a retry: answered, not counted.
+    c.ok("hanoi_execute_move", json!({"env_id": hanoi, "move": [1, 1, 2], "decision": 3})).await;
     // A reset begins the next game: a plan refused at its second move fails it.
     c.ok("hanoi_reset_simulator", json!({"env_id": hanoi})).await;
     let plan = c.ok("hanoi_execute_moves", json!({"env_id": hanoi, "moves": [[1, 0, 1], [1, 0, 2]]})).await;
@@ -82,14 +82,21 @@ async fn every_puzzle_and_chess_leave_one_record_per_game() {
     let river = c.ok("river_crossing_init_simulator", json!({"n": 2, "k": 2})).await["env_id"].as_str().unwrap().to_string();
     c.ok("river_crossing_execute_move", json!({"env_id": river, "move": ["A_1", "a_1"]})).await;
 
-    // Chess between agents, one client moving both sides: the fool's mate.
+    // A plan that reaches the goal and then makes an illegal move fails, as the paper checks it.
+    let overshoot = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].as_str().unwrap().to_string();
+    c.ok("hanoi_execute_moves", json!({"env_id": overshoot, "moves": [[1, 0, 1], [2, 0, 2], [1, 1, 2], [2, 0, 1]]})).await;
+
+    // Chess between agents, one client moving both sides (it takes the
+    // other seat with the code): the fool's mate.
     let chess = c.ok("chess_create_game", json!({"type": "agent"})).await["game_id"].as_str().unwrap().to_string();
+    let code = join_code(&c, &chess).await;
+    c.ok("chess_join_game", json!({"game_id": chess, "join_code": code})).await;
     c.err("chess_finish_turn", json!({"game_id": chess, "move": "e2e5"})).await;
     for mv in ["f2f3", "e7e5", "g2g4", "d8h4"] {
         c.ok("chess_finish_turn", json!({"game_id": chess, "move": mv})).await;
     }
 
-    let all = until_records(&file, 6).await;
+    let all = until_records(&file, 7).await;
     let solved = of_session(&all, &hanoi);
     assert_eq!(solved.len(), 2, "{all:#?}");
     let (first, second) = (solved[0], solved[1]);
@@ -111,6 +118,13 @@ async fn every_puzzle_and_chess_leave_one_record_per_game() {
     );
     assert_eq!(second["tool_calls"], 2, "the reset and the plan: {second}");
 
+    let over = of_session(&all, &overshoot);
+    assert_eq!(
+        (over.len(), &over[0]["outcome"], &over[0]["moves"], &over[0]["illegal_moves"], &over[0]["first_failing_move"]),
+        (1, &json!("failed"), &json!(3), &json!(1), &json!(3)),
+        "{over:?}"
+    );
+
     let cj = of_session(&all, &checkers);
     assert_eq!((cj.len(), &cj[0]["outcome"], &cj[0]["moves"], &cj[0]["optimum"]), (1, &json!("failed"), &json!(2), &json!(8)), "{cj:?}");
 
@@ -131,6 +145,14 @@ async fn every_puzzle_and_chess_leave_one_record_per_game() {
     assert_eq!(ch["parameters"], json!({"opponent": "agent", "level": null, "colour": "white"}));
     assert_eq!((&ch["figures"]["result"], &ch["figures"]["reason"]), (&json!("0-1"), &json!("Black wins by checkmate")), "{ch}");
     assert!(ch["figures"]["pgn"].as_str().unwrap().contains("2. g4 Qh4#"), "{ch}");
+    // Each seat's player and result; one caller in both seats played itself.
+    assert_eq!(
+        ch["seats"],
+        json!([{"seat": "white", "kind": "agent", "player": "stdio", "result": "lost"}, {"seat": "black", "kind": "agent", "player": "stdio", "result": "won"}]),
+        "{ch}"
+    );
+    // The secret mixed into the seed is published with the game.
+    assert!(ch["secret"].is_u64() && ch["seed"].is_u64(), "{ch}");
 
     let rc = of_session(&all, &river);
     assert_eq!(rc.len(), 1, "{all:#?}");
@@ -141,7 +163,7 @@ async fn every_puzzle_and_chess_leave_one_record_per_game() {
         rc[0]
     );
     assert!(rc[0]["ended"].as_str().unwrap().contains("expired"), "{}", rc[0]);
-    assert_eq!(all.len(), 6, "one record per game, no more: {all:#?}");
+    assert_eq!(all.len(), 7, "one record per game, no more: {all:#?}");
     c.close().await;
 }
 

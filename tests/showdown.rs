@@ -34,6 +34,13 @@ async fn play_out(c: &Client, id: &str) -> Played {
         let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
         if s["status"] == "finished" {
             let winner = s["winner"].as_str().unwrap_or("tie").to_string();
+            // The result reads once, and a Pokémon knocked out by the last hit shows 0 HP.
+            let said = s["text"].as_str().unwrap_or_default();
+            assert!(!said.contains("you won!"), "{said}");
+            for mon in s["your_team"].as_array().unwrap().iter().filter(|m| m["fainted"] == true) {
+                assert!(mon["hp"].is_null() || mon["hp"] == 0, "a fainted Pokémon with HP left: {mon}");
+                assert_eq!(mon["hp_percent"], 0, "{mon}");
+            }
             return Played { winner, actions: taken, evaluations, slowest_ms };
         }
         assert_eq!(s["status"], "active", "{s}");
@@ -43,6 +50,11 @@ async fn play_out(c: &Client, id: &str) -> Played {
         }
         let action = actions[step % actions.len()].as_str().unwrap().to_string();
         let r = c.call("showdown_make_move", json!({"battle_id": id, "action": action, "reasoning": "test policy"})).await;
+        // A trap the request did not show refuses a switch (the simulator's
+        // "[Unavailable choice]"): the agent chooses again from what is left.
+        if r.is_error == Some(true) && text(&r).contains("[Unavailable choice]") {
+            continue;
+        }
         if r.is_error == Some(true) {
             let log = log_of(c, id).await;
             let tail: Vec<&str> = log.lines().rev().take(25).collect();
@@ -105,6 +117,13 @@ fn check_record(records: &Path, id: &str, played: &Played) {
     assert!((f["optimality_mean"].as_f64().unwrap() - mean).abs() < 1e-3, "{r}");
 }
 
+/// The seed and secret a finished battle publishes (`ludus_sessions`).
+async fn seed_and_secret(c: &Client, id: &str) -> (u64, u64) {
+    let sessions = c.ok("ludus_sessions", json!({})).await;
+    let s = sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == id).unwrap_or_else(|| panic!("{id}: {sessions}"));
+    (s["seed"].as_u64().unwrap_or_else(|| panic!("{s}")), s["secret"].as_u64().unwrap_or_else(|| panic!("{s}")))
+}
+
 async fn log_of(c: &Client, id: &str) -> String {
     c.read_resource(&format!("showdown://battle/{id}/log")).await.unwrap().0
 }
@@ -122,8 +141,12 @@ async fn offline_battles_against_both_bots_end_and_replay_identically() {
         let scored = one.evaluations.iter().filter(|e| !e.is_null()).count();
         assert!(scored * 10 >= one.actions.len() * 9, "{bot}: only {scored} of {} moves scored", one.actions.len());
 
-        // Same seed, same choices: the same battle, line for line, and the same scores.
-        let again = offline(&c, bot, 20261121).await;
+        // Over, the battle publishes its secret: with the seed, it replays
+        // line for line, with the same scores.
+        let (seed, secret) = seed_and_secret(&c, &first).await;
+        assert_eq!(seed, 20261121);
+        let again = c.ok("showdown_start_offline_battle", json!({"bot": bot, "seed": seed, "secret": secret})).await;
+        let again = again["battle_id"].as_str().unwrap().to_string();
         let two = play_out(&c, &again).await;
         assert_eq!((&one.winner, &one.actions), (&two.winner, &two.actions), "{bot}");
         assert_eq!(log, log_of(&c, &again).await, "{bot}: the replay differs");
@@ -403,15 +426,18 @@ async fn offline_battles_work_out_of_the_box_with_one_install() {
         assert_ne!(r.is_error, Some(true), "{}", text(&r));
         ids.push(r.structured_content.unwrap()["battle_id"].as_str().unwrap().to_string());
     }
+    // Under load the install may outlast the starting calls' wait: the battles start once it is done.
+    for id in &ids {
+        let t = Instant::now();
+        while c.ok("showdown_get_battle_state", json!({"battle_id": id})).await["status"] != "active" {
+            assert!(t.elapsed() < Duration::from_secs(180), "battle {id} never started");
+        }
+    }
     let installs =
         std::fs::read_to_string(xdg.join("ludus/showdown-sim/installs.log")).expect("the simulator was installed into the cache");
     assert_eq!(installs.lines().count(), 1, "two battles installed twice: {installs}");
     ids.push(offline(&c, "search", 3).await);
     for id in &ids {
-        let t = Instant::now();
-        while c.ok("showdown_get_battle_state", json!({"battle_id": id})).await["status"] != "active" {
-            assert!(t.elapsed() < Duration::from_secs(120), "battle {id} never started");
-        }
         let played = play_out(&c, id).await;
         assert!(!played.actions.is_empty(), "{id}");
     }
@@ -492,6 +518,9 @@ async fn the_bots_team_and_a_random_seed_stay_hidden() {
     let id = started["battle_id"].as_str().unwrap().to_string();
     let sessions = c.ok("ludus_sessions", json!({})).await;
     assert!(sessions["sessions"][0].get("seed").is_none(), "{sessions}");
+    // Against a bot no seat is open: no join code, and the bot is named in the seats.
+    assert!(sessions["sessions"][0].get("join_code").is_none(), "{sessions}");
+    assert_eq!(sessions["sessions"][0]["seats"][1]["player"], "showdown-bot/heuristic", "{sessions}");
     for step in 0..12 {
         let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
         if s["status"] == "finished" {
@@ -555,10 +584,10 @@ async fn a_move_is_made_once_when_retried_or_sent_twice_at_once() {
     assert_eq!(retry.structured_content.as_ref().unwrap()["decision"].as_u64(), Some(first));
     assert!(text(&retry).starts_with(&format!("Your `{action_text}` (decision {first})")), "{}", text(&retry));
     let again = c.call("showdown_make_move", call).await;
-    assert!(text(&again).contains(&format!("Already made: `{action_text}` answered decision {first}")), "{}", text(&again));
+    assert!(text(&again).contains(&format!("Decision {first} was made already")), "{}", text(&again));
     assert_eq!(battle_state(&c, &id).await["decision"].as_u64(), Some(first + 1), "the retries played nothing");
     let e = c.err("showdown_make_move", json!({"battle_id": id, "action": s["available_actions"][0], "decision": first + 5})).await;
-    assert!(e.contains("has not come yet"), "{e}");
+    assert!(e.contains(&format!("decision {} is not due yet", first + 5)), "{e}");
 
     // Twice at once, with the decision's number: one move, one answer for both.
     let s = battle_state(&c, &id).await;
@@ -577,12 +606,12 @@ async fn a_move_is_made_once_when_retried_or_sent_twice_at_once() {
     assert!(e.len() < 2_000, "a 4 MB action came back in a {}-byte error", e.len());
 }
 
-/// The README's recipe for a local Showdown server works as written (its
+/// The guide's recipe for a local Showdown server (docs/games.md) works as written (its
 /// directory and port changed to a scratch directory and a free port).
 #[test]
-fn the_readmes_local_server_recipe_works() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
-    let after = readme.split("A local Showdown server").nth(1).expect("the recipe is in the README");
+fn the_guides_local_server_recipe_works() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/games.md")).unwrap();
+    let after = readme.split("A local Showdown server").nth(1).expect("the recipe is in docs/games.md");
     let block = after.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
     let work = scratch();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -778,13 +807,14 @@ Impish Nature
 #[tokio::test]
 async fn fixed_teams_play_a_gen9ou_battle_to_the_end_and_replay() {
     let (_work, c) = sim_client().await;
-    let start = |seed: u64| {
-        c.ok(
-            "showdown_start_offline_battle",
-            json!({"bot": "heuristic", "format": "gen9ou", "seed": seed, "team": OU_TEAM, "opponent_team": OU_OPPONENT}),
-        )
+    let start = |seed: u64, secret: Option<u64>| {
+        let mut args = json!({"bot": "heuristic", "format": "gen9ou", "seed": seed, "team": OU_TEAM, "opponent_team": OU_OPPONENT});
+        if let Some(secret) = secret {
+            args["secret"] = json!(secret);
+        }
+        c.ok("showdown_start_offline_battle", args)
     };
-    let first = start(31).await;
+    let first = start(31, None).await;
     assert_eq!(first["status"], "active", "{first}");
     assert_eq!(first["format"], "gen9ou");
     let id = first["battle_id"].as_str().unwrap().to_string();
@@ -800,10 +830,12 @@ async fn fixed_teams_play_a_gen9ou_battle_to_the_end_and_replay() {
     for theirs in ["Kingambit", "Garchomp", "Corviknight"] {
         assert!(log.contains(&format!("|poke|p2|{theirs}")), "the bot brings the team given: {log}");
     }
-    let again = start(31).await["battle_id"].as_str().unwrap().to_string();
+    // Over, it publishes its secret: with its seed, teams and choices, the same battle again.
+    let (seed, secret) = seed_and_secret(&c, &id).await;
+    let again = start(seed, Some(secret)).await["battle_id"].as_str().unwrap().to_string();
     let two = play_out(&c, &again).await;
     assert_eq!((&one.winner, &one.actions), (&two.winner, &two.actions));
-    assert_eq!(log, log_of(&c, &again).await, "the same seed and teams replay the same battle");
+    assert_eq!(log, log_of(&c, &again).await, "the same seed, secret and teams replay the same battle");
     eprintln!("gen9ou fixed teams: {} decisions, winner {}", one.actions.len(), one.winner);
 
     // The packed form; without opponent_team the bot plays a copy of ours.
@@ -980,7 +1012,8 @@ async fn play_side(c: &Client, id: &str) -> (Value, Vec<String>) {
 async fn two_agents_play_one_offline_battle_over_http() {
     let package = showdown_package();
     let work = scratch();
-    let cfg = config(work.path(), &sim_endpoint(&package));
+    // An evaluator's server: the chosen seed is the whole seed, so the two rounds play the same battle.
+    let cfg = config(work.path(), &format!("whole_seeds = true\n{}", sim_endpoint(&package)));
     let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
     let mut replays = Vec::new();
     for round in 0..2 {
@@ -995,10 +1028,19 @@ async fn two_agents_play_one_offline_battle_over_http() {
             assert!(e.contains("is not one of your"), "a stranger reads nothing: {e}");
             let e = b.err("showdown_join_battle", json!({"battle_id": id, "team": OU_OPPONENT})).await;
             assert!(e.contains("join_code"), "the id alone takes no seat: {e}");
-            let e = a.err("showdown_join_battle", json!({"battle_id": id})).await;
-            assert!(e.contains("other side already"), "{e}");
         }
         let code = join_code(&a, &id).await;
+        if round == 0 {
+            let e = a.err("showdown_join_battle", json!({"battle_id": id, "join_code": code})).await;
+            assert!(e.contains("one client cannot play both: take p2 from a second client"), "{e}");
+            // Until p2 is taken, the creator's waits say the battle waits for it, never that a move is due.
+            let waiting = a.call("showdown_get_available_actions", json!({"battle_id": id})).await;
+            let said = text(&waiting);
+            assert!(
+                said.contains("Waiting for another agent to join") && waiting.structured_content.unwrap()["actions"] == json!([]),
+                "{said}"
+            );
+        }
         if round == 0 {
             let e = b.err("showdown_join_battle", json!({"battle_id": id, "join_code": code})).await;
             assert!(e.contains("needs your team too"), "{e}");
@@ -1024,7 +1066,9 @@ async fn two_agents_play_one_offline_battle_over_http() {
         if round == 0 {
             let third = http_client(&server).await;
             let e = third.err("showdown_join_battle", json!({"battle_id": id, "join_code": code, "team": OU_TEAM})).await;
-            assert!(e.contains("both sides of this battle are taken"), "{e}");
+            assert!(e.contains("is open: p1: client-") && e.contains("p2: client-"), "{e}");
+            let sessions = a.ok("ludus_sessions", json!({})).await;
+            assert!(sessions["sessions"][0].get("join_code").is_none(), "no seat open, no code: {sessions}");
         }
 
         let ((fa, ta), (fb, tb)) = tokio::join!(play_side(&a, &id), play_side(&b, &id));
@@ -1035,4 +1079,82 @@ async fn two_agents_play_one_offline_battle_over_http() {
         replays.push((log, ta, tb));
     }
     assert_eq!(replays[0], replays[1], "the same seed, teams and choices replay the same battle");
+}
+
+/// A chosen seed reveals nothing another seat keeps hidden: the creator of
+/// an agent-against-agent battle with seed 424242 who starts a side battle
+/// with the same seed and takes its p2 seat sees a team other than the
+/// joiner's (p2's team, the battle's chance and a bot's choices come from
+/// the seed mixed with each battle's secret). Against a bot, the creator's
+/// own team still follows from the seed it chose.
+#[tokio::test]
+async fn a_chosen_seed_reveals_no_other_sides_team() {
+    let package = showdown_package();
+    let work = scratch();
+    let cfg = config(work.path(), &sim_endpoint(&package));
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let team = |s: &Value| -> Vec<String> {
+        s["your_team"].as_array().unwrap().iter().map(|p| p["species"].as_str().unwrap().to_string()).collect()
+    };
+    // The real battle: the joiner's team.
+    let (creator, joiner) = (http_client(&server).await, http_client(&server).await);
+    let id = creator.ok("showdown_start_offline_battle", json!({"bot": "agent", "seed": 424242})).await["battle_id"].clone();
+    let code = join_code(&creator, id.as_str().unwrap()).await;
+    let joined = joiner.call("showdown_join_battle", json!({"battle_id": id, "join_code": code})).await;
+    assert!(text(&joined).contains("The creator chose this game's seed"), "the joiner is told: {}", text(&joined));
+    let real = team(&battle_state(&joiner, id.as_str().unwrap()).await);
+    // The cheat: a side battle with the same seed, its p2 seat taken from a second client.
+    let accomplice = http_client(&server).await;
+    let side = creator.ok("showdown_start_offline_battle", json!({"bot": "agent", "seed": 424242})).await["battle_id"].clone();
+    let code = join_code(&creator, side.as_str().unwrap()).await;
+    accomplice.ok("showdown_join_battle", json!({"battle_id": side, "join_code": code})).await;
+    let guessed = team(&battle_state(&accomplice, side.as_str().unwrap()).await);
+    assert_eq!(real.len(), 6);
+    assert_ne!(guessed, real, "the same seed gave away the joiner's team");
+    // The creator's own team against a bot follows from its seed.
+    let mut own = Vec::new();
+    for _ in 0..2 {
+        let b = creator.ok("showdown_start_offline_battle", json!({"bot": "random", "seed": 424242})).await;
+        assert_eq!(b["seed"], 424242, "{b}");
+        own.push(team(&battle_state(&creator, b["battle_id"].as_str().unwrap()).await));
+    }
+    assert_eq!(own[0], own[1], "{own:?}");
+}
+
+/// A first-use install that stalls (a registry that never answers) says so
+/// in every answer while it runs, with how long it has taken, and gives up
+/// after its stated time with what npm last said.
+#[tokio::test]
+async fn a_stalled_install_says_so_while_it_runs_and_gives_up_in_time() {
+    let work = scratch();
+    let xdg = work.path().join("xdg-cache");
+    let hole = BlackHole::new();
+    let cfg = config(work.path(), "[plugins.showdown]\nmax_wait_ms = 1500\n");
+    // npm's own cache is a fresh one too: nothing may come from an earlier install.
+    let (registry, npm_cache) = (hole.url(), work.path().join("npm-cache"));
+    let env = [
+        ("XDG_CACHE_HOME", xdg.to_str().unwrap()),
+        ("npm_config_registry", registry.as_str()),
+        ("npm_config_cache", npm_cache.to_str().unwrap()),
+        ("LUDUS_INSTALL_TIMEOUT_S", "8"),
+    ];
+    let c = stdio_env(&["--config", cfg.to_str().unwrap()], work.path(), &env).await;
+    let started = c.call("showdown_start_offline_battle", json!({"bot": "random"})).await;
+    let said = text(&started);
+    assert!(said.contains("The battle simulator is not running yet (") && said.contains("installing pokemon-showdown@0.11.11"), "{said}");
+    assert!(said.contains("given up after 8 s"), "{said}");
+    let id = started.structured_content.unwrap()["battle_id"].as_str().unwrap().to_string();
+    let waiting = c.call("showdown_get_battle_state", json!({"battle_id": id})).await;
+    let said = text(&waiting);
+    assert!(said.contains("s so far)") && !said.contains("Waiting for the opponent"), "{said}");
+    let t = Instant::now();
+    loop {
+        let r = c.call("showdown_get_battle_state", json!({"battle_id": id})).await;
+        let said = text(&r);
+        if said.contains("npm had not installed pokemon-showdown@0.11.11 after 8 s and was stopped") {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "the install never gave up: {said}");
+    }
+    c.close().await;
 }

@@ -69,6 +69,9 @@ pub struct Client {
 pub struct HttpServer {
     pub url: String,
     child: tokio::process::Child,
+    /// The URL a loopback server without issued tokens prints for clients
+    /// (its own token in `?token=`), when it printed one.
+    pub client_url: Option<String>,
 }
 
 impl HttpServer {
@@ -186,10 +189,14 @@ pub async fn http_server_env(args: &[&str], work: &Path, env: &[(&str, &str)]) -
     cmd.env("LUDUS_LOG", "warn").envs(env.iter().copied()).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true);
     let mut child = cmd.spawn().expect("spawning ludus");
     let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut client_url = None;
     let url = tokio::time::timeout(Duration::from_secs(60), async {
         while let Some(line) = lines.next_line().await.unwrap() {
             if let Some(url) = line.strip_prefix("LUDUS_HTTP_URL=") {
                 return url.to_string();
+            }
+            if let Some(url) = line.strip_prefix("ludus: connect clients to ") {
+                client_url = Some(url.trim().to_string());
             }
             eprintln!("{line}");
         }
@@ -203,7 +210,7 @@ pub async fn http_server_env(args: &[&str], work: &Path, env: &[(&str, &str)]) -
             eprintln!("{l}")
         }
     });
-    HttpServer { url, child }
+    HttpServer { url, child, client_url }
 }
 
 pub async fn http_client(server: &HttpServer) -> Client {
@@ -386,4 +393,42 @@ pub fn pip_install(dir: &str, specs: &[&str]) -> PathBuf {
         std::fs::write(&stamp, specs.join("\n")).unwrap();
     }
     python
+}
+
+/// A registry that never answers: a port on 127.0.0.1 that accepts
+/// connections and holds them without a word, for as long as this lives.
+pub struct BlackHole {
+    pub port: u16,
+    _open: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl BlackHole {
+    pub fn new() -> BlackHole {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let still = open.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for conn in listener.incoming() {
+                if !still.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                held.extend(conn.ok());
+            }
+        });
+        BlackHole { port, _open: open }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for BlackHole {
+    fn drop(&mut self) {
+        self._open.store(false, std::sync::atomic::Ordering::Relaxed);
+        // Wakes the accepting thread so it sees it is done.
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+    }
 }
