@@ -317,6 +317,16 @@ async fn an_xmage_agent_plays_without_a_game_id() {
     let other = stdio(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
     let e = other.err("cards_get_game_state", json!({})).await;
     assert!(e.contains("you have no game of cards"), "{e}");
+    // A card is looked up by name without any game (the bundled card data).
+    let bolt = other.ok("cards_get_oracle_text", json!({"card_name": "lightning bolt"})).await;
+    assert_eq!((&bolt["name"], &bolt["source"]), (&json!("Lightning Bolt"), &json!("database")), "{bolt}");
+    assert!(bolt["oracle_text"].as_str().unwrap().contains("deals 3 damage to any target"), "{bolt}");
+    let e = other.err("cards_get_oracle_text", json!({"card_name": "Lightning Bolts"})).await;
+    assert!(e.contains("did you mean Lightning Bolt"), "{e}");
+    let e = other.err("cards_get_oracle_text", json!({"object_id": "24"})).await;
+    assert!(e.contains("you have no game of cards"), "{e}");
+    let e = other.err("cards_pass_priority", json!({})).await;
+    assert!(e.contains("you have no game of cards (start one first)"), "a move still needs a game: {e}");
 }
 
 #[tokio::test]

@@ -738,7 +738,8 @@ impl Sessions {
     /// no live session (the argument check and `session_for` say so).
     /// A session parameter that may be left out (`option<string>`) and was
     /// names the caller's only game of this plugin: the one not over, or
-    /// else the one over. None or several is said, with the ids to choose from.
+    /// else the one over. Several is said, with the ids to choose from; none
+    /// too, unless the tool is read-only (it runs without a game).
     fn name_the_only_game<'a>(
         &self,
         plugin: &Plugin,
@@ -756,6 +757,9 @@ impl Sessions {
         let chosen = match (playing.as_slice(), games.as_slice()) {
             ([only], _) => only.id.clone(),
             ([], [only]) => only.id.clone(),
+            // A read-only tool may answer without a game (a card looked up
+            // by name): the plugin's shared instance runs it.
+            ([], []) if tool.read_only => return Ok(std::borrow::Cow::Borrowed(args)),
             ([], []) => {
                 return Err(format!("`{}` names the game, and you have no game of {} (start one first)", param.json, plugin.name));
             }
@@ -803,6 +807,8 @@ impl Sessions {
         match tool.role {
             Role::Uses(i) => {
                 let id = match &params[i] {
+                    // Left out by a caller with no game (`name_the_only_game`).
+                    Val::Option(None) if tool.read_only => return self.shared_session(plugin),
                     Val::String(id) => id,
                     Val::Option(Some(v)) => match v.as_ref() {
                         Val::String(id) => id,

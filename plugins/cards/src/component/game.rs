@@ -109,7 +109,9 @@ thread_local! {
 }
 
 pub fn with_game<T>(f: impl FnOnce(&mut Game) -> Result<T, String>) -> Result<T, String> {
-    ludus_sdk::with_state(&GAME, "this session holds no card game", f)
+    // Only the shared instance, which runs read-only calls of a caller with
+    // no game, holds none.
+    ludus_sdk::with_state(&GAME, "you have no game of cards (start one with `cards_start_game`)", f)
 }
 
 pub fn game_id() -> String {

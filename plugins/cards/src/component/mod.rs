@@ -405,12 +405,20 @@ impl Guest for Cards {
     }
 
     fn get_oracle_text(_game_id: Option<String>, card_name: Option<String>, object_id: Option<String>) -> Result<Oracle, String> {
-        let args = match (card_name, object_id) {
+        let args = match (&card_name, object_id) {
             (Some(n), None) => json!({"card_name": n}),
             (None, Some(id)) => json!({"object_id": id}),
             _ => return Err("give exactly one of `card_name` and `object_id`".into()),
         };
         let key = format!("get_oracle_text {args}");
+        // A caller with no game: its call runs in the shared instance, which
+        // holds none; a card is looked up by name in the bundled data.
+        if host::session_id().is_none() {
+            return match card_name {
+                Some(name) => crate::card_book::by_name(&name).map(|v| render::oracle(&v)),
+                None => Err("`object_id` names a card in a game, and you have no game of cards; look a card up by `card_name`".into()),
+            };
+        }
         // Once the game is over its engine is gone: a card is looked up by
         // name in a bridge started for that (and stopped when it answers).
         let after_the_end = with_game(|g| {
