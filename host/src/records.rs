@@ -9,7 +9,7 @@
 //! line goes to the file in one `write` on a file opened for appending, so
 //! a killed server leaves whole lines; a write that fails is logged and
 //! counted and never fails the game. Why a line is written only once, even
-//! across a restart: docs/design-notes.md, "Result records".
+//! across a restart: docs/design/records.md.
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};

@@ -4,7 +4,7 @@
 //! `embedded: option<embedded-resource>` field is shown as an embedded
 //! resource; a `content: list<block>` field (`ludus:plugin/content`) adds
 //! its blocks after the text, and an ok value that is a `list<block>` is
-//! the whole answer. (docs/design-notes.md, "From WIT to tools".)
+//! the whole answer. (docs/design/contract.md, "From WIT to tools".)
 
 use crate::plugin::schema::{Field, Shape};
 

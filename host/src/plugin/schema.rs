@@ -1,6 +1,6 @@
 //! WIT types → shapes and their JSON Schema (here); JSON → component values
 //! (`from_json`); component values → JSON (`to_json`). The conventions:
-//! docs/design-notes.md, "From WIT to tools".
+//! docs/design/contract.md, "From WIT to tools".
 //!
 //! At load time every parameter and result type of a tool is turned into a
 //! [`Shape`]: a plan that knows its JSON names and doc comments. The plan

@@ -4,7 +4,7 @@
 //! Timers ride on this thread so that arming one, inside a tool call (chess:
 //! the engine's reply, 20 ms after the agent's move), wakes nobody: a task
 //! spawned on tokio would wake a worker inside every such call (a quarter of
-//! `chess_finish_turn`'s CPU; docs/design-notes.md, "Sessions"). This thread
+//! `chess_finish_turn`'s CPU; docs/design/sessions.md, "Where a guest call runs"). This thread
 //! wakes every 10 ms anyway, sees the new timer then, and sleeps until it is
 //! due; only a timer due before its next planned wake-up wakes it early.
 //! A due timer's action runs here, so it must be short (hand real work to

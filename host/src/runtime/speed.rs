@@ -1,6 +1,6 @@
 //! Where a guest call runs: on the thread that read its request while the
 //! tool is quick, on the blocking pool once it has proved slow (`ToolSpeed`,
-//! `run_guest`). docs/design-notes.md, "Where a guest call runs", says why.
+//! `run_guest`). docs/design/sessions.md, "Where a guest call runs", says why.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};

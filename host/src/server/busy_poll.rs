@@ -13,7 +13,7 @@
 //! that keeps pace: once a client's next request came later than the watch
 //! (an agent thinking, a person, an idle connection), its thread sleeps at
 //! once after each answer until a request comes within the watch again, so
-//! a slow or idle client costs no CPU. Figures: docs/design-notes.md, "MCP
+//! a slow or idle client costs no CPU. Figures: docs/design/mcp.md, "MCP
 //! surface".
 
 use std::cell::Cell;

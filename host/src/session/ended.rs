@@ -5,7 +5,7 @@
 //! reason, in tables sized once at start. Entries are made as sessions end,
 //! amid the heap those sessions just freed, where separate small strings
 //! would pin pages all over it and keep the allocator from handing memory
-//! back (figures: docs/design-notes.md, "Sessions").
+//! back (figures: docs/design/sessions.md, "Memory and the kernel's map limit").
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::BuildHasher;

@@ -3,7 +3,7 @@
 //! call runs to its final answer: find or start the session, call the guest
 //! (`run_guest`; different sessions run in parallel), and hold a
 //! provisional answer (`wait`) until the session changes or its deadline
-//! passes, then run the call again. Why: docs/design-notes.md, "Sessions".
+//! passes, then run the call again. Why: docs/design/sessions.md, "A session's life".
 
 mod ended;
 mod instance;

@@ -1,7 +1,7 @@
 //! The session table on a store other servers share: games started
 //! elsewhere are loaded when a call names them, and another server's change
 //! stops this server's copy and wakes the calls waiting on it. Why:
-//! docs/design-notes.md, "Several servers".
+//! docs/design/several-servers.md.
 
 use std::sync::Arc;
 

@@ -2,8 +2,9 @@
 //! guest, and what the host does around it before the call is answered —
 //! decision numbers (a retry gets the answer kept for its decision), seats
 //! taken, the write to the store and the result record. Then the notes the
-//! host adds to a final answer. Why decisions work so: docs/design-notes.md,
-//! "Exactly once".
+//! host adds to a final answer. Why decisions work so: docs/design/fair-play.md,
+//! "A move is made once", and docs/design/durability.md, "Exactly once
+//! across a restart".
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! (`ludus:plugin/durable`). The `session` layer writes a session here after
 //! every call that may have changed it, before the call is answered, and
 //! reads it back after a restart. Why SQLite and how a write is made
-//! durable: docs/design-notes.md, "Durable sessions".
+//! durable: docs/design/durability.md.
 
 mod redis;
 mod sqlite;

@@ -5,8 +5,7 @@
 //! script, so a server that stalled past its lease cannot overwrite what the
 //! next holder wrote). Each write bumps the game's version and tells the
 //! other servers (pub/sub), so they let go of their stale copy and wake
-//! the calls they hold waiting on it. Why this way: docs/design-notes.md,
-//! "Several servers".
+//! the calls they hold waiting on it. Why this way: docs/design/several-servers.md.
 //!
 //! Keys (all under `ludus:`): `game:{id}` a hash of `record` (JSON),
 //! `state` (the game's bytes), `version`, `fence` (the lease token of the

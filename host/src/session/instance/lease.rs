@@ -1,6 +1,6 @@
 //! A session on a store other servers share: each call or event runs under
 //! the game's lease, on a copy brought up to date first when another server
-//! changed the game. Why: docs/design-notes.md, "Several servers".
+//! changed the game. Why: docs/design/several-servers.md.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
