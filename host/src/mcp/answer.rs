@@ -314,7 +314,7 @@ mod tests {
 
     fn snapshot(text: &str) -> Value {
         json!({"text": text, "simulator_type": "TowerOfHanoi", "state": [[3, 2, 1], [], []],
-               "simulator_params": {"n": 3}, "optimal_moves": 7, "moves_made": 0, "goal_reached": false})
+               "simulator_params": {"n": 3}, "optimal_moves": 7, "moves_made": 0, "goal_reached": false, "decision": 1})
     }
 
     #[test]
