@@ -48,10 +48,16 @@ pub fn sim_endpoint(package: &Path) -> String {
 /// the scratch directory it runs in (dropped with it), where the server
 /// writes its result records (`RECORDS`).
 pub async fn sim_client() -> (tempfile::TempDir, Client) {
+    sim_client_with("").await
+}
+
+/// The same with more config lines (`whole_seeds = true`: the same seed
+/// plays the same battles on every run).
+pub async fn sim_client_with(extra: &str) -> (tempfile::TempDir, Client) {
     let package = showdown_package();
     let work = super::scratch();
     let records = work.path().join(RECORDS).display().to_string();
-    let cfg = super::config(work.path(), &format!("records = {records:?}\n{}", sim_endpoint(&package)));
+    let cfg = super::config(work.path(), &format!("records = {records:?}\n{extra}\n{}", sim_endpoint(&package)));
     let c = super::stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
     (work, c)
 }

@@ -86,6 +86,29 @@ pub struct SideView {
 }
 
 impl SideView {
+    /// Our own Zoroark in disguise: the log names the Pokémon it imitates,
+    /// the request the real one. What the disguise gained in battle
+    /// (boosts, volatiles) is the real one's, and the imitated one is not
+    /// in battle.
+    fn see_through_disguises(&mut self, request: &Request) {
+        let active: Vec<(usize, &str)> =
+            request.side.pokemon.iter().enumerate().filter(|(_, p)| p.active).map(|(i, p)| (i, p.name())).collect();
+        for &(pos, real) in &active {
+            let Some(shown) = self
+                .mons
+                .iter_mut()
+                .find(|m| m.active && m.position == Some(pos) && m.name != real && !active.iter().any(|(_, n)| *n == m.name))
+            else {
+                continue;
+            };
+            let (boosts, volatiles, since) =
+                (std::mem::take(&mut shown.boosts), std::mem::take(&mut shown.volatiles), std::mem::take(&mut shown.volatile_since));
+            shown.leave_battle();
+            let mon = self.mon(real);
+            (mon.boosts, mon.volatiles, mon.volatile_since) = (boosts, volatiles, since);
+        }
+    }
+
     pub fn active(&self) -> Option<&Mon> {
         self.mons.iter().find(|m| m.active)
     }
@@ -221,6 +244,7 @@ impl Battle {
     fn sync_own_side(&mut self, request: &Request) {
         let me = self.me.clone();
         let side = self.sides.entry(me).or_default();
+        side.see_through_disguises(request);
         let mut copied = None;
         for (i, p) in request.side.pokemon.iter().enumerate() {
             let mon = side.mon(p.name());
@@ -295,6 +319,10 @@ impl Battle {
                     }
                 }
                 let mon = view.mon(&name);
+                // Shed Tail hands its substitute to the Pokémon it brings in.
+                if tag(&f, "from") == Some("Shed Tail") && !mon.volatiles.iter().any(|v| v == "Substitute") {
+                    mon.volatiles.push("Substitute".into());
+                }
                 mon.active = true;
                 mon.position = Some(pos);
                 mon.species = species_of(arg(2)).to_string();
@@ -391,6 +419,23 @@ impl Battle {
                             m.boosts.retain(|_, v| kind == "-clearnegativeboost" && *v > 0);
                         }
                     }
+                }
+            }
+            // Future Sight and Doom Desire wait on the user's side (`-start` by
+            // the user), and end on the target (`-end` on the other side).
+            "-start" | "-end" if ["Future Sight", "Doom Desire"].contains(&effect_name(arg(2)).as_str()) => {
+                let (side, name) = ident(arg(1));
+                let effect = effect_name(arg(2));
+                let users_side = match (kind, side.as_str()) {
+                    ("-start", _) => side,
+                    (_, "p1") => "p2".to_string(),
+                    _ => "p1".to_string(),
+                };
+                let view = self.sides.entry(users_side).or_default();
+                view.conditions.retain(|c| *c != effect);
+                if kind == "-start" {
+                    view.conditions.push(effect.clone());
+                    self.note(format!("{name} foresaw an attack ({effect})"));
                 }
             }
             "-start" | "-end" => {
@@ -527,8 +572,12 @@ impl Battle {
                         }
                         self.note(format!("{}'s {} stopped {}", name, &arg(2)[9..], tried.unwrap_or("a move")));
                     }
-                    // `cant|p2a: X|move: Taunt|Moonlight` shows a move it has.
-                    _ => {
+                    // `cant|p2a: X|move: Taunt|Moonlight` shows a move it has;
+                    // `cant|p2a: Slaking|ability: Truant`, its own ability.
+                    (is_ability, _) => {
+                        if is_ability {
+                            self.reveal_effect(arg(1), arg(2));
+                        }
                         if let Some(m) = tried {
                             self.sides.entry(side).or_default().mon(&name).learn(m);
                         }
@@ -555,21 +604,30 @@ impl Battle {
     /// imitated is taken to be unhurt (what it really has is unknown).
     fn unmask(&mut self, (side, name): (String, String), pos: usize, details: &str) {
         let view = self.sides.entry(side).or_default();
-        let mut taken = (100, None, Vec::new(), None);
         let at_pos = |m: &Mon| m.position.is_none_or(|p| p == pos);
-        if let Some(shown) = view.mons.iter_mut().find(|m| m.active && m.name != name && at_pos(m)) {
-            taken = (shown.hp_percent, shown.status.take(), std::mem::take(&mut shown.volatiles), shown.tera.take());
+        // Our own disguise may have been seen through already (the request).
+        let taken = view.mons.iter_mut().find(|m| m.active && m.name != name && at_pos(m)).map(|shown| {
+            let taken = (
+                shown.hp_percent,
+                shown.status.take(),
+                std::mem::take(&mut shown.volatiles),
+                std::mem::take(&mut shown.boosts),
+                shown.tera.take(),
+            );
             (shown.fainted, shown.hp_percent) = (false, 100);
             shown.leave_battle();
-        }
+            taken
+        });
         let mon = view.mon(&name);
         mon.active = true;
         mon.position = Some(pos);
         mon.species = species_of(details).to_string();
         mon.level = level_of(details).unwrap_or(100);
         mon.ability = Some("Illusion".into());
-        (mon.hp_percent, mon.status, mon.volatiles) = (taken.0, taken.1, taken.2);
-        mon.tera = taken.3.or(mon.tera.take());
+        if let Some((hp, status, volatiles, boosts, tera)) = taken {
+            (mon.hp_percent, mon.status, mon.volatiles, mon.boosts) = (hp, status, volatiles, boosts);
+            mon.tera = tera.or(mon.tera.take());
+        }
         self.note(format!("{name} was disguised by its Illusion"));
     }
 
@@ -606,6 +664,14 @@ impl Battle {
                 "-heal" => own,
                 // Pickpocket and Magician: `[of]` is the Pokémon robbed.
                 "-item" if !from.ends_with("Frisk") => own,
+                // `-ability|p1a: X|Thick Fat|[from] ability: Trace|[of] p2a: Y`:
+                // X traced Y's Thick Fat, its ability now (the line's own part).
+                "-ability" if from == "ability: Trace" => {
+                    if let (Some(traced_from), Some(ability)) = (of, f.get(2)) {
+                        self.reveal_effect(traced_from, &format!("ability: {ability}"));
+                    }
+                    None
+                }
                 "-enditem" => None,
                 _ => of.or(own),
             }
@@ -937,6 +1003,33 @@ mod tests {
         b.on_log("|faint|p1a: Cramorant");
         let c = mon(&b, "p1", "Cramorant");
         assert!(!c.active && c.boosts.is_empty() && c.volatiles.is_empty() && c.forme.is_none());
+    }
+
+    #[test]
+    fn truant_trace_future_sight_and_shed_tail_are_read_as_a_client_reads_them() {
+        let mut b = Battle { me: "p1".into(), ..Battle::default() };
+        for l in [
+            "|switch|p1a: Gardevoir|Gardevoir, L85, F|100/100",
+            "|switch|p2a: Hariyama|Hariyama, L87, F|100/100",
+            "|-ability|p1a: Gardevoir|Thick Fat|Trace|[from] ability: Trace|[of] p2a: Hariyama",
+            "|cant|p2a: Hariyama|ability: Truant",
+            "|-start|p1a: Gardevoir|move: Future Sight",
+        ] {
+            b.on_log(l);
+        }
+        // Gardevoir traced Hariyama's Thick Fat; Truant stopped Hariyama.
+        assert_eq!(mon(&b, "p1", "Gardevoir").ability.as_deref(), Some("Thick Fat"));
+        assert_eq!(mon(&b, "p2", "Hariyama").ability.as_deref(), Some("Truant"));
+        // Future Sight waits on the user's side, not on the user.
+        assert_eq!(b.sides["p1"].conditions, ["Future Sight"]);
+        assert!(mon(&b, "p1", "Gardevoir").volatiles.is_empty());
+        b.on_log("|-end|p2a: Hariyama|move: Future Sight");
+        assert!(b.sides["p1"].conditions.is_empty());
+        for l in ["|-start|p2a: Hariyama|Substitute|[from] move: Shed Tail", "|switch|p2a: Blissey|Blissey, L85, F|99/100|[from] Shed Tail"]
+        {
+            b.on_log(l);
+        }
+        assert_eq!(mon(&b, "p2", "Blissey").volatiles, ["Substitute"], "Shed Tail hands on its substitute");
     }
 
     #[test]
