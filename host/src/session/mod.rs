@@ -981,13 +981,15 @@ fn admit(session: &Session, tool: &ToolDef, caller: &Caller, code: Option<&str>,
     if session.seeding.replay {
         return Err(format!("`{param}` {id} replays a finished game whose hidden parts were published: nobody else may take a seat in it"));
     }
-    if let Some(taken) = session.seats_all_taken() {
-        return Err(format!("no seat of `{param}` {id} is open: {taken}"));
-    }
+    // The code first: who holds the seats is told only to those with it.
     match code {
-        Some(code) if session.join_code_is(code) => Ok(()),
-        Some(_) => Err(format!("wrong `{JOIN_CODE}` for `{param}` {id}: ask the game's creator for its join code")),
-        None => Err(format!("taking a seat in `{param}` {id} needs its `{JOIN_CODE}`, which the game's creator hands out")),
+        Some(code) if session.join_code_is(code) => {}
+        Some(_) => return Err(format!("wrong `{JOIN_CODE}` for `{param}` {id}: ask the game's creator for its join code")),
+        None => return Err(format!("taking a seat in `{param}` {id} needs its `{JOIN_CODE}`, which the game's creator hands out")),
+    }
+    match session.seats_all_taken() {
+        Some(taken) => Err(format!("no seat of `{param}` {id} is open: {taken}")),
+        None => Ok(()),
     }
 }
 
