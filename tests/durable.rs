@@ -56,6 +56,7 @@ async fn offline_battle(work: &Path, decisions: usize, kill_after: Option<usize>
     let mut server = setup.serve(&[]).await;
     let mut c = setup.client(&server, 0).await;
     let id = common::showdown::offline(&c, "random", 20261125).await;
+    let mut killed = false;
     for step in 0..decisions {
         let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
         if s["status"] == "finished" {
@@ -67,6 +68,7 @@ async fn offline_battle(work: &Path, decisions: usize, kill_after: Option<usize>
         let r = c.ok("showdown_make_move", json!({"battle_id": id, "action": action, "decision": decision})).await;
         assert_eq!(r["action"], action, "{r}");
         if kill_after == Some(step) {
+            killed = true;
             kill9(server);
             server = setup.serve(&[]).await;
             c = setup.client(&server, 0).await;
@@ -80,6 +82,7 @@ async fn offline_battle(work: &Path, decisions: usize, kill_after: Option<usize>
             assert_eq!((again["action"].as_str(), &again["decision"]), (Some(action.as_str()), &decision), "{again}");
         }
     }
+    assert_eq!(killed, kill_after.is_some(), "the battle ended before the kill was due");
     let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
     assert_eq!(s["status"], "active", "the battle goes on: {s}");
     let (log, _) = c.read_resource(&format!("showdown://battle/{id}/log")).await.unwrap();
@@ -111,14 +114,16 @@ fn magic_answer(choices: &Value, k: usize) -> Value {
 }
 
 /// Plays `decisions` decisions of a Magic game against phase-ai (seed 21)
-/// with a fixed policy, killing the server after decision `kill_after` when
-/// given; the game's log then.
+/// with a fixed policy, killing the server after the first decision made at
+/// step `kill_after` or later when given (a step may have no decision due);
+/// the game's log then.
 async fn magic_game(work: &Path, decisions: usize, kill_after: Option<usize>) -> String {
     let setup = Setup::new(work, &["alice"], WHOLE_SEEDS);
     let mut server = setup.serve(&[]).await;
     let mut c = setup.client(&server, 0).await;
     let st = c.ok("cards_start_game", json!({"seed": 21})).await;
     let id = st["game_id"].as_str().unwrap().to_string();
+    let mut killed = false;
     for k in 0..decisions {
         let st = c.ok("cards_pass_priority", json!({"game_id": id})).await;
         if st["game_over"] == true {
@@ -131,7 +136,8 @@ async fn magic_game(work: &Path, decisions: usize, kill_after: Option<usize>) ->
         let mut call = json!({"game_id": id, "decision": choices["decision"]});
         call.as_object_mut().unwrap().extend(magic_answer(&choices, k).as_object().unwrap().clone());
         let made = c.ok("cards_choose_action", call.clone()).await;
-        if kill_after == Some(k) {
+        if !killed && kill_after.is_some_and(|n| k >= n) {
+            killed = true;
             kill9(server);
             server = setup.serve(&[]).await;
             c = setup.client(&server, 0).await;
@@ -142,6 +148,8 @@ async fn magic_game(work: &Path, decisions: usize, kill_after: Option<usize>) ->
             assert_eq!(again.structured_content.unwrap()["decision"], made["decision"]);
         }
     }
+    // Else the run with a kill would compare a game never cut with one never cut.
+    assert_eq!(killed, kill_after.is_some(), "the game ended (or no decision came) before the kill was due");
     let log = c.ok("cards_get_game_log", json!({"game_id": id})).await;
     drop(server);
     log["log"].as_str().unwrap().to_string()

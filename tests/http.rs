@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use rmcp::model::{CallToolRequestParams, NumberOrString, SubscriptionFilter};
+use rmcp::model::{CallToolRequestParams, SubscriptionFilter};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
@@ -67,20 +67,71 @@ async fn a_waiting_call_returns_when_another_client_changes_the_session() {
     b.close().await;
 }
 
+/// A wait asked for progress sends progress notifications, each carrying the
+/// token the request sent in `_meta.progressToken`: a token of our own over
+/// raw HTTP (rmcp's client puts its own in every request), then rmcp's
+/// client, whose notifications must carry the token it sent.
 #[tokio::test]
 async fn long_waits_send_progress_when_asked() {
     let work = scratch();
     let server = hello_server(work.path()).await;
+
+    let (http, session) = raw_session_as(&server.url, None).await;
+    let start = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "hello_start", "arguments": {}}});
+    let body = raw_call(&http, &server.url, &session, start.to_string()).send().await.unwrap().text().await.unwrap();
+    let started = sse_messages(&body).into_iter().find(|m| m["id"] == 1).unwrap_or_else(|| panic!("no answer: {body:?}"));
+    let id = started["result"]["structuredContent"]["counter_id"].clone();
+    assert!(id.is_string(), "{started}");
+    let wait = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hello_wait_for",
+        "arguments": {"counter_id": id, "at_least": 1}, "_meta": {"progressToken": "wait-w1"}}});
+    let body = raw_call(&http, &server.url, &session, wait.to_string()).send().await.unwrap().text().await.unwrap();
+    let messages = sse_messages(&body);
+    let answer = messages.iter().find(|m| m["id"] == 2).unwrap_or_else(|| panic!("no answer: {body:?}"));
+    assert_eq!(answer["result"]["isError"], true, "no bump: the wait times out: {answer}");
+    let progress: Vec<&Value> = messages.iter().filter(|m| m["method"] == "notifications/progress").collect();
+    assert!(!progress.is_empty(), "no progress notification during a 5 s wait: {body:?}");
+    for p in &progress {
+        assert_eq!(p["params"]["progressToken"], "wait-w1", "not the token the request sent: {p}");
+    }
+    let p = &progress[0]["params"];
+    assert!(p["total"].as_f64().is_some_and(|t| t >= 4.0), "the total is the wait's deadline: {p}");
+    assert!(p["message"].as_str().unwrap_or_default().contains("waiting"), "{p}");
+
+    // Through rmcp's client: every notification it hears carries the token it sent.
     let mut c = http_client(&server).await;
     let id = c.ok("hello_start", json!({})).await["counter_id"].clone();
-    let r = c.call_with_progress("hello_wait_for", json!({"counter_id": id, "at_least": 1}), "w1").await;
+    let (r, sent) = c.call_noting_progress_token("hello_wait_for", json!({"counter_id": id, "at_least": 1})).await;
     assert_eq!(r.is_error, Some(true), "no bump: the wait times out");
-    let p = c.progress.try_recv().expect("a progress notification during a 5 s wait");
-    // rmcp's client substitutes its own token per request; the server must echo whatever it got.
-    assert!(matches!(p.progress_token.0, NumberOrString::Number(_) | NumberOrString::String(_)));
-    assert!(p.total.is_some_and(|t| t >= 4.0), "the total is the wait's deadline: {p:?}");
-    assert!(p.message.unwrap_or_default().contains("waiting"));
+    let first = tokio::time::timeout(Duration::from_secs(5), c.progress.recv())
+        .await
+        .expect("a progress notification during a 5 s wait")
+        .expect("client closed");
+    let mut heard = vec![first];
+    while let Ok(p) = c.progress.try_recv() {
+        heard.push(p);
+    }
+    for p in &heard {
+        assert_eq!(p.progress_token, sent, "not the token the request sent: {p:?}");
+    }
+    assert!(heard[0].total.is_some_and(|t| t >= 4.0), "the total is the wait's deadline: {:?}", heard[0]);
+    assert!(heard[0].message.clone().unwrap_or_default().contains("waiting"), "{:?}", heard[0]);
     c.close().await;
+}
+
+/// The JSON-RPC messages of an SSE body (its `data:` lines), in order; a
+/// plain JSON body is one message.
+fn sse_messages(body: &str) -> Vec<Value> {
+    if body.trim_start().starts_with('{') {
+        return vec![serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body:?}"))];
+    }
+    let mut out = Vec::new();
+    for event in body.replace("\r\n", "\n").split("\n\n") {
+        let data: String = event.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
+        if !data.is_empty() {
+            out.push(serde_json::from_str(&data).unwrap_or_else(|e| panic!("{e}: {data:?}")));
+        }
+    }
+    out
 }
 
 #[tokio::test]

@@ -164,23 +164,37 @@ fn over_stdio_every_malformed_message_gets_its_json_rpc_error() {
 }
 
 async fn post(url: &str, session: Option<&str>, body: &str) -> reqwest::Response {
+    post_as(url, session, "2025-06-18", body).await
+}
+
+/// A POST of a session that negotiated protocol `version`.
+async fn post_as(url: &str, session: Option<&str>, version: &str, body: &str) -> reqwest::Response {
     let mut r =
         reqwest::Client::new().post(url).header("content-type", "application/json").header("accept", "application/json, text/event-stream");
     if let Some(s) = session {
-        r = r.header("mcp-session-id", s).header("mcp-protocol-version", "2025-06-18");
+        r = r.header("mcp-session-id", s).header("mcp-protocol-version", version);
     }
     r.body(body.to_string()).send().await.unwrap()
 }
 
 async fn open_session(url: &str) -> String {
-    let init = post(url, None, r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#).await;
+    let (session, body) = open_session_as(url, "2025-06-18").await;
+    // No SSE priming event: clients of this version read an empty `data:` as a broken message.
+    assert!(!body.lines().any(|l| l.trim() == "data:" || l.trim() == "id: 0"), "a priming event was sent: {body:?}");
+    session
+}
+
+/// A session that negotiated protocol `version`: its id and the initialize answer's body.
+async fn open_session_as(url: &str, version: &str) -> (String, String) {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let init = post_as(url, None, version, &init.to_string()).await;
     assert_eq!(init.status(), 200);
     let session = init.headers()["mcp-session-id"].to_str().unwrap().to_string();
     let body = init.text().await.unwrap();
-    // No SSE priming event: clients of this version read an empty `data:` as a broken message.
-    assert!(!body.lines().any(|l| l.trim() == "data:" || l.trim() == "id: 0"), "a priming event was sent: {body:?}");
-    post(url, Some(&session), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
-    session
+    assert!(body.contains(&format!("\"protocolVersion\":\"{version}\"")), "{version} was not negotiated: {body}");
+    post_as(url, Some(&session), version, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    (session, body)
 }
 
 #[tokio::test]
@@ -566,32 +580,68 @@ fn over_stdio_closing_stdin_ends_waiting_calls_and_the_server() {
 }
 
 /// SSE event ids never repeat within a session (a client resuming with
-/// `Last-Event-ID` must not be able to name two events).
+/// `Last-Event-ID` must not be able to name two events). A 2025-11-25
+/// session gets its tool calls (and pings) answered on resumable streams
+/// whose ids Ludus mints (`ludus-<stream>-<n>`: a priming event, then one id
+/// per event); its other requests go by rmcp's streams. Every id of both
+/// kinds is collected, and the ones Ludus mints must be there.
 #[tokio::test]
 async fn over_http_event_ids_do_not_repeat_in_a_session() {
     let work = scratch();
     let server = http_server(&[], work.path()).await;
     let url = server.url.as_str();
-    let session = open_session(url).await;
+    let version = "2025-11-25";
+    let (session, _) = open_session_as(url, version).await;
     let mut ids = Vec::new();
-    for (n, body) in [
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
-        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":2}}}"#,
-        r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
-        r#"{"jsonrpc":"2.0","id":5,"method":"resources/list"}"#,
-        r#"{"jsonrpc":"2.0","id":6,"method":"tools/list"}"#,
-    ]
-    .iter()
-    .enumerate()
-    {
-        let text = post(url, Some(&session), body).await.text().await.unwrap();
-        assert!(text.contains(&format!("\"id\":{}", n + 2)), "{text}");
-        ids.extend(text.lines().filter_map(|l| l.strip_prefix("id:")).map(|id| id.trim().to_string()));
+    let mut resumable = 0;
+    for (id, body) in [
+        (2, json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})),
+        (3, json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "hanoi_init_simulator", "arguments": {"n": 2}}})),
+        (4, json!({"jsonrpc": "2.0", "id": 4, "method": "ping"})),
+        (5, json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "hanoi_init_simulator", "arguments": {"n": 3}}})),
+        (6, json!({"jsonrpc": "2.0", "id": 6, "method": "resources/list"})),
+        (7, json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "hanoi_init_simulator", "arguments": {"n": 4}}})),
+        (8, json!({"jsonrpc": "2.0", "id": 8, "method": "ping"})),
+    ] {
+        let text = post_as(url, Some(&session), version, &body.to_string()).await.text().await.unwrap();
+        let events = sse_events(&text);
+        let answer = events
+            .iter()
+            .find(|(_, data)| serde_json::from_str::<Value>(data).is_ok_and(|m| m["id"] == id))
+            .unwrap_or_else(|| panic!("no answer to request {id}: {text:?}"));
+        // Ludus's own lane (tool calls and pings): primed, every event with its id.
+        if matches!(body["method"].as_str(), Some("tools/call" | "ping")) {
+            resumable += 1;
+            assert!(events[0].0.as_deref().is_some_and(|e| e.starts_with("ludus-")), "no priming event with an id first: {text:?}");
+            assert!(answer.0.as_deref().is_some_and(|e| e.starts_with("ludus-")), "the answer to {id} has no resumable id: {text:?}");
+        }
+        ids.extend(events.into_iter().filter_map(|(id, _)| id));
     }
+    let minted = ids.iter().filter(|id| id.starts_with("ludus-")).count();
+    assert!(minted >= 2 * resumable, "a priming id and an answer's id per resumable stream: {ids:?}");
     let mut unique = ids.clone();
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), ids.len(), "repeated event ids: {ids:?}");
+}
+
+/// The events of an SSE body: each one's `id:` (if any) and its `data:`.
+fn sse_events(body: &str) -> Vec<(Option<String>, String)> {
+    let mut events = Vec::new();
+    for raw in body.replace("\r\n", "\n").split("\n\n") {
+        let (mut id, mut data) = (None, String::new());
+        for line in raw.lines() {
+            match line.split_once(':').map(|(k, v)| (k, v.trim_start())) {
+                Some(("id", v)) => id = Some(v.to_string()),
+                Some(("data", v)) => data += v,
+                _ => {} // retry, comments (keep-alive), blank fields
+            }
+        }
+        if id.is_some() || !data.is_empty() {
+            events.push((id, data));
+        }
+    }
+    events
 }
 
 /// Node.js clients (Claude Desktop among them) give their children Unix

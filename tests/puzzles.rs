@@ -361,7 +361,8 @@ async fn checker_jumping_solved_optimally_with_illegal_moves_refused_and_dead_en
 }
 
 /// Blocks World through the real binary: the paper's N=4 instance solved by a
-/// plan, its optimum searched exactly, a plan with an error at a known index,
+/// plan, its optimum searched exactly (and the paper's N=2..7 optima, 3, 6,
+/// 7, 10, 11, 14, each pinned), a plan with an error at a known index,
 /// every kind of illegal move, a start and goal of one's own, and N=20 with
 /// its optimum stated as a lower bound.
 #[tokio::test]
@@ -396,7 +397,15 @@ async fn blocks_world_solved_with_illegal_moves_refused_and_the_optimum_stated()
     assert_matches_output_schema(&tools["blocks_world_execute_moves"], &r);
     let r = r.structured_content.unwrap();
     assert_eq!((r["goal_reached"].clone(), r["moves_made"].clone()), (json!(true), json!(8)), "{r}");
-    assert!(r["optimal_moves"].as_u64().unwrap() <= 8);
+    // The plan is one move longer than the optimum (7, searched exactly).
+    assert_eq!((r["optimal_moves"].clone(), r["optimum_exact"].clone()), (json!(7), json!(true)), "{r}");
+
+    // The paper's instances searched exactly (up to 7 blocks): each optimum
+    // pinned, so a search that stops early or a wrong instance shows.
+    for (n, best) in [(2, 3), (3, 6), (4, 7), (5, 10), (6, 11), (7, 14)] {
+        let s = c.ok("blocks_world_init_simulator", json!({"n": n})).await;
+        assert_eq!((s["optimal_moves"].clone(), s["optimum_exact"].clone()), (json!(best), json!(true)), "n = {n}: {s}");
+    }
 
     let own = c.ok("blocks_world_init_simulator", json!({"initial": [["A"], ["B"], []], "goal": [["B"], ["A"], []]})).await;
     assert_eq!((own["optimal_moves"].clone(), own["optimum_exact"].clone()), (json!(3), json!(true)), "{own}");

@@ -248,6 +248,29 @@ impl Client {
         self.service.call_tool(params).await.unwrap_or_else(|e| panic!("{name}: protocol error {e}"))
     }
 
+    /// Calls a tool as `call` does, and gives back the progress token rmcp's
+    /// client put in the request's `_meta.progressToken` (it numbers every
+    /// request's token itself, over whatever the caller set): the token the
+    /// call's progress notifications must carry.
+    pub async fn call_noting_progress_token(&self, name: &str, args: Value) -> (CallToolResult, rmcp::model::ProgressToken) {
+        use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
+        use rmcp::service::PeerRequestOptions;
+        let Value::Object(args) = args else { panic!("arguments must be an object") };
+        let request =
+            ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new(name.to_string()).with_arguments(args)));
+        let handle = self
+            .service
+            .peer()
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .unwrap_or_else(|e| panic!("{name}: protocol error {e}"));
+        let token = handle.progress_token.clone();
+        match handle.await_response().await {
+            Ok(ServerResult::CallToolResult(r)) => (r, token),
+            other => panic!("{name}: expected a tool result, got {other:?}"),
+        }
+    }
+
     /// Calls a tool that must succeed, returning its structured content.
     pub async fn ok(&self, name: &str, args: Value) -> Value {
         let r = self.call(name, args.clone()).await;
