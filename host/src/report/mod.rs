@@ -45,6 +45,10 @@ struct Line {
     optimum: Option<u32>,
     #[serde(default)]
     figures: Option<Figures>,
+    /// A replay of a finished game with its published secret: the same game
+    /// again, so counting it would count that game twice.
+    #[serde(default)]
+    replay: bool,
 }
 
 #[derive(Deserialize, Default)]
@@ -127,6 +131,8 @@ pub struct Report {
     /// Each scored decision's optimality, binned over [0, 1].
     pub optimality: [u64; OPTIMALITY_BINS],
     pub records: u64,
+    /// Replays read and left out of every figure.
+    pub replays: u64,
     pub bad_lines: u64,
     /// Files that could not be read, with why.
     pub unreadable: Vec<String>,
@@ -239,6 +245,10 @@ impl Report {
 
     fn add(&mut self, l: Line) {
         self.records += 1;
+        if l.replay {
+            self.replays += 1;
+            return;
+        }
         let group = self.groups.entry(l.game.clone()).or_default().entry(Params(l.parameters.clone())).or_default();
         group.add(&l);
         let success = matches!(l.outcome, Outcome::Solved | Outcome::Won);
@@ -308,6 +318,10 @@ impl Report {
     /// The closing line: records read, and what was skipped.
     pub fn totals(&self) -> String {
         let mut s = format!("{} records", self.records);
+        if self.replays > 0 {
+            let noun = if self.replays == 1 { "replay" } else { "replays" };
+            s.push_str(&format!(", {} {noun} left out", self.replays));
+        }
         if self.bad_lines > 0 {
             s.push_str(&format!(", {} bad lines skipped", self.bad_lines));
         }
@@ -385,10 +399,12 @@ mod tests {
             r#"{"game":"chess","parameters":{"level":3},"caller":"a","outcome":"draw"}"#,
             r#"{"game":"showdown","parameters":{},"outcome":"won","figures":{"optimality_mean":0.5,"optimality":[0.0,0.5,1.0]}}"#,
             r#"{"game":"x","outcome":"exploded"}"#,
+            r#"{"game":"hanoi","parameters":{"n":3},"caller":"a","outcome":"solved","moves":7,"optimum":7,"replay":true}"#,
         ]
         .join("\n");
         let (r, warnings) = report(&text);
-        assert_eq!((r.records, r.bad_lines, r.unreadable.len()), (5, 2, 1));
+        assert_eq!((r.records, r.replays, r.bad_lines, r.unreadable.len()), (6, 1, 2, 1));
+        assert!(r.totals().starts_with("6 records, 1 replay left out, 2 bad lines"), "{}", r.totals());
         assert!(warnings[0].ends_with("r.jsonl:3: not a result record (expected ident at line 1 column 2); skipped"), "{warnings:?}");
         assert!(warnings[1].contains("r.jsonl:8:") && warnings[2].contains("missing.jsonl: cannot be read"), "{warnings:?}");
         let n3 = &r.groups["hanoi"][&Params(serde_json::json!({"n":3}))];
