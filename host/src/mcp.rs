@@ -47,9 +47,20 @@ const LIST_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
 /// (the tool may be one of a game still being compiled).
 const CALL_PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
 
+/// What the MCP surface of one server keeps across its clients, shared by
+/// every handler (`Ludus`, one per MCP session over HTTP).
+#[derive(Default)]
+pub struct Surface {
+    /// What each client declared and chose; requests waiting for clients.
+    pub clients: client::Clients,
+    /// The plugins' tools as MCP lists them.
+    tools: tools::Listed,
+}
+
 #[derive(Clone)]
 pub struct Ludus {
     registry: Arc<Registry>,
+    surface: Arc<Surface>,
     /// This client, where the transport does not say (stdio: one client,
     /// one caller).
     caller: Caller,
@@ -63,8 +74,30 @@ pub struct Ludus {
 
 impl Ludus {
     pub fn new(registry: Arc<Registry>) -> Self {
+        Self::with_surface(registry, Default::default())
+    }
+
+    fn with_surface(registry: Arc<Registry>, surface: Arc<Surface>) -> Self {
         let gone = CancellationToken::new();
-        Ludus { registry, caller: Caller::Stdio, _drop: Arc::new(gone.clone().drop_guard()), gone, subscriptions: Default::default() }
+        Ludus {
+            registry,
+            surface,
+            caller: Caller::Stdio,
+            _drop: Arc::new(gone.clone().drop_guard()),
+            gone,
+            subscriptions: Default::default(),
+        }
+    }
+
+    /// A handler for another client of the same server (an MCP session over
+    /// HTTP): the registry and the surface shared, its own subscriptions.
+    pub fn another(&self) -> Self {
+        Self::with_surface(self.registry.clone(), self.surface.clone())
+    }
+
+    /// What this server keeps about its clients.
+    pub fn clients(&self) -> &client::Clients {
+        &self.surface.clients
     }
 
     /// Who is calling: over HTTP what the transport found (a bearer token's
@@ -73,6 +106,18 @@ impl Ludus {
         caller_in(&context.extensions).unwrap_or_else(|| self.caller.clone())
     }
 }
+
+/// The transport session a request came in: over HTTP its MCP session id
+/// (empty for a stateless request), otherwise the one client of stdio.
+fn transport_session(context: &RequestContext<RoleServer>) -> String {
+    match context.extensions.get::<axum::http::request::Parts>() {
+        Some(parts) => parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string(),
+        None => STDIO_SESSION.to_string(),
+    }
+}
+
+/// The transport session of the stdio client.
+pub const STDIO_SESSION: &str = "stdio";
 
 /// The caller the HTTP transport filed with a request (rmcp hands the
 /// handler the request's HTTP parts in its extensions).
@@ -148,12 +193,15 @@ impl Ludus {
                 let caller = caller.unwrap_or_else(|| self.caller.clone());
                 // rmcp's parser moves a request's `_meta` into its extensions.
                 let token = call.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token);
-                let client: Arc<dyn crate::capability::ClientLink> = client::Link::new(session, notify.clone(), token.clone(), ct.clone());
+                let clients = &self.surface.clients;
+                let client: Arc<dyn crate::capability::ClientLink> = clients.link(session, notify.clone(), token.clone(), ct.clone());
                 let progress = token.map(|token| {
                     let notify = notify.clone();
                     progress_reporter(token, move |p| notify(ServerJsonRpcMessage::notification(ProgressNotification::new(p).into())))
                 });
-                let log = logging::sink_for(&caller, &call.params.name, move |m| notify(ServerJsonRpcMessage::notification(m.into())));
+                let log = logging::sink_for(clients.log_level(session), &call.params.name, move |m| {
+                    notify(ServerJsonRpcMessage::notification(m.into()))
+                });
                 let listeners = Listeners { progress, log, client: Some(client) };
                 Ok(Box::pin(async move {
                     match this.call_tool_as(caller, call.params, ct, listeners).await {
@@ -163,7 +211,7 @@ impl Ludus {
                 }))
             }
             ClientRequest::InitializeRequest(init) => {
-                client::initialized(session, &init.params.capabilities);
+                self.surface.clients.initialized(session, &init.params.capabilities);
                 Err(JsonRpcRequest { request: ClientRequest::InitializeRequest(init), ..request })
             }
             other => Err(JsonRpcRequest { request: other, ..request }),
@@ -276,7 +324,7 @@ impl ServerHandler for Ludus {
     async fn list_tools(&self, page: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
         self.registry.settled(LIST_PATIENCE).await;
         // Sorted by name: a deterministic order helps client caches.
-        let mut plugin_tools: Vec<Tool> = self.registry.plugins().iter().flat_map(|p| tools::of_plugin(p).to_vec()).collect();
+        let mut plugin_tools: Vec<Tool> = self.registry.plugins().iter().flat_map(|p| self.surface.tools.of_plugin(p).to_vec()).collect();
         plugin_tools.sort_by(|a, b| a.name.cmp(&b.name));
         let mut tools = host_tools().to_vec();
         tools.extend(plugin_tools);
@@ -289,7 +337,7 @@ impl ServerHandler for Ludus {
     fn get_tool(&self, name: &str) -> Option<Tool> {
         host_tools().iter().find(|t| t.name == name).cloned().or_else(|| {
             let (plugin, i) = self.registry.find_tool(name).ok()?;
-            Some(tools::of_plugin(&plugin)[i].clone())
+            Some(self.surface.tools.of_plugin(&plugin)[i].clone())
         })
     }
 
@@ -303,7 +351,8 @@ impl ServerHandler for Ludus {
         });
         let caller = self.caller_of(&context);
         let peer = context.peer.clone();
-        let log = logging::sink_for(&caller, &request.name, move |m| {
+        let level = self.surface.clients.log_level(&transport_session(&context));
+        let log = logging::sink_for(level, &request.name, move |m| {
             let peer = peer.clone();
             tokio::spawn(async move { peer.send_notification(m.into()).await });
         });
@@ -314,7 +363,11 @@ impl ServerHandler for Ludus {
     // rmcp marks logging deprecated (a later protocol drops it); clients up to 2025-11-25 use it.
     #[allow(deprecated)]
     async fn set_level(&self, request: SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
-        logging::set_level(&self.caller_of(&context), request.level);
+        // A stateless request has no session to keep a level for.
+        let session = transport_session(&context);
+        if !session.is_empty() {
+            self.surface.clients.set_log_level(&session, request.level);
+        }
         Ok(())
     }
 

@@ -5,17 +5,22 @@
 //! waiting call by its id. A response is accepted only from the transport
 //! session the request went to.
 //!
-//! What each client declared at `initialize` is kept per transport session
-//! (an MCP session over HTTP, the one client over stdio) until it closes.
+//! What each client declared at `initialize`, and the log level it set, is
+//! kept per transport session (an MCP session over HTTP, the one client over
+//! stdio) until it closes, in the server's [`Clients`].
+
+// The log level a client sets is MCP logging's, which rmcp marks deprecated
+// (see `logging`); the clients Ludus serves use it.
+#![allow(deprecated)]
 
 use std::collections::HashMap;
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    ClientCapabilities, ClientJsonRpcMessage, CustomRequest, ProgressNotification, ProgressNotificationParam, ProgressToken, RequestId,
-    ServerJsonRpcMessage, ServerRequest,
+    ClientCapabilities, ClientJsonRpcMessage, CustomRequest, LoggingLevel, ProgressNotification, ProgressNotificationParam, ProgressToken,
+    RequestId, ServerJsonRpcMessage, ServerRequest,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -24,12 +29,17 @@ use super::Notify;
 use crate::capability::{Ask, ClientLink};
 use crate::locking::lock;
 
-/// What a client may be asked, by transport session.
-static DECLARED: LazyLock<Mutex<HashMap<String, Declared>>> = LazyLock::new(Default::default);
-
-/// Requests sent and not yet answered, by id: their transport session and
-/// where the answer goes.
-static WAITING: LazyLock<Mutex<HashMap<String, Waiting>>> = LazyLock::new(Default::default);
+/// The clients of one server: what each transport session declared and
+/// chose, and the requests sent to them and not yet answered. Each table
+/// under its own lock; an entry lives as long as its transport session.
+#[derive(Default)]
+pub struct Clients {
+    /// What each client said at `initialize` and chose since, by transport session.
+    declared: Mutex<HashMap<String, Declared>>,
+    /// Requests sent and not yet answered, by id: their transport session
+    /// and where the answer goes.
+    waiting: Arc<Mutex<HashMap<String, Waiting>>>,
+}
 
 struct Waiting {
     session: String,
@@ -45,57 +55,76 @@ const FORGOTTEN: Duration = Duration::from_secs(3600);
 struct Declared {
     sampling: bool,
     elicitation: bool,
+    /// Set by `logging/setLevel`; info until then.
+    log_level: Option<LoggingLevel>,
 }
 
-/// The client of transport session `session` said what it can at `initialize`.
-pub fn initialized(session: &str, capabilities: &ClientCapabilities) {
-    let declared = Declared { sampling: capabilities.sampling.is_some(), elicitation: capabilities.elicitation.is_some() };
-    lock(&DECLARED).insert(session.to_string(), declared);
-}
+impl Clients {
+    /// The client of transport session `session` said what it can at `initialize`.
+    pub fn initialized(&self, session: &str, capabilities: &ClientCapabilities) {
+        let mut declared = lock(&self.declared);
+        let d = declared.entry(session.to_string()).or_default();
+        d.sampling = capabilities.sampling.is_some();
+        d.elicitation = capabilities.elicitation.is_some();
+    }
 
-/// The transport session closed: what it declared is forgotten and its
-/// unanswered requests fail (their senders are dropped).
-pub fn closed(session: &str) {
-    lock(&DECLARED).remove(session);
-    lock(&WAITING).retain(|_, w| w.session != session);
-}
+    /// `logging/setLevel` from the client of `session`.
+    pub fn set_log_level(&self, session: &str, level: LoggingLevel) {
+        lock(&self.declared).entry(session.to_string()).or_default().log_level = Some(level);
+    }
 
-/// A message from the client of `session`: true when it answered one of our
-/// requests (and is consumed here), false when it is for someone else.
-pub fn answered(session: &str, message: &ClientJsonRpcMessage) -> bool {
-    let (id, answer) = match message {
-        ClientJsonRpcMessage::Response(r) => (&r.id, Ok(serde_json::to_value(&r.result).unwrap_or_default())),
-        ClientJsonRpcMessage::Error(e) => match &e.id {
-            Some(id) => (id, Err(format!("the client refused: {} (code {})", e.error.message, e.error.code.0))),
-            None => return false,
-        },
-        _ => return false,
-    };
-    let mut waiting = lock(&WAITING);
-    let key = id.to_string();
-    match waiting.get(&key) {
-        Some(w) if w.session == session => {
-            let w = waiting.remove(&key).expect("present");
-            // The call may have stopped waiting meanwhile.
-            let _ = w.to.send(answer);
-            true
+    /// The level the client of `session` set, if it set one.
+    pub fn log_level(&self, session: &str) -> Option<LoggingLevel> {
+        lock(&self.declared).get(session).and_then(|d| d.log_level)
+    }
+
+    /// The transport session closed: what it declared is forgotten and its
+    /// unanswered requests fail (their senders are dropped).
+    pub fn closed(&self, session: &str) {
+        lock(&self.declared).remove(session);
+        lock(&self.waiting).retain(|_, w| w.session != session);
+    }
+
+    /// A message from the client of `session`: true when it answered one of
+    /// our requests (and is consumed here), false when it is for someone else.
+    pub fn answered(&self, session: &str, message: &ClientJsonRpcMessage) -> bool {
+        let (id, answer) = match message {
+            ClientJsonRpcMessage::Response(r) => (&r.id, Ok(serde_json::to_value(&r.result).unwrap_or_default())),
+            ClientJsonRpcMessage::Error(e) => match &e.id {
+                Some(id) => (id, Err(format!("the client refused: {} (code {})", e.error.message, e.error.code.0))),
+                None => return false,
+            },
+            _ => return false,
+        };
+        let mut waiting = lock(&self.waiting);
+        let key = id.to_string();
+        match waiting.get(&key) {
+            Some(w) if w.session == session => {
+                let w = waiting.remove(&key).expect("present");
+                // The call may have stopped waiting meanwhile.
+                let _ = w.to.send(answer);
+                true
+            }
+            _ => false,
         }
-        _ => false,
+    }
+
+    /// The client of one tool call made in transport session `session`.
+    pub fn link(&self, session: &str, notify: Notify, progress: Option<ProgressToken>, cancelled: CancellationToken) -> Arc<Link> {
+        let declared = lock(&self.declared).get(session).copied().unwrap_or_default();
+        Arc::new(Link { session: session.to_string(), declared, waiting: self.waiting.clone(), notify, progress, cancelled })
     }
 }
 
 /// The client of one tool call.
 pub struct Link {
     session: String,
+    /// What the client declared when the call began.
+    declared: Declared,
+    waiting: Arc<Mutex<HashMap<String, Waiting>>>,
     notify: Notify,
     progress: Option<ProgressToken>,
     cancelled: CancellationToken,
-}
-
-impl Link {
-    pub fn new(session: &str, notify: Notify, progress: Option<ProgressToken>, cancelled: CancellationToken) -> Arc<Link> {
-        Arc::new(Link { session: session.to_string(), notify, progress, cancelled })
-    }
 }
 
 impl ClientLink for Link {
@@ -108,17 +137,16 @@ impl ClientLink for Link {
     }
 
     fn declares(&self, ask: Ask) -> bool {
-        let declared = lock(&DECLARED).get(&self.session).copied().unwrap_or_default();
         match ask {
-            Ask::Sampling => declared.sampling,
-            Ask::Elicitation => declared.elicitation,
+            Ask::Sampling => self.declared.sampling,
+            Ask::Elicitation => self.declared.elicitation,
         }
     }
 
     fn send(&self, ask: Ask, params: Value) -> Result<Receiver<Result<Value, String>>, String> {
         let id = RequestId::String(format!("ludus-{}", uuid::Uuid::new_v4().simple()).into());
         let (to, from) = channel();
-        let mut waiting = lock(&WAITING);
+        let mut waiting = lock(&self.waiting);
         waiting.retain(|_, w| w.since.elapsed() < FORGOTTEN);
         waiting.insert(id.to_string(), Waiting { session: self.session.clone(), to, since: Instant::now() });
         drop(waiting);
@@ -130,5 +158,46 @@ impl ClientLink for Link {
 
     fn cancelled(&self) -> bool {
         self.cancelled.is_cancelled()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(clients: &Clients, session: &str) -> Arc<Link> {
+        clients.link(session, Arc::new(|_| {}), None, CancellationToken::new())
+    }
+
+    #[test]
+    fn what_a_client_chose_lives_as_long_as_its_session() {
+        let clients = Clients::default();
+        let mut caps = ClientCapabilities::default();
+        caps.sampling = Some(Default::default());
+        clients.initialized("a", &caps);
+        clients.set_log_level("a", LoggingLevel::Warning);
+        clients.set_log_level("b", LoggingLevel::Debug);
+        assert!(link(&clients, "a").declares(Ask::Sampling) && !link(&clients, "a").declares(Ask::Elicitation));
+        assert!(!link(&clients, "b").declares(Ask::Sampling));
+        assert_eq!((clients.log_level("a"), clients.log_level("b")), (Some(LoggingLevel::Warning), Some(LoggingLevel::Debug)));
+        clients.closed("a");
+        assert_eq!((clients.log_level("a"), clients.log_level("b")), (None, Some(LoggingLevel::Debug)));
+        assert!(!link(&clients, "a").declares(Ask::Sampling));
+    }
+
+    #[test]
+    fn an_answer_counts_only_from_the_session_asked() {
+        let clients = Clients::default();
+        let sent = Arc::new(Mutex::new(None));
+        let seen = sent.clone();
+        let notify: Notify = Arc::new(move |m| *lock(&seen) = Some(m));
+        let answers = clients.link("a", notify, None, CancellationToken::new()).send(Ask::Sampling, serde_json::json!({})).unwrap();
+        let Some(ServerJsonRpcMessage::Request(request)) = lock(&sent).take() else { panic!("a request went out") };
+        let reply: ClientJsonRpcMessage =
+            serde_json::from_value(serde_json::json!({"jsonrpc": "2.0", "id": request.id, "result": {"ok": 1}})).unwrap();
+        assert!(!clients.answered("b", &reply), "another session cannot answer it");
+        assert!(clients.answered("a", &reply));
+        assert_eq!(answers.recv().unwrap().unwrap()["ok"], 1);
+        assert!(!clients.answered("a", &reply), "answered once");
     }
 }

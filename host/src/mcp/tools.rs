@@ -1,6 +1,7 @@
 //! Plugin tools as MCP lists them, built from each plugin version's
 //! protocol-neutral tool definitions once and kept while that version is
-//! loaded (a `tools/list` then clones a few `Arc`s per tool).
+//! loaded (a `tools/list` then clones a few `Arc`s per tool), in the
+//! server's [`Listed`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -13,26 +14,28 @@ use crate::locking::lock;
 use crate::plugin::schema::{Shape, object_schema};
 use crate::plugin::{Plugin, ToolDef, ok_shape};
 
-/// Each loaded plugin version's MCP tools, by the version's address (the
-/// weak reference tells a live version from one whose address was reused).
-type Built = HashMap<usize, (Weak<Plugin>, Arc<[Tool]>)>;
+/// The MCP tools of each plugin, by name, with the version they were built
+/// for: a reloaded plugin is a new version and gets its tools built again.
+#[derive(Default)]
+pub struct Listed(Mutex<HashMap<String, (Weak<Plugin>, Arc<[Tool]>)>>);
 
-/// The MCP tools of `plugin`, in its order (built on first use).
-pub fn of_plugin(plugin: &Arc<Plugin>) -> Arc<[Tool]> {
-    static BUILT: Mutex<Option<Built>> = Mutex::new(None);
-    let mut built = lock(&BUILT);
-    let built = built.get_or_insert_with(HashMap::new);
-    let key = Arc::as_ptr(plugin) as usize;
-    if let Some((version, tools)) = built.get(&key)
-        && version.upgrade().is_some_and(|v| Arc::ptr_eq(&v, plugin))
-    {
-        return tools.clone();
+impl Listed {
+    /// The MCP tools of `plugin`, in its order (built on first use).
+    pub fn of_plugin(&self, plugin: &Arc<Plugin>) -> Arc<[Tool]> {
+        let mut built = lock(&self.0);
+        // A weak reference keeps its allocation: while it is here no other
+        // version can have that address.
+        if let Some((version, tools)) = built.get(&plugin.name)
+            && std::ptr::eq(version.as_ptr(), Arc::as_ptr(plugin))
+        {
+            return tools.clone();
+        }
+        // Plugins no longer loaded go with the next version built.
+        built.retain(|_, (version, _)| version.strong_count() > 0);
+        let tools: Arc<[Tool]> = plugin.tools.iter().map(tool).collect();
+        built.insert(plugin.name.clone(), (Arc::downgrade(plugin), tools.clone()));
+        tools
     }
-    // Versions no longer loaded go; a new one may have taken an old address.
-    built.retain(|_, (version, _)| version.strong_count() > 0);
-    let tools: Arc<[Tool]> = plugin.tools.iter().map(tool).collect();
-    built.insert(key, (Arc::downgrade(plugin), tools.clone()));
-    tools
 }
 
 /// One tool's MCP definition.

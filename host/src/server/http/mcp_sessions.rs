@@ -126,7 +126,7 @@ impl McpSessions {
         lock(&self.last_used).remove(id);
         lock(&self.owners).remove(id);
         self.resumable.forget(id);
-        crate::mcp::client::closed(id);
+        self.ludus.clients().closed(id);
         if !TRIM_DUE.swap(true, std::sync::atomic::Ordering::Relaxed) {
             tokio::spawn(async {
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -272,7 +272,7 @@ impl SessionManager for McpSessions {
         if let ClientJsonRpcMessage::Request(r) = &message
             && let ClientRequest::InitializeRequest(init) = &r.request
         {
-            crate::mcp::client::initialized(id, &init.params.capabilities);
+            self.ludus.clients().initialized(id, &init.params.capabilities);
         }
         let answer = self.inner.initialize_session(id, message).await?;
         if let ServerJsonRpcMessage::Response(r) = &answer
@@ -311,7 +311,7 @@ impl SessionManager for McpSessions {
     async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
         self.touch(id);
         // The client answering a game's question (sampling, elicitation).
-        if crate::mcp::client::answered(id, &message) {
+        if self.ludus.clients().answered(id, &message) {
             return Ok(());
         }
         if let ClientJsonRpcMessage::Notification(n) = &message

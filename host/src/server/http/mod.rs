@@ -57,9 +57,9 @@ pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
     let ct = CancellationToken::new();
     let max_body = registry.config.limits.max_argument_bytes + (64 << 10);
     let idle_limit = Duration::from_millis(registry.config.limits.mcp_session_idle_ms);
-    let sessions = McpSessions::new(Ludus::new(registry.clone()), idle_limit, registry.config.server_name.clone());
-    let r = registry.clone();
-    let service = StreamableHttpService::new(move || Ok(Ludus::new(r.clone())), sessions.clone(), mcp_config(&registry, max_body, &ct));
+    let ludus = Ludus::new(registry.clone());
+    let sessions = McpSessions::new(ludus.clone(), idle_limit, registry.config.server_name.clone());
+    let service = StreamableHttpService::new(move || Ok(ludus.another()), sessions.clone(), mcp_config(&registry, max_body, &ct));
     let limits = &registry.config.limits;
     // A loopback server the operator issued no tokens for makes one for its
     // own user, as notebook servers do: a client that keeps no MCP session

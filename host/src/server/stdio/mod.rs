@@ -45,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 use super::busy_poll::{self, Doorbell};
 use super::jsonrpc::{classify, error_reply};
 use crate::locking::lock;
-use crate::mcp::{DirectAnswer, Ludus, Notify};
+use crate::mcp::{DirectAnswer, Ludus, Notify, STDIO_SESSION};
 use output::{Output, Sink};
 
 mod output;
@@ -111,9 +111,6 @@ struct Reader {
     bell: Arc<Doorbell>,
 }
 
-/// The transport session of stdio's one client, for requests to it.
-const STDIO_CLIENT: &str = "stdio";
-
 impl Reader {
     fn run(mut self) {
         // The runtime's handle is current here (spawning, timers, I/O
@@ -128,7 +125,7 @@ impl Reader {
                 }
                 JsonRpcMessage::Request(request) => {
                     let (ct, id) = (CancellationToken::new(), request.id.to_string());
-                    match self.ludus.answer_directly(None, STDIO_CLIENT, request, ct.clone(), self.notify.clone()) {
+                    match self.ludus.answer_directly(None, STDIO_SESSION, request, ct.clone(), self.notify.clone()) {
                         Ok(answer) => {
                             self.run_direct(answer, ct, id);
                             continue;
@@ -138,7 +135,7 @@ impl Reader {
                 }
                 JsonRpcMessage::Notification(n) if self.cancels_running(&n.notification) => continue,
                 // The client answering a game's question (sampling, elicitation).
-                answer if crate::mcp::client::answered(STDIO_CLIENT, &answer) => continue,
+                answer if self.ludus.clients().answered(STDIO_SESSION, &answer) => continue,
                 other => other,
             };
             if self.to_rmcp.blocking_send(message).is_err() {
