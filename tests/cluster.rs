@@ -317,7 +317,7 @@ async fn a_redis_laid_out_by_a_newer_ludus_stops_the_start_and_is_left_alone() {
 /// records its writer and bumps the version.
 #[test]
 fn a_write_after_the_lease_was_lost_is_refused() {
-    use ludus::store::{Record, RedisStore, SessionStore, SharedStore};
+    use ludus::store::{Record, RedisStore, SessionStore, SharedStore, StoreError};
     if !services_present() {
         return;
     }
@@ -350,14 +350,16 @@ fn a_write_after_the_lease_was_lost_is_refused() {
     assert_eq!(first.version, 0, "a new game is at version 0");
     // While a holds it, b waits and gives up with the holder named.
     let busy = b.lease("g1", Duration::from_millis(200)).unwrap_err();
-    assert!(busy.contains("busy on server a"), "{busy}");
+    assert!(matches!(&busy, StoreError::Busy { server, .. } if server == "a"), "{busy:?}");
+    assert!(busy.to_string().contains("busy on server a"), "{busy}");
     assert_eq!(a.put(&record, b"one", Some(&first)).unwrap(), 1);
     // The write gave the lease back: b takes it at once and sees version 1.
     let second = b.lease("g1", Duration::from_millis(200)).unwrap();
     assert_eq!(second.version, 1);
     assert!(second.token > first.token, "tokens only grow");
     // a, stalled with its old lease, cannot write; b can.
-    assert!(a.put(&record, b"stale", Some(&first)).is_err(), "a lost lease still wrote");
+    let stale = a.put(&record, b"stale", Some(&first)).unwrap_err();
+    assert!(matches!(&stale, StoreError::TakenOver(id) if id == "g1"), "a lost lease still wrote: {stale:?}");
     assert_eq!(b.put(&record, b"two", Some(&second)).unwrap(), 2);
     let stored = a.load("g1").unwrap().unwrap();
     assert_eq!((stored.state.as_slice(), stored.version), (&b"two"[..], 2));

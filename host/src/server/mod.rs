@@ -50,7 +50,7 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     runtime.processes.set_limits(config.limits.max_processes, config.limits.max_processes_per_caller);
     // Leases need a name for this server even when the operator gave none.
     let name = config.server_name.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()[..12].to_string());
-    let store = crate::store::open(&opts.store, &name).map_err(anyhow::Error::msg)?;
+    let store = crate::store::open(&opts.store, &name)?;
     let records = opts.records.as_deref().map(crate::records::RecordsFile::open).transpose().map_err(anyhow::Error::msg)?;
     if let Some(records) = &records {
         tracing::info!("every game's result is recorded in {}", records.path().display());

@@ -277,7 +277,7 @@ impl Sessions {
     ) -> Result<Arc<Sessions>, String> {
         let store: Option<Arc<dyn SessionStore>> = store.map(Arc::from);
         let stored = match &store {
-            Some(store) => store.records()?,
+            Some(store) => store.records().map_err(|e| e.to_string())?,
             None => Vec::new(),
         };
         let dormant = stored.into_iter().map(|r| (r.id.clone(), r)).collect();

@@ -39,7 +39,7 @@ impl Sessions {
         let (p, me, rt, key) = (plugin.clone(), self.clone(), self.rt.clone(), id.to_string());
         let load = move || -> Result<Option<Arc<Session>>, String> {
             let shared = me.shared().expect("checked by the caller");
-            let Some(stored) = shared.load(&key)? else { return Ok(None) };
+            let Some(stored) = shared.load(&key).map_err(|e| e.to_string())? else { return Ok(None) };
             if stored.record.plugin != p.name {
                 return Ok(None);
             }

@@ -6,6 +6,7 @@
 //! reads it back after a restart. Why SQLite and how a write is made
 //! durable: docs/design/durability.md.
 
+mod error;
 mod redis;
 mod sqlite;
 
@@ -15,6 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+pub use error::StoreError;
 pub use redis::{LEASE, RedisStore};
 pub use sqlite::SqliteStore;
 
@@ -108,13 +110,13 @@ pub trait SessionStore: Send + Sync {
     /// Writes (or replaces) a session: its record and its game's state. A
     /// shared store writes only under the game's `lease`, gives the lease
     /// back with the write, and answers the version written (a local store: 0).
-    fn put(&self, record: &Record, state: &[u8], lease: Option<&Lease>) -> Result<u64, String>;
+    fn put(&self, record: &Record, state: &[u8], lease: Option<&Lease>) -> Result<u64, StoreError>;
     /// Forgets a session (it ended or expired).
-    fn remove(&self, id: &str) -> Result<(), String>;
+    fn remove(&self, id: &str) -> Result<(), StoreError>;
     /// Every stored session's record (read once at start).
-    fn records(&self) -> Result<Vec<Record>, String>;
+    fn records(&self) -> Result<Vec<Record>, StoreError>;
     /// A stored session's game state.
-    fn state(&self, id: &str) -> Result<Option<Vec<u8>>, String>;
+    fn state(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError>;
     /// Where it is, for logs and `ludus doctor`.
     fn describe(&self) -> String;
     /// The same store, when other servers share it.
@@ -128,16 +130,16 @@ pub trait SessionStore: Send + Sync {
 /// another one changed a game.
 pub trait SharedStore: Send + Sync {
     /// Takes game `id`'s lease, waiting up to `wait` while another server holds it.
-    fn lease(&self, id: &str, wait: Duration) -> Result<Lease, String>;
+    fn lease(&self, id: &str, wait: Duration) -> Result<Lease, StoreError>;
     /// The version game `id` is stored at (0: not stored).
-    fn version(&self, id: &str) -> Result<u64, String>;
+    fn version(&self, id: &str) -> Result<u64, StoreError>;
     /// Gives the lease back (a write gives it back too; it also expires by
     /// itself, `LEASE` after it was taken).
     fn release(&self, id: &str, lease: &Lease);
     /// A stored game: its record, its state and its version.
-    fn load(&self, id: &str) -> Result<Option<Stored>, String>;
+    fn load(&self, id: &str) -> Result<Option<Stored>, StoreError>;
     /// The stored games `caller` plays in.
-    fn records_of(&self, caller: &str) -> Result<Vec<Record>, String>;
+    fn records_of(&self, caller: &str) -> Result<Vec<Record>, StoreError>;
     /// Calls `changed(id, version)`, from a thread of its own, whenever
     /// another server wrote a game.
     fn watch(&self, changed: OnChange);
@@ -193,7 +195,7 @@ impl StoreSpec {
 /// by one desktop app each start a server); a file the operator named is
 /// an error then, as is any file that is not a Ludus session store.
 /// `server` names this server in a shared store's leases.
-pub fn open(spec: &StoreSpec, server: &str) -> Result<Option<Box<dyn SessionStore>>, String> {
+pub fn open(spec: &StoreSpec, server: &str) -> Result<Option<Box<dyn SessionStore>>, StoreError> {
     let path = match spec {
         StoreSpec::Memory => return Ok(None),
         StoreSpec::Redis(url) => return Ok(Some(Box::new(RedisStore::open(url, server)?))),
@@ -202,15 +204,15 @@ pub fn open(spec: &StoreSpec, server: &str) -> Result<Option<Box<dyn SessionStor
             let path = data_dir().join("sessions.db");
             return match SqliteStore::open(&path) {
                 Ok(store) => Ok(Some(Box::new(store))),
-                Err(e) if e.held_by_another => {
-                    tracing::warn!("{}; this server keeps its games in memory only", e.message);
+                Err(e @ StoreError::InUse(_)) => {
+                    tracing::warn!("{e}; this server keeps its games in memory only");
                     Ok(None)
                 }
-                Err(e) => Err(e.message),
+                Err(e) => Err(e),
             };
         }
     };
-    SqliteStore::open(&path).map(|s| Some(Box::new(s) as Box<dyn SessionStore>)).map_err(|e| e.message)
+    SqliteStore::open(&path).map(|s| Some(Box::new(s) as Box<dyn SessionStore>))
 }
 
 /// `$XDG_DATA_HOME/ludus` or `~/.local/share/ludus` (the current directory
@@ -227,12 +229,4 @@ pub fn data_dir() -> PathBuf {
 /// Milliseconds since the epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
-
-/// Why a store could not be opened.
-#[derive(Debug)]
-pub struct OpenError {
-    pub message: String,
-    /// Another server holds the file.
-    pub held_by_another: bool,
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, RedisResult, Script};
 
-use super::{Lease, OnChange, Record, SessionStore, SharedStore, Stored};
+use super::{Lease, OnChange, Record, SessionStore, SharedStore, StoreError, Stored};
 use crate::locking::lock;
 
 /// The layout this build writes (`ludus:format`).
@@ -85,16 +85,17 @@ fn lease_key(id: &str) -> String {
 impl RedisStore {
     /// Connects to the Redis at `url` as server `server`, refusing one whose
     /// Ludus keys were laid out by a newer build.
-    pub fn open(url: &str, server: &str) -> Result<RedisStore, String> {
-        let fail = |e: redis::RedisError| format!("the session store {url}: {e}");
+    pub fn open(url: &str, server: &str) -> Result<RedisStore, StoreError> {
+        let fail = |e: redis::RedisError| StoreError::Open { store: url.to_string(), why: e.to_string() };
         let client = Client::open(url).map_err(fail)?;
         let mut con = client.get_connection_with_timeout(Duration::from_secs(5)).map_err(fail)?;
         let format: Option<u64> = redis::cmd("GET").arg("ludus:format").query(&mut con).map_err(fail)?;
         match format {
             Some(f) if f > FORMAT => {
-                return Err(format!(
-                    "the session store {url} was written by a newer Ludus (layout {f}; this build knows {FORMAT}); it is left as it is"
-                ));
+                return Err(StoreError::Open {
+                    store: url.to_string(),
+                    why: format!("it was written by a newer Ludus (layout {f}; this build knows {FORMAT}); it is left as it is"),
+                });
             }
             Some(_) => {}
             None => redis::cmd("SET").arg("ludus:format").arg(FORMAT).arg("NX").exec(&mut con).map_err(fail)?,
@@ -112,18 +113,19 @@ impl RedisStore {
 
     /// Runs `f` on an idle connection (a new one when none is idle); a
     /// connection that failed is not reused.
-    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> RedisResult<T>) -> Result<T, String> {
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> RedisResult<T>) -> Result<T, StoreError> {
+        let doing = || format!("Redis at {}", self.url);
         let popped = lock(&self.idle).pop();
         let mut con = match popped {
             Some(con) => con,
-            None => self.client.get_connection_with_timeout(Duration::from_secs(5)).map_err(|e| format!("Redis at {}: {e}", self.url))?,
+            None => self.client.get_connection_with_timeout(Duration::from_secs(5)).map_err(|e| StoreError::backend(doing(), e))?,
         };
         let out = f(&mut con);
         match &out {
             Err(e) if e.is_connection_dropped() || e.is_io_error() || e.is_timeout() => {}
             _ => lock(&self.idle).push(con),
         }
-        out.map_err(|e| format!("Redis at {}: {e}", self.url))
+        out.map_err(|e| StoreError::backend(doing(), e))
     }
 
     fn holder(&self, token: u64) -> String {
@@ -132,9 +134,9 @@ impl RedisStore {
 }
 
 impl SessionStore for RedisStore {
-    fn put(&self, record: &Record, state: &[u8], lease: Option<&Lease>) -> Result<u64, String> {
-        let Some(lease) = lease else { return Err("a shared store is written only under the game's lease".into()) };
-        let json = serde_json::to_string(record).map_err(|e| e.to_string())?;
+    fn put(&self, record: &Record, state: &[u8], lease: Option<&Lease>) -> Result<u64, StoreError> {
+        let Some(lease) = lease else { return Err(StoreError::NoLease) };
+        let json = serde_json::to_string(record).map_err(|e| StoreError::backend(format!("writing session {}", record.id), e))?;
         let version: i64 = self.with(|con| {
             let mut call = self.write.key(lease_key(&record.id));
             call.key(game_key(&record.id)).key(CHANGED);
@@ -142,20 +144,20 @@ impl SessionStore for RedisStore {
             call.arg(record.idle_timeout_ms.max(1)).arg(&self.server).arg(&record.id).arg(&record.players);
             call.invoke(con)
         })?;
-        u64::try_from(version).map_err(|_| format!("game {} was taken over by another server before this write", record.id))
+        u64::try_from(version).map_err(|_| StoreError::TakenOver(record.id.clone()))
     }
 
-    fn remove(&self, id: &str) -> Result<(), String> {
+    fn remove(&self, id: &str) -> Result<(), StoreError> {
         self.with(|con| redis::cmd("DEL").arg(game_key(id)).exec(con))
     }
 
     /// Games are looked up by id when a call names them (`load`): another
     /// server may start one at any time, so nothing is read at start.
-    fn records(&self) -> Result<Vec<Record>, String> {
+    fn records(&self) -> Result<Vec<Record>, StoreError> {
         Ok(Vec::new())
     }
 
-    fn state(&self, id: &str) -> Result<Option<Vec<u8>>, String> {
+    fn state(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         self.with(|con| redis::cmd("HGET").arg(game_key(id)).arg("state").query(con))
     }
 
@@ -169,7 +171,7 @@ impl SessionStore for RedisStore {
 }
 
 impl SharedStore for RedisStore {
-    fn lease(&self, id: &str, wait: Duration) -> Result<Lease, String> {
+    fn lease(&self, id: &str, wait: Duration) -> Result<Lease, StoreError> {
         let until = Instant::now() + wait;
         let mut pause = Duration::from_millis(1);
         loop {
@@ -183,20 +185,20 @@ impl SharedStore for RedisStore {
                     .invoke(con)
             })?;
             if token > 0 {
-                let version = redis::from_redis_value(second).map_err(|e| e.to_string())?;
+                let version = redis::from_redis_value(second).map_err(|e| StoreError::backend(format!("taking game {id}'s lease"), e))?;
                 return Ok(Lease { token, version });
             }
             if Instant::now() >= until {
                 let holder: String = redis::from_redis_value(second).unwrap_or_default();
                 let server = holder.split(' ').next().unwrap_or("another server");
-                return Err(format!("game {id} is busy on server {server} (its lease was not given back within {} s)", wait.as_secs()));
+                return Err(StoreError::Busy { id: id.to_string(), server: server.to_string(), waited_s: wait.as_secs() });
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(50));
         }
     }
 
-    fn version(&self, id: &str) -> Result<u64, String> {
+    fn version(&self, id: &str) -> Result<u64, StoreError> {
         let version: Option<u64> = self.with(|con| redis::cmd("HGET").arg(game_key(id)).arg("version").query(con))?;
         Ok(version.unwrap_or(0))
     }
@@ -207,15 +209,15 @@ impl SharedStore for RedisStore {
         }
     }
 
-    fn load(&self, id: &str) -> Result<Option<Stored>, String> {
+    fn load(&self, id: &str) -> Result<Option<Stored>, StoreError> {
         let (record, state, version): (Option<String>, Option<Vec<u8>>, Option<u64>) =
             self.with(|con| redis::cmd("HMGET").arg(game_key(id)).arg("record").arg("state").arg("version").query(con))?;
         let (Some(record), Some(state)) = (record, state) else { return Ok(None) };
-        let record = serde_json::from_str(&record).map_err(|e| format!("game {id}'s stored record cannot be read: {e}"))?;
+        let record = serde_json::from_str(&record).map_err(|e| StoreError::Unreadable { id: id.to_string(), why: e.to_string() })?;
         Ok(Some(Stored { record, state, version: version.unwrap_or(0) }))
     }
 
-    fn records_of(&self, caller: &str) -> Result<Vec<Record>, String> {
+    fn records_of(&self, caller: &str) -> Result<Vec<Record>, StoreError> {
         let index = format!("ludus:caller:{caller}");
         let ids: Vec<String> = self.with(|con| redis::cmd("SMEMBERS").arg(&index).query(con))?;
         if ids.is_empty() {

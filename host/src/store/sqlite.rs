@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Lease, OpenError, Record, SessionStore};
+use super::{Lease, Record, SessionStore, StoreError};
 use crate::locking::lock;
 
 /// The layout this build writes (`PRAGMA user_version`).
@@ -31,8 +31,8 @@ impl SqliteStore {
     /// Opens (or creates) the store at `path`, refusing a file that is not a
     /// Ludus session store or was written by a newer Ludus: such a file is
     /// left exactly as it was.
-    pub fn open(path: &Path) -> Result<SqliteStore, OpenError> {
-        let fail = |why: String| OpenError { message: format!("the session store {}: {why}", path.display()), held_by_another: false };
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let fail = |why: String| StoreError::Open { store: path.display().to_string(), why };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| fail(format!("cannot create its directory: {e}")))?;
         }
@@ -45,10 +45,7 @@ impl SqliteStore {
             .map_err(|e| fail(format!("cannot open its lock file {}: {e}", lock_path.display())))?;
         // SAFETY: flock on a descriptor this function owns; no memory is involved.
         if unsafe { libc::flock(lock_file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(OpenError {
-                message: format!("the session store {} is in use by another Ludus server", path.display()),
-                held_by_another: true,
-            });
+            return Err(StoreError::InUse(path.display().to_string()));
         }
         let db = Connection::open(path).map_err(|e| fail(format!("cannot open it: {e}")))?;
         check(&db).map_err(fail)?;
@@ -99,31 +96,35 @@ fn check(db: &Connection) -> Result<(), String> {
 }
 
 impl SessionStore for SqliteStore {
-    fn put(&self, record: &Record, state: &[u8], _lease: Option<&Lease>) -> Result<u64, String> {
-        let json = serde_json::to_string(record).map_err(|e| e.to_string())?;
+    fn put(&self, record: &Record, state: &[u8], _lease: Option<&Lease>) -> Result<u64, StoreError> {
+        let doing = || format!("writing session {}", record.id);
+        let json = serde_json::to_string(record).map_err(|e| StoreError::backend(doing(), e))?;
         let db = lock(&self.db);
         let mut put = db
             .prepare_cached(
                 "INSERT INTO sessions (id, record, state) VALUES (?1, ?2, ?3)
                  ON CONFLICT (id) DO UPDATE SET record = excluded.record, state = excluded.state",
             )
-            .map_err(|e| e.to_string())?;
-        put.execute(params![record.id, json, state]).map(|_| 0).map_err(|e| format!("writing session {}: {e}", record.id))
+            .map_err(|e| StoreError::backend(doing(), e))?;
+        put.execute(params![record.id, json, state]).map(|_| 0).map_err(|e| StoreError::backend(doing(), e))
     }
 
-    fn remove(&self, id: &str) -> Result<(), String> {
+    fn remove(&self, id: &str) -> Result<(), StoreError> {
+        let doing = || format!("removing session {id}");
         let db = lock(&self.db);
-        let mut remove = db.prepare_cached("DELETE FROM sessions WHERE id = ?1").map_err(|e| e.to_string())?;
-        remove.execute([id]).map(drop).map_err(|e| format!("removing session {id}: {e}"))
+        let mut remove = db.prepare_cached("DELETE FROM sessions WHERE id = ?1").map_err(|e| StoreError::backend(doing(), e))?;
+        remove.execute([id]).map(drop).map_err(|e| StoreError::backend(doing(), e))
     }
 
-    fn records(&self) -> Result<Vec<Record>, String> {
+    fn records(&self) -> Result<Vec<Record>, StoreError> {
+        let doing = || format!("reading the sessions in {}", self.path.display());
         let db = lock(&self.db);
-        let mut all = db.prepare("SELECT id, record FROM sessions").map_err(|e| e.to_string())?;
-        let rows = all.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).map_err(|e| e.to_string())?;
+        let mut all = db.prepare("SELECT id, record FROM sessions").map_err(|e| StoreError::backend(doing(), e))?;
+        let rows =
+            all.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).map_err(|e| StoreError::backend(doing(), e))?;
         let mut records = Vec::new();
         for row in rows {
-            let (id, json) = row.map_err(|e| e.to_string())?;
+            let (id, json) = row.map_err(|e| StoreError::backend(doing(), e))?;
             match serde_json::from_str(&json) {
                 Ok(record) => records.push(record),
                 Err(e) => tracing::error!(store = %self.path.display(), "session {id}'s record cannot be read ({e}); it is left out"),
@@ -132,10 +133,11 @@ impl SessionStore for SqliteStore {
         Ok(records)
     }
 
-    fn state(&self, id: &str) -> Result<Option<Vec<u8>>, String> {
+    fn state(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let doing = || format!("reading session {id}");
         let db = lock(&self.db);
-        let mut state = db.prepare_cached("SELECT state FROM sessions WHERE id = ?1").map_err(|e| e.to_string())?;
-        state.query_row([id], |r| r.get(0)).optional().map_err(|e| format!("reading session {id}: {e}"))
+        let mut state = db.prepare_cached("SELECT state FROM sessions WHERE id = ?1").map_err(|e| StoreError::backend(doing(), e))?;
+        state.query_row([id], |r| r.get(0)).optional().map_err(|e| StoreError::backend(doing(), e))
     }
 
     fn describe(&self) -> String {
@@ -195,7 +197,7 @@ mod tests {
         let path = dir.path().join("s.db");
         let _first = SqliteStore::open(&path).unwrap();
         let second = SqliteStore::open(&path).err().unwrap();
-        assert!(second.held_by_another, "{}", second.message);
+        assert!(matches!(second, StoreError::InUse(_)), "{second}");
     }
 
     #[test]
@@ -203,8 +205,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let junk = dir.path().join("junk.db");
         std::fs::write(&junk, vec![7u8; 8192]).unwrap();
-        let e = SqliteStore::open(&junk).err().unwrap();
-        assert!(e.message.contains("junk.db") && e.message.contains("not a Ludus session store"), "{}", e.message);
+        let e = SqliteStore::open(&junk).err().unwrap().to_string();
+        assert!(e.contains("junk.db") && e.contains("not a Ludus session store"), "{e}");
         assert_eq!(std::fs::read(&junk).unwrap(), vec![7u8; 8192], "the file was changed");
 
         let newer = dir.path().join("newer.db");
@@ -213,8 +215,8 @@ mod tests {
             db.pragma_update(None, "user_version", FORMAT + 1).unwrap();
         }
         let before = std::fs::read(&newer).unwrap();
-        let e = SqliteStore::open(&newer).err().unwrap();
-        assert!(e.message.contains("newer Ludus"), "{}", e.message);
+        let e = SqliteStore::open(&newer).err().unwrap().to_string();
+        assert!(e.contains("newer Ludus"), "{e}");
         assert_eq!(std::fs::read(&newer).unwrap(), before);
     }
 }

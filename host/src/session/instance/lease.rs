@@ -50,10 +50,10 @@ impl Session {
         let _one_at_a_time = lock(&self.leasing);
         let id = self.id();
         let known = self.version.load(Ordering::Relaxed);
-        if kind == Run::Read && shared.version(&id)? == known {
+        if kind == Run::Read && shared.version(&id).map_err(|e| e.to_string())? == known {
             return Ok(f());
         }
-        let lease = shared.lease(&id, LEASE + Duration::from_secs(1))?;
+        let lease = shared.lease(&id, LEASE + Duration::from_secs(1)).map_err(|e| e.to_string())?;
         let behind = lease.version != known;
         if behind {
             let caught_up = if kind == Run::Event { Err(String::new()) } else { self.catch_up(shared, &id) };
@@ -88,7 +88,7 @@ impl Session {
         let Some(shared) = self.shared() else { return Ok(()) };
         let mut lease = lock(&self.lease);
         if lease.is_none() {
-            *lease = Some(shared.lease(&self.id(), LEASE + Duration::from_secs(1))?);
+            *lease = Some(shared.lease(&self.id(), LEASE + Duration::from_secs(1)).map_err(|e| e.to_string())?);
         }
         Ok(())
     }
@@ -105,7 +105,7 @@ impl Session {
     /// start again from there), and the record's players and counts.
     fn catch_up(self: &Arc<Self>, shared: &dyn SharedStore, id: &str) -> Result<(), String> {
         let Some(durable) = self.plugin.durable else { return Err(format!("{} cannot rebuild a game from its state", self.plugin.name)) };
-        let stored = match shared.load(id)? {
+        let stored = match shared.load(id).map_err(|e| e.to_string())? {
             Some(stored) => stored,
             None => return Err("this game session has ended: its stored copy is gone (it ended or expired)".into()),
         };
