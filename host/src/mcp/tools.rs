@@ -17,7 +17,10 @@ use crate::plugin::{Plugin, ToolDef, ok_shape};
 /// The MCP tools of each plugin, by name, with the version they were built
 /// for: a reloaded plugin is a new version and gets its tools built again.
 #[derive(Default)]
-pub struct Listed(Mutex<HashMap<String, (Weak<Plugin>, Arc<[Tool]>)>>);
+pub struct Listed(Mutex<HashMap<String, Built>>);
+
+/// A plugin version and the MCP tools built for it.
+type Built = (Weak<Plugin>, Arc<[Tool]>);
 
 impl Listed {
     /// The MCP tools of `plugin`, in its order (built on first use).

@@ -30,7 +30,7 @@ use crate::runtime::{maps_per_instance, run_guest, run_guest_that_may_ask};
 use crate::store::{Record, SessionStore, Stored, now_ms};
 
 use ended::EndedSessions;
-pub use instance::{Home, Invocation, Names, Run, Seeding, Session, SessionInfo};
+pub use instance::{Home, Invocation, Names, Run, Seeding, Session, SessionError, SessionInfo};
 use step::{Answered, Awaiting, Step, notes};
 use wait::{Wait, Woken};
 
@@ -506,7 +506,7 @@ impl Sessions {
                 tracing::info!(plugin = plugin.name, session = id, "rebuilt a stored game");
                 self.insert(session);
             }
-            Ok(Err(why)) | Err(why) => self.end_stored(&stub, &why),
+            outcome => self.end_stored(&stub, &in_words(outcome).err().unwrap_or_default()),
         }
     }
 
@@ -686,7 +686,7 @@ impl Sessions {
                     if creates {
                         self.discard(&session.id(), "it crashed while starting");
                     }
-                    return Reply::Failed(e);
+                    return Reply::Failed(e.to_string());
                 }
                 Err(e) => return Reply::Failed(format!("internal error running the call: {e}")),
             };
@@ -829,7 +829,7 @@ impl Sessions {
                 let seeding = self.seeding(seed, secret, caller)?;
                 let (p, me, caller, rt) = (plugin.clone(), self.clone(), caller.to_string(), self.rt.clone());
                 let start = move || Session::start(p, Sessions::new_id(), seeding, &caller, Some(me.home()), rt);
-                run_guest(&plugin.start_pace, start).await?
+                in_words(run_guest(&plugin.start_pace, start).await)
             }
             Role::Shared => self.shared_session(plugin),
         }
@@ -859,7 +859,8 @@ impl Sessions {
             return Ok(s.clone());
         }
         let seeding = Seeding { seed: rand_seed(), chosen: false, secret: None, replay: false };
-        let s = Session::start(plugin.clone(), format!("{}-shared", plugin.name), seeding, "", None, self.rt.clone())?;
+        let s = Session::start(plugin.clone(), format!("{}-shared", plugin.name), seeding, "", None, self.rt.clone())
+            .map_err(|e| e.to_string())?;
         shared.insert(plugin.name.clone(), s.clone());
         Ok(s)
     }
@@ -885,7 +886,7 @@ impl Sessions {
         let info = CallInfo { caller: caller.name().to_string(), ..CallInfo::default() };
         // Under the game's lease, on a copy brought up to date (another server may have changed it).
         let call = move || session.leased(Run::Read, || session.invoke(&export, &[Val::String(uri)], 1, info)).and_then(|r| r);
-        let inv = run_guest(&plugin.event_pace, call).await??;
+        let inv = in_words(run_guest(&plugin.event_pace, call).await)?;
         let body = |v: Option<Box<Val>>| match v.map(|b| *b) {
             Some(Val::String(s)) => Some(Body::Text(s)),
             Some(other) => body_of_val(&other),
@@ -908,7 +909,7 @@ impl Sessions {
         let export = if complete { exports.complete } else { exports.get };
         let session = self.shared_session(plugin)?;
         let call = move || session.invoke(&export, &params, 1, CallInfo::default());
-        Ok(run_guest(&plugin.event_pace, call).await??.value)
+        Ok(in_words(run_guest(&plugin.event_pace, call).await)?.value)
     }
 
     async fn readable(
@@ -961,6 +962,12 @@ impl Names for Sessions {
 /// Whether `caller` may make this call on `session`: spectators' tools are
 /// open to all, a `joins` tool to whoever brings the join code, every other
 /// tool to the players only.
+/// What a guest's work on a blocking thread came to (`run_guest`), with a
+/// session's error in words: this layer answers callers in text.
+fn in_words<T>(outcome: Result<Result<T, SessionError>, String>) -> Result<T, String> {
+    outcome?.map_err(|e| e.to_string())
+}
+
 fn admit(session: &Session, tool: &ToolDef, caller: &Caller, code: Option<&str>, param: &str) -> Result<(), String> {
     if tool.audience == Audience::Spectators {
         return Ok(());

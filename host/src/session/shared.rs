@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{Session, Sessions, build_of};
+use super::{Session, SessionError, Sessions, build_of, in_words};
 use crate::locking::lock;
 use crate::plugin::Plugin;
 use crate::runtime::run_guest;
@@ -37,30 +37,30 @@ impl Sessions {
             return;
         }
         let (p, me, rt, key) = (plugin.clone(), self.clone(), self.rt.clone(), id.to_string());
-        let load = move || -> Result<Option<Arc<Session>>, String> {
+        let load = move || -> Result<Option<Arc<Session>>, SessionError> {
             let shared = me.shared().expect("checked by the caller");
-            let Some(stored) = shared.load(&key).map_err(|e| e.to_string())? else { return Ok(None) };
+            let Some(stored) = shared.load(&key)? else { return Ok(None) };
             if stored.record.plugin != p.name {
                 return Ok(None);
             }
             if stored.record.plugin_sha256 != p.sha256 {
-                return Err(format!(
+                return Err(SessionError::Game(format!(
                     "it runs {}, which this server does not have; serve the same builds on every server",
                     build_of(&stored.record)
-                ));
+                )));
             }
             Session::revive(p, stored, me.home(), rt).map(Some)
         };
-        match run_guest(&plugin.start_pace, load).await {
-            Ok(Ok(Some(session))) => {
+        match in_words(run_guest(&plugin.start_pace, load).await) {
+            Ok(Some(session)) => {
                 let mut live = lock(&self.live);
                 // Two calls may have loaded it at once: the first one stays.
                 if !live.by_id.contains_key(&session.id()) {
                     live.insert(session);
                 }
             }
-            Ok(Ok(None)) => {}
-            Ok(Err(why)) | Err(why) => {
+            Ok(None) => {}
+            Err(why) => {
                 tracing::warn!(plugin = plugin.name, session = id, "a stored game cannot run here: {why}");
                 lock(&self.gone).record(id, &why);
             }

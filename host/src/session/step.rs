@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use wasmtime::component::Val;
 
-use super::instance::{Invocation, Run, Session};
+use super::instance::{Invocation, Run, Session, SessionError};
 use crate::capability::CallInfo;
 use crate::plugin::{Audience, Plugin, Role, SECRET, SEED, ToolDef};
 
@@ -44,14 +44,14 @@ pub(super) enum Answered {
 impl Step {
     /// Calls the guest (under the game's lease where servers share the
     /// store) and settles what the call did before it is answered.
-    pub fn run(self, info: CallInfo) -> Result<Answered, String> {
+    pub fn run(self, info: CallInfo) -> Result<Answered, SessionError> {
         let s = self.session.clone();
         let tool = &self.version.tools[self.index];
         let kind = if tool.read_only { Run::Read } else { Run::Change };
         s.leased(kind, || self.in_game(tool, info))?
     }
 
-    fn in_game(&self, tool: &ToolDef, info: CallInfo) -> Result<Answered, String> {
+    fn in_game(&self, tool: &ToolDef, info: CallInfo) -> Result<Answered, SessionError> {
         let s = &self.session;
         let results = usize::from(tool.result.is_some());
         let inv = s.invoke(&tool.export, &self.params, results, info)?;

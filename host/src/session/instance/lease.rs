@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::{Session, last_calls_of};
+use super::{Session, SessionError, cannot_rebuild, last_calls_of};
 use crate::locking::lock;
 use crate::store::{LEASE, SharedStore};
 
@@ -41,22 +41,22 @@ impl Session {
     /// game's lease when other servers share the store, after bringing
     /// this copy up to date if another server changed the game since. An
     /// event finds an outdated copy a leftover instead (the game runs on
-    /// another server now): it is not delivered, and the copy's timers and
-    /// processes stop. A read on an up-to-date copy takes no lease (it
+    /// another server now): it is not delivered (`SessionError::Elsewhere`),
+    /// and the copy's timers and processes stop. A read on an up-to-date copy takes no lease (it
     /// changes nothing; one round trip instead of two). Without a shared
     /// store, just runs `f`.
-    pub fn leased<R>(self: &Arc<Self>, kind: Run, f: impl FnOnce() -> R) -> Result<R, String> {
+    pub fn leased<R>(self: &Arc<Self>, kind: Run, f: impl FnOnce() -> R) -> Result<R, SessionError> {
         let Some(shared) = self.shared() else { return Ok(f()) };
         let _one_at_a_time = lock(&self.leasing);
         let id = self.id();
         let known = self.version.load(Ordering::Relaxed);
-        if kind == Run::Read && shared.version(&id).map_err(|e| e.to_string())? == known {
+        if kind == Run::Read && shared.version(&id)? == known {
             return Ok(f());
         }
-        let lease = shared.lease(&id, LEASE + Duration::from_secs(1)).map_err(|e| e.to_string())?;
+        let lease = shared.lease(&id, LEASE + Duration::from_secs(1))?;
         let behind = lease.version != known;
         if behind {
-            let caught_up = if kind == Run::Event { Err(String::new()) } else { self.catch_up(shared, &id) };
+            let caught_up = if kind == Run::Event { Err(SessionError::Elsewhere) } else { self.catch_up(shared, &id) };
             if let Err(why) = caught_up {
                 shared.release(&id, &lease);
                 self.stop_io();
@@ -84,11 +84,11 @@ impl Session {
     /// Takes the game's lease again for one more write in this call or
     /// event (its own write gave the lease back). Without a shared store,
     /// nothing to take.
-    pub(super) fn relet(&self) -> Result<(), String> {
+    pub(super) fn relet(&self) -> Result<(), SessionError> {
         let Some(shared) = self.shared() else { return Ok(()) };
         let mut lease = lock(&self.lease);
         if lease.is_none() {
-            *lease = Some(shared.lease(&self.id(), LEASE + Duration::from_secs(1)).map_err(|e| e.to_string())?);
+            *lease = Some(shared.lease(&self.id(), LEASE + Duration::from_secs(1))?);
         }
         Ok(())
     }
@@ -103,11 +103,11 @@ impl Session {
     /// Replaces this copy with the game as another server stored it: a new
     /// instance restored from the stored state (its timers and processes
     /// start again from there), and the record's players and counts.
-    fn catch_up(self: &Arc<Self>, shared: &dyn SharedStore, id: &str) -> Result<(), String> {
-        let Some(durable) = self.plugin.durable else { return Err(format!("{} cannot rebuild a game from its state", self.plugin.name)) };
-        let stored = match shared.load(id).map_err(|e| e.to_string())? {
+    fn catch_up(self: &Arc<Self>, shared: &dyn SharedStore, id: &str) -> Result<(), SessionError> {
+        let Some(durable) = self.plugin.durable else { return Err(cannot_rebuild(&self.plugin)) };
+        let stored = match shared.load(id)? {
             Some(stored) => stored,
-            None => return Err("this game session has ended: its stored copy is gone (it ended or expired)".into()),
+            None => return Err(SessionError::Ended("its stored copy is gone (it ended or expired)".into())),
         };
         self.stop_io();
         let r = &stored.record;

@@ -3,6 +3,7 @@
 //! this session, and the next call says what happened. The session is what
 //! the capabilities see through `SessionControl` and `Inbox`.
 
+mod error;
 mod lease;
 
 use std::collections::{HashMap, HashSet};
@@ -25,6 +26,7 @@ use crate::runtime::clock::TimerKey;
 use crate::runtime::{run_guest, ticks};
 use crate::store::{Lease, Record, SessionStore, Stored, StoredCall, now_ms};
 
+pub use error::SessionError;
 pub use lease::Run;
 
 /// Pending timers one session may have at once.
@@ -170,7 +172,7 @@ impl Session {
         caller: &str,
         home: Option<Home>,
         rt: tokio::runtime::Handle,
-    ) -> Result<Arc<Session>, String> {
+    ) -> Result<Arc<Session>, SessionError> {
         let record = Record {
             id,
             plugin: plugin.name.clone(),
@@ -201,9 +203,9 @@ impl Session {
     /// (`durable.restore`). Its idle time goes on from when it was last
     /// changed. `version` is the stored version (a shared store's; else 0),
     /// known before the restore: an event the restore arms may fire at once.
-    pub fn revive(plugin: Arc<Plugin>, stored: Stored, home: Home, rt: tokio::runtime::Handle) -> Result<Arc<Session>, String> {
+    pub fn revive(plugin: Arc<Plugin>, stored: Stored, home: Home, rt: tokio::runtime::Handle) -> Result<Arc<Session>, SessionError> {
         let Stored { record, state, version } = stored;
-        let Some(durable) = plugin.durable else { return Err(format!("{} cannot rebuild a game from its state", plugin.name)) };
+        let Some(durable) = plugin.durable else { return Err(cannot_rebuild(&plugin)) };
         let idle = Duration::from_millis(now_ms().saturating_sub(record.changed_at_ms));
         let session = Session::instantiate(plugin, record, Some(home), rt)?;
         if let Some(at) = Instant::now().checked_sub(idle) {
@@ -217,7 +219,7 @@ impl Session {
     }
 
     /// Hands the game its stored state (`durable.restore`).
-    fn restore(&self, durable: Durable, state: &[u8]) -> Result<(), String> {
+    fn restore(&self, durable: Durable, state: &[u8]) -> Result<(), SessionError> {
         let restored = self.run_export(CallInfo::default(), |store, instance| {
             let restore = instance.get_typed_func::<(&[u8],), (Result<(), String>,)>(&mut *store, durable.restore)?;
             Ok(restore.call(&mut *store, (state,))?.0)
@@ -227,12 +229,17 @@ impl Session {
                 *lock(&self.stored) = Some(self.digest(state));
                 Ok(())
             }
-            Ok((Err(why), _)) => Err(format!("the game could not be rebuilt from its stored state: {why}")),
+            Ok((Err(why), _)) => Err(SessionError::Game(format!("the game could not be rebuilt from its stored state: {why}"))),
             Err(why) => Err(why),
         }
     }
 
-    fn instantiate(plugin: Arc<Plugin>, record: Record, home: Option<Home>, rt: tokio::runtime::Handle) -> Result<Arc<Session>, String> {
+    fn instantiate(
+        plugin: Arc<Plugin>,
+        record: Record,
+        home: Option<Home>,
+        rt: tokio::runtime::Handle,
+    ) -> Result<Arc<Session>, SessionError> {
         let out_cap = plugin.limits.max_output_bytes;
         let caller = record.created_by.as_str();
         let (table, store, records) = match home {
@@ -281,7 +288,7 @@ impl Session {
 
     /// Gives the session a new instance of its plugin (at its start, and
     /// when another server changed the game).
-    fn fresh_instance(self: &Arc<Self>) -> Result<(), String> {
+    fn fresh_instance(self: &Arc<Self>) -> Result<(), SessionError> {
         let (session, plugin) = (self, &self.plugin);
         let Seeding { seed, secret, .. } = self.seeding;
         let seed = GameSeeds { visible: seed, whole: crate::store::whole_seed(seed, secret) };
@@ -297,7 +304,7 @@ impl Session {
         let mut store = capability::new_store(plugin.pre.engine(), &plugin.limits, host, channels, output);
         let instance = plugin.pre.instantiate(&mut store);
         session.flush_output();
-        let instance = instance.map_err(|e| format!("the plugin failed to start: {e:#}"))?;
+        let instance = instance.map_err(|e| SessionError::Game(format!("the plugin failed to start: {e:#}")))?;
         *lock(&session.slot) = Slot::Live(Box::new(Live { store, instance }));
         Ok(())
     }
@@ -406,7 +413,13 @@ impl Session {
     }
 
     /// Calls an exported function (blocking: run on a blocking thread).
-    pub fn invoke(&self, export: &ComponentExportIndex, params: &[Val], results: usize, call: CallInfo) -> Result<Invocation, String> {
+    pub fn invoke(
+        &self,
+        export: &ComponentExportIndex,
+        params: &[Val],
+        results: usize,
+        call: CallInfo,
+    ) -> Result<Invocation, SessionError> {
         self.touch();
         let ((value, made_already), wait) = self.run_export(call, |store, instance| {
             let func =
@@ -425,11 +438,11 @@ impl Session {
         &self,
         call: CallInfo,
         f: impl FnOnce(&mut Store<HostState>, &Instance) -> wasmtime::Result<R>,
-    ) -> Result<(R, Option<u32>), String> {
+    ) -> Result<(R, Option<u32>), SessionError> {
         let mut slot = lock(&self.slot);
         let live = match &mut *slot {
             Slot::Live(live) => live,
-            Slot::Dead(why) => return Err(format!("this game session has ended: {why}")),
+            Slot::Dead(why) => return Err(SessionError::Ended(why.clone())),
         };
         let Live { store, instance } = &mut **live;
         store.data_mut().host.call = call;
@@ -465,7 +478,7 @@ impl Session {
                 self.record_end(&format!("it crashed: {why}"));
                 self.forget();
                 self.bump();
-                Err(format!("the game session crashed and has ended: {why}"))
+                Err(SessionError::Crashed(why))
             }
         }
     }
@@ -623,7 +636,7 @@ impl Session {
     /// call that changed the session ran, before that call is answered.
     /// Fails only when a shared store refused the write (another server
     /// took the game over meanwhile): the call must not be reported made.
-    pub fn persist(&self) -> Result<(), String> {
+    pub fn persist(&self) -> Result<(), SessionError> {
         let (Some(store), Some(durable)) = (&self.store, self.plugin.durable) else { return Ok(()) };
         let saved = self.run_export(CallInfo::default(), |store, instance| {
             let save = instance.get_typed_func::<(), (Vec<u8>,)>(&mut *store, durable.save)?;
@@ -652,7 +665,7 @@ impl Session {
                 // This copy went where the stored game did not: it is not the game any more.
                 *stored = None;
                 self.set_version(u64::MAX);
-                Err(format!("the move was not made: {e}; send it again"))
+                Err(SessionError::NotMade(e))
             }
             Err(e) => {
                 tracing::error!(plugin = self.plugin.name, session = record.id, "the session could not be stored: {e}");
@@ -735,7 +748,7 @@ impl Session {
 
     /// Delivers an event to the guest and stores what it changed, then wakes
     /// waiting calls (which answer from the stored state).
-    async fn event(self: Arc<Self>, export: ComponentExportIndex, params: Vec<Val>) -> Result<(), String> {
+    async fn event(self: Arc<Self>, export: ComponentExportIndex, params: Vec<Val>) -> Result<(), SessionError> {
         let s = self.clone();
         let run = move || {
             s.leased(Run::Event, || {
@@ -750,9 +763,9 @@ impl Session {
                 self.bump();
                 Ok(())
             }
-            // A leftover copy: the game runs on another server now.
-            Ok(Err(why)) if why.is_empty() => Ok(()),
-            Ok(Ok(Err(e)) | Err(e)) | Err(e) => Err(e),
+            Ok(Err(SessionError::Elsewhere)) => Ok(()),
+            Ok(Ok(Err(e)) | Err(e)) => Err(e),
+            Err(e) => Err(SessionError::Game(e)),
         }
     }
 
@@ -785,6 +798,11 @@ impl Session {
             ended,
         }
     }
+}
+
+/// A stored game of a plugin that cannot hand over its state.
+fn cannot_rebuild(plugin: &Plugin) -> SessionError {
+    SessionError::Game(format!("{} cannot rebuild a game from its state", plugin.name))
 }
 
 /// What the host interface may do to the session (`capability::host`).
