@@ -1,7 +1,9 @@
 //! The games built into the binary: the default set, served with no plugins
 //! directory. `build.rs` compiles and packages them (docs embedded).
 
-pub const BUNDLED: &[(&str, &[u8])] = &[
+/// A `static`, not a `const`: every use of a constant gets its own copy of
+/// the bytes, and five uses put the 8 MB of games into the binary five times.
+pub static BUNDLED: &[(&str, &[u8])] = &[
     ("blocks_world", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/blocks_world.wasm"))),
     ("cards", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/cards.wasm"))),
     ("checker_jumping", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/checker_jumping.wasm"))),
@@ -64,7 +66,8 @@ pub struct Needs {
     pub note: &'static str,
 }
 
-pub const SIDECARS: &[Sidecar] = &[
+/// A `static` for the same reason as [`BUNDLED`].
+pub static SIDECARS: &[Sidecar] = &[
     // Magic on the phase rules engine (installs phase-python on first use).
     Sidecar {
         plugin: "cards",
