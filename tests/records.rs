@@ -363,12 +363,18 @@ async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains(&format!("{}:1: not a result record", bad.display())), "{stderr}");
     assert!(stderr.contains(&format!("{}:2: not a result record", bad.display())), "{stderr}");
-    let row = |params: &str| {
-        stdout.lines().find(|l| l.starts_with("hanoi") && l.contains(params)).unwrap_or_else(|| panic!("{stdout}")).to_string()
+    // One row per game, parameters and caller: game, parameters, caller, games, abandoned, solved/won, over optimum, …
+    let row = |params: &str, caller: &str| -> Vec<String> {
+        let cells = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let found = stdout.lines().map(cells).find(|c| c[0] == "hanoi" && c[1] == params && c[2] == caller);
+        found.unwrap_or_else(|| panic!("no row {params} {caller}: {stdout}"))
     };
-    let cells = |l: String| l.split_whitespace().map(String::from).collect::<Vec<_>>();
-    assert_eq!(cells(row("n=1"))[2..5], ["2", "100.0%", "+0.00"], "{stdout}");
-    assert_eq!(cells(row("n=3"))[2..4], ["2", "50.0%"], "{stdout}");
+    for caller in ["model-a", "model-b"] {
+        assert_eq!(row("n=1", caller)[3..7], ["1", "0", "100.0%", "+0.00"], "{stdout}");
+    }
+    assert_eq!(row("n=3", "model-a")[3..6], ["1", "0", "100.0%"], "{stdout}");
+    assert_eq!(row("n=3", "model-b")[3..6], ["1", "0", "0.0%"], "{stdout}");
+    assert!(stdout.contains("solved/won and the accuracy plots count the games not abandoned."), "{stdout}");
     assert!(stdout.contains(&format!("{} records, 2 bad lines skipped", all.len())), "{stdout}");
 
     // A missing file is said and makes the exit status 1; the rest is still summarised.

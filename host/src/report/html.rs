@@ -14,7 +14,7 @@ use std::ops::Range;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::{OPTIMALITY_BINS, Report, Tally, mean};
+use super::{OPTIMALITY_BINS, Report, Tally};
 
 const SIZE: (u32, u32) = (720, 420);
 
@@ -83,27 +83,19 @@ fn ratio_series(name: &str, by_x: &BTreeMap<u64, Tally>) -> Series {
 }
 
 fn table(r: &Report) -> String {
-    let mut t = String::from(
-        "<table>\n<tr><th>game</th><th>parameters</th><th>games</th><th>solved/won</th><th>over optimum</th>\
-         <th>illegal/game</th><th>optimality</th><th>score</th></tr>\n",
-    );
-    for (game, groups) in &r.groups {
-        for (params, g) in groups {
-            let cells = [
-                format!("{:.1}%", 100.0 * g.success()),
-                mean(g.over_optimum).map_or("-".into(), |m| format!("{m:+.2}")),
-                format!("{:.2}", g.illegal as f64 / g.games as f64),
-                mean(g.optimality).map_or("-".into(), |m| format!("{m:.3}")),
-                g.score().map_or("-".into(), |s| format!("{s:.2}")),
-            ];
-            let _ = write!(t, "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td>", escape(game), escape(&params.to_string()), g.games);
-            for c in cells {
-                let _ = write!(t, "<td class=\"n\">{c}</td>");
-            }
-            t.push_str("</tr>\n");
-        }
+    let mut t = String::from("<table>\n<tr>");
+    for (i, h) in super::HEAD.iter().enumerate() {
+        let _ = write!(t, "<th{}>{h}</th>", if i >= 3 { " class=\"n\"" } else { "" });
     }
-    t.push_str("</table>\n");
+    t.push_str("</tr>\n");
+    for row in r.rows() {
+        t.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate() {
+            let _ = write!(t, "<td{}>{}</td>", if i >= 3 { " class=\"n\"" } else { "" }, escape(cell));
+        }
+        t.push_str("</tr>\n");
+    }
+    let _ = write!(t, "</table>\n<p>{}</p>\n", escape(super::ABANDONED_NOTE));
     t
 }
 

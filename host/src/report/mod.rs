@@ -27,6 +27,11 @@ const MAX_LINE: usize = 4 << 20;
 const NAMED_BAD_LINES: u64 = 20;
 /// Bins of the optimality histogram over [0, 1].
 pub const OPTIMALITY_BINS: usize = 20;
+/// The table's columns.
+const HEAD: [&str; 10] =
+    ["game", "parameters", "caller", "games", "abandoned", "solved/won", "over optimum", "illegal/game", "optimality", "score"];
+/// Said under the table: what "solved/won" is a share of.
+const ABANDONED_NOTE: &str = "solved/won and the accuracy plots count the games not abandoned.";
 
 /// What a record says that the report uses (other fields are skipped unread).
 #[derive(Deserialize)]
@@ -59,7 +64,7 @@ struct Figures {
     optimality: Vec<f64>,
 }
 
-/// One row of the table: a game with one set of parameters.
+/// One row of the table: a game with one set of parameters, played by one caller.
 #[derive(Default, Debug, Clone)]
 pub struct Group {
     pub games: u64,
@@ -98,9 +103,11 @@ impl Group {
         }
     }
 
-    /// Solved or won, of all games.
-    pub fn success(&self) -> f64 {
-        (self.solved + self.won) as f64 / self.games as f64
+    /// Solved or won, of the games not abandoned (an abandoned game says
+    /// nothing of how well its caller plays); None when all were.
+    pub fn success(&self) -> Option<f64> {
+        let played = self.games - self.abandoned;
+        (played > 0).then(|| (self.solved + self.won) as f64 / played as f64)
     }
 
     /// Chess-style score (won 1, draw ½) over decided games, if any.
@@ -120,8 +127,8 @@ pub struct Tally {
 /// Everything read, aggregated.
 #[derive(Default)]
 pub struct Report {
-    /// By game, then by parameters (their JSON text, sorted as values).
-    pub groups: BTreeMap<String, BTreeMap<Params, Group>>,
+    /// By game, then by parameters (sorted as values) and caller.
+    pub groups: BTreeMap<String, BTreeMap<(Params, String), Group>>,
     /// Games with a size `n`: by game, caller and n.
     pub accuracy: BTreeMap<String, BTreeMap<String, BTreeMap<u64, Tally>>>,
     /// Solved games with an optimum: by game and optimum, the moves made.
@@ -249,10 +256,10 @@ impl Report {
             self.replays += 1;
             return;
         }
-        let group = self.groups.entry(l.game.clone()).or_default().entry(Params(l.parameters.clone())).or_default();
-        group.add(&l);
+        let key = (Params(l.parameters.clone()), l.caller.clone());
+        self.groups.entry(l.game.clone()).or_default().entry(key).or_default().add(&l);
         let success = matches!(l.outcome, Outcome::Solved | Outcome::Won);
-        if let Some(n) = l.parameters.get("n").and_then(Value::as_u64) {
+        if let Some(n) = l.parameters.get("n").and_then(Value::as_u64).filter(|_| l.outcome != Outcome::Abandoned) {
             let t = self.accuracy.entry(l.game.clone()).or_default().entry(l.caller.clone()).or_default().entry(n).or_default();
             t.games += 1;
             t.points += f64::from(u8::from(success));
@@ -278,24 +285,10 @@ impl Report {
         }
     }
 
-    /// The summary table, one row per game and parameters.
+    /// The summary table, one row per game, parameters and caller.
     pub fn table(&self) -> String {
-        let head = ["game", "parameters", "games", "solved/won", "over optimum", "illegal/game", "optimality", "score"];
-        let mut rows: Vec<[String; 8]> = Vec::new();
-        for (game, groups) in &self.groups {
-            for (params, g) in groups {
-                rows.push([
-                    game.clone(),
-                    params.to_string(),
-                    g.games.to_string(),
-                    format!("{:.1}%", 100.0 * g.success()),
-                    mean(g.over_optimum).map_or("-".into(), |m| format!("{m:+.2}")),
-                    format!("{:.2}", g.illegal as f64 / g.games as f64),
-                    mean(g.optimality).map_or("-".into(), |m| format!("{m:.3}")),
-                    g.score().map_or("-".into(), |s| format!("{s:.2}")),
-                ]);
-            }
-        }
+        let head = HEAD;
+        let rows: Vec<[String; 10]> = self.rows().collect();
         let widths: Vec<usize> =
             (0..head.len()).map(|i| rows.iter().map(|r| r[i].chars().count()).chain([head[i].len()]).max().unwrap_or(0)).collect();
         let mut out = String::new();
@@ -304,7 +297,7 @@ impl Report {
                 .iter()
                 .zip(&widths)
                 .enumerate()
-                .map(|(i, (c, w))| if i < 2 { format!("{c:<w$}") } else { format!("{c:>w$}") })
+                .map(|(i, (c, w))| if i < 3 { format!("{c:<w$}") } else { format!("{c:>w$}") })
                 .collect();
             let _ = writeln!(out, "{}", parts.join("  ").trim_end());
         };
@@ -312,7 +305,29 @@ impl Report {
         for r in &rows {
             line(&r.iter().map(String::as_str).collect::<Vec<_>>());
         }
+        out.push_str(ABANDONED_NOTE);
+        out.push('\n');
         out
+    }
+
+    /// The table's rows as text cells, in `HEAD`'s order.
+    fn rows(&self) -> impl Iterator<Item = [String; 10]> + '_ {
+        self.groups.iter().flat_map(|(game, groups)| {
+            groups.iter().map(move |((params, caller), g)| {
+                [
+                    game.clone(),
+                    params.to_string(),
+                    if caller.is_empty() { "-".into() } else { caller.clone() },
+                    g.games.to_string(),
+                    g.abandoned.to_string(),
+                    g.success().map_or("-".into(), |s| format!("{:.1}%", 100.0 * s)),
+                    mean(g.over_optimum).map_or("-".into(), |m| format!("{m:+.2}")),
+                    format!("{:.2}", g.illegal as f64 / g.games as f64),
+                    mean(g.optimality).map_or("-".into(), |m| format!("{m:.3}")),
+                    g.score().map_or("-".into(), |s| format!("{s:.2}")),
+                ]
+            })
+        })
     }
 
     /// The closing line: records read, and what was skipped.
@@ -400,23 +415,40 @@ mod tests {
             r#"{"game":"showdown","parameters":{},"outcome":"won","figures":{"optimality_mean":0.5,"optimality":[0.0,0.5,1.0]}}"#,
             r#"{"game":"x","outcome":"exploded"}"#,
             r#"{"game":"hanoi","parameters":{"n":3},"caller":"a","outcome":"solved","moves":7,"optimum":7,"replay":true}"#,
+            r#"{"game":"hanoi","parameters":{"n":10},"caller":"a","outcome":"abandoned"}"#,
+            r#"{"game":"hanoi","parameters":{"n":10},"caller":"b","outcome":"abandoned"}"#,
         ]
         .join("\n");
         let (r, warnings) = report(&text);
-        assert_eq!((r.records, r.replays, r.bad_lines, r.unreadable.len()), (6, 1, 2, 1));
-        assert!(r.totals().starts_with("6 records, 1 replay left out, 2 bad lines"), "{}", r.totals());
+        assert_eq!((r.records, r.replays, r.bad_lines, r.unreadable.len()), (8, 1, 2, 1));
+        assert!(r.totals().starts_with("8 records, 1 replay left out, 2 bad lines"), "{}", r.totals());
         assert!(warnings[0].ends_with("r.jsonl:3: not a result record (expected ident at line 1 column 2); skipped"), "{warnings:?}");
         assert!(warnings[1].contains("r.jsonl:8:") && warnings[2].contains("missing.jsonl: cannot be read"), "{warnings:?}");
-        let n3 = &r.groups["hanoi"][&Params(serde_json::json!({"n":3}))];
-        assert_eq!((n3.games, n3.solved, n3.illegal, mean(n3.over_optimum)), (2, 2, 1, Some(1.0)));
+        let n3a = &r.groups["hanoi"][&(Params(serde_json::json!({"n":3})), "a".to_string())];
+        assert_eq!((n3a.games, n3a.solved, n3a.illegal, mean(n3a.over_optimum)), (1, 1, 1, Some(2.0)));
+        let n3b = &r.groups["hanoi"][&(Params(serde_json::json!({"n":3})), "b".to_string())];
+        assert_eq!((n3b.games, n3b.solved, mean(n3b.over_optimum)), (1, 1, Some(0.0)));
         let sizes: Vec<u64> = r.accuracy["hanoi"]["a"].keys().copied().collect();
         assert_eq!(sizes, [3, 10], "sizes sort as numbers");
+        assert_eq!(r.accuracy["hanoi"]["a"][&10].games, 1, "the abandoned game is left out of accuracy");
+        assert!(!r.accuracy["hanoi"].contains_key("b") || !r.accuracy["hanoi"]["b"].contains_key(&10));
         assert_eq!(r.levels["chess"]["a"][&3].points, 0.5);
         assert_eq!(r.optimality.iter().sum::<u64>(), 3);
         assert_eq!((r.optimality[0], r.optimality[10], r.optimality[OPTIMALITY_BINS - 1]), (1, 1, 1));
         let table = r.table();
-        assert!(table.lines().nth(1).unwrap().starts_with("chess     level=3"), "{table}");
-        assert!(table.contains("n=3") && table.contains("+1.00") && table.find("n=3").unwrap() < table.find("n=10").unwrap(), "{table}");
+        let row = |params: &str, caller: &str| -> Vec<String> {
+            let line =
+                table.lines().find(|l| l.starts_with("hanoi") && l.contains(&format!("{params} ")) && l.contains(&format!(" {caller} ")));
+            line.unwrap_or_else(|| panic!("no row {params} {caller}: {table}")).split_whitespace().map(String::from).collect()
+        };
+        let chess: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(chess[..4], ["chess", "level=3", "a", "1"], "{table}");
+        assert_eq!(row("n=3", "a")[3..7], ["1", "0", "100.0%", "+2.00"], "{table}");
+        assert_eq!(row("n=3", "b")[3..7], ["1", "0", "100.0%", "+0.00"], "{table}");
+        assert_eq!(row("n=10", "a")[3..6], ["2", "1", "0.0%"], "the abandoned game is its own column: {table}");
+        assert_eq!(row("n=10", "b")[3..6], ["1", "1", "-"], "all abandoned: no share: {table}");
+        assert!(table.find("n=3").unwrap() < table.find("n=10").unwrap(), "{table}");
+        assert!(table.ends_with(&format!("{ABANDONED_NOTE}\n")), "{table}");
     }
 
     #[test]
