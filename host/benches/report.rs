@@ -1,6 +1,7 @@
 //! `ludus report` over many records: `cargo bench -p ludus --bench report`
 //! (release build). `LUDUS_BENCH_RECORDS=N` sets how many (default
-//! 1,000,000).
+//! 1,000,000); `LUDUS_BENCH_BASELINE=/path/to/ludus` times another build's
+//! table on the same file first.
 //!
 //! Writes N records shaped like the ones the server writes (the four
 //! puzzles at sizes 1–12 for four callers, chess against levels 1–10 with a
@@ -121,12 +122,16 @@ fn main() {
 
     let page = dir.path().join("report.html");
     let floor = measure(Command::new("wc").arg("-l").arg(&file));
+    // Another build's table first, in the same run (`LUDUS_BENCH_BASELINE=/path/to/ludus`).
+    let baseline = std::env::var("LUDUS_BENCH_BASELINE").ok().map(|b| measure(Command::new(b).arg("report").arg(&file)));
     let table = measure(Command::new(BIN).arg("report").arg(&file));
     let html = measure(Command::new(BIN).arg("report").arg(&file).arg("--html").arg(&page));
     let per_s = |d: Duration| count as f64 / d.as_secs_f64();
     println!("| `ludus report` over {count} records ({} MB) | wall | records/s | peak memory |", bytes / 1_000_000);
     println!("|---|---|---|---|");
-    for (what, (t, rss)) in [("`wc -l` (reading the file)", floor), ("the table", table), ("the table and the HTML page", html)] {
+    let rows = [("`wc -l` (reading the file)", Some(floor)), ("the table, baseline build", baseline), ("the table", Some(table))];
+    let rows = rows.into_iter().chain([("the table and the HTML page", Some(html))]);
+    for (what, (t, rss)) in rows.filter_map(|(what, m)| Some((what, m?))) {
         println!("| {what} | {:.2} s | {:.0} | {:.1} MB |", t.as_secs_f64(), per_s(t), rss as f64 / 1024.0);
     }
     println!(

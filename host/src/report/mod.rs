@@ -127,8 +127,8 @@ pub struct Tally {
 /// Everything read, aggregated.
 #[derive(Default)]
 pub struct Report {
-    /// By game, then by parameters (sorted as values) and caller.
-    pub groups: BTreeMap<String, BTreeMap<(Params, String), Group>>,
+    /// By game, then by parameters (sorted as values), then by caller.
+    pub groups: BTreeMap<String, BTreeMap<Params, BTreeMap<String, Group>>>,
     /// Games with a size `n`: by game, caller and n.
     pub accuracy: BTreeMap<String, BTreeMap<String, BTreeMap<u64, Tally>>>,
     /// Solved games with an optimum: by game and optimum, the moves made.
@@ -167,6 +167,9 @@ fn cmp_values(a: &Value, b: &Value) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64().unwrap_or(0.0).total_cmp(&y.as_f64().unwrap_or(0.0)),
+        // Every record's parameters are compared on the way down the map:
+        // strings without making text of them.
+        (Value::String(x), Value::String(y)) => x.cmp(y),
         (Value::Object(x), Value::Object(y)) => {
             for ((ka, va), (kb, vb)) in x.iter().zip(y.iter()) {
                 let o = ka.cmp(kb).then_with(|| cmp_values(va, vb));
@@ -256,8 +259,8 @@ impl Report {
             self.replays += 1;
             return;
         }
-        let key = (Params(l.parameters.clone()), l.caller.clone());
-        self.groups.entry(l.game.clone()).or_default().entry(key).or_default().add(&l);
+        let by_params = self.groups.entry(l.game.clone()).or_default().entry(Params(l.parameters.clone())).or_default();
+        by_params.entry(l.caller.clone()).or_default().add(&l);
         let success = matches!(l.outcome, Outcome::Solved | Outcome::Won);
         if let Some(n) = l.parameters.get("n").and_then(Value::as_u64).filter(|_| l.outcome != Outcome::Abandoned) {
             let t = self.accuracy.entry(l.game.clone()).or_default().entry(l.caller.clone()).or_default().entry(n).or_default();
@@ -312,21 +315,22 @@ impl Report {
 
     /// The table's rows as text cells, in `HEAD`'s order.
     fn rows(&self) -> impl Iterator<Item = [String; 10]> + '_ {
-        self.groups.iter().flat_map(|(game, groups)| {
-            groups.iter().map(move |((params, caller), g)| {
-                [
-                    game.clone(),
-                    params.to_string(),
-                    if caller.is_empty() { "-".into() } else { caller.clone() },
-                    g.games.to_string(),
-                    g.abandoned.to_string(),
-                    g.success().map_or("-".into(), |s| format!("{:.1}%", 100.0 * s)),
-                    mean(g.over_optimum).map_or("-".into(), |m| format!("{m:+.2}")),
-                    format!("{:.2}", g.illegal as f64 / g.games as f64),
-                    mean(g.optimality).map_or("-".into(), |m| format!("{m:.3}")),
-                    g.score().map_or("-".into(), |s| format!("{s:.2}")),
-                ]
-            })
+        let rows = self.groups.iter().flat_map(|(game, groups)| {
+            groups.iter().flat_map(move |(params, callers)| callers.iter().map(move |(caller, g)| (game, params, caller, g)))
+        });
+        rows.map(|(game, params, caller, g)| {
+            [
+                game.clone(),
+                params.to_string(),
+                if caller.is_empty() { "-".into() } else { caller.clone() },
+                g.games.to_string(),
+                g.abandoned.to_string(),
+                g.success().map_or("-".into(), |s| format!("{:.1}%", 100.0 * s)),
+                mean(g.over_optimum).map_or("-".into(), |m| format!("{m:+.2}")),
+                format!("{:.2}", g.illegal as f64 / g.games as f64),
+                mean(g.optimality).map_or("-".into(), |m| format!("{m:.3}")),
+                g.score().map_or("-".into(), |s| format!("{s:.2}")),
+            ]
         })
     }
 
@@ -424,9 +428,9 @@ mod tests {
         assert!(r.totals().starts_with("8 records, 1 replay left out, 2 bad lines"), "{}", r.totals());
         assert!(warnings[0].ends_with("r.jsonl:3: not a result record (expected ident at line 1 column 2); skipped"), "{warnings:?}");
         assert!(warnings[1].contains("r.jsonl:8:") && warnings[2].contains("missing.jsonl: cannot be read"), "{warnings:?}");
-        let n3a = &r.groups["hanoi"][&(Params(serde_json::json!({"n":3})), "a".to_string())];
+        let n3a = &r.groups["hanoi"][&Params(serde_json::json!({"n":3}))]["a"];
         assert_eq!((n3a.games, n3a.solved, n3a.illegal, mean(n3a.over_optimum)), (1, 1, 1, Some(2.0)));
-        let n3b = &r.groups["hanoi"][&(Params(serde_json::json!({"n":3})), "b".to_string())];
+        let n3b = &r.groups["hanoi"][&Params(serde_json::json!({"n":3}))]["b"];
         assert_eq!((n3b.games, n3b.solved, mean(n3b.over_optimum)), (1, 1, Some(0.0)));
         let sizes: Vec<u64> = r.accuracy["hanoi"]["a"].keys().copied().collect();
         assert_eq!(sizes, [3, 10], "sizes sort as numbers");
