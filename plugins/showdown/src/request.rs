@@ -155,6 +155,13 @@ impl Decision {
     }
 }
 
+/// Whether `p` may be sent to a forced or chosen switch: a Pokémon on the
+/// bench still standing; for Revival Blessing any fainted one, a fainted ally
+/// still in its doubles slot included (the simulator takes it).
+fn may_switch_to(p: &TeamMember, reviving: bool) -> bool {
+    if reviving { p.fainted() } else { !p.active && !p.fainted() }
+}
+
 impl Request {
     pub fn parse(json: &str) -> Result<Request, String> {
         serde_json::from_str(json).map_err(|e| format!("unreadable request: {e}"))
@@ -259,7 +266,7 @@ impl Request {
         let reviving = forced && self.side.pokemon.iter().any(|p| p.reviving);
         if !trapped && (slot.is_some() || forced) {
             for (i, p) in self.side.pokemon.iter().enumerate() {
-                if !p.active && p.fainted() == reviving {
+                if may_switch_to(p, reviving) {
                     out.push(Action {
                         name: format!("switch {}", to_id(p.species())),
                         kind: Kind::Switch,
@@ -285,7 +292,7 @@ impl Request {
         }
         let reviving = self.side.pokemon.iter().any(|p| p.reviving);
         let forced = self.force_switch.iter().filter(|&&b| b).count();
-        let bench = self.side.pokemon.iter().filter(|p| !p.active && p.fainted() == reviving).count();
+        let bench = self.side.pokemon.iter().filter(|p| may_switch_to(p, reviving)).count();
         forced.saturating_sub(bench)
     }
 
@@ -544,6 +551,15 @@ mod tests {
             {"ident":"p1: C","details":"Mew","condition":"5/100"}]}}"#;
         let names: Vec<String> = Request::parse(reviving).unwrap().actions().into_iter().map(|a| a.name).collect();
         assert_eq!(names, ["switch ditto"], "Revival Blessing picks a fainted Pokémon");
+        // Doubles: the only fainted Pokémon is the ally still in its slot.
+        let ally = r#"{"forceSwitch":[true,false],"side":{"id":"p1","pokemon":[
+            {"ident":"p1a: Rabsca","details":"Rabsca","condition":"50/100","active":true,"reviving":true},
+            {"ident":"p1b: Ditto","details":"Ditto","condition":"0 fnt","active":true},
+            {"ident":"p1: Mew","details":"Mew","condition":"5/100"}]}}"#;
+        let r = Request::parse(ally).unwrap();
+        let names: Vec<String> = r.actions().into_iter().map(|a| a.name).collect();
+        assert_eq!(names, ["switch ditto"], "a fainted ally on the field may be revived; no pass");
+        assert_eq!(r.passes_allowed(), 0);
         assert!(Request::parse("{not json").is_err());
     }
 }
