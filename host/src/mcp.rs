@@ -193,15 +193,14 @@ impl Ludus {
                 let caller = caller.unwrap_or_else(|| self.caller.clone());
                 // rmcp's parser moves a request's `_meta` into its extensions.
                 let token = call.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token);
-                let clients = &self.surface.clients;
-                let client: Arc<dyn crate::capability::ClientLink> = clients.link(session, notify.clone(), token.clone(), ct.clone());
+                let link = self.surface.clients.link(session, notify.clone(), token.clone(), ct.clone());
+                let level = link.log_level();
+                let client: Arc<dyn crate::capability::ClientLink> = link;
                 let progress = token.map(|token| {
                     let notify = notify.clone();
                     progress_reporter(token, move |p| notify(ServerJsonRpcMessage::notification(ProgressNotification::new(p).into())))
                 });
-                let log = logging::sink_for(clients.log_level(session), &call.params.name, move |m| {
-                    notify(ServerJsonRpcMessage::notification(m.into()))
-                });
+                let log = logging::sink_for(level, &call.params.name, move |m| notify(ServerJsonRpcMessage::notification(m.into())));
                 let listeners = Listeners { progress, log, client: Some(client) };
                 Ok(Box::pin(async move {
                     match this.call_tool_as(caller, call.params, ct, listeners).await {

@@ -127,6 +127,13 @@ pub struct Link {
     cancelled: CancellationToken,
 }
 
+impl Link {
+    /// The log level the client had set when the call began.
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        self.declared.log_level
+    }
+}
+
 impl ClientLink for Link {
     fn progress(&self, done: f64, total: Option<f64>, message: Option<String>) {
         let Some(token) = &self.progress else { return };
