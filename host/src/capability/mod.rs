@@ -77,6 +77,7 @@ impl HasData for Channels {
 }
 
 /// Guest stdout and stderr, captured.
+#[derive(Clone)]
 pub struct Output {
     pub stdout: GuestOutput,
     pub stderr: GuestOutput,

@@ -1,12 +1,16 @@
 //! Sessions: one game = one session = one component instance
-//! (`instance`). This module is the table of live sessions and the way a tool
-//! call runs to its final answer: find or start the session, call the guest
-//! (`run_guest`; different sessions run in parallel), and hold a
-//! provisional answer (`wait`) until the session changes or its deadline
-//! passes, then run the call again. Why: docs/design/sessions.md, "A session's life".
+//! (`instance`). This module is the table of live sessions: sessions
+//! started, rebuilt from the store, expired and ended. A tool call's way
+//! through them is `call` (find the session, run the call to its final
+//! answer), one run in the game is `step`, a held call's wait is `wait`;
+//! `limits` says what the server takes, `resources` serves resources and
+//! prompts. Why: docs/design/sessions.md, "A session's life".
 
+mod call;
 mod ended;
 mod instance;
+mod limits;
+mod resources;
 mod results;
 mod shared;
 mod step;
@@ -16,23 +20,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-use wasmtime::component::Val;
-
 pub use crate::capability::LogSink;
-use crate::capability::content::body_of_val;
-use crate::capability::{Ask, CallInfo, ClientLink};
 use crate::locking::lock;
-use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, SECRET, SEED, ToolDef};
+use crate::plugin::{Audience, Plugin};
 use crate::records::RecordsFile;
 pub use crate::runtime::bindings::ludus::plugin::content::Body;
-use crate::runtime::{maps_per_instance, run_guest, run_guest_that_may_ask};
+use crate::runtime::run_guest;
 use crate::store::{Record, SessionStore, Stored, now_ms};
 
+pub use call::{Listeners, Progress, Reply, WaitProgress};
 use ended::EndedSessions;
 pub use instance::{Home, Invocation, Names, Run, Seeding, Session, SessionError, SessionInfo};
-use step::{Answered, Awaiting, Step, notes};
-use wait::{Wait, Woken};
+pub use limits::{SessionLimits, WholeSeeds};
 
 /// Who makes a call. Sessions belong to callers, so every call has one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -158,114 +157,6 @@ impl Live {
     }
 }
 
-/// How many sessions may live at once, and who may fix a game's whole seed.
-pub struct SessionLimits {
-    /// In the whole server.
-    pub total: usize,
-    /// Why `total` is what it is, for the refusal ("limits.max_sessions", or
-    /// the kernel's map limit that capped it).
-    pub total_reason: String,
-    /// Started by one caller (MCP connection), so one client cannot take every slot.
-    pub per_caller: usize,
-    /// Calls of one caller held waiting at once, over all its sessions.
-    pub waits_per_caller: u64,
-    /// Memory mappings the kernel's limit leaves for instances, and that
-    /// limit: sessions that map their data take more than `total` counts
-    /// on (`runtime::maps_per_instance`). None where it cannot be read.
-    pub maps: Option<(u64, u64)>,
-    /// Callers whose chosen seed is the whole seed (no secret mixed in).
-    pub whole_seeds: WholeSeeds,
-}
-
-/// Which callers may fix a game's whole seed, hidden parts included: the
-/// operator's evaluation harness, never a player by itself (config
-/// `whole_seeds`, or `whole_seeds = true` on a token).
-#[derive(Clone, Debug, Default)]
-pub enum WholeSeeds {
-    #[default]
-    Nobody,
-    Everyone,
-    Callers(std::collections::HashSet<String>),
-}
-
-impl WholeSeeds {
-    fn allow(&self, caller: &str) -> bool {
-        match self {
-            WholeSeeds::Nobody => false,
-            WholeSeeds::Everyone => true,
-            WholeSeeds::Callers(names) => names.contains(caller),
-        }
-    }
-}
-
-/// Whether one more session (`mapped` or not) fits in `budget` mappings next
-/// to `all` live sessions, `mapped_live` of them mapping their data.
-fn maps_allow(budget: u64, all: usize, mapped_live: usize, mapped: bool) -> bool {
-    let used = (all - mapped_live) as u64 * maps_per_instance(false) + mapped_live as u64 * maps_per_instance(true);
-    used + maps_per_instance(mapped) <= budget
-}
-
-/// A call counted as held waiting, in its session and for its caller (the
-/// two caps on held calls), for as long as this lives; it also ends the
-/// count when a cancelled request drops the waiting future.
-struct WaitCount<'a> {
-    session: &'a std::sync::atomic::AtomicU64,
-    waits: &'a Mutex<HashMap<String, u64>>,
-    caller: &'a str,
-}
-
-impl<'a> WaitCount<'a> {
-    fn start(session: &'a Session, waits: &'a Mutex<HashMap<String, u64>>, caller: &'a str) -> Self {
-        session.waiting.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        *lock(waits).entry(caller.to_string()).or_default() += 1;
-        WaitCount { session: &session.waiting, waits, caller }
-    }
-}
-
-impl Drop for WaitCount<'_> {
-    fn drop(&mut self) {
-        self.session.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        let mut waits = lock(self.waits);
-        if let Some(n) = waits.get_mut(self.caller) {
-            *n -= 1;
-            if *n == 0 {
-                waits.remove(self.caller);
-            }
-        }
-    }
-}
-
-/// How a tool call that reached a plugin ended.
-pub enum Reply {
-    /// The function's value (none for functions without a result), with the
-    /// plugin version and tool that produced it (the session's version), and
-    /// what the host adds for the agent (a new game's join code).
-    Value { value: Option<Val>, plugin: Arc<Plugin>, tool: usize, note: Option<String> },
-    /// The host could not run the call (session unknown/ended, limits, trap).
-    Failed(String),
-}
-
-/// Called while a call waits: every few seconds, and when its session's
-/// channel process says something new.
-pub type Progress = Box<dyn Fn(WaitProgress) + Send + Sync>;
-
-/// Who hears about a call while it runs: its client's progress (while it
-/// waits) and its game's log lines; and the client the game may talk to.
-#[derive(Default)]
-pub struct Listeners {
-    pub progress: Option<Progress>,
-    pub log: Option<LogSink>,
-    pub client: Option<Arc<dyn ClientLink>>,
-}
-
-/// Where a waiting call stands, for a progress notification.
-pub struct WaitProgress {
-    pub waited_s: u64,
-    pub limit_s: u64,
-    /// What the session's channel process last said meanwhile (see `Session::news_since`).
-    pub news: Option<String>,
-}
-
 impl Sessions {
     /// The table, with the sessions `store` holds from an earlier run
     /// waiting to be rebuilt (those idle past their timeout are dropped).
@@ -364,47 +255,6 @@ impl Sessions {
         }
         v.sort_by(|a, b| a.id.cmp(&b.id));
         v
-    }
-
-    fn waits_of(&self, caller: &str) -> u64 {
-        lock(&self.waits).get(caller).copied().unwrap_or(0)
-    }
-
-    /// Live sessions in all, of `plugin`, started by `caller`, and mapping their data.
-    fn counts(&self, plugin: &str, caller: &str) -> (usize, usize, usize, usize) {
-        let live = lock(&self.live);
-        let count = |counts: &HashMap<String, usize>, key: &str| counts.get(key).copied().unwrap_or(0);
-        (live.by_id.len(), count(&live.per_plugin, plugin), count(&live.per_caller, caller), live.mapped)
-    }
-
-    /// Why a new session of `plugin` for `caller` cannot start, if it cannot.
-    fn refuse_new(&self, plugin: &Plugin, caller: &str) -> Option<String> {
-        let (all, of_plugin, of_caller, mapped) = self.counts(&plugin.name, caller);
-        let l = &self.limits;
-        if all >= l.total {
-            return Some(format!("the server already runs {all} game sessions, its limit ({}); finish some first", l.total_reason));
-        }
-        if let Some((budget, max_maps)) = l.maps
-            && !maps_allow(budget, all, mapped, plugin.maps_data)
-        {
-            return Some(format!(
-                "the server already runs {all} game sessions ({mapped} of them games that map their data, which take more memory \
-                 mappings), all the kernel's vm.max_map_count of {max_maps} allows; finish some first (the operator can raise it with sysctl)"
-            ));
-        }
-        if of_plugin >= plugin.limits.max_sessions {
-            return Some(format!(
-                "{name} already runs {of_plugin} game sessions, its limit (the config's limits.max_sessions_per_plugin, or \
-                 plugins.{name}.max_sessions for this game alone); finish some first",
-                name = plugin.name
-            ));
-        }
-        if of_caller >= l.per_caller {
-            return Some(format!(
-                "you already run {of_caller} game sessions, the limit for one client (limits.max_sessions_per_caller); finish some first"
-            ));
-        }
-        None
     }
 
     /// Finds a session for a `uses` tool, or explains why there is none.
@@ -559,391 +409,6 @@ impl Sessions {
     fn new_id() -> String {
         uuid::Uuid::new_v4().simple().to_string()
     }
-
-    /// Runs one tool call to its final answer: picks or creates the session,
-    /// calls the guest, and holds the answer while the guest asks to wait.
-    pub async fn call(
-        self: &Arc<Self>,
-        plugin: Arc<Plugin>,
-        tool_index: usize,
-        args: &serde_json::Map<String, serde_json::Value>,
-        caller: Caller,
-        cancel: CancellationToken,
-        listeners: Listeners,
-    ) -> Reply {
-        match self.prepare(&plugin, tool_index, args, &caller).await {
-            Ok(call) => self.run(call, caller.name().to_string(), cancel, listeners).await,
-            Err(e) => Reply::Failed(e),
-        }
-    }
-
-    /// Checks the arguments, finds or starts the session (and that the
-    /// caller may use it), and picks the tool of the version that session
-    /// runs (it keeps the one it started on).
-    async fn prepare(
-        self: &Arc<Self>,
-        plugin: &Arc<Plugin>,
-        tool_index: usize,
-        args: &serde_json::Map<String, serde_json::Value>,
-        caller: &Caller,
-    ) -> Result<Prepared, String> {
-        let current = &plugin.tools[tool_index];
-        // A `joins` tool's join code is the host's, not the game's; so is a
-        // seeded start's secret.
-        let (args, code) = match current.audience {
-            Audience::Joins => split_host_argument(args, JOIN_CODE, |v| v.as_str().map(String::from), "a string")?,
-            _ => (std::borrow::Cow::Borrowed(args), None),
-        };
-        let (args, secret) = match current.role {
-            Role::Creates if current.params.iter().any(|f| f.json == SEED) => {
-                let (rest, secret) = split_host_argument(&args, SECRET, unsigned, "a whole number (or one as a decimal string)")?;
-                (std::borrow::Cow::<Arguments>::Owned(rest.into_owned()), secret)
-            }
-            _ => (args, None),
-        };
-        let args = self.name_the_only_game(plugin, current, &args, caller)?;
-        let args = args.as_ref();
-        if let Role::Uses(i) = current.role
-            && let Some(id) = args.get(&current.params[i].json).and_then(serde_json::Value::as_str)
-        {
-            self.revive(id, plugin).await;
-        }
-        // Whose session it is comes first: a stranger learns nothing from
-        // its arguments being checked.
-        let named = match current.role {
-            Role::Uses(i) => self.named_session(plugin, current, &current.params[i].json, args, caller, code.as_deref())?,
-            _ => None,
-        };
-        let params = current.convert_args(args)?;
-        let seeds = (current.seed_argument(&params), secret);
-        let session = match named {
-            Some(session) => session,
-            None => self.session_for(plugin, current, &params, caller, seeds).await?,
-        };
-        let version = session.plugin.clone();
-        if Arc::ptr_eq(&version, plugin) {
-            return Ok(Prepared { session, version, tool: tool_index, params });
-        }
-        let Some(tool) = version.tools.iter().position(|t| t.name == current.name) else {
-            return Err(format!(
-                "this game runs version {} of {}, which has no tool `{}`; start a new game",
-                version.version, version.name, current.name
-            ));
-        };
-        let params = version.tools[tool]
-            .convert_args(args)
-            .map_err(|e| format!("this game runs version {} of {}: {e}", version.version, version.name))?;
-        Ok(Prepared { session, version, tool, params })
-    }
-
-    /// Calls the guest until it answers finally; a provisional answer is held
-    /// until the session changes, the deadline passes, or the client cancels.
-    async fn run(self: &Arc<Self>, call: Prepared, caller: String, cancel: CancellationToken, listeners: Listeners) -> Reply {
-        let Listeners { progress, log, client } = listeners;
-        let may_ask =
-            call.version.asks_client && client.as_ref().is_some_and(|c| c.declares(Ask::Sampling) || c.declares(Ask::Elicitation));
-        let Prepared { session, version, tool: index, params } = call;
-        let tool = &version.tools[index];
-        let creates = tool.role == Role::Creates;
-        let mut changes = session.changed.subscribe();
-        let mut wait = Wait::new();
-        let (mut timed_out, mut rerun) = (false, false);
-        let decision = tool.decision_argument(&params);
-        // While this call is held waiting for its decision's answer, a
-        // second call for the same decision waits for that answer too.
-        let mut awaiting: Option<Awaiting> = None;
-        loop {
-            let turn = session.turn.lock().await;
-            changes.borrow_and_update();
-            let info = CallInfo { caller: caller.clone(), timed_out, log: log.clone(), client: client.clone(), ask_limit: tool.max_wait };
-            let step = Step {
-                session: session.clone(),
-                version: version.clone(),
-                index,
-                params: params.clone(),
-                caller: caller.clone(),
-                decision,
-                first: !rerun,
-                timed_out,
-            };
-            let call = move || step.run(info);
-            // A game that can ask its client, called by a client that can be
-            // asked, must not hold the thread that carries that client's messages.
-            let answered = if may_ask { run_guest_that_may_ask(&tool.pace, call).await } else { run_guest(&tool.pace, call).await };
-            drop(turn);
-            let inv = match answered {
-                Ok(Ok(Answered::Game(inv))) => inv,
-                Ok(Ok(Answered::Kept(answer))) => {
-                    let note = format!(
-                        "Decision {} was made already: this is the answer its call got then, and nothing was made again. \
-                         Ask for the game's state to see what happened since.",
-                        decision.unwrap_or_default()
-                    );
-                    return Reply::Value { value: Some(answer), plugin: version.clone(), tool: index, note: Some(note) };
-                }
-                Ok(Ok(Answered::AnswerPending)) => Invocation { value: None, wait: Some(0), made_already: None },
-                Ok(Err(e)) => {
-                    if creates {
-                        self.discard(&session.id(), "it crashed while starting");
-                    }
-                    return Reply::Failed(e.to_string());
-                }
-                Err(e) => return Reply::Failed(format!("internal error running the call: {e}")),
-            };
-            if creates && !rerun {
-                self.insert(session.clone());
-            }
-            let Some(asked) = inv.wait.filter(|_| !timed_out) else {
-                drop(awaiting);
-                if creates && matches!(inv.value, Some(Val::Result(Err(_)))) {
-                    self.discard(&session.id(), "the game failed to start");
-                }
-                // A re-run of a waiting call is not a change, or two waiters would wake each other forever.
-                if !rerun && !tool.read_only {
-                    session.bump();
-                }
-                let note = notes(&session, &version, tool, &caller, &inv.value);
-                return Reply::Value { value: inv.value, plugin: version.clone(), tool: index, note };
-            };
-            if let (None, Some(n), Some(_)) = (&awaiting, decision, &inv.value) {
-                awaiting = Some(Awaiting::start(&session, &caller, n));
-            }
-            // Each held call is cheap but not free. Beyond the cap a call is not
-            // held at all: it is answered at once as if its wait had run out (the
-            // game's "call again" answer). Refusing it instead would lose what
-            // the call already did.
-            let held = session.waiting.load(std::sync::atomic::Ordering::Relaxed);
-            let held_for_caller = self.waits_of(&caller);
-            if held >= session.plugin.limits.max_waits {
-                tracing::debug!(session = %session.id(), held, "not holding another waiting call (limits.max_waits_per_session)");
-                timed_out = true;
-            } else if held_for_caller >= self.limits.waits_per_caller {
-                tracing::debug!(%caller, held_for_caller, "not holding another waiting call (limits.max_waits_per_caller)");
-                timed_out = true;
-            } else {
-                let limit = if asked == 0 { tool.default_wait } else { Duration::from_millis(asked.into()).min(tool.max_wait) };
-                let _counted = WaitCount::start(&session, &self.waits, &caller);
-                match wait.hold(&session, &mut changes, limit, &cancel, progress.as_ref()).await {
-                    Woken::Changed => {}
-                    Woken::Deadline => timed_out = true,
-                    Woken::Cancelled => return Reply::Failed("the call was cancelled".into()),
-                }
-            }
-            rerun = true;
-        }
-    }
-
-    /// The live session a `uses` tool's id names, if the caller may make
-    /// this call on it; None when the id is missing, not a string or names
-    /// no live session (the argument check and `session_for` say so).
-    /// A session parameter that may be left out (`option<string>`) and was
-    /// names the caller's only game of this plugin: the one not over, or
-    /// else the one over. Several is said, with the ids to choose from; none
-    /// too, unless the tool is read-only (it runs without a game).
-    fn name_the_only_game<'a>(
-        &self,
-        plugin: &Plugin,
-        tool: &ToolDef,
-        args: &'a serde_json::Map<String, serde_json::Value>,
-        caller: &Caller,
-    ) -> Result<std::borrow::Cow<'a, serde_json::Map<String, serde_json::Value>>, String> {
-        let Role::Uses(i) = tool.role else { return Ok(std::borrow::Cow::Borrowed(args)) };
-        let param = &tool.params[i];
-        if param.required() || !args.get(&param.json).is_none_or(serde_json::Value::is_null) {
-            return Ok(std::borrow::Cow::Borrowed(args));
-        }
-        let games: Vec<SessionInfo> = self.list_for(caller).into_iter().filter(|s| s.plugin == plugin.name).collect();
-        let playing: Vec<&SessionInfo> = games.iter().filter(|s| !s.game_over && s.ended.is_none()).collect();
-        let chosen = match (playing.as_slice(), games.as_slice()) {
-            ([only], _) => only.id.clone(),
-            ([], [only]) => only.id.clone(),
-            // A read-only tool may answer without a game (a card looked up
-            // by name): the plugin's shared instance runs it.
-            ([], []) if tool.read_only => return Ok(std::borrow::Cow::Borrowed(args)),
-            ([], []) => {
-                return Err(format!("`{}` names the game, and you have no game of {} (start one first)", param.json, plugin.name));
-            }
-            (several, _) => {
-                let several = if several.is_empty() { games.iter().collect() } else { several.to_vec() };
-                let ids: Vec<&str> = several.iter().map(|s| s.id.as_str()).collect();
-                return Err(format!(
-                    "you have {} games of {} ({}): say which with `{}`",
-                    ids.len(),
-                    plugin.name,
-                    ids.join(", "),
-                    param.json
-                ));
-            }
-        };
-        let mut named = args.clone();
-        named.insert(param.json.clone(), serde_json::Value::String(chosen));
-        Ok(std::borrow::Cow::Owned(named))
-    }
-
-    fn named_session(
-        &self,
-        plugin: &Plugin,
-        tool: &ToolDef,
-        param: &str,
-        args: &serde_json::Map<String, serde_json::Value>,
-        caller: &Caller,
-        code: Option<&str>,
-    ) -> Result<Option<Arc<Session>>, String> {
-        let Some(id) = args.get(param).and_then(serde_json::Value::as_str) else { return Ok(None) };
-        // An unknown or ended id is said after the arguments are checked, as before.
-        let Ok(session) = self.live(id, plugin, param) else { return Ok(None) };
-        admit(&session, tool, caller, code, param)?;
-        Ok(Some(session))
-    }
-
-    async fn session_for(
-        self: &Arc<Self>,
-        plugin: &Arc<Plugin>,
-        tool: &ToolDef,
-        params: &[Val],
-        caller: &Caller,
-        (seed, secret): (Option<u64>, Option<u64>),
-    ) -> Result<Arc<Session>, String> {
-        match tool.role {
-            Role::Uses(i) => {
-                let id = match &params[i] {
-                    // Left out by a caller with no game (`name_the_only_game`).
-                    Val::Option(None) if tool.read_only => return self.shared_session(plugin),
-                    Val::String(id) => id,
-                    Val::Option(Some(v)) => match v.as_ref() {
-                        Val::String(id) => id,
-                        _ => return Err("session id must be a string".into()),
-                    },
-                    _ => return Err("session id must be a string".into()),
-                };
-                self.live(id, plugin, &tool.params[i].json)
-            }
-            Role::Creates => {
-                if *caller == Caller::Stateless {
-                    return Err(STATELESS_REFUSAL.into());
-                }
-                let caller = caller.name();
-                if let Some(why) = self.refuse_new(plugin, caller) {
-                    return Err(why);
-                }
-                let seeding = self.seeding(seed, secret, caller)?;
-                let (p, me, caller, rt) = (plugin.clone(), self.clone(), caller.to_string(), self.rt.clone());
-                let start = move || Session::start(p, Sessions::new_id(), seeding, &caller, Some(me.home()), rt);
-                in_words(run_guest(&plugin.start_pace, start).await)
-            }
-            Role::Shared => self.shared_session(plugin),
-        }
-    }
-
-    /// How a new game of `caller` is seeded: its seed (or a drawn one) with
-    /// a fresh secret mixed in for what is hidden; with the secret given, a
-    /// replay of a finished game; a caller the operator lets fix whole
-    /// seeds gets none.
-    fn seeding(&self, seed: Option<u64>, secret: Option<u64>, caller: &str) -> Result<Seeding, String> {
-        let chosen = seed.is_some();
-        let seed = seed.unwrap_or_else(rand_seed);
-        if let Some(secret) = secret {
-            if !chosen {
-                return Err(format!("`{SECRET}` replays a finished game together with its `{SEED}`: give both"));
-            }
-            return Ok(Seeding { seed, chosen, secret: Some(secret), replay: true });
-        }
-        let secret = (!self.limits.whole_seeds.allow(caller)).then(rand_seed);
-        Ok(Seeding { seed, chosen, secret, replay: false })
-    }
-
-    /// The plugin's instance for session-less calls; remade after a trap.
-    fn shared_session(&self, plugin: &Arc<Plugin>) -> Result<Arc<Session>, String> {
-        let mut shared = lock(&self.shared);
-        if let Some(s) = shared.get(&plugin.name).filter(|s| Arc::ptr_eq(&s.plugin, plugin) && s.is_dead().is_none()) {
-            return Ok(s.clone());
-        }
-        let seeding = Seeding { seed: rand_seed(), chosen: false, secret: None, replay: false };
-        let s = Session::start(plugin.clone(), format!("{}-shared", plugin.name), seeding, "", None, self.rt.clone())
-            .map_err(|e| e.to_string())?;
-        shared.insert(plugin.name.clone(), s.clone());
-        Ok(s)
-    }
-
-    /// Reads a plugin resource (through `resources.read` where the plugin
-    /// exports it, else `meta.read-resource`): in the named session's
-    /// instance for per-session resources (for its players, or anyone when
-    /// the plugin opens it to spectators), else in the shared one.
-    pub async fn read_resource(
-        self: &Arc<Self>,
-        plugin: &Arc<Plugin>,
-        uri: &str,
-        session: Option<(&str, Audience)>,
-        caller: &Caller,
-    ) -> Result<Body, String> {
-        let session = match session {
-            Some((id, audience)) => self.readable(plugin, uri, id, audience, caller).await?,
-            None => self.shared_session(plugin)?,
-        };
-        let export = session.plugin.read_body.unwrap_or(session.plugin.read_resource);
-        let uri = uri.to_string();
-        // The reader is the caller: a game with seats shows each its own side.
-        let info = CallInfo { caller: caller.name().to_string(), ..CallInfo::default() };
-        // Under the game's lease, on a copy brought up to date (another server may have changed it).
-        let call = move || session.leased(Run::Read, || session.invoke(&export, &[Val::String(uri)], 1, info)).and_then(|r| r);
-        let inv = in_words(run_guest(&plugin.event_pace, call).await)?;
-        let body = |v: Option<Box<Val>>| match v.map(|b| *b) {
-            Some(Val::String(s)) => Some(Body::Text(s)),
-            Some(other) => body_of_val(&other),
-            None => None,
-        };
-        match inv.value {
-            Some(Val::Result(Ok(v))) => body(v).ok_or_else(|| "the plugin gave a resource this host cannot read".into()),
-            Some(Val::Result(Err(Some(e)))) => Err(match *e {
-                Val::String(s) => s,
-                _ => "the plugin refused".into(),
-            }),
-            _ => Err("the plugin gave no resource".into()),
-        }
-    }
-
-    /// Runs a prompt's `get` or `complete` (`ludus:plugin/prompts`) in the
-    /// plugin's shared instance.
-    pub async fn prompt_call(self: &Arc<Self>, plugin: &Arc<Plugin>, complete: bool, params: Vec<Val>) -> Result<Option<Val>, String> {
-        let exports = plugin.prompt_exports.ok_or("this plugin offers no prompts")?;
-        let export = if complete { exports.complete } else { exports.get };
-        let session = self.shared_session(plugin)?;
-        let call = move || session.invoke(&export, &params, 1, CallInfo::default());
-        Ok(in_words(run_guest(&plugin.event_pace, call).await)?.value)
-    }
-
-    async fn readable(
-        self: &Arc<Self>,
-        plugin: &Arc<Plugin>,
-        uri: &str,
-        id: &str,
-        audience: Audience,
-        caller: &Caller,
-    ) -> Result<Arc<Session>, String> {
-        self.revive(id, plugin).await;
-        let s = self.live(id, plugin, "session")?;
-        if audience != Audience::Spectators && !s.is_player(caller.name()) {
-            if *caller == Caller::Stateless {
-                return Err(STATELESS_REFUSAL.into());
-            }
-            return Err(not_yours("session", id, &format!("read {uri}"), None));
-        }
-        Ok(s)
-    }
-
-    /// Changes of the game behind a per-game resource, for a subscriber who
-    /// may read it: the receiver wakes on every change of the game (here or
-    /// on another server) and fails once the game has ended.
-    pub async fn watch_resource(
-        self: &Arc<Self>,
-        plugin: &Arc<Plugin>,
-        uri: &str,
-        id: &str,
-        audience: Audience,
-        caller: &Caller,
-    ) -> Result<tokio::sync::watch::Receiver<u64>, String> {
-        Ok(self.readable(plugin, uri, id, audience, caller).await?.changed.subscribe())
-    }
 }
 
 impl Names for Sessions {
@@ -959,45 +424,10 @@ impl Names for Sessions {
     }
 }
 
-/// Whether `caller` may make this call on `session`: spectators' tools are
-/// open to all, a `joins` tool to whoever brings the join code, every other
-/// tool to the players only.
 /// What a guest's work on a blocking thread came to (`run_guest`), with a
 /// session's error in words: this layer answers callers in text.
 fn in_words<T>(outcome: Result<Result<T, SessionError>, String>) -> Result<T, String> {
     outcome?.map_err(|e| e.to_string())
-}
-
-fn admit(session: &Session, tool: &ToolDef, caller: &Caller, code: Option<&str>, param: &str) -> Result<(), String> {
-    if tool.audience == Audience::Spectators {
-        return Ok(());
-    }
-    let player = session.is_player(caller.name());
-    if tool.audience != Audience::Joins && player {
-        return Ok(());
-    }
-    if *caller == Caller::Stateless {
-        return Err(STATELESS_REFUSAL.into());
-    }
-    let id = session.id();
-    if tool.audience != Audience::Joins {
-        return Err(not_yours(param, &id, &format!("call `{}`", tool.name), joins_tool(&session.plugin)));
-    }
-    // A seat is taken with the code by everyone, the creator taking the
-    // other seat itself included: nobody plays a seat by default.
-    if session.seeding.replay {
-        return Err(format!("`{param}` {id} replays a finished game whose hidden parts were published: nobody else may take a seat in it"));
-    }
-    // The code first: who holds the seats is told only to those with it.
-    match code {
-        Some(code) if session.join_code_is(code) => {}
-        Some(_) => return Err(format!("wrong `{JOIN_CODE}` for `{param}` {id}: ask the game's creator for its join code")),
-        None => return Err(format!("taking a seat in `{param}` {id} needs its `{JOIN_CODE}`, which the game's creator hands out")),
-    }
-    match session.seats_all_taken() {
-        Some(taken) => Err(format!("no seat of `{param}` {id} is open: {taken}")),
-        None => Ok(()),
-    }
 }
 
 /// The tool that takes a seat in this plugin's games, if any.
@@ -1005,65 +435,6 @@ pub(super) fn joins_tool(plugin: &Plugin) -> Option<&str> {
     plugin.tools.iter().find(|t| t.audience == Audience::Joins).map(|t| t.name.as_str())
 }
 
-type Arguments = serde_json::Map<String, Value>;
-use serde_json::Value;
-
-/// The arguments without the host's argument `name`, and its value as
-/// `read` reads it (a value it cannot read is refused, saying what it must be).
-fn split_host_argument<'a, T>(
-    args: &'a Arguments,
-    name: &str,
-    read: fn(&Value) -> Option<T>,
-    must_be: &str,
-) -> Result<(std::borrow::Cow<'a, Arguments>, Option<T>), String> {
-    let Some(value) = args.get(name).filter(|v| !v.is_null()) else { return Ok((std::borrow::Cow::Borrowed(args), None)) };
-    let value = read(value).ok_or_else(|| format!("`{name}` must be {must_be}"))?;
-    let mut rest = args.clone();
-    rest.remove(name);
-    Ok((std::borrow::Cow::Owned(rest), Some(value)))
-}
-
-/// A non-negative integer given as a JSON number or a decimal string.
-fn unsigned(v: &Value) -> Option<u64> {
-    match v {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-/// A call on its way: the session, the version it runs, and that version's tool.
-struct Prepared {
-    session: Arc<Session>,
-    version: Arc<Plugin>,
-    tool: usize,
-    params: Vec<Val>,
-}
-
 fn expiry_reason(idle_timeout_ms: u64) -> String {
     format!("it expired after {} s without calls", idle_timeout_ms / 1000)
-}
-
-fn rand_seed() -> u64 {
-    let u = uuid::Uuid::new_v4();
-    u.as_u64_pair().0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sessions_that_map_their_data_count_their_extra_mappings() {
-        let (copied, mapped) = (maps_per_instance(false), maps_per_instance(true));
-        let budget = 10 * copied;
-        // Ten copied sessions fill a budget of ten; a mapped one takes more room.
-        assert!(maps_allow(budget, 9, 0, false));
-        assert!(!maps_allow(budget, 10, 0, false));
-        assert_eq!(maps_allow(budget, 9, 0, true), 9 * copied + mapped <= budget);
-        // Mixed: what the mapped ones use leaves less for the others.
-        let mixed = ((budget - 2 * mapped) / copied) as usize;
-        assert!(maps_allow(budget, 2 + mixed - 1, 2, false));
-        assert!(!maps_allow(budget, 2 + mixed, 2, false));
-    }
 }

@@ -47,7 +47,7 @@ impl Wait {
         let deadline = *self.deadline.get_or_insert(self.started + limit);
         loop {
             // Registered before the news is read, so no line slips between the two.
-            let news_arrived = session.news_arrived.notified();
+            let news_arrived = session.waits.news_arrived.notified();
             tokio::pin!(news_arrived);
             news_arrived.as_mut().enable();
             let news = session.news_since(self.started.into_std());

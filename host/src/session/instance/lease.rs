@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::{Session, SessionError, cannot_rebuild, last_calls_of};
+use super::{Session, SessionError, cannot_rebuild};
 use crate::locking::lock;
 use crate::store::{LEASE, SharedStore};
 
@@ -22,19 +22,9 @@ pub enum Run {
 }
 
 impl Session {
-    /// Sets the stored version this copy is (a shared store's).
-    pub fn set_version(&self, version: u64) {
-        self.version.store(version, Ordering::Relaxed);
-    }
-
-    /// Whether a shared store's notice of `version` makes this copy stale.
-    pub fn is_older_than(&self, version: u64) -> bool {
-        self.version.load(Ordering::Relaxed) < version
-    }
-
     /// The store, when other servers share it.
     fn shared(&self) -> Option<&dyn SharedStore> {
-        self.store.as_deref().and_then(|s| s.shared())
+        self.kept.store.as_deref().and_then(|s| s.shared())
     }
 
     /// Runs `f` (a call or an event, with the write after it) under the
@@ -47,9 +37,9 @@ impl Session {
     /// store, just runs `f`.
     pub fn leased<R>(self: &Arc<Self>, kind: Run, f: impl FnOnce() -> R) -> Result<R, SessionError> {
         let Some(shared) = self.shared() else { return Ok(f()) };
-        let _one_at_a_time = lock(&self.leasing);
+        let _one_at_a_time = lock(&self.kept.leasing);
         let id = self.id();
-        let known = self.version.load(Ordering::Relaxed);
+        let known = self.kept.version.load(Ordering::Relaxed);
         if kind == Run::Read && shared.version(&id)? == known {
             return Ok(f());
         }
@@ -63,15 +53,20 @@ impl Session {
                 return Err(why);
             }
         }
-        *lock(&self.lease) = Some(lease);
+        lock(&self.kept.written).lease = Some(lease);
         let out = f();
         // A copy that caught up is where the game runs now: a write (even
         // of what it read) tells the server it came from to let go of its own.
-        if behind && lock(&self.stored).is_none() && lock(&self.lease).is_some() {
+        let unwritten = || {
+            let written = lock(&self.kept.written);
+            written.digest.is_none() && written.lease.is_some()
+        };
+        if behind && unwritten() {
             let _ = self.persist();
         }
         // A write gives the lease back itself.
-        if let Some(lease) = lock(&self.lease).take() {
+        let left = lock(&self.kept.written).lease.take();
+        if let Some(lease) = left {
             shared.release(&id, &lease);
         }
         // The game as another server left it may have its record due.
@@ -86,16 +81,17 @@ impl Session {
     /// nothing to take.
     pub(super) fn relet(&self) -> Result<(), SessionError> {
         let Some(shared) = self.shared() else { return Ok(()) };
-        let mut lease = lock(&self.lease);
-        if lease.is_none() {
-            *lease = Some(shared.lease(&self.id(), LEASE + Duration::from_secs(1))?);
+        let mut written = lock(&self.kept.written);
+        if written.lease.is_none() {
+            written.lease = Some(shared.lease(&self.id(), LEASE + Duration::from_secs(1))?);
         }
         Ok(())
     }
 
     /// Gives back a lease a failed write left held.
     pub(super) fn let_lease_go(&self) {
-        if let (Some(shared), Some(lease)) = (self.shared(), lock(&self.lease).take()) {
+        let held = lock(&self.kept.written).lease.take();
+        if let (Some(shared), Some(lease)) = (self.shared(), held) {
             shared.release(&self.id(), &lease);
         }
     }
@@ -110,22 +106,12 @@ impl Session {
             None => return Err(SessionError::Ended("its stored copy is gone (it ended or expired)".into())),
         };
         self.stop_io();
-        let r = &stored.record;
-        {
-            let mut seating = lock(&self.seating);
-            seating.players = r.players.clone();
-            seating.seats = r.seats.clone();
-        }
-        self.over.store(r.over, Ordering::Relaxed);
-        self.calls.store(r.calls, Ordering::Relaxed);
-        *lock(&self.standing) = r.standing.clone();
-        self.changed_at_ms.store(r.changed_at_ms, Ordering::Relaxed);
-        lock(&self.answers).last = last_calls_of(&self.plugin, r);
+        lock(&self.ledger).catch_up(&self.plugin, &stored.record);
         // The version first: the restore may arm an event that fires at once.
         self.set_version(stored.version);
         self.fresh_instance()?;
         self.restore(durable, &stored.state)?;
-        *lock(&self.stored) = None;
+        lock(&self.kept.written).digest = None;
         tracing::debug!(plugin = self.plugin.name, session = id, version = stored.version, "caught up with another server's change");
         Ok(())
     }

@@ -1,0 +1,125 @@
+//! The ledger: what the host keeps of a game besides the game's own state —
+//! its name, who plays, its seats, each player's last answered decision,
+//! where the game stands, and its counts. These are the changing fields of
+//! the session's stored [`Record`]; they live under one lock
+//! (`Session::ledger`), so a record is read whole and a change to several
+//! of them is seen at once.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Instant;
+
+use wasmtime::component::Val;
+
+use crate::plugin::Plugin;
+use crate::records::{Holder, Seat, Standing};
+use crate::store::{Record, StoredCall};
+
+pub(super) struct Ledger {
+    /// The session's id (a game may rename it once: `renamed`).
+    pub id: String,
+    pub renamed: bool,
+    /// Who may call the session's tools: its creator first, then each
+    /// caller that took a seat with the join code (`plugin::Audience`).
+    pub players: Vec<String>,
+    /// The seats as the game last told them (`ludus:plugin/seats`).
+    pub seats: Vec<Seat>,
+    /// Players whose answers have published the secret of the game that ended.
+    pub told_secret: HashSet<String>,
+    /// Each player's last answered decision, for its retries.
+    pub answers: HashMap<String, LastCall>,
+    /// Decisions whose calls are held waiting for their answer: a twin
+    /// waits for that answer instead of running.
+    pub awaiting: HashSet<(String, u64)>,
+    /// Where its current game stands (`ludus:plugin/outcome`).
+    pub standing: Standing,
+    /// The game said it is over (`lifecycle.game-over`).
+    pub over: bool,
+    /// Tool calls its clients made (a re-run of a waiting call is not one).
+    pub calls: u64,
+    /// When a call last changed it, as stored (milliseconds since the epoch).
+    pub changed_at_ms: u64,
+    /// When a call last ran on it (in this process: for idle expiry).
+    pub last_used: Instant,
+}
+
+impl Ledger {
+    /// The ledger of a game as its record stores it.
+    pub fn of(plugin: &Plugin, record: &Record) -> Ledger {
+        Ledger {
+            id: record.id.clone(),
+            renamed: record.renamed,
+            players: record.players.clone(),
+            seats: record.seats.clone(),
+            told_secret: HashSet::new(),
+            answers: last_calls_of(plugin, record),
+            awaiting: HashSet::new(),
+            standing: record.standing.clone(),
+            over: record.over,
+            calls: record.calls,
+            changed_at_ms: record.changed_at_ms,
+            last_used: Instant::now(),
+        }
+    }
+
+    /// Takes what another server stored of the game (its copy here caught
+    /// up); the name, the secrets told and the calls held here stay.
+    pub fn catch_up(&mut self, plugin: &Plugin, record: &Record) {
+        self.players = record.players.clone();
+        self.seats = record.seats.clone();
+        self.answers = last_calls_of(plugin, record);
+        self.standing = record.standing.clone();
+        self.over = record.over;
+        self.calls = record.calls;
+        self.changed_at_ms = record.changed_at_ms;
+    }
+
+    /// Whether a seat may still be taken: one the game told is open, or,
+    /// for a game that tells no seats (a plugin older than 0.1.6), any.
+    pub fn has_open_seat(&self) -> bool {
+        self.seats.is_empty() || self.seats.iter().any(|s| s.kind == Holder::Open)
+    }
+
+    /// The answers kept for retries, as the store keeps them (JSON).
+    pub fn stored_calls(&self, plugin: &Plugin) -> BTreeMap<String, StoredCall> {
+        let mut stored = BTreeMap::new();
+        for (caller, c) in &self.answers {
+            let Some(shape) = plugin.result_of(&c.tool) else { continue };
+            stored.insert(caller.clone(), StoredCall { tool: c.tool.clone(), decision: c.decision, answer: shape.to_json(&c.answer) });
+        }
+        stored
+    }
+
+    /// What identifies the stored content (with the game's `state`): a
+    /// write that would store the same again is left out.
+    pub fn digest(&self, state: &[u8]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (&self.id, &self.players, &self.seats, self.over, state).hash(&mut h);
+        let standing = &self.standing;
+        (standing.game, standing.recorded, standing.told.as_ref().map(|t| (t.outcome, t.moves, t.illegal_moves))).hash(&mut h);
+        let mut kept: Vec<(&String, u64)> = self.answers.iter().map(|(caller, c)| (caller, c.decision)).collect();
+        kept.sort();
+        kept.hash(&mut h);
+        h.finish()
+    }
+}
+
+/// A decision call answered, kept to answer its retry.
+pub(super) struct LastCall {
+    pub tool: String,
+    pub decision: u64,
+    pub answer: Val,
+}
+
+/// The stored calls of a record, as values of the plugin's result types
+/// (one that no longer converts is left out: its retry runs as a new call).
+fn last_calls_of(plugin: &Plugin, record: &Record) -> HashMap<String, LastCall> {
+    let mut calls = HashMap::new();
+    for (caller, c) in &record.last_calls {
+        let Some(shape) = plugin.result_of(&c.tool) else { continue };
+        if let Ok(answer) = shape.to_val(&c.answer, "answer") {
+            calls.insert(caller.clone(), LastCall { tool: c.tool.clone(), decision: c.decision, answer });
+        }
+    }
+    calls
+}
