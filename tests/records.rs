@@ -376,6 +376,24 @@ async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
     assert_eq!(row("n=3", "model-b")[3..6], ["1", "0", "0.0%"], "{stdout}");
     assert!(stdout.contains("solved/won and the accuracy plots count the games not abandoned."), "{stdout}");
     assert!(stdout.contains(&format!("{} records, 2 bad lines skipped", all.len())), "{stdout}");
+    // Ratings from the seats of real games: model-a against the chess engine and the Showdown bot.
+    let section = |name: &str| -> Vec<Vec<String>> {
+        let after = stdout.split(&format!("\n{name}\n")).nth(1).unwrap_or_else(|| panic!("no table {name}: {stdout}"));
+        after.lines().skip(1).take_while(|l| !l.trim().is_empty()).map(|l| l.split_whitespace().map(String::from).collect()).collect()
+    };
+    let chess: Vec<String> = section("chess").iter().map(|c| c[0].clone()).collect();
+    assert_eq!(chess.len(), 2, "{stdout}");
+    assert!(chess.contains(&"model-a".to_string()) && chess.contains(&"chess-engine/1".to_string()), "{stdout}");
+    assert!(section("showdown").iter().any(|c| c[0] == "model-a" && c[1] == "1"), "{stdout}");
+    assert!(section("all games").iter().any(|c| c[0] == "model-a" && c[1] == "2"), "one player across games: {stdout}");
+    // Accuracy per size with Wilson intervals: model-b fails from n = 2 on, model-a never.
+    let hanoi = section("hanoi");
+    let line = |caller: &str, n: &str| {
+        hanoi.iter().find(|c| c[0] == caller && c[1] == n).unwrap_or_else(|| panic!("{caller} {n}: {stdout}")).clone()
+    };
+    assert_eq!(line("model-b", "1")[2..], ["1/1", "100%", "21–100%"], "{stdout}");
+    assert_eq!(line("model-b", "collapse")[2..], ["n=2"], "{stdout}");
+    assert_eq!(line("model-a", "collapse")[2..], ["none"], "{stdout}");
 
     // A missing file is said and makes the exit status 1; the rest is still summarised.
     let out = std::process::Command::new(BIN).args(["report", file.to_str().unwrap(), "/nonexistent/r.jsonl"]).output().unwrap();
@@ -410,8 +428,87 @@ async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
         assert!(f["marks"].as_u64().unwrap() > 5, "{f}");
     }
     assert_eq!(by_id("moves")["series"], json!(["hanoi"]));
+    let tables = tab.eval("[...document.querySelectorAll('table[data-ratings]')].map(t => t.dataset.ratings)").await;
+    assert_eq!(tables, json!(["chess", "showdown", "all games"]), "a ratings table per game and one across them");
     let rows = tab.eval("document.querySelectorAll('table tr').length").await;
     assert!(rows.as_u64().unwrap() >= 6, "{rows}");
     tab.eval("1").await;
     assert!(tab.errors.is_empty(), "the page reported errors: {:?}", tab.errors);
+}
+
+/// `ludus report`'s ratings on records of players with known strengths:
+/// the fit recovers their order and their Elo (centred, as no player is an
+/// anchor), and agrees with choix (PyPI), a well-kept Bradley–Terry
+/// implementation, fitting the same records (`tests/clients/ratings_reference.py`).
+#[test]
+fn the_reports_ratings_recover_known_strengths_and_agree_with_choix() {
+    let work = scratch();
+    let truth =
+        [("agent-a", 1200.0), ("agent-b", 1350.0), ("agent-c", 1500.0), ("agent-d", 1650.0), ("agent-e", 1800.0), ("agent-f", 1950.0)];
+    // A fixed linear congruential generator: the same records every run.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut unit = move || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut lines = String::new();
+    for g in 0..3000 {
+        let a = (unit() * 6.0) as usize % 6;
+        let b = (a + 1 + (unit() * 5.0) as usize % 5) % 6;
+        let p = 1.0 / (1.0 + 10f64.powf((truth[b].1 - truth[a].1) / 400.0));
+        // Draws take a share from each side, so a's expected score stays p.
+        let (u, half_draw) = (unit(), 0.15 * p.min(1.0 - p));
+        let (ra, rb) = if u < p - half_draw {
+            ("won", "lost")
+        } else if u < p + half_draw {
+            ("draw", "draw")
+        } else {
+            ("lost", "won")
+        };
+        let seats = json!([
+            {"seat": "first", "kind": "agent", "player": truth[a].0, "result": ra},
+            {"seat": "second", "kind": "agent", "player": truth[b].0, "result": rb},
+        ]);
+        let record = json!({"record": format!("s{g}/1"), "game": "duel", "caller": truth[a].0, "outcome": ra, "seats": seats});
+        lines.push_str(&format!("{record}\n"));
+    }
+    let file = work.path().join("duels.jsonl");
+    std::fs::write(&file, lines).unwrap();
+
+    let out = std::process::Command::new(BIN).args(["report", file.to_str().unwrap()]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("Ratings: Bradley–Terry on the Elo scale"), "{stdout}");
+    // The table under the game's name: player, games, score, rating, low "to" high.
+    let table: Vec<Vec<&str>> = stdout
+        .split("\nduel\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no ratings table for duel: {stdout}"))
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(table.len(), 6, "{stdout}");
+    let ours: std::collections::HashMap<&str, (f64, f64, f64)> =
+        table.iter().map(|c| (c[0], (c[3].parse().unwrap(), c[4].parse().unwrap(), c[6].parse().unwrap()))).collect();
+    let order: Vec<&str> = table.iter().map(|c| c[0]).collect();
+    assert_eq!(order, ["agent-f", "agent-e", "agent-d", "agent-c", "agent-b", "agent-a"], "best first: {stdout}");
+    let mean = truth.iter().map(|t| t.1).sum::<f64>() / 6.0;
+    for (name, elo) in truth {
+        let (rating, low, high) = ours[name];
+        assert!((rating - (elo - mean + 1500.0)).abs() < 60.0, "{name}: {rating} against a true {elo} (centred): {stdout}");
+        assert!(low < rating && rating < high && high - low < 200.0, "{name}: {low} to {high}: {stdout}");
+    }
+
+    let python = pip_install("ratings-venv", &["choix==0.4.1", "numpy==2.4.6", "scipy==1.17.1"]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/clients/ratings_reference.py");
+    let reference = std::process::Command::new(python).arg(script).arg(&file).arg("duel").output().unwrap();
+    assert!(reference.status.success(), "{}", String::from_utf8_lossy(&reference.stderr));
+    let theirs: std::collections::HashMap<String, f64> = serde_json::from_slice(&reference.stdout).unwrap();
+    for (name, elo) in &theirs {
+        // The report prints whole Elo points.
+        assert!((ours[name.as_str()].0 - elo).abs() <= 0.51, "{name}: ours {} choix {elo}", ours[name.as_str()].0);
+    }
+    assert_eq!(theirs.len(), 6);
 }

@@ -97,11 +97,16 @@ enum Command {
     /// Summarise result records (`serve --records FILE`): a table per game
     /// and parameters (games, solved or won, mean moves over the optimum,
     /// illegal moves per game, Showdown's mean optimality, score against
-    /// decided games); with --html, also one self-contained page with the
-    /// plots: accuracy against size per caller, moves against the optimum,
-    /// chess score against engine level, Showdown's optimality per decision.
-    /// Lines that are not records are named (file:line), skipped and
-    /// counted. Exits 1 when a file cannot be read.
+    /// decided games); ratings of every player that met another (callers
+    /// and built-in opponents: Bradley–Terry on the Elo scale with 95 %
+    /// bootstrap intervals, per game and across games, the chess engine's
+    /// levels anchored at their measured Elo); puzzle accuracy per size with
+    /// Wilson intervals and the size where it first falls below 50 %. With
+    /// --html, also one self-contained page with the plots: accuracy against
+    /// size per caller, moves against the optimum, chess score against
+    /// engine level, Showdown's optimality per decision. Lines that are not
+    /// records are named (file:line), skipped and counted. Exits 1 when a
+    /// file cannot be read.
     Report {
         /// Records files (JSON Lines), read in order, one line at a time.
         #[arg(required = true, value_name = "RECORDS")]
@@ -109,6 +114,11 @@ enum Command {
         /// Also write the HTML page with the plots here.
         #[arg(long, value_name = "OUT")]
         html: Option<PathBuf>,
+        /// Fix a player's rating (repeatable): a built-in opponent measured
+        /// elsewhere, or a reference agent, e.g. `--anchor chess-engine/6=1400`.
+        /// Replaces the built-in anchor of the same name.
+        #[arg(long = "anchor", value_name = "NAME=ELO", value_parser = parse_anchor)]
+        anchors: Vec<(String, f64)>,
     },
     /// Copy a game component with its WIT doc comments embedded, so the host
     /// can turn them into tool descriptions, parameter docs and ranges.
@@ -244,9 +254,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("add to the server's config (--config FILE):\n\n{lines}");
             Ok(())
         }
-        Command::Report { files, html } => {
-            let report = ludus::report::Report::read(&files, &mut |warning| eprintln!("ludus: {warning}"));
+        Command::Report { files, html, anchors } => {
+            let mut report = ludus::report::Report::read(&files, &mut |warning| eprintln!("ludus: {warning}"));
+            report.anchors = anchors;
             print!("{}", report.table());
+            print!("{}", report.standings_text());
             println!("\n{}", report.totals());
             if let Some(out) = html {
                 let page = report.html().map_err(anyhow::Error::msg)?;
@@ -263,4 +275,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             ludus_pack::pack_file(&input, &dirs, &output)
         }
     }
+}
+
+/// `--anchor NAME=ELO`.
+fn parse_anchor(s: &str) -> Result<(String, f64), String> {
+    let (name, elo) = s.rsplit_once('=').ok_or("an anchor is NAME=ELO, e.g. chess-engine/6=1400")?;
+    let elo: f64 = elo.trim().parse().map_err(|_| format!("`{elo}` is not a number (an anchor is NAME=ELO)"))?;
+    if name.trim().is_empty() || !elo.is_finite() {
+        return Err("an anchor is NAME=ELO with a name and a finite number".into());
+    }
+    Ok((name.trim().to_string(), elo))
 }

@@ -28,6 +28,7 @@ pub fn page(r: &Report) -> Result<String, String> {
     let mut body = String::new();
     let _ = write!(body, "<h1>Ludus result records</h1>\n<p>{}.</p>\n", escape(&r.totals()));
     body.push_str(&table(r));
+    body.push_str(&standings(r));
 
     for (game, by_caller) in &r.accuracy {
         let series: Vec<Series> = by_caller.iter().map(|(caller, sizes)| ratio_series(caller_name(caller), sizes)).collect();
@@ -68,6 +69,7 @@ pub fn page(r: &Report) -> Result<String, String> {
 
 const STYLE: &str = "body { font-family: sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin-bottom: 2em; }
+caption { text-align: left; font-weight: bold; padding: 0.25em 0; }
 th, td { padding: 0.25em 0.75em; border-bottom: 1px solid #ddd; white-space: nowrap; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 figure { margin: 0 0 2em 0; }
@@ -96,6 +98,37 @@ fn table(r: &Report) -> String {
         t.push_str("</tr>\n");
     }
     let _ = write!(t, "</table>\n<p>{}</p>\n", escape(super::ABANDONED_NOTE));
+    t
+}
+
+/// The ratings and accuracy tables, each under its note.
+fn standings(r: &Report) -> String {
+    use super::standings::{ACCURACY_HEAD, ACCURACY_NOTE, RATING_HEAD, RATING_NOTE};
+    let mut t = String::new();
+    for (id, note, head, tables) in
+        [("ratings", RATING_NOTE, RATING_HEAD, r.rating_tables()), ("accuracy", ACCURACY_NOTE, ACCURACY_HEAD, r.accuracy_tables())]
+    {
+        if tables.is_empty() {
+            continue;
+        }
+        let _ =
+            writeln!(t, "<h2 id=\"{id}\">{}</h2>\n<p>{}</p>", if id == "ratings" { "Ratings" } else { "Accuracy by size" }, escape(note));
+        for (name, rows) in tables {
+            let _ = write!(t, "<table data-{id}=\"{}\">\n<caption>{}</caption>\n<tr>", escape(&name), escape(&name));
+            for (i, h) in head.iter().enumerate() {
+                let _ = write!(t, "<th{}>{h}</th>", if i >= 1 { " class=\"n\"" } else { "" });
+            }
+            t.push_str("</tr>\n");
+            for row in rows {
+                t.push_str("<tr>");
+                for (i, cell) in row.iter().enumerate() {
+                    let _ = write!(t, "<td{}>{}</td>", if i >= 1 { " class=\"n\"" } else { "" }, escape(cell));
+                }
+                t.push_str("</tr>\n");
+            }
+            t.push_str("</table>\n");
+        }
+    }
     t
 }
 

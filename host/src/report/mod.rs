@@ -10,6 +10,8 @@
 //! record is named (file and line), skipped and counted.
 
 mod html;
+mod ratings;
+mod standings;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -19,7 +21,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::records::Outcome;
+use crate::records::{Outcome, Seat};
+pub use standings::{CHESS_ANCHORS, Standing};
 
 /// Longest line read as a record; a longer one is skipped as bad.
 const MAX_LINE: usize = 4 << 20;
@@ -54,6 +57,9 @@ struct Line {
     /// again, so counting it would count that game twice.
     #[serde(default)]
     replay: bool,
+    /// Each seat's player and result (games with seats).
+    #[serde(default)]
+    seats: Vec<Seat>,
 }
 
 #[derive(Deserialize, Default)]
@@ -137,6 +143,10 @@ pub struct Report {
     pub levels: BTreeMap<String, BTreeMap<String, BTreeMap<u64, Tally>>>,
     /// Each scored decision's optimality, binned over [0, 1].
     pub optimality: [u64; OPTIMALITY_BINS],
+    /// Who met whom, by game: the ratings' data (`standings`).
+    pub results: BTreeMap<String, standings::Results>,
+    /// Anchors the reader added or changed (`--anchor NAME=ELO`).
+    pub anchors: Vec<(String, f64)>,
     pub records: u64,
     /// Replays read and left out of every figure.
     pub replays: u64,
@@ -281,6 +291,9 @@ impl Report {
                 Outcome::Draw => 0.5,
                 _ => 0.0,
             };
+        }
+        if !l.seats.is_empty() {
+            standings::add_seats(self.results.entry(l.game.clone()).or_default(), &l.seats);
         }
         for &x in l.figures.iter().flat_map(|f| &f.optimality) {
             let bin = ((x.clamp(0.0, 1.0) * OPTIMALITY_BINS as f64) as usize).min(OPTIMALITY_BINS - 1);
