@@ -5,7 +5,8 @@
 //!
 //! Writes N records shaped like the ones the server writes (the four
 //! puzzles at sizes 1–12 for four callers, chess against levels 1–10 with a
-//! PGN, Showdown battles with 30 per-decision optimalities), then runs the
+//! PGN, Showdown battles with 30 per-decision optimalities; the games
+//! against an opponent with their seats, so the ratings are fitted), then runs the
 //! real binary on them: the table alone, and the table with the HTML page.
 //! For each: wall time, records per second, and the process's peak resident
 //! memory, next to `wc -l` reading the same file (the floor of reading it
@@ -47,7 +48,7 @@ fn write_records(path: &Path, count: u64) -> std::io::Result<()> {
     let pgn = "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 6. Re1 b5 7. Bb3 d6 8. c3 O-O 9. h3 Nb8 10. d4 Nbd7 0-1";
     for i in 0..count {
         let caller = callers[rng.below(4) as usize];
-        let (game, parameters, outcome, moves, optimum, figures) = match rng.below(10) {
+        let (game, parameters, outcome, moves, optimum, figures, opponent) = match rng.below(10) {
             0..=6 => {
                 let game = puzzles[rng.below(4) as usize];
                 let n = 1 + rng.below(12);
@@ -58,7 +59,15 @@ fn write_records(path: &Path, count: u64) -> std::io::Result<()> {
                 };
                 let solved = rng.unit() < 1.0 / (1.0 + (n as f64 / 6.0).powi(3));
                 let moves = if solved { optimum + rng.below(3) } else { rng.below(optimum + 1) };
-                (game, format!("{{\"n\":{n}}}"), if solved { "solved" } else { "failed" }, moves, optimum.to_string(), "{}".to_string())
+                (
+                    game,
+                    format!("{{\"n\":{n}}}"),
+                    if solved { "solved" } else { "failed" },
+                    moves,
+                    optimum.to_string(),
+                    "{}".to_string(),
+                    None,
+                )
             }
             7..=8 => {
                 let level = 1 + rng.below(10);
@@ -71,21 +80,47 @@ fn write_records(path: &Path, count: u64) -> std::io::Result<()> {
                     40,
                     "null".into(),
                     figures,
+                    Some(format!("chess-engine/{level}")),
                 )
             }
             _ => {
                 let per_turn: Vec<String> = (0..30).map(|_| format!("{:.4}", rng.unit().sqrt())).collect();
                 let figures =
                     format!("{{\"winner\":\"Bot\",\"turns\":30,\"optimality_mean\":0.6,\"optimality\":[{}]}}", per_turn.join(","));
-                ("showdown", "{\"format\":\"gen9randombattle\",\"opponent\":\"heuristic\"}".into(), "lost", 30, "null".into(), figures)
+                let outcome = if rng.unit() < 0.3 { "won" } else { "lost" };
+                let opponent = Some("showdown-bot/heuristic".to_string());
+                (
+                    "showdown",
+                    "{\"format\":\"gen9randombattle\",\"opponent\":\"heuristic\"}".into(),
+                    outcome,
+                    30,
+                    "null".into(),
+                    figures,
+                    opponent,
+                )
             }
+        };
+        // Games against an opponent list both seats, as the server writes them.
+        let seats = match opponent {
+            Some(opponent) => {
+                let theirs = match outcome {
+                    "won" => "lost",
+                    "lost" => "won",
+                    other => other,
+                };
+                format!(
+                    ",\"seats\":[{{\"seat\":\"p1\",\"kind\":\"agent\",\"player\":\"{caller}\",\"result\":\"{outcome}\"}},\
+                     {{\"seat\":\"p2\",\"kind\":\"builtin\",\"player\":\"{opponent}\",\"result\":\"{theirs}\"}}]"
+                )
+            }
+            None => String::new(),
         };
         writeln!(
             out,
             "{{\"record\":\"{i:032x}/1\",\"time\":\"2026-11-26T00:00:00.000Z\",\"game\":\"{game}\",\"plugin_version\":\"0.1.0\",\
              \"parameters\":{parameters},\"seed\":{},\"caller\":\"{caller}\",\"tool_calls\":{},\"moves\":{moves},\
              \"illegal_moves\":{},\"first_failing_move\":null,\"optimum\":{optimum},\"outcome\":\"{outcome}\",\
-             \"ended\":\"the game ended\",\"duration_ms\":{},\"figures\":{figures}}}",
+             \"ended\":\"the game ended\",\"duration_ms\":{},\"figures\":{figures}{seats}}}",
             rng.next(),
             moves + 1,
             rng.below(3),
