@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 
 use super::ratings::{self, Interval, Meeting};
 use super::{Report, Tally};
-use crate::records::{Outcome, Seat};
+use crate::records::Outcome;
 
 /// Bootstrap resamples per fit (`RATING_NOTE` says it): enough for stable 2.5 % and 97.5 % points.
 const ROUNDS: usize = 200;
@@ -34,27 +34,53 @@ pub const CHESS_ANCHORS: [(&str, f64); 6] = [
     ("chess-engine/10", 2095.0),
 ];
 
-/// Results between players of one game: by (first, second) in name order,
-/// how many the first won, were drawn, the second won.
-pub type Results = BTreeMap<(String, String), [u64; 3]>;
+/// Results between players of one game: by first and second player in
+/// name order, how many the first won, were drawn, the second won.
+#[derive(Default, Debug)]
+pub struct Results(BTreeMap<String, BTreeMap<String, [u64; 3]>>);
 
-/// Adds a record's seats to `results`: every two seats with different
-/// players and a result each met once (won beats drawn beats lost).
-pub fn add_seats(results: &mut Results, seats: &[Seat]) {
-    let rank = |s: &Seat| match s.result? {
+impl Results {
+    /// The cell of `first` against `second` (names are copied only the
+    /// first time a pair meets: a million records allocate nothing more).
+    fn cell(&mut self, first: &str, second: &str) -> &mut [u64; 3] {
+        if !self.0.contains_key(first) {
+            self.0.insert(first.to_string(), BTreeMap::new());
+        }
+        let row = self.0.get_mut(first).expect("inserted above");
+        if !row.contains_key(second) {
+            row.insert(second.to_string(), [0; 3]);
+        }
+        row.get_mut(second).expect("inserted above")
+    }
+
+    /// Every pair that met, with its cell.
+    fn pairs(&self) -> impl Iterator<Item = (&str, &str, &[u64; 3])> {
+        self.0.iter().flat_map(|(a, row)| row.iter().map(move |(b, cell)| (a.as_str(), b.as_str(), cell)))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Adds a record's seats (each seat's player and result) to `results`:
+/// every two seats with different players and a result each met once (won
+/// beats drawn beats lost).
+pub fn add_seats<'a>(results: &mut Results, seats: impl Iterator<Item = (&'a str, Outcome)>) {
+    let rank = |o: Outcome| match o {
         Outcome::Won | Outcome::Solved => Some(2),
         Outcome::Draw => Some(1),
         Outcome::Lost | Outcome::Failed => Some(0),
         Outcome::Abandoned => None,
     };
-    let placed: Vec<(&str, u8)> = seats.iter().filter_map(|s| Some((s.player.as_deref()?, rank(s)?))).collect();
+    let placed: Vec<(&str, u8)> = seats.filter_map(|(player, result)| Some((player, rank(result)?))).collect();
     for (i, &(p, rp)) in placed.iter().enumerate() {
         for &(q, rq) in &placed[i + 1..] {
             if p == q {
                 continue;
             }
             let (first, second, r1, r2) = if p < q { (p, q, rp, rq) } else { (q, p, rq, rp) };
-            let cell = results.entry((first.to_string(), second.to_string())).or_default();
+            let cell = results.cell(first, second);
             cell[match r1.cmp(&r2) {
                 std::cmp::Ordering::Greater => 0,
                 std::cmp::Ordering::Equal => 1,
@@ -77,13 +103,13 @@ pub struct Standing {
 
 /// A fit of one game's results (or all games'), best first.
 pub fn fit(results: &Results, anchors: &BTreeMap<String, f64>) -> Vec<Standing> {
-    let mut names: Vec<&str> = results.keys().flat_map(|(a, b)| [a.as_str(), b.as_str()]).collect();
+    let mut names: Vec<&str> = results.pairs().flat_map(|(a, b, _)| [a, b]).collect();
     names.sort_unstable();
     names.dedup();
     let index = |name: &str| names.binary_search(&name).unwrap_or_default();
     let meetings: Vec<Meeting> = results
-        .iter()
-        .map(|((a, b), [a_won, drawn, b_won])| Meeting { a: index(a), b: index(b), a_won: *a_won, drawn: *drawn, b_won: *b_won })
+        .pairs()
+        .map(|(a, b, [a_won, drawn, b_won])| Meeting { a: index(a), b: index(b), a_won: *a_won, drawn: *drawn, b_won: *b_won })
         .collect();
     let pinned: Vec<(usize, f64)> = names.iter().enumerate().filter_map(|(i, n)| Some((i, *anchors.get(*n)?))).collect();
     let fitted = ratings::with_intervals(names.len(), &meetings, &pinned, ROUNDS, SEED);
@@ -126,12 +152,10 @@ impl Report {
         let mut fits: Vec<(String, Vec<Standing>)> =
             self.results.iter().filter(|(_, r)| !r.is_empty()).map(|(game, r)| (game.clone(), fit(r, &anchors))).collect();
         if fits.len() > 1 {
-            let mut all = Results::new();
-            for r in self.results.values() {
-                for (pair, cell) in r {
-                    let sum = all.entry(pair.clone()).or_default();
-                    (0..3).for_each(|i| sum[i] += cell[i]);
-                }
+            let mut all = Results::default();
+            for (a, b, cell) in self.results.values().flat_map(Results::pairs) {
+                let sum = all.cell(a, b);
+                (0..3).for_each(|i| sum[i] += cell[i]);
             }
             fits.push(("all games".into(), fit(&all, &anchors)));
         }
@@ -229,31 +253,29 @@ fn columns<const N: usize>(head: &[&str; N], rows: &[[String; N]], left: usize) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::Holder;
 
-    fn seat(player: &str, result: Outcome) -> Seat {
-        let kind = if player.contains('/') { Holder::Builtin } else { Holder::Agent };
-        Seat { seat: String::new(), kind, player: Some(player.into()), result: Some(result) }
+    fn seat(player: &str, result: Outcome) -> (&str, Outcome) {
+        (player, result)
     }
 
     #[test]
     fn seats_meet_once_per_pair_in_name_order() {
-        let mut r = Results::new();
-        add_seats(&mut r, &[seat("b", Outcome::Won), seat("a", Outcome::Lost)]);
-        add_seats(&mut r, &[seat("a", Outcome::Draw), seat("b", Outcome::Draw)]);
-        add_seats(&mut r, &[seat("a", Outcome::Won), seat("a", Outcome::Lost)]);
-        add_seats(&mut r, &[seat("a", Outcome::Abandoned), seat("b", Outcome::Won)]);
-        assert_eq!(r.len(), 1, "self-play and unfinished games are no meeting: {r:?}");
-        assert_eq!(r[&("a".into(), "b".into())], [0, 1, 1]);
+        let mut r = Results::default();
+        add_seats(&mut r, [seat("b", Outcome::Won), seat("a", Outcome::Lost)].into_iter());
+        add_seats(&mut r, [seat("a", Outcome::Draw), seat("b", Outcome::Draw)].into_iter());
+        add_seats(&mut r, [seat("a", Outcome::Won), seat("a", Outcome::Lost)].into_iter());
+        add_seats(&mut r, [seat("a", Outcome::Abandoned), seat("b", Outcome::Won)].into_iter());
+        let pairs: Vec<_> = r.pairs().collect();
+        assert_eq!(pairs, [("a", "b", &[0, 1, 1])], "self-play and unfinished games are no meeting");
     }
 
     #[test]
     fn an_agent_rates_on_the_anchors_scale() {
         // `m` scores half against level 5 (1261) and 75 % against level 4
         // (1070), as a player of about 1261 would.
-        let mut r = Results::new();
-        r.insert(("chess-engine/5".into(), "m".into()), [10, 0, 10]);
-        r.insert(("chess-engine/4".into(), "m".into()), [5, 0, 15]);
+        let mut r = Results::default();
+        *r.cell("chess-engine/5", "m") = [10, 0, 10];
+        *r.cell("chess-engine/4", "m") = [5, 0, 15];
         let anchors = CHESS_ANCHORS.iter().map(|(n, e)| (n.to_string(), *e)).collect();
         let s = fit(&r, &anchors);
         let m = s.iter().find(|s| s.player == "m").unwrap();
