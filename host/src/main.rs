@@ -257,9 +257,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Report { files, html, anchors } => {
             let mut report = ludus::report::Report::read(&files, &mut |warning| eprintln!("ludus: {warning}"));
             report.anchors = anchors;
-            print!("{}", report.table());
-            print!("{}", report.standings_text());
-            println!("\n{}", report.totals());
+            // The ratings first: they are what an evaluator comparing agents reads.
+            // Each section ends with a blank line.
+            let accuracy = match report.accuracy_text() {
+                accuracy if accuracy.is_empty() => "\n".to_string(),
+                accuracy => format!("\n{accuracy}"),
+            };
+            let text = format!("{}{}{accuracy}{}\n", report.ratings_text(), report.table(), report.totals());
+            // A reader that stops early (`| head`) is no error.
+            if let Err(e) = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes())
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                return Err(e.into());
+            }
             if let Some(out) = html {
                 let page = report.html().map_err(anyhow::Error::msg)?;
                 std::fs::write(&out, page).map_err(|e| anyhow::anyhow!("{}: cannot be written: {e}", out.display()))?;

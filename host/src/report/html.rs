@@ -17,6 +17,9 @@ use plotters::prelude::*;
 use super::{OPTIMALITY_BINS, Report, Tally};
 
 const SIZE: (u32, u32) = (720, 420);
+/// Axis labels, legends and captions (+4) in pixels: legible at the plot's
+/// own size (plotters' default, 12, is not).
+const LABEL_PX: u32 = 15;
 
 /// One line of a plot: its name and its points.
 struct Series {
@@ -27,11 +30,13 @@ struct Series {
 pub fn page(r: &Report) -> Result<String, String> {
     let mut body = String::new();
     let _ = write!(body, "<h1>Ludus result records</h1>\n<p>{}.</p>\n", escape(&r.totals()));
+    // The ratings first: they are what an evaluator comparing agents reads.
+    body.push_str(&standings(r, Standings::Ratings));
     body.push_str(&table(r));
-    body.push_str(&standings(r));
+    body.push_str(&standings(r, Standings::Accuracy));
 
-    for (game, by_caller) in &r.accuracy {
-        let series: Vec<Series> = by_caller.iter().map(|(caller, sizes)| ratio_series(caller_name(caller), sizes)).collect();
+    for (game, series) in r.accuracy_series() {
+        let series: Vec<Series> = series.iter().map(|(name, sizes)| ratio_series(name, sizes)).collect();
         let title = format!("{game}: accuracy against size");
         let svg = line_chart(&Axes { title: &title, x: "n", y: "solved or won", ..Axes::default() }, &series)?;
         body.push_str(&figure(&format!("accuracy-{game}"), &title, &series, &svg));
@@ -72,7 +77,8 @@ table { border-collapse: collapse; margin-bottom: 2em; }
 caption { text-align: left; font-weight: bold; padding: 0.25em 0; }
 th, td { padding: 0.25em 0.75em; border-bottom: 1px solid #ddd; white-space: nowrap; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
-figure { margin: 0 0 2em 0; }
+figure { margin: 0 1.5em 2em 0; display: inline-block; vertical-align: top; max-width: 100%; }
+figure svg { max-width: 100%; height: auto; }
 ";
 
 fn caller_name(caller: &str) -> &str {
@@ -101,33 +107,39 @@ fn table(r: &Report) -> String {
     t
 }
 
-/// The ratings and accuracy tables, each under its note.
-fn standings(r: &Report) -> String {
+/// Which tables of standings (`standings`).
+#[derive(Clone, Copy)]
+enum Standings {
+    Ratings,
+    Accuracy,
+}
+
+/// The ratings or the accuracy tables, under their heading and note.
+fn standings(r: &Report, which: Standings) -> String {
     use super::standings::{ACCURACY_HEAD, ACCURACY_NOTE, RATING_HEAD, RATING_NOTE};
+    let (id, heading, note, head, tables) = match which {
+        Standings::Ratings => ("ratings", "Ratings", RATING_NOTE, RATING_HEAD, r.rating_tables()),
+        Standings::Accuracy => ("accuracy", "Accuracy by size", ACCURACY_NOTE, ACCURACY_HEAD, r.accuracy_tables()),
+    };
     let mut t = String::new();
-    for (id, note, head, tables) in
-        [("ratings", RATING_NOTE, RATING_HEAD, r.rating_tables()), ("accuracy", ACCURACY_NOTE, ACCURACY_HEAD, r.accuracy_tables())]
-    {
-        if tables.is_empty() {
-            continue;
+    if tables.is_empty() {
+        return t;
+    }
+    let _ = writeln!(t, "<h2 id=\"{id}\">{heading}</h2>\n<p>{}</p>", escape(note));
+    for (name, rows) in tables {
+        let _ = write!(t, "<table data-{id}=\"{}\">\n<caption>{}</caption>\n<tr>", escape(&name), escape(&name));
+        for (i, h) in head.iter().enumerate() {
+            let _ = write!(t, "<th{}>{h}</th>", if i >= 1 { " class=\"n\"" } else { "" });
         }
-        let _ =
-            writeln!(t, "<h2 id=\"{id}\">{}</h2>\n<p>{}</p>", if id == "ratings" { "Ratings" } else { "Accuracy by size" }, escape(note));
-        for (name, rows) in tables {
-            let _ = write!(t, "<table data-{id}=\"{}\">\n<caption>{}</caption>\n<tr>", escape(&name), escape(&name));
-            for (i, h) in head.iter().enumerate() {
-                let _ = write!(t, "<th{}>{h}</th>", if i >= 1 { " class=\"n\"" } else { "" });
+        t.push_str("</tr>\n");
+        for row in rows {
+            t.push_str("<tr>");
+            for (i, cell) in row.iter().enumerate() {
+                let _ = write!(t, "<td{}>{}</td>", if i >= 1 { " class=\"n\"" } else { "" }, escape(cell));
             }
             t.push_str("</tr>\n");
-            for row in rows {
-                t.push_str("<tr>");
-                for (i, cell) in row.iter().enumerate() {
-                    let _ = write!(t, "<td{}>{}</td>", if i >= 1 { " class=\"n\"" } else { "" }, escape(cell));
-                }
-                t.push_str("</tr>\n");
-            }
-            t.push_str("</table>\n");
         }
+        t.push_str("</table>\n");
     }
     t
 }
@@ -213,6 +225,7 @@ fn line_chart(axes: &Axes, series: &[Series]) -> Result<String, String> {
         } else {
             mesh.y_label_formatter(&share);
         }
+        mesh.label_style(("sans-serif", LABEL_PX)).axis_desc_style(("sans-serif", LABEL_PX + 1));
         mesh.x_desc(x_label).y_desc(y_label).draw().map_err(plot_error)?;
         if diagonal {
             let style = BLACK.mix(0.4).stroke_width(1);
@@ -222,19 +235,54 @@ fn line_chart(axes: &Axes, series: &[Series]) -> Result<String, String> {
                 .label("optimum")
                 .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
         }
+        // Equal series would hide each other: each has its own marker, and
+        // on a whole-number axis (sizes, levels) each is shifted a little
+        // sideways, symmetrically about the true x.
+        let dodge = if log || series.len() < 2 { 0.0 } else { 0.08 };
         for (i, s) in series.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
-            chart
-                .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))
-                .map_err(plot_error)?
-                .label(&s.name)
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
-            chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(plot_error)?;
+            let shift = dodge * (i as f64 - (series.len() - 1) as f64 / 2.0);
+            let points: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (x + shift, y)).collect();
+            let line = chart.draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2))).map_err(plot_error)?;
+            let line = line.label(&s.name);
+            let stroke = color.stroke_width(2);
+            match Marker::of(i) {
+                Marker::Circle => {
+                    line.legend(move |(x, y)| {
+                        EmptyElement::at((x, y)) + PathElement::new([(0, 0), (20, 0)], stroke) + Circle::new((10, 0), 4, color.filled())
+                    });
+                    chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled()))).map_err(plot_error)?;
+                }
+                Marker::Triangle => {
+                    line.legend(move |(x, y)| {
+                        EmptyElement::at((x, y))
+                            + PathElement::new([(0, 0), (20, 0)], stroke)
+                            + TriangleMarker::new((10, 0), 6, color.filled())
+                    });
+                    chart.draw_series(points.iter().map(|&p| TriangleMarker::new(p, 6, color.filled()))).map_err(plot_error)?;
+                }
+                Marker::Square => {
+                    line.legend(move |(x, y)| {
+                        EmptyElement::at((x, y))
+                            + PathElement::new([(0, 0), (20, 0)], stroke)
+                            + Rectangle::new([(6, -4), (14, 4)], color.filled())
+                    });
+                    let square = |p| EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], color.filled());
+                    chart.draw_series(points.iter().map(|&p| square(p))).map_err(plot_error)?;
+                }
+                Marker::Cross => {
+                    line.legend(move |(x, y)| {
+                        EmptyElement::at((x, y)) + PathElement::new([(0, 0), (20, 0)], stroke) + Cross::new((10, 0), 5, stroke)
+                    });
+                    chart.draw_series(points.iter().map(|&p| Cross::new(p, 5, stroke))).map_err(plot_error)?;
+                }
+            }
         }
         chart
             .configure_series_labels()
             // Rising lines (moves against the optimum) leave the lower right free; falling ones the upper right.
             .position(if diagonal { SeriesLabelPosition::LowerRight } else { SeriesLabelPosition::UpperRight })
+            .label_font(("sans-serif", LABEL_PX))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.3))
             .draw()
@@ -242,6 +290,25 @@ fn line_chart(axes: &Axes, series: &[Series]) -> Result<String, String> {
         root.present().map_err(plot_error)?;
     }
     Ok(svg)
+}
+
+/// The mark of each point of a series, by the series' place: four kinds in turn.
+enum Marker {
+    Circle,
+    Triangle,
+    Square,
+    Cross,
+}
+
+impl Marker {
+    fn of(series: usize) -> Marker {
+        match series % 4 {
+            0 => Marker::Circle,
+            1 => Marker::Triangle,
+            2 => Marker::Square,
+            _ => Marker::Cross,
+        }
+    }
 }
 
 /// A white chart with its caption and axes' room, on `root`.
@@ -253,10 +320,10 @@ fn chart_on<'a, 'b>(
 ) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>, String> {
     root.fill(&WHITE).map_err(plot_error)?;
     ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 18))
+        .caption(title, ("sans-serif", LABEL_PX + 4))
         .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(56)
+        .x_label_area_size(48)
+        .y_label_area_size(64)
         .build_cartesian_2d(x, y)
         .map_err(plot_error)
 }
@@ -272,6 +339,8 @@ fn histogram(title: &str, bins: &[u64; OPTIMALITY_BINS]) -> Result<String, Strin
         chart
             .configure_mesh()
             .y_label_formatter(&|v| format!("{}", v.round()))
+            .label_style(("sans-serif", LABEL_PX))
+            .axis_desc_style(("sans-serif", LABEL_PX + 1))
             .x_desc("optimality (1: the search's best action)")
             .y_desc("decisions")
             .draw()
@@ -285,7 +354,9 @@ fn histogram(title: &str, bins: &[u64; OPTIMALITY_BINS]) -> Result<String, Strin
             .map_err(plot_error)?
             .label("decisions")
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
-        chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).border_style(BLACK.mix(0.3)).draw().map_err(plot_error)?;
+        let mut labels = chart.configure_series_labels();
+        labels.position(SeriesLabelPosition::UpperLeft).label_font(("sans-serif", LABEL_PX)).border_style(BLACK.mix(0.3));
+        labels.draw().map_err(plot_error)?;
         root.present().map_err(plot_error)?;
     }
     Ok(svg)

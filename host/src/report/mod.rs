@@ -146,8 +146,9 @@ pub struct Tally {
 pub struct Report {
     /// By game, then by parameters (sorted as values), then by caller.
     pub groups: BTreeMap<String, BTreeMap<Params, BTreeMap<String, Group>>>,
-    /// Games with a size `n`: by game, caller and n.
-    pub accuracy: BTreeMap<String, BTreeMap<String, BTreeMap<u64, Tally>>>,
+    /// Games with a size `n`: by game, caller, the other parameters (River
+    /// Crossing's `k`: each its own series) and n.
+    pub accuracy: BTreeMap<String, BTreeMap<String, BTreeMap<Params, BTreeMap<u64, Tally>>>>,
     /// Solved games with an optimum: by game and optimum, the moves made.
     pub moves: BTreeMap<String, BTreeMap<u32, Tally>>,
     /// Games with an engine `level`: by game, caller and level, the score.
@@ -274,7 +275,7 @@ impl Report {
         }
     }
 
-    fn add(&mut self, l: Line<'_>) {
+    fn add(&mut self, mut l: Line<'_>) {
         self.records += 1;
         if l.replay {
             self.replays += 1;
@@ -282,12 +283,6 @@ impl Report {
         }
         let by_params = self.groups.entry(l.game.clone()).or_default().entry(Params(l.parameters.clone())).or_default();
         by_params.entry(l.caller.clone()).or_default().add(&l);
-        let success = matches!(l.outcome, Outcome::Solved | Outcome::Won);
-        if let Some(n) = l.parameters.get("n").and_then(Value::as_u64).filter(|_| l.outcome != Outcome::Abandoned) {
-            let t = self.accuracy.entry(l.game.clone()).or_default().entry(l.caller.clone()).or_default().entry(n).or_default();
-            t.games += 1;
-            t.points += f64::from(u8::from(success));
-        }
         if let (Outcome::Solved, Some(o)) = (l.outcome, l.optimum) {
             let t = self.moves.entry(l.game.clone()).or_default().entry(o).or_default();
             t.games += 1;
@@ -310,6 +305,15 @@ impl Report {
         for &x in l.figures.iter().flat_map(|f| &f.optimality) {
             let bin = ((x.clamp(0.0, 1.0) * OPTIMALITY_BINS as f64) as usize).min(OPTIMALITY_BINS - 1);
             self.optimality[bin] += 1;
+        }
+        // Last: the parameters besides `n` are moved into the series' key.
+        let n = l.parameters.get("n").and_then(Value::as_u64).filter(|_| l.outcome != Outcome::Abandoned);
+        if let (Some(n), Value::Object(mut rest)) = (n, std::mem::take(&mut l.parameters)) {
+            rest.remove("n");
+            let by_caller = self.accuracy.entry(l.game.clone()).or_default().entry(l.caller.clone()).or_default();
+            let t = by_caller.entry(Params(Value::Object(rest))).or_default().entry(n).or_default();
+            t.games += 1;
+            t.points += f64::from(u8::from(matches!(l.outcome, Outcome::Solved | Outcome::Won)));
         }
     }
 
@@ -356,6 +360,27 @@ impl Report {
                 mean(g.optimality).map_or("-".into(), |m| format!("{m:.3}")),
                 g.score().map_or("-".into(), |s| format!("{s:.2}")),
             ]
+        })
+    }
+
+    /// Each puzzle's accuracy series: one per caller and other parameters,
+    /// named so (`model-a`, `model-a k=3`), with its tallies by size.
+    pub fn accuracy_series(&self) -> impl Iterator<Item = (&str, Vec<(String, &BTreeMap<u64, Tally>)>)> {
+        self.accuracy.iter().map(|(game, by_caller)| {
+            let series = by_caller
+                .iter()
+                .flat_map(|(caller, by_rest)| {
+                    by_rest.iter().map(move |(rest, sizes)| {
+                        let caller = if caller.is_empty() { "-" } else { caller.as_str() };
+                        let name = match rest.to_string().as_str() {
+                            "-" => caller.to_string(),
+                            rest => format!("{caller} {rest}"),
+                        };
+                        (name, sizes)
+                    })
+                })
+                .collect();
+            (game.as_str(), series)
         })
     }
 
@@ -446,21 +471,26 @@ mod tests {
             r#"{"game":"hanoi","parameters":{"n":3},"caller":"a","outcome":"solved","moves":7,"optimum":7,"replay":true}"#,
             r#"{"game":"hanoi","parameters":{"n":10},"caller":"a","outcome":"abandoned"}"#,
             r#"{"game":"hanoi","parameters":{"n":10},"caller":"b","outcome":"abandoned"}"#,
+            r#"{"game":"river_crossing","parameters":{"n":3,"k":2},"caller":"a","outcome":"solved"}"#,
+            r#"{"game":"river_crossing","parameters":{"k":3,"n":3},"caller":"a","outcome":"failed"}"#,
         ]
         .join("\n");
         let (r, warnings) = report(&text);
-        assert_eq!((r.records, r.replays, r.bad_lines, r.unreadable.len()), (8, 1, 2, 1));
-        assert!(r.totals().starts_with("8 records, 1 replay left out, 2 bad lines"), "{}", r.totals());
+        assert_eq!((r.records, r.replays, r.bad_lines, r.unreadable.len()), (10, 1, 2, 1));
+        assert!(r.totals().starts_with("10 records, 1 replay left out, 2 bad lines"), "{}", r.totals());
         assert!(warnings[0].ends_with("r.jsonl:3: not a result record (expected ident at line 1 column 2); skipped"), "{warnings:?}");
         assert!(warnings[1].contains("r.jsonl:8:") && warnings[2].contains("missing.jsonl: cannot be read"), "{warnings:?}");
         let n3a = &r.groups["hanoi"][&Params(serde_json::json!({"n":3}))]["a"];
         assert_eq!((n3a.games, n3a.solved, n3a.illegal, mean(n3a.over_optimum)), (1, 1, 1, Some(2.0)));
         let n3b = &r.groups["hanoi"][&Params(serde_json::json!({"n":3}))]["b"];
         assert_eq!((n3b.games, n3b.solved, mean(n3b.over_optimum)), (1, 1, Some(0.0)));
-        let sizes: Vec<u64> = r.accuracy["hanoi"]["a"].keys().copied().collect();
+        let none = Params(serde_json::json!({}));
+        let sizes: Vec<u64> = r.accuracy["hanoi"]["a"][&none].keys().copied().collect();
         assert_eq!(sizes, [3, 10], "sizes sort as numbers");
-        assert_eq!(r.accuracy["hanoi"]["a"][&10].games, 1, "the abandoned game is left out of accuracy");
-        assert!(!r.accuracy["hanoi"].contains_key("b") || !r.accuracy["hanoi"]["b"].contains_key(&10));
+        assert_eq!(r.accuracy["hanoi"]["a"][&none][&10].games, 1, "the abandoned game is left out of accuracy");
+        assert!(!r.accuracy["hanoi"]["b"][&none].contains_key(&10));
+        let river: Vec<String> = r.accuracy_series().find(|(g, _)| *g == "river_crossing").unwrap().1.into_iter().map(|s| s.0).collect();
+        assert_eq!(river, ["a k=2", "a k=3"], "each k its own series");
         assert_eq!(r.levels["chess"]["a"][&3].points, 0.5);
         assert_eq!(r.optimality.iter().sum::<u64>(), 3);
         assert_eq!((r.optimality[0], r.optimality[10], r.optimality[OPTIMALITY_BINS - 1]), (1, 1, 1));

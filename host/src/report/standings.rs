@@ -176,10 +176,9 @@ impl Report {
     /// caller's collapse point: a table per game, in `ACCURACY_HEAD`'s order.
     pub fn accuracy_tables(&self) -> Vec<(String, Vec<[String; 5]>)> {
         let mut tables = Vec::new();
-        for (game, by_caller) in &self.accuracy {
+        for (game, series) in self.accuracy_series() {
             let mut rows = Vec::new();
-            for (caller, sizes) in by_caller {
-                let caller = if caller.is_empty() { "-" } else { caller.as_str() };
+            for (caller, sizes) in series {
                 for (n, t) in sizes {
                     let solved = t.points.round() as u64;
                     let interval =
@@ -190,28 +189,35 @@ impl Report {
                 let collapse = collapse_point(sizes).map_or("none".into(), |n| format!("n={n}"));
                 rows.push([caller.to_string(), "collapse".into(), String::new(), String::new(), collapse]);
             }
-            tables.push((game.clone(), rows));
+            tables.push((game.to_string(), rows));
         }
         tables
     }
 
-    /// The ratings and the accuracy as text, each under its note.
-    pub fn standings_text(&self) -> String {
-        let mut out = String::new();
-        for (note, head, tables) in
-            [(RATING_NOTE, RATING_HEAD, self.rating_tables()), (ACCURACY_NOTE, ACCURACY_HEAD, self.accuracy_tables())]
-        {
-            if tables.is_empty() {
-                continue;
-            }
-            let _ = writeln!(out, "\n{note}");
-            for (name, rows) in tables {
-                let _ = writeln!(out, "\n{name}");
-                out.push_str(&columns(&head, &rows, 1));
-            }
-        }
-        out
+    /// The ratings as text, under their note, then a blank line (none: no ratings).
+    pub fn ratings_text(&self) -> String {
+        section(RATING_NOTE, &RATING_HEAD, self.rating_tables())
     }
+
+    /// The accuracy by size as text, under its note (none: no puzzles).
+    pub fn accuracy_text(&self) -> String {
+        section(ACCURACY_NOTE, &ACCURACY_HEAD, self.accuracy_tables())
+    }
+}
+
+/// A note and its tables, each under its name, then a blank line.
+fn section(note: &str, head: &[&str; 5], tables: Vec<(String, Vec<[String; 5]>)>) -> String {
+    let mut out = String::new();
+    if tables.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "{note}");
+    for (name, rows) in tables {
+        let _ = writeln!(out, "\n{name}");
+        out.push_str(&columns(head, &rows, 1));
+    }
+    out.push('\n');
+    out
 }
 
 /// The ratings tables' columns, and what they are.
