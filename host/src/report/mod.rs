@@ -141,6 +141,9 @@ pub struct Tally {
     pub points: f64,
 }
 
+/// Tallies by size `n`.
+pub type BySize = BTreeMap<u64, Tally>;
+
 /// Everything read, aggregated.
 #[derive(Default)]
 pub struct Report {
@@ -148,7 +151,7 @@ pub struct Report {
     pub groups: BTreeMap<String, BTreeMap<Params, BTreeMap<String, Group>>>,
     /// Games with a size `n`: by game, caller, the other parameters (River
     /// Crossing's `k`: each its own series) and n.
-    pub accuracy: BTreeMap<String, BTreeMap<String, BTreeMap<Params, BTreeMap<u64, Tally>>>>,
+    pub accuracy: BTreeMap<String, BTreeMap<String, BTreeMap<Params, BySize>>>,
     /// Solved games with an optimum: by game and optimum, the moves made.
     pub moves: BTreeMap<String, BTreeMap<u32, Tally>>,
     /// Games with an engine `level`: by game, caller and level, the score.
@@ -365,7 +368,7 @@ impl Report {
 
     /// Each puzzle's accuracy series: one per caller and other parameters,
     /// named so (`model-a`, `model-a k=3`), with its tallies by size.
-    pub fn accuracy_series(&self) -> impl Iterator<Item = (&str, Vec<(String, &BTreeMap<u64, Tally>)>)> {
+    pub fn accuracy_series(&self) -> impl Iterator<Item = (&str, Vec<(String, &BySize)>)> {
         self.accuracy.iter().map(|(game, by_caller)| {
             let series = by_caller
                 .iter()
