@@ -4,9 +4,11 @@
 //! optimum, figures) and what the host knows (caller, seed, tool calls,
 //! duration); a killed server leaves only whole lines and a restart writes
 //! each game's record once; an unwritable path is refused at start; the
-//! report reads real records, names bad lines, and its HTML page loads in
-//! headless Chromium with the expected plots. (Showdown's and Magic's
-//! records are checked in their own tests, which run their engines.)
+//! report reads real records, names bad lines, rates the players (checked
+//! against choix on records of known strengths), and its HTML page loads in
+//! headless Chromium with the expected plots; the illegal-move policy makes
+//! a player lose and is recorded. (Showdown's and Magic's records are
+//! checked in their own tests, which run their engines.)
 
 mod common;
 
@@ -511,4 +513,80 @@ fn the_reports_ratings_recover_known_strengths_and_agree_with_choix() {
         assert!((ours[name.as_str()].0 - elo).abs() <= 0.51, "{name}: ours {} choix {elo}", ours[name.as_str()].0);
     }
     assert_eq!(theirs.len(), 6);
+}
+
+/// The illegal-move policy, set for every game (one refused move loses)
+/// and for chess alone (two in a row): a Hanoi player's illegal move fails
+/// the puzzle; a chess player whose move is refused, then accepted, then
+/// refused twice loses on the second. The answer says so, every later call
+/// says the game is over, and each record says the policy, that it fired
+/// and on whom, with the losing seat lost and the engine's won.
+#[tokio::test]
+async fn the_illegal_move_policy_makes_a_player_lose_and_is_recorded() {
+    let work = scratch();
+    let file = work.path().join("records.jsonl");
+    let extra = format!(
+        "records = {:?}\nillegal_moves = {{ attempts = 1, then = \"lose\" }}\n[plugins.chess]\nillegal_moves = {{ attempts = 2, then = \"lose\" }}\n",
+        file.display().to_string()
+    );
+    let cfg = config(work.path(), &extra);
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+
+    let hanoi = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].clone();
+    let refused = c.err("hanoi_execute_move", json!({"env_id": hanoi, "move": [2, 0, 2], "decision": 1})).await;
+    assert!(refused.contains("1 refused moves in a row, then the game is lost") && refused.contains("stdio lost it"), "{refused}");
+    let over = c.err("hanoi_get_state", json!({"env_id": hanoi})).await;
+    assert!(over.contains("stdio lost the game under its illegal-move policy"), "{over}");
+
+    let game = c.ok("chess_create_game", json!({"type": "computer", "difficulty": 1, "seed": 4})).await["game_id"].clone();
+    let mut turn = || {
+        let (c, game) = (&c, game.clone());
+        async move {
+            for _ in 0..50 {
+                let s = c.ok("chess_wait_for_next_turn", json!({"game_id": game})).await;
+                if s["status"] == "your-turn" {
+                    return s;
+                }
+            }
+            panic!("never my turn");
+        }
+    };
+    let s = turn().await;
+    let bad = "a1a8";
+    assert!(!s["legal_moves"].as_array().unwrap().iter().any(|m| m == bad), "{s}");
+    c.err("chess_finish_turn", json!({"game_id": game, "move": bad})).await;
+    let good = s["legal_moves"][0].as_str().unwrap().to_string();
+    c.ok("chess_finish_turn", json!({"game_id": game, "move": good})).await;
+    turn().await;
+    let first = c.err("chess_finish_turn", json!({"game_id": game, "move": bad})).await;
+    assert!(!first.contains("illegal-move policy"), "one refusal since the last accepted move: {first}");
+    let second = c.err("chess_finish_turn", json!({"game_id": game, "move": bad})).await;
+    assert!(second.contains("2 refused moves in a row, then the game is lost") && second.contains("stdio lost it"), "{second}");
+    let over = c.err("chess_wait_for_next_turn", json!({"game_id": game})).await;
+    assert!(over.contains("stdio lost the game under its illegal-move policy"), "{over}");
+    let listed = c.ok("ludus_sessions", json!({})).await;
+    let mine = listed["sessions"].as_array().unwrap().iter().find(|s| s["id"] == game).unwrap().clone();
+    assert_eq!(mine["game_over"], true, "{mine}");
+
+    let all = until_records(&file, 2).await;
+    let puzzle = all.iter().find(|r| r["game"] == "hanoi").unwrap();
+    assert_eq!(puzzle["outcome"], "failed", "{puzzle}");
+    assert_eq!(puzzle["illegal_move_policy"], json!({"attempts": 1, "then": "lose", "fired": 1, "lost": "stdio"}));
+    let chess = all.iter().find(|r| r["game"] == "chess").unwrap();
+    assert_eq!((&chess["outcome"], &chess["illegal_moves"]), (&json!("lost"), &json!(3)), "{chess}");
+    assert_eq!(chess["illegal_move_policy"], json!({"attempts": 2, "then": "lose", "fired": 1, "lost": "stdio"}));
+    let seats: Vec<(Value, Value)> =
+        chess["seats"].as_array().unwrap().iter().map(|s| (s["player"].clone(), s["result"].clone())).collect();
+    assert!(seats.contains(&(json!("stdio"), json!("lost"))) && seats.contains(&(json!("chess-engine/1"), json!("won"))), "{seats:?}");
+}
+
+/// A policy that would make a player lose after no refusal at all is refused at start.
+#[test]
+fn an_illegal_move_policy_that_loses_at_zero_is_refused_at_start() {
+    let work = scratch();
+    let cfg = config(work.path(), "illegal_moves = { attempts = 0, then = \"lose\" }\n");
+    let out = std::process::Command::new(BIN).args(["serve", "--config", cfg.to_str().unwrap()]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("illegal_moves with then = \"lose\" needs attempts = 1 or more"), "{stderr}");
 }

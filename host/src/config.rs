@@ -148,6 +148,8 @@ pub struct PluginConfig {
     pub max_sessions: Option<usize>,
     pub idle_timeout_ms: Option<u64>,
     pub max_wait_ms: Option<u64>,
+    /// This game's illegal-move policy, instead of the server's.
+    pub illegal_moves: Option<IllegalMovePolicy>,
     /// Endpoints this plugin may open by name (`[plugins.NAME.channels.ENDPOINT]`).
     pub channels: BTreeMap<String, Endpoint>,
     /// Environment variables the plugin sees, with their values.
@@ -198,6 +200,48 @@ pub struct Config {
     /// (`["127.0.0.1", "10.0.0.0/8"]`): behind them the per-address caps
     /// count each client, not the proxy. Default: none (every peer is a client).
     pub trusted_proxies: Vec<String>,
+    /// What happens to a player whose moves a game keeps refusing as
+    /// illegal, for every game (`[plugins.NAME] illegal_moves` for one):
+    /// `{ attempts = 3, then = "lose" }`. Default: nothing happens.
+    pub illegal_moves: IllegalMovePolicy,
+}
+
+/// What happens to a player whose moves a game keeps refusing as illegal
+/// (`illegal_moves` in the config): after `attempts` refused moves in a row
+/// (no move of theirs accepted in between), `then`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IllegalMovePolicy {
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default)]
+    pub then: AfterRefusals,
+}
+
+/// What an illegal-move policy does once it fires.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AfterRefusals {
+    /// Nothing: the player may go on trying (refusals are still counted).
+    #[default]
+    Nothing,
+    /// The player loses the game (a puzzle: it is failed).
+    Lose,
+}
+
+impl IllegalMovePolicy {
+    /// Whether `refused` moves in a row make the player lose.
+    pub fn loses_at(&self, refused: u32) -> bool {
+        self.then == AfterRefusals::Lose && self.attempts > 0 && refused >= self.attempts
+    }
+
+    /// In words, for a refusal or a note ("3 refused moves in a row, then the game is lost").
+    pub fn in_words(&self) -> String {
+        match self.then {
+            AfterRefusals::Nothing => "none: refused moves are counted, and the player may go on".into(),
+            AfterRefusals::Lose => format!("{} refused moves in a row, then the game is lost", self.attempts),
+        }
+    }
 }
 
 /// A bearer token: the caller's name, and the SHA-256 of the token (the
@@ -237,6 +281,7 @@ impl Default for Config {
             games: None,
             whole_seeds: false,
             trusted_proxies: Vec::new(),
+            illegal_moves: IllegalMovePolicy::default(),
         }
     }
 }
@@ -248,6 +293,13 @@ impl Config {
         check_tokens(&config.tokens).with_context(|| format!("in config {}", path.display()))?;
         if let Some(name) = &config.server_name {
             check_server_name(name).with_context(|| format!("in config {}", path.display()))?;
+        }
+        let lose_at_zero = |p: &IllegalMovePolicy| p.then == AfterRefusals::Lose && p.attempts == 0;
+        if lose_at_zero(&config.illegal_moves) || config.plugins.values().filter_map(|p| p.illegal_moves.as_ref()).any(lose_at_zero) {
+            anyhow::bail!(
+                "in config {}: illegal_moves with then = \"lose\" needs attempts = 1 or more (how many refused moves in a row lose the game)",
+                path.display()
+            );
         }
         for (plugin, p) in &config.plugins {
             if let Some(name) = p.channels.iter().find_map(|(name, e)| (*e == Endpoint::Disabled(false)).then_some(name)) {
@@ -284,6 +336,7 @@ impl Config {
             max_result_bytes: l.max_result_bytes,
             max_output_bytes: l.max_guest_output_bytes,
             env: plugin_env(&p),
+            illegal_moves: p.illegal_moves.unwrap_or(self.illegal_moves),
         }
     }
 }
@@ -397,6 +450,7 @@ pub struct PluginLimits {
     pub max_output_bytes: usize,
     /// The environment the operator grants (`env`, then `pass_env` that are set).
     pub env: Vec<(String, String)>,
+    pub illegal_moves: IllegalMovePolicy,
 }
 
 /// A plugin's environment: the literal `env`, then the `pass_env` variables

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::config::{AfterRefusals, IllegalMovePolicy};
 use crate::locking::lock;
 
 /// How a game ended, as a record says it.
@@ -100,11 +101,47 @@ pub struct Standing {
     pub told: Option<Told>,
     /// This game's record has been written.
     pub recorded: bool,
+    /// The illegal-move policy the game is played under.
+    #[serde(default)]
+    pub policy: IllegalMovePolicy,
+    /// Each player's refused moves since its last accepted one.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub refused: std::collections::BTreeMap<String, u32>,
+    /// The player who lost the game under the policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forfeit: Option<String>,
 }
 
 impl Standing {
-    pub fn new(started_at_ms: u64) -> Standing {
-        Standing { game: 1, started_at_ms, ..Standing::default() }
+    pub fn new(started_at_ms: u64, policy: IllegalMovePolicy) -> Standing {
+        Standing { game: 1, started_at_ms, policy, ..Standing::default() }
+    }
+
+    /// Takes a statement the game made in a call of `caller` (none: in an
+    /// event), counting that player's refused moves by how the game's own
+    /// counts moved (`moves`, `illegal_moves`). True when the policy makes
+    /// the caller lose now.
+    pub fn tell_in_call(&mut self, told: Told, caller: &str, now_ms: u64) -> bool {
+        let game = self.game;
+        let before = self.told.as_ref().map_or((0, 0), |t| (t.moves, t.illegal_moves));
+        let (moves, illegal) = (told.moves, told.illegal_moves);
+        self.tell(told, now_ms);
+        if caller.is_empty() || self.forfeit.is_some() || self.is_final() {
+            return false;
+        }
+        let before = if self.game == game { before } else { (0, 0) };
+        if moves > before.0 {
+            self.refused.remove(caller);
+        }
+        if illegal > before.1 {
+            let refused = self.refused.entry(caller.to_string()).or_default();
+            *refused += illegal - before.1;
+            if self.policy.loses_at(*refused) {
+                self.forfeit = Some(caller.to_string());
+                return true;
+            }
+        }
+        false
     }
 
     /// Takes a statement made at `now_ms`. After a recorded game a
@@ -116,7 +153,7 @@ impl Standing {
             if told.outcome.is_some() {
                 return;
             }
-            *self = Standing { game: self.game + 1, started_at_ms: now_ms, tool_calls: 0, told: None, recorded: false };
+            *self = Standing { game: self.game + 1, started_at_ms: now_ms, policy: self.policy, ..Standing::default() };
         }
         self.told = Some(told);
     }
@@ -176,6 +213,20 @@ pub struct ResultRecord {
     pub duration_ms: u64,
     #[serde(default)]
     pub figures: Value,
+    /// The illegal-move policy the game was played under, and whether it fired.
+    #[serde(default)]
+    pub illegal_move_policy: PolicyRecord,
+}
+
+/// A record's illegal-move policy: the policy, how often it fired, and on whom.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PolicyRecord {
+    #[serde(flatten)]
+    pub policy: IllegalMovePolicy,
+    pub fired: u32,
+    /// The player it made lose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
 }
 
 /// How much of the file's end is searched for a record found due after a
@@ -312,7 +363,7 @@ mod tests {
     fn a_game_after_a_recorded_one_is_the_next_game() {
         let playing = Told { outcome: None, ..Told::default() };
         let solved = Told { outcome: Some(Outcome::Solved), moves: 7, ..Told::default() };
-        let mut s = Standing::new(10);
+        let mut s = Standing::new(10, IllegalMovePolicy::default());
         s.tell(playing.clone(), 20);
         assert!(!s.due() && s.unrecorded());
         s.tell(solved.clone(), 30);
@@ -348,6 +399,7 @@ mod tests {
             ended: "the game ended".into(),
             duration_ms: 5,
             figures: Value::Null,
+            illegal_move_policy: Default::default(),
         };
         let file = RecordsFile::open(&path).unwrap();
         file.append(&record("a/1"));

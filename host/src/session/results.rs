@@ -2,7 +2,7 @@
 //! about itself (its latest `outcome.tell`) and what the host knows (who,
 //! when, how many calls, which build).
 
-use crate::records::{Outcome, RecordsFile, ResultRecord, rfc3339};
+use crate::records::{Outcome, PolicyRecord, RecordsFile, ResultRecord, rfc3339};
 use crate::store::Record;
 
 /// Why a record of a game that said it ended was written.
@@ -33,6 +33,7 @@ pub fn result_record(record: &Record, ended: &str, now_ms: u64) -> ResultRecord 
         ended: ended.to_string(),
         duration_ms: now_ms.saturating_sub(s.started_at_ms),
         figures: told.figures,
+        illegal_move_policy: PolicyRecord { policy: s.policy, fired: u32::from(s.forfeit.is_some()), lost: s.forfeit.clone() },
     }
 }
 

@@ -46,6 +46,11 @@ impl Step {
     /// store) and settles what the call did before it is answered.
     pub fn run(self, info: CallInfo) -> Result<Answered, SessionError> {
         let s = self.session.clone();
+        // A game lost under the illegal-move policy is over for everyone; the game itself does not know.
+        if let Some((who, policy)) = s.lost_by_policy() {
+            let why = format!("{who} lost the game under its illegal-move policy ({})", policy.in_words());
+            return Err(SessionError::Ended(why));
+        }
         let tool = &self.version.tools[self.index];
         let kind = if tool.read_only { Run::Read } else { Run::Change };
         s.leased(kind, || self.in_game(tool, info))?
@@ -123,6 +128,12 @@ pub(super) fn notes(session: &Session, plugin: &Plugin, tool: &ToolDef, caller: 
     }
     if ok && tool.audience == Audience::Joins {
         notes.push(seed_note(session));
+    }
+    if let Some((who, policy)) = session.lost_by_policy().filter(|(who, _)| who == caller) {
+        notes.push(format!(
+            "That was one refused move too many for this game's illegal-move policy ({}): the game is over, and {who} lost it.",
+            policy.in_words()
+        ));
     }
     if let Some(starts) = seeded_start(plugin)
         && let Some((seed, secret)) = session.secret_for(caller)

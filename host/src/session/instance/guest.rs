@@ -36,6 +36,8 @@ pub(super) struct Said {
     pub told: Option<Told>,
     /// `seats.tell`.
     pub seats: Option<Vec<Seat>>,
+    /// Who made the call (empty in an event), when the game told where it stands.
+    pub caller: String,
 }
 
 impl Guest {
@@ -87,7 +89,8 @@ impl Guest {
 /// next call starts with none).
 pub(super) fn take_said(state: &mut HostState) -> Said {
     let host = &mut state.host;
-    Said { wait: host.wait.take(), over: std::mem::take(&mut host.game_over), told: host.told.take(), seats: host.seats.take() }
+    let caller = if host.told.is_some() { host.call.caller.clone() } else { String::new() };
+    Said { wait: host.wait.take(), over: std::mem::take(&mut host.game_over), told: host.told.take(), seats: host.seats.take(), caller }
 }
 
 /// What a guest said on stderr as it crashed: a Python exception

@@ -11,7 +11,7 @@ use std::time::Instant;
 use wasmtime::component::Val;
 
 use crate::plugin::Plugin;
-use crate::records::{Holder, Seat, Standing};
+use crate::records::{Holder, Outcome, Seat, Standing};
 use crate::store::{Record, StoredCall};
 
 pub(super) struct Ledger {
@@ -77,6 +77,23 @@ impl Ledger {
     /// for a game that tells no seats (a plugin older than 0.1.6), any.
     pub fn has_open_seat(&self) -> bool {
         self.seats.is_empty() || self.seats.iter().any(|s| s.kind == Holder::Open)
+    }
+
+    /// `caller` loses the game under the illegal-move policy: its seats
+    /// lose, the others win, and the game's verdict (as its creator sees
+    /// it; a game without seats, a puzzle, is failed) is final.
+    pub fn lose_by_policy(&mut self, caller: &str, creator: &str) {
+        for seat in self.seats.iter_mut().filter(|s| s.player.is_some()) {
+            seat.result = Some(if seat.player.as_deref() == Some(caller) { Outcome::Lost } else { Outcome::Won });
+        }
+        let verdict = match (self.seats.is_empty(), caller == creator) {
+            (true, _) => Outcome::Failed,
+            (false, true) => Outcome::Lost,
+            (false, false) => Outcome::Won,
+        };
+        let told = self.standing.told.get_or_insert_with(Default::default);
+        told.outcome = Some(verdict);
+        self.over = true;
     }
 
     /// The answers kept for retries, as the store keeps them (JSON).

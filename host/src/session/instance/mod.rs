@@ -27,7 +27,7 @@ use crate::capability::host::SessionControl;
 use crate::capability::{self, CallInfo, ChannelsCtx, GameSeeds, GuestOutput, HostCtx, HostState, Output};
 use crate::locking::lock;
 use crate::plugin::{Durable, Plugin};
-use crate::records::{RecordsFile, Seat, Standing};
+use crate::records::{IllegalMovePolicy, RecordsFile, Standing};
 use crate::runtime::{run_guest, ticks};
 use crate::store::{Record, SessionStore, Stored, now_ms};
 
@@ -138,7 +138,7 @@ impl Session {
             idle_timeout_ms: plugin.limits.idle_timeout.as_millis() as u64,
             last_calls: Default::default(),
             seats: Vec::new(),
-            standing: Standing::new(now_ms()),
+            standing: Standing::new(now_ms(), plugin.limits.illegal_moves),
         };
         Session::instantiate(plugin, record, home, rt)
     }
@@ -381,8 +381,9 @@ impl Session {
         match outcome {
             Ok((r, said)) => {
                 drop(guest);
-                self.take_said(said.over, said.told, said.seats);
-                Ok((r, said.wait))
+                let wait = said.wait;
+                self.take_said(said);
+                Ok((r, wait))
             }
             Err((e, memory_hit)) => {
                 let why = guest.trap_reason(&e, memory_hit, &self.plugin.limits);
@@ -399,19 +400,28 @@ impl Session {
     }
 
     /// Takes what the game told the host in a call: where it stands, its
-    /// seats, that it is over.
-    fn take_said(&self, over: bool, told: Option<crate::records::Told>, seats: Option<Vec<Seat>>) {
+    /// seats, that it is over. A player the illegal-move policy makes lose
+    /// (its refused moves counted from the game's own counts) loses here,
+    /// and the game is over.
+    fn take_said(&self, said: guest::Said) {
         let mut ledger = lock(&self.ledger);
-        if let Some(told) = told {
-            ledger.standing.tell(told, now_ms());
-        }
-        if let Some(seats) = seats {
+        if let Some(seats) = said.seats {
             ledger.seats = seats;
         }
+        let lost = said.told.is_some_and(|told| ledger.standing.tell_in_call(told, &said.caller, now_ms()));
+        if lost {
+            ledger.lose_by_policy(&said.caller, &self.created_by);
+        }
         drop(ledger);
-        if over {
+        if said.over || lost {
             self.end_game();
         }
+    }
+
+    /// Who lost the game under the illegal-move policy, and the policy.
+    pub fn lost_by_policy(&self) -> Option<(String, IllegalMovePolicy)> {
+        let ledger = lock(&self.ledger);
+        ledger.standing.forfeit.clone().map(|who| (who, ledger.standing.policy))
     }
 
     /// The answer `caller`'s call for decision `decision` got, if it is the
