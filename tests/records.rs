@@ -539,7 +539,7 @@ async fn the_illegal_move_policy_makes_a_player_lose_and_is_recorded() {
     assert!(over.contains("stdio lost the game under its illegal-move policy"), "{over}");
 
     let game = c.ok("chess_create_game", json!({"type": "computer", "difficulty": 1, "seed": 4})).await["game_id"].clone();
-    let mut turn = || {
+    let turn = || {
         let (c, game) = (&c, game.clone());
         async move {
             for _ in 0..50 {
