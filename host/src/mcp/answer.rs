@@ -78,7 +78,8 @@ impl Answer {
     /// A plugin's reply under the text convention.
     pub fn of(reply: Reply) -> Answer {
         let (value, plugin, index, note) = match reply {
-            Reply::Failed(e) => return Answer::error(e),
+            // The refusal in words: the one place a call's error becomes text.
+            Reply::Failed(e) => return Answer::error(e.to_string()),
             Reply::Value { value, plugin, tool, note } => (value, plugin, tool, note),
         };
         let mut answer = Answer::of_value(value, plugin, index);

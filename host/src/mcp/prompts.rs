@@ -49,7 +49,8 @@ impl Ludus {
             pairs.push(Val::Tuple(vec![Val::String(name), Val::String(value)]));
         }
         let params = vec![Val::String(prompt.own.clone()), Val::List(pairs)];
-        let out = self.registry.sessions.prompt_call(&plugin, false, params).await.map_err(|e| McpError::internal_error(e, None))?;
+        let out =
+            self.registry.sessions.prompt_call(&plugin, false, params).await.map_err(|e| McpError::internal_error(e.to_string(), None))?;
         let messages = match out {
             Some(Val::Result(Ok(Some(list)))) => messages(&list),
             Some(Val::Result(Err(Some(e)))) => {
@@ -68,7 +69,8 @@ impl Ludus {
     pub(super) async fn complete_prompt(&self, name: &str, argument: &ArgumentInfo) -> Result<CompleteResult, McpError> {
         let (plugin, prompt) = self.find_prompt(name)?;
         let params = vec![Val::String(prompt.own.clone()), Val::String(argument.name.clone()), Val::String(argument.value.clone())];
-        let out = self.registry.sessions.prompt_call(&plugin, true, params).await.map_err(|e| McpError::internal_error(e, None))?;
+        let out =
+            self.registry.sessions.prompt_call(&plugin, true, params).await.map_err(|e| McpError::internal_error(e.to_string(), None))?;
         let mut values: Vec<String> = match out {
             Some(Val::List(items)) => items.into_iter().filter_map(|v| if let Val::String(s) = v { Some(s) } else { None }).collect(),
             _ => Vec::new(),
@@ -76,7 +78,7 @@ impl Ludus {
         let total = values.len();
         values.truncate(CompletionInfo::MAX_VALUES);
         let info = CompletionInfo::with_pagination(values, Some(total as u32), total > CompletionInfo::MAX_VALUES)
-            .map_err(|e| McpError::internal_error(e, None))?;
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         Ok(CompleteResult::new(info))
     }
 

@@ -60,7 +60,7 @@ impl Ludus {
         let contents = match self.registry.sessions.read_resource(&plugin, &uri, session, caller).await {
             Ok(Body::Text(text)) => ResourceContents::text(text, uri),
             Ok(Body::Blob(bytes)) => ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(bytes), uri),
-            Err(e) => return Err(McpError::invalid_params(e, None)),
+            Err(e) => return Err(McpError::invalid_params(e.to_string(), None)),
         };
         Ok(ReadResourceResult::new(vec![contents.with_mime_type(mime)]))
     }
@@ -95,7 +95,7 @@ impl Ludus {
                     .sessions
                     .watch_resource(&plugin, &uri, &id, audience, caller)
                     .await
-                    .map_err(|e| McpError::invalid_params(e, None))?,
+                    .map_err(|e| McpError::invalid_params(e.to_string(), None))?,
             ),
             None => None,
         };
@@ -134,7 +134,7 @@ impl Ludus {
         let total = ids.len();
         ids.truncate(CompletionInfo::MAX_VALUES);
         let values = CompletionInfo::with_pagination(ids, Some(total as u32), total > CompletionInfo::MAX_VALUES)
-            .map_err(|e| McpError::internal_error(e, None))?;
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         Ok(CompleteResult::new(values))
     }
 

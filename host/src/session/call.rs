@@ -14,7 +14,7 @@ use wasmtime::component::Val;
 
 use super::step::{Answered, Awaiting, Step, notes};
 use super::wait::{Wait, Woken};
-use super::{Caller, Invocation, STATELESS_REFUSAL, Seeding, Session, SessionInfo, Sessions, in_words, joins_tool, not_yours};
+use super::{Caller, Invocation, Refusal, Seeding, Session, SessionInfo, Sessions, joins_tool, ran};
 use crate::capability::{Ask, CallInfo, ClientLink, LogSink};
 use crate::locking::lock;
 use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, SECRET, SEED, ToolDef};
@@ -27,7 +27,7 @@ pub enum Reply {
     /// what the host adds for the agent (a new game's join code).
     Value { value: Option<Val>, plugin: Arc<Plugin>, tool: usize, note: Option<String> },
     /// The host could not run the call (session unknown/ended, limits, trap).
-    Failed(String),
+    Failed(Refusal),
 }
 
 /// Called while a call waits: every few seconds, and when its session's
@@ -167,17 +167,20 @@ impl Sessions {
         tool_index: usize,
         args: &serde_json::Map<String, serde_json::Value>,
         caller: &Caller,
-    ) -> Result<Prepared, String> {
+    ) -> Result<Prepared, Refusal> {
         let current = &plugin.tools[tool_index];
         // A `joins` tool's join code is the host's, not the game's; so is a
         // seeded start's secret.
         let (args, code) = match current.audience {
-            Audience::Joins => split_host_argument(args, JOIN_CODE, |v| v.as_str().map(String::from), "a string")?,
+            Audience::Joins => {
+                split_host_argument(args, JOIN_CODE, |v| v.as_str().map(String::from), "a string").map_err(Refusal::Arguments)?
+            }
             _ => (std::borrow::Cow::Borrowed(args), None),
         };
         let (args, secret) = match current.role {
             Role::Creates if current.params.iter().any(|f| f.json == SEED) => {
-                let (rest, secret) = split_host_argument(&args, SECRET, unsigned, "a whole number (or one as a decimal string)")?;
+                let (rest, secret) = split_host_argument(&args, SECRET, unsigned, "a whole number (or one as a decimal string)")
+                    .map_err(Refusal::Arguments)?;
                 (std::borrow::Cow::<Arguments>::Owned(rest.into_owned()), secret)
             }
             _ => (args, None),
@@ -195,7 +198,7 @@ impl Sessions {
             Role::Uses(i) => self.named_session(plugin, current, &current.params[i].json, args, caller, code.as_deref())?,
             _ => None,
         };
-        let params = current.convert_args(args)?;
+        let params = current.convert_args(args).map_err(Refusal::Arguments)?;
         let seeds = (current.seed_argument(&params), secret);
         let session = match named {
             Some(session) => session,
@@ -206,14 +209,14 @@ impl Sessions {
             return Ok(Prepared { session, version, tool: tool_index, params });
         }
         let Some(tool) = version.tools.iter().position(|t| t.name == current.name) else {
-            return Err(format!(
+            return Err(Refusal::Version(format!(
                 "this game runs version {} of {}, which has no tool `{}`; start a new game",
                 version.version, version.name, current.name
-            ));
+            )));
         };
         let params = version.tools[tool]
             .convert_args(args)
-            .map_err(|e| format!("this game runs version {} of {}: {e}", version.version, version.name))?;
+            .map_err(|e| Refusal::Version(format!("this game runs version {} of {}: {e}", version.version, version.name)))?;
         Ok(Prepared { session, version, tool, params })
     }
 
@@ -271,9 +274,9 @@ impl Sessions {
                 if creates {
                     self.discard(&session.id(), "it crashed while starting");
                 }
-                return Stage::Done(Reply::Failed(e.to_string()));
+                return Stage::Done(Reply::Failed(Refusal::Session(e)));
             }
-            Err(e) => return Stage::Done(Reply::Failed(format!("internal error running the call: {e}"))),
+            Err(e) => return Stage::Done(Reply::Failed(Refusal::Internal(e))),
         };
         if creates && first {
             self.insert(session.clone());
@@ -329,7 +332,7 @@ impl Sessions {
         match call.wait.hold(session, &mut call.changes, limit, &call.cancel, progress).await {
             Woken::Changed => Stage::Run { first: false, timed_out: false },
             Woken::Deadline => Stage::Run { first: false, timed_out: true },
-            Woken::Cancelled => Stage::Done(Reply::Failed("the call was cancelled".into())),
+            Woken::Cancelled => Stage::Done(Reply::Failed(Refusal::Cancelled)),
         }
     }
 
@@ -346,7 +349,7 @@ impl Sessions {
         tool: &ToolDef,
         args: &'a serde_json::Map<String, serde_json::Value>,
         caller: &Caller,
-    ) -> Result<std::borrow::Cow<'a, serde_json::Map<String, serde_json::Value>>, String> {
+    ) -> Result<std::borrow::Cow<'a, serde_json::Map<String, serde_json::Value>>, Refusal> {
         let Role::Uses(i) = tool.role else { return Ok(std::borrow::Cow::Borrowed(args)) };
         let param = &tool.params[i];
         if param.required() || !args.get(&param.json).is_none_or(serde_json::Value::is_null) {
@@ -361,18 +364,19 @@ impl Sessions {
             // by name): the plugin's shared instance runs it.
             ([], []) if tool.read_only => return Ok(std::borrow::Cow::Borrowed(args)),
             ([], []) => {
-                return Err(format!("`{}` names the game, and you have no game of {} (start one first)", param.json, plugin.name));
+                let why = format!("`{}` names the game, and you have no game of {} (start one first)", param.json, plugin.name);
+                return Err(Refusal::Arguments(why));
             }
             (several, _) => {
                 let several = if several.is_empty() { games.iter().collect() } else { several.to_vec() };
                 let ids: Vec<&str> = several.iter().map(|s| s.id.as_str()).collect();
-                return Err(format!(
+                return Err(Refusal::Arguments(format!(
                     "you have {} games of {} ({}): say which with `{}`",
                     ids.len(),
                     plugin.name,
                     ids.join(", "),
                     param.json
-                ));
+                )));
             }
         };
         let mut named = args.clone();
@@ -388,7 +392,7 @@ impl Sessions {
         args: &serde_json::Map<String, serde_json::Value>,
         caller: &Caller,
         code: Option<&str>,
-    ) -> Result<Option<Arc<Session>>, String> {
+    ) -> Result<Option<Arc<Session>>, Refusal> {
         let Some(id) = args.get(param).and_then(serde_json::Value::as_str) else { return Ok(None) };
         // An unknown or ended id is said after the arguments are checked, as before.
         let Ok(session) = self.live(id, plugin, param) else { return Ok(None) };
@@ -403,7 +407,7 @@ impl Sessions {
         params: &[Val],
         caller: &Caller,
         (seed, secret): (Option<u64>, Option<u64>),
-    ) -> Result<Arc<Session>, String> {
+    ) -> Result<Arc<Session>, Refusal> {
         match tool.role {
             Role::Uses(i) => {
                 let id = match &params[i] {
@@ -412,24 +416,24 @@ impl Sessions {
                     Val::String(id) => id,
                     Val::Option(Some(v)) => match v.as_ref() {
                         Val::String(id) => id,
-                        _ => return Err("session id must be a string".into()),
+                        _ => return Err(Refusal::Arguments("session id must be a string".into())),
                     },
-                    _ => return Err("session id must be a string".into()),
+                    _ => return Err(Refusal::Arguments("session id must be a string".into())),
                 };
                 self.live(id, plugin, &tool.params[i].json)
             }
             Role::Creates => {
                 if *caller == Caller::Stateless {
-                    return Err(STATELESS_REFUSAL.into());
+                    return Err(Refusal::Stateless);
                 }
                 let caller = caller.name();
                 if let Some(why) = self.refuse_new(plugin, caller) {
-                    return Err(why);
+                    return Err(Refusal::Limit(why));
                 }
                 let seeding = self.seeding(seed, secret, caller)?;
                 let (p, me, caller, rt) = (plugin.clone(), self.clone(), caller.to_string(), self.rt.clone());
                 let start = move || Session::start(p, Sessions::new_id(), seeding, &caller, Some(me.home()), rt);
-                in_words(run_guest(&plugin.start_pace, start).await)
+                ran(run_guest(&plugin.start_pace, start).await)
             }
             Role::Shared => self.shared_session(plugin),
         }
@@ -439,12 +443,12 @@ impl Sessions {
     /// a fresh secret mixed in for what is hidden; with the secret given, a
     /// replay of a finished game; a caller the operator lets fix whole
     /// seeds gets none.
-    fn seeding(&self, seed: Option<u64>, secret: Option<u64>, caller: &str) -> Result<Seeding, String> {
+    fn seeding(&self, seed: Option<u64>, secret: Option<u64>, caller: &str) -> Result<Seeding, Refusal> {
         let chosen = seed.is_some();
         let seed = seed.unwrap_or_else(rand_seed);
         if let Some(secret) = secret {
             if !chosen {
-                return Err(format!("`{SECRET}` replays a finished game together with its `{SEED}`: give both"));
+                return Err(Refusal::Arguments(format!("`{SECRET}` replays a finished game together with its `{SEED}`: give both")));
             }
             return Ok(Seeding { seed, chosen, secret: Some(secret), replay: true });
         }
@@ -456,7 +460,7 @@ impl Sessions {
 /// Whether `caller` may make this call on `session`: spectators' tools are
 /// open to all, a `joins` tool to whoever brings the join code, every other
 /// tool to the players only.
-fn admit(session: &Session, tool: &ToolDef, caller: &Caller, code: Option<&str>, param: &str) -> Result<(), String> {
+fn admit(session: &Session, tool: &ToolDef, caller: &Caller, code: Option<&str>, param: &str) -> Result<(), Refusal> {
     if tool.audience == Audience::Spectators {
         return Ok(());
     }
@@ -465,25 +469,32 @@ fn admit(session: &Session, tool: &ToolDef, caller: &Caller, code: Option<&str>,
         return Ok(());
     }
     if *caller == Caller::Stateless {
-        return Err(STATELESS_REFUSAL.into());
+        return Err(Refusal::Stateless);
     }
     let id = session.id();
     if tool.audience != Audience::Joins {
-        return Err(not_yours(param, &id, &format!("call `{}`", tool.name), joins_tool(&session.plugin)));
+        let joins = joins_tool(&session.plugin).map(String::from);
+        return Err(Refusal::NotYours { param: param.into(), id, what: format!("call `{}`", tool.name), joins });
     }
     // A seat is taken with the code by everyone, the creator taking the
     // other seat itself included: nobody plays a seat by default.
     if session.seeding.replay {
-        return Err(format!("`{param}` {id} replays a finished game whose hidden parts were published: nobody else may take a seat in it"));
+        return Err(Refusal::Seat(format!(
+            "`{param}` {id} replays a finished game whose hidden parts were published: nobody else may take a seat in it"
+        )));
     }
     // The code first: who holds the seats is told only to those with it.
     match code {
         Some(code) if session.join_code_is(code) => {}
-        Some(_) => return Err(format!("wrong `{JOIN_CODE}` for `{param}` {id}: ask the game's creator for its join code")),
-        None => return Err(format!("taking a seat in `{param}` {id} needs its `{JOIN_CODE}`, which the game's creator hands out")),
+        Some(_) => return Err(Refusal::Seat(format!("wrong `{JOIN_CODE}` for `{param}` {id}: ask the game's creator for its join code"))),
+        None => {
+            return Err(Refusal::Seat(format!(
+                "taking a seat in `{param}` {id} needs its `{JOIN_CODE}`, which the game's creator hands out"
+            )));
+        }
     }
     match session.seats_all_taken() {
-        Some(taken) => Err(format!("no seat of `{param}` {id} is open: {taken}")),
+        Some(taken) => Err(Refusal::Seat(format!("no seat of `{param}` {id} is open: {taken}"))),
         None => Ok(()),
     }
 }

@@ -10,6 +10,7 @@ mod call;
 mod ended;
 mod instance;
 mod limits;
+mod refusal;
 mod resources;
 mod results;
 mod shared;
@@ -32,6 +33,8 @@ pub use call::{Listeners, Progress, Reply, WaitProgress};
 use ended::EndedSessions;
 pub use instance::{Home, Invocation, Names, Run, Seeding, Session, SessionError, SessionInfo};
 pub use limits::{SessionLimits, WholeSeeds};
+pub use refusal::Refusal;
+use refusal::ran;
 
 /// Who makes a call. Sessions belong to callers, so every call has one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,15 +83,6 @@ pub const STATELESS_REFUSAL: &str = "this request carries no caller identity (a 
 fn build_of(record: &Record) -> String {
     let sha = &record.plugin_sha256[..record.plugin_sha256.len().min(12)];
     format!("version {} of {} (component sha256 {sha}…)", record.plugin_version, record.plugin)
-}
-
-/// The one refusal for a call on a session the caller does not play in.
-fn not_yours(param: &str, id: &str, what: &str, joins: Option<&str>) -> String {
-    let join = match joins {
-        Some(tool) => format!(" To take a free seat, call `{tool}` with the join code its creator hands out."),
-        None => String::new(),
-    };
-    format!("`{param}` {id} is not one of your game sessions: only its players may {what}.{join}")
 }
 
 /// The table of live sessions.
@@ -258,27 +252,28 @@ impl Sessions {
     }
 
     /// Finds a session for a `uses` tool, or explains why there is none.
-    pub fn get(&self, id: &str, plugin: &Plugin, param: &str) -> Result<Arc<Session>, String> {
+    pub fn get(&self, id: &str, plugin: &Plugin, param: &str) -> Result<Arc<Session>, Refusal> {
+        let other = |is: &str| Refusal::OtherGame { param: param.into(), id: id.into(), is: is.into(), not: plugin.name.clone() };
         if let Some(s) = lock(&self.live).by_id.get(id) {
             if s.plugin.name != plugin.name {
-                return Err(format!("`{param}` {id} belongs to a {} game, not {}", s.plugin.name, plugin.name));
+                return Err(other(&s.plugin.name));
             }
             return Ok(s.clone());
         }
         if let Some(r) = lock(&self.dormant).get(id).filter(|r| r.plugin != plugin.name) {
-            return Err(format!("`{param}` {id} belongs to a {} game, not {}", r.plugin, plugin.name));
+            return Err(other(&r.plugin));
         }
         match lock(&self.gone).why(id) {
-            Some(why) => Err(format!("`{param}` {id} is no longer available: {why}. Start a new game.")),
-            None => Err(format!("unknown `{param}` {id:?}: no such game session (ids come from the tool that starts a game)")),
+            Some(why) => Err(Refusal::Gone { param: param.into(), id: id.into(), why: why.to_string() }),
+            None => Err(Refusal::Unknown { param: param.into(), id: id.into() }),
         }
     }
 
     /// A session that can still take calls, or why not.
-    fn live(&self, id: &str, plugin: &Plugin, param: &str) -> Result<Arc<Session>, String> {
+    fn live(&self, id: &str, plugin: &Plugin, param: &str) -> Result<Arc<Session>, Refusal> {
         let session = self.get(id, plugin, param)?;
         match session.is_dead() {
-            Some(why) => Err(format!("this game session has ended: {why}. Start a new game.")),
+            Some(why) => Err(Refusal::Ended(why)),
             None => Ok(session),
         }
     }
@@ -356,7 +351,7 @@ impl Sessions {
                 tracing::info!(plugin = plugin.name, session = id, "rebuilt a stored game");
                 self.insert(session);
             }
-            outcome => self.end_stored(&stub, &in_words(outcome).err().unwrap_or_default()),
+            outcome => self.end_stored(&stub, &ran(outcome).err().map(|e| e.to_string()).unwrap_or_default()),
         }
     }
 
@@ -422,12 +417,6 @@ impl Names for Sessions {
         }
         Ok(())
     }
-}
-
-/// What a guest's work on a blocking thread came to (`run_guest`), with a
-/// session's error in words: this layer answers callers in text.
-fn in_words<T>(outcome: Result<Result<T, SessionError>, String>) -> Result<T, String> {
-    outcome?.map_err(|e| e.to_string())
 }
 
 /// The tool that takes a seat in this plugin's games, if any.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use wasmtime::component::Val;
 
 use super::call::rand_seed;
-use super::{Body, Caller, Run, STATELESS_REFUSAL, Seeding, Session, Sessions, in_words, not_yours};
+use super::{Body, Caller, Refusal, Run, Seeding, Session, Sessions, ran};
 use crate::capability::CallInfo;
 use crate::capability::content::body_of_val;
 use crate::locking::lock;
@@ -15,14 +15,13 @@ use crate::runtime::run_guest;
 
 impl Sessions {
     /// The plugin's instance for session-less calls; remade after a trap.
-    pub(super) fn shared_session(&self, plugin: &Arc<Plugin>) -> Result<Arc<Session>, String> {
+    pub(super) fn shared_session(&self, plugin: &Arc<Plugin>) -> Result<Arc<Session>, Refusal> {
         let mut shared = lock(&self.shared);
         if let Some(s) = shared.get(&plugin.name).filter(|s| Arc::ptr_eq(&s.plugin, plugin) && s.is_dead().is_none()) {
             return Ok(s.clone());
         }
         let seeding = Seeding { seed: rand_seed(), chosen: false, secret: None, replay: false };
-        let s = Session::start(plugin.clone(), format!("{}-shared", plugin.name), seeding, "", None, self.rt.clone())
-            .map_err(|e| e.to_string())?;
+        let s = Session::start(plugin.clone(), format!("{}-shared", plugin.name), seeding, "", None, self.rt.clone())?;
         shared.insert(plugin.name.clone(), s.clone());
         Ok(s)
     }
@@ -37,7 +36,7 @@ impl Sessions {
         uri: &str,
         session: Option<(&str, Audience)>,
         caller: &Caller,
-    ) -> Result<Body, String> {
+    ) -> Result<Body, Refusal> {
         let session = match session {
             Some((id, audience)) => self.readable(plugin, uri, id, audience, caller).await?,
             None => self.shared_session(plugin)?,
@@ -48,30 +47,30 @@ impl Sessions {
         let info = CallInfo { caller: caller.name().to_string(), ..CallInfo::default() };
         // Under the game's lease, on a copy brought up to date (another server may have changed it).
         let call = move || session.leased(Run::Read, || session.invoke(&export, &[Val::String(uri)], 1, info)).and_then(|r| r);
-        let inv = in_words(run_guest(&plugin.event_pace, call).await)?;
+        let inv = ran(run_guest(&plugin.event_pace, call).await)?;
         let body = |v: Option<Box<Val>>| match v.map(|b| *b) {
             Some(Val::String(s)) => Some(Body::Text(s)),
             Some(other) => body_of_val(&other),
             None => None,
         };
         match inv.value {
-            Some(Val::Result(Ok(v))) => body(v).ok_or_else(|| "the plugin gave a resource this host cannot read".into()),
-            Some(Val::Result(Err(Some(e)))) => Err(match *e {
+            Some(Val::Result(Ok(v))) => body(v).ok_or_else(|| Refusal::Plugin("the plugin gave a resource this host cannot read".into())),
+            Some(Val::Result(Err(Some(e)))) => Err(Refusal::Plugin(match *e {
                 Val::String(s) => s,
                 _ => "the plugin refused".into(),
-            }),
-            _ => Err("the plugin gave no resource".into()),
+            })),
+            _ => Err(Refusal::Plugin("the plugin gave no resource".into())),
         }
     }
 
     /// Runs a prompt's `get` or `complete` (`ludus:plugin/prompts`) in the
     /// plugin's shared instance.
-    pub async fn prompt_call(self: &Arc<Self>, plugin: &Arc<Plugin>, complete: bool, params: Vec<Val>) -> Result<Option<Val>, String> {
-        let exports = plugin.prompt_exports.ok_or("this plugin offers no prompts")?;
+    pub async fn prompt_call(self: &Arc<Self>, plugin: &Arc<Plugin>, complete: bool, params: Vec<Val>) -> Result<Option<Val>, Refusal> {
+        let exports = plugin.prompt_exports.ok_or_else(|| Refusal::Plugin("this plugin offers no prompts".into()))?;
         let export = if complete { exports.complete } else { exports.get };
         let session = self.shared_session(plugin)?;
         let call = move || session.invoke(&export, &params, 1, CallInfo::default());
-        Ok(in_words(run_guest(&plugin.event_pace, call).await)?.value)
+        Ok(ran(run_guest(&plugin.event_pace, call).await)?.value)
     }
 
     async fn readable(
@@ -81,14 +80,14 @@ impl Sessions {
         id: &str,
         audience: Audience,
         caller: &Caller,
-    ) -> Result<Arc<Session>, String> {
+    ) -> Result<Arc<Session>, Refusal> {
         self.revive(id, plugin).await;
         let s = self.live(id, plugin, "session")?;
         if audience != Audience::Spectators && !s.is_player(caller.name()) {
             if *caller == Caller::Stateless {
-                return Err(STATELESS_REFUSAL.into());
+                return Err(Refusal::Stateless);
             }
-            return Err(not_yours("session", id, &format!("read {uri}"), None));
+            return Err(Refusal::NotYours { param: "session".into(), id: id.into(), what: format!("read {uri}"), joins: None });
         }
         Ok(s)
     }
@@ -103,7 +102,7 @@ impl Sessions {
         id: &str,
         audience: Audience,
         caller: &Caller,
-    ) -> Result<tokio::sync::watch::Receiver<u64>, String> {
+    ) -> Result<tokio::sync::watch::Receiver<u64>, Refusal> {
         Ok(self.readable(plugin, uri, id, audience, caller).await?.waits.changed.subscribe())
     }
 }

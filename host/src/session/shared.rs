@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{Session, SessionError, Sessions, build_of, in_words};
+use super::{Session, SessionError, Sessions, build_of, ran};
 use crate::locking::lock;
 use crate::plugin::Plugin;
 use crate::runtime::run_guest;
@@ -51,7 +51,7 @@ impl Sessions {
             }
             Session::revive(p, stored, me.home(), rt).map(Some)
         };
-        match in_words(run_guest(&plugin.start_pace, load).await) {
+        match ran(run_guest(&plugin.start_pace, load).await) {
             Ok(Some(session)) => {
                 let mut live = lock(&self.live);
                 // Two calls may have loaded it at once: the first one stays.
@@ -62,7 +62,7 @@ impl Sessions {
             Ok(None) => {}
             Err(why) => {
                 tracing::warn!(plugin = plugin.name, session = id, "a stored game cannot run here: {why}");
-                lock(&self.gone).record(id, &why);
+                lock(&self.gone).record(id, &why.to_string());
             }
         }
     }
