@@ -13,7 +13,7 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 
 use crate::config::Config;
-use crate::plugin::{Plugin, Source};
+use crate::plugin::{LoadError, Plugin, Source};
 use crate::runtime::Runtime;
 use crate::session::Sessions;
 
@@ -122,7 +122,7 @@ impl Registry {
         self.changed.subscribe()
     }
 
-    pub fn add_builtin(&self, plugin: Plugin) -> Result<(), String> {
+    pub fn add_builtin(&self, plugin: Plugin) -> Result<(), LoadError> {
         let plugin = Arc::new(plugin);
         let mut st = self.write();
         check_collisions(&st, &plugin)?;
@@ -141,13 +141,13 @@ impl Registry {
 
     /// Installs what loading a file gave. On failure the file's last good
     /// plugin version stays active and carries the error.
-    pub fn apply_file(&self, path: &Path, stamp: (u64, SystemTime), sha256: String, loaded: Result<Plugin, String>) {
+    pub fn apply_file(&self, path: &Path, stamp: (u64, SystemTime), sha256: String, loaded: Result<Plugin, LoadError>) {
         let mut st = self.write();
         let previous = st.files.get(path).and_then(|r| r.plugin.clone());
         let outcome = loaded.and_then(|p| {
             let p = Arc::new(p);
             if let Some((other, _)) = st.files.iter().find(|(f, r)| *f != path && r.plugin.as_deref() == Some(&p.name)) {
-                return Err(format!("plugin `{}` is already provided by {}", p.name, other.display()));
+                return Err(LoadError::Contract(format!("plugin `{}` is already provided by {}", p.name, other.display())));
             }
             check_collisions(&st, &p)?;
             Ok(p)
@@ -168,7 +168,7 @@ impl Registry {
                 if let Some(entry) = previous.as_ref().and_then(|p| st.plugins.get_mut(p)) {
                     entry.error = Some(format!("{}: {e} (still serving the last good version)", path.display()));
                 }
-                FileRecord { stamp, sha256, plugin: previous, error: Some(e) }
+                FileRecord { stamp, sha256, plugin: previous, error: Some(e.to_string()) }
             }
         };
         st.files.insert(path.to_path_buf(), record);
@@ -290,19 +290,19 @@ fn retire(st: &mut State, name: &str) {
 }
 
 /// Refuses a plugin whose tools would collide with another plugin's (never renames silently).
-fn check_collisions(st: &State, p: &Plugin) -> Result<(), String> {
+fn check_collisions(st: &State, p: &Plugin) -> Result<(), LoadError> {
     if p.name == HOST_PREFIX {
-        return Err(format!("the plugin name `{HOST_PREFIX}` is reserved for the host's own tools"));
+        return Err(LoadError::Contract(format!("the plugin name `{HOST_PREFIX}` is reserved for the host's own tools")));
     }
     for t in &p.tools {
         if t.name.starts_with(&format!("{HOST_PREFIX}_")) {
-            return Err(format!("tool `{}` uses the host's reserved prefix `{HOST_PREFIX}_`", t.name));
+            return Err(LoadError::Contract(format!("tool `{}` uses the host's reserved prefix `{HOST_PREFIX}_`", t.name)));
         }
         if let Some(owner) = st.tools.get(&t.name).filter(|o| **o != p.name) {
-            return Err(format!(
+            return Err(LoadError::Contract(format!(
                 "tool `{}` collides with the tool of the same name from plugin `{owner}`; set another prefix in the config ([plugins.{}] prefix = \"…\")",
                 t.name, p.name
-            ));
+            )));
         }
     }
     Ok(())
@@ -310,13 +310,13 @@ fn check_collisions(st: &State, p: &Plugin) -> Result<(), String> {
 
 impl Registry {
     /// Loads a component from bytes (blocking: compiles).
-    pub fn load(&self, bytes: &[u8], source: Source) -> Result<Plugin, String> {
+    pub fn load(&self, bytes: &[u8], source: Source) -> Result<Plugin, LoadError> {
         let plugin = Plugin::load(&self.runtime, &self.config, bytes, source)?;
         if self.config.plugins.get(&plugin.name).is_some_and(|c| c.disabled) {
-            return Err(format!("plugin `{}` is disabled in the config", plugin.name));
+            return Err(LoadError::Disabled(plugin.name));
         }
         if !self.config.serves(&plugin.name) {
-            return Err(format!("plugin `{}` is not among the games this server serves (--games, or `games` in the config)", plugin.name));
+            return Err(LoadError::NotServed(plugin.name));
         }
         Ok(plugin)
     }

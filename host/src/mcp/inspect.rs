@@ -12,13 +12,13 @@ use crate::runtime::Runtime;
 
 pub fn inspect(path: &Path, config: &Config, runtime: &Arc<Runtime>) -> Result<Value, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let p = Plugin::load(runtime, config, &bytes, Source::File(path.to_path_buf()))?;
+    let p = Plugin::load(runtime, config, &bytes, Source::File(path.to_path_buf())).map_err(|e| e.to_string())?;
     Ok(describe(&p, crate::runtime::data_bytes(&bytes)))
 }
 
 /// The same for a game built into the binary.
 pub fn inspect_builtin(bytes: &[u8], config: &Config, runtime: &Arc<Runtime>) -> Result<Value, String> {
-    let p = Plugin::load(runtime, config, bytes, Source::Builtin)?;
+    let p = Plugin::load(runtime, config, bytes, Source::Builtin).map_err(|e| e.to_string())?;
     Ok(describe(&p, crate::runtime::data_bytes(bytes)))
 }
 

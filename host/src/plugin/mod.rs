@@ -4,6 +4,7 @@
 //! any step is refused with a message that says which step and why.
 
 pub mod docs;
+mod error;
 mod prompts;
 pub mod schema;
 
@@ -22,6 +23,7 @@ use crate::runtime::bindings::LinkedPre;
 use crate::runtime::bindings::ludus::plugin::types::{PluginInfo, SessionRole, ToolHint};
 use crate::runtime::{Runtime, ToolSpeed};
 use docs::Docs;
+pub use error::LoadError;
 use prompts::read_prompts;
 pub use prompts::{PromptArgument, PromptDef, PromptExports};
 use schema::{Field, Shape, params_schema};
@@ -275,32 +277,27 @@ pub struct Plugin {
 
 impl Plugin {
     /// Loads a component. Errors are complete sentences for the operator.
-    pub fn load(runtime: &Arc<Runtime>, config: &Config, bytes: &[u8], source: Source) -> Result<Plugin, String> {
-        let component =
-            runtime.compile(bytes).map_err(|e| format!("not a valid WebAssembly component (build it for wasm32-wasip2): {e:#}"))?;
+    pub fn load(runtime: &Arc<Runtime>, config: &Config, bytes: &[u8], source: Source) -> Result<Plugin, LoadError> {
+        let component = runtime.compile(bytes).map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;
         let imports = imports_of(&component);
-        let linker = capability::linker(component.engine()).map_err(|e| format!("the host could not link its grants: {e:#}"))?;
+        let linker = capability::linker(component.engine()).map_err(|e| LoadError::Host(format!("{e:#}")))?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {
             let ungranted: Vec<&str> =
                 imports.iter().map(String::as_str).filter(|i| !i.starts_with("wasi:") && !i.starts_with("ludus:plugin/")).collect();
-            format!(
-                "it imports {}, which this host does not grant (granted: WASI p2 without files or network, \
-                 and the ludus:plugin interfaces host, outcome, decisions, seeds, seats, channels, lifecycle, content, \
-                 client and watchers). Details: {e:#}",
-                if ungranted.is_empty() { "an interface".to_string() } else { format!("`{}`", ungranted.join("`, `")) }
-            )
+            let what = if ungranted.is_empty() { "an interface".to_string() } else { format!("`{}`", ungranted.join("`, `")) };
+            LoadError::Ungranted { what, details: format!("{e:#}") }
         })?;
         let Described { info, grants, prompts } = describe(&pre)?;
-        validate_plugin_name(&info.name)?;
+        validate_plugin_name(&info.name).map_err(LoadError::Contract)?;
         let docs = match ludus_pack::package_docs(bytes) {
-            Some(json) => Docs::parse(json)?,
+            Some(json) => Docs::parse(json).map_err(LoadError::Contract)?,
             None => {
                 tracing::warn!(plugin = info.name, "no package-docs section: tools get generic descriptions (package with ludus-pack)");
                 Docs::default()
             }
         };
         let prefix = config.plugins.get(&info.name).and_then(|p| p.prefix.clone()).unwrap_or_else(|| info.name.clone());
-        validate_plugin_name(&prefix)?;
+        validate_plugin_name(&prefix).map_err(LoadError::Contract)?;
         let mut limits = config.limits_for(&info.name, info.idle_timeout_ms);
         let maps_data = runtime.maps_data(&component);
         if maps_data {
@@ -309,20 +306,21 @@ impl Plugin {
         let no_renames = BTreeMap::new();
         let rename = config.plugins.get(&info.name).map_or(&no_renames, |p| &p.rename);
         let names = ToolNames { prefix: &prefix, rename };
-        let tools = derive_tools(&component, &info, &docs, &names, &limits, &grants)?;
-        check_grants(&grants, &tools, &info)?;
+        let tools = derive_tools(&component, &info, &docs, &names, &limits, &grants).map_err(LoadError::Contract)?;
+        check_grants(&grants, &tools, &info).map_err(LoadError::Contract)?;
         // A function of an exported interface, looked up by name: every
         // interface beyond `meta` is optional.
         let export =
             |iface: &str, func: &str| component.get_export_index(None, iface).and_then(|i| component.get_export_index(Some(&i), func));
-        let read_resource = export(META, "read-resource").ok_or_else(|| format!("it does not export {META} read-resource"))?;
+        let read_resource =
+            export(META, "read-resource").ok_or_else(|| LoadError::NotAGame(format!("it does not export {META} read-resource")))?;
         let event = |name: &str| export(EVENTS, name);
         let durable = export(DURABLE, "save").zip(export(DURABLE, "restore")).map(|(save, restore)| Durable { save, restore });
         let prompt_exports = export(PROMPTS, "get").zip(export(PROMPTS, "complete")).map(|(get, complete)| PromptExports { get, complete });
         let prompts =
             prompts.into_iter().map(|p| PromptDef { name: format!("{prefix}_{}", schema::json_name(&p.own)), ..p }).collect::<Vec<_>>();
         if let Some(p) = prompts.iter().find(|p| !valid_tool_name(&p.name)) {
-            return Err(format!("prompt name `{}` must match ^[a-z][a-z0-9_]{{0,63}}$", p.name));
+            return Err(LoadError::Contract(format!("prompt name `{}` must match ^[a-z][a-z0-9_]{{0,63}}$", p.name)));
         }
         let channels = Arc::new(ChannelGrant {
             plugin: info.name.clone(),
@@ -441,19 +439,19 @@ struct Described {
 /// Runs `meta.describe` (and `access.grants` and `prompts.offered`, if
 /// exported) in a throwaway instance. (`retries`, which older plugins may
 /// export, is no longer read: moves carry decision numbers.)
-fn describe(pre: &InstancePre<HostState>) -> Result<Described, String> {
+fn describe(pre: &InstancePre<HostState>) -> Result<Described, LoadError> {
     let game_pre = LinkedPre::new(pre.clone())
-        .map_err(|e| format!("it is not a Ludus game: it must export {META} (include ludus:plugin/game in its world): {e:#}"))?;
+        .map_err(|e| LoadError::NotAGame(format!("it must export {META} (include ludus:plugin/game in its world): {e:#}")))?;
     let limits = Config::default().limits_for("", None);
     let out = GuestOutput::new(limits.max_output_bytes);
     let host = HostCtx::new("(loading)", Default::default(), None);
     let output = Output { stdout: out.clone(), stderr: out.clone() };
     let mut store = capability::new_store(pre.engine(), &limits, host, ChannelsCtx::default(), output);
-    let instance = game_pre.instance_pre().instantiate(&mut store).map_err(|e| format!("it failed to start: {e:#}"))?;
-    let game = crate::runtime::bindings::Linked::new(&mut store, &instance).map_err(|e| format!("it is not a Ludus game: {e:#}"))?;
-    let failed = |what: &str, e: wasmtime::Error| {
+    let instance = game_pre.instance_pre().instantiate(&mut store).map_err(|e| LoadError::Start(format!("{e:#}")))?;
+    let game = crate::runtime::bindings::Linked::new(&mut store, &instance).map_err(|e| LoadError::NotAGame(format!("{e:#}")))?;
+    let failed = |what: &'static str, e: wasmtime::Error| {
         let (text, _) = out.take();
-        format!("its {what} failed: {e:#} {}", text.trim())
+        LoadError::Call { what, details: format!("{e:#} {}", text.trim()) }
     };
     let info = game.ludus_plugin_meta().call_describe(&mut store).map_err(|e| failed("describe()", e))?;
     let grants = read_grants(&mut store, &instance).map_err(|e| failed("access.grants()", e))?;

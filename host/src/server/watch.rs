@@ -46,7 +46,7 @@ fn load_file(registry: &Registry, path: &Path, stamp: Stamp) {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) => {
-            registry.apply_file(path, stamp, String::new(), Err(format!("cannot read the file: {e}")));
+            registry.apply_file(path, stamp, String::new(), Err(crate::plugin::LoadError::Unreadable(e.to_string())));
             return;
         }
     };
