@@ -234,6 +234,14 @@ pub struct PolicyRecord {
 /// yet marked written).
 const TAIL_BYTES: u64 = 256 * 1024;
 
+/// The records file cannot be opened for appending: the records layer's error.
+#[derive(Debug, thiserror::Error)]
+#[error("the records file {} cannot be written: {source}", path.display())]
+pub struct RecordsError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
 /// The records file: appends whole lines, counts what failed.
 pub struct RecordsFile {
     path: PathBuf,
@@ -245,8 +253,8 @@ pub struct RecordsFile {
 impl RecordsFile {
     /// Opens (creating) `path` for appending; an error names the path and
     /// why, for the operator at start-up.
-    pub fn open(path: &Path) -> Result<RecordsFile, String> {
-        let what = |e: std::io::Error| format!("the records file {} cannot be written: {e}", path.display());
+    pub fn open(path: &Path) -> Result<RecordsFile, RecordsError> {
+        let what = |source: std::io::Error| RecordsError { path: path.to_path_buf(), source };
         let mut file = OpenOptions::new().create(true).read(true).append(true).open(path).map_err(what)?;
         let (_, torn) = tail_records(&mut file).map_err(what)?;
         // A line cut short by a crash mid-write (power loss) stays a bad line

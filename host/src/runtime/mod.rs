@@ -30,7 +30,7 @@ pub use memory::{
     MemoryLimiter, instances_the_kernel_allows, limit_allocator_arenas, maps_for_instances, maps_per_instance, note_thread_end,
     release_freed_memory_after_sweep,
 };
-pub use speed::{ToolSpeed, is_client_reader, run_guest, run_guest_that_may_ask};
+pub use speed::{RunError, ToolSpeed, is_client_reader, run_guest, run_guest_that_may_ask};
 
 /// The epoch advances this often; CPU limits are counted in these ticks.
 pub const TICK: Duration = Duration::from_millis(10);

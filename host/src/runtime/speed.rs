@@ -42,9 +42,9 @@ pub fn is_client_reader() {
 /// sampling or elicitation): never on the thread that carries that client's
 /// messages (`is_client_reader`), which must send the question and read the
 /// answer.
-pub async fn run_guest_that_may_ask<T: Send + 'static>(pace: &ToolSpeed, f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+pub async fn run_guest_that_may_ask<T: Send + 'static>(pace: &ToolSpeed, f: impl FnOnce() -> T + Send + 'static) -> Result<T, RunError> {
     if CLIENT_READER.get() {
-        return tokio::task::spawn_blocking(f).await.map_err(|e| e.to_string());
+        return tokio::task::spawn_blocking(f).await.map_err(RunError::from);
     }
     run_guest(pace, f).await
 }
@@ -85,11 +85,11 @@ fn thread_cpu_time() -> Duration {
 ///
 /// A current-thread runtime (some tests) always uses a blocking thread. A
 /// panic is returned as an error, as `spawn_blocking` would.
-pub async fn run_guest<T: Send + 'static>(pace: &ToolSpeed, f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+pub async fn run_guest<T: Send + 'static>(pace: &ToolSpeed, f: impl FnOnce() -> T + Send + 'static) -> Result<T, RunError> {
     use tokio::runtime::{Handle, RuntimeFlavor};
     let on_workers = Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread;
     if !on_workers || pace.slow.load(Ordering::Relaxed) {
-        return tokio::task::spawn_blocking(f).await.map_err(|e| e.to_string());
+        return tokio::task::spawn_blocking(f).await.map_err(RunError::from);
     }
     // The thread's CPU clock is two system calls (1.2 µs of a 40 µs
     // `hanoi_get_state`), so it is read only after a call that looked long
@@ -121,7 +121,25 @@ pub async fn run_guest<T: Send + 'static>(pace: &ToolSpeed, f: impl FnOnce() -> 
         );
         pace.slow.store(true, Ordering::Relaxed);
     }
-    outcome.map_err(|_| "the call panicked in the host".to_string())
+    outcome.map_err(|_| RunError::Panicked)
+}
+
+/// Why guest work handed to `run_guest` came to no result: the runtime's
+/// error type. (A trap in the guest is no such error: the session says it.)
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The host code around the call panicked.
+    #[error("the call panicked in the host")]
+    Panicked,
+    /// The runtime shut down before the call ran.
+    #[error("the server is shutting down")]
+    ShuttingDown,
+}
+
+impl From<tokio::task::JoinError> for RunError {
+    fn from(e: tokio::task::JoinError) -> RunError {
+        if e.is_panic() { RunError::Panicked } else { RunError::ShuttingDown }
+    }
 }
 
 #[cfg(test)]

@@ -51,12 +51,12 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     // Leases need a name for this server even when the operator gave none.
     let name = config.server_name.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()[..12].to_string());
     let store = crate::store::open(&opts.store, &name)?;
-    let records = opts.records.as_deref().map(crate::records::RecordsFile::open).transpose().map_err(anyhow::Error::msg)?;
+    let records = opts.records.as_deref().map(crate::records::RecordsFile::open).transpose()?;
     if let Some(records) = &records {
         tracing::info!("every game's result is recorded in {}", records.path().display());
     }
     let records = records.map(Arc::new);
-    let sessions = Sessions::new(session_limits(&config), tokio::runtime::Handle::current(), store, records).map_err(anyhow::Error::msg)?;
+    let sessions = Sessions::new(session_limits(&config), tokio::runtime::Handle::current(), store, records)?;
     let registry = Registry::new(runtime, config, sessions.clone());
 
     if opts.builtins {

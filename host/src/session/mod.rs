@@ -159,10 +159,10 @@ impl Sessions {
         rt: tokio::runtime::Handle,
         store: Option<Box<dyn SessionStore>>,
         records: Option<Arc<RecordsFile>>,
-    ) -> Result<Arc<Sessions>, String> {
+    ) -> Result<Arc<Sessions>, crate::store::StoreError> {
         let store: Option<Arc<dyn SessionStore>> = store.map(Arc::from);
         let stored = match &store {
-            Some(store) => store.records().map_err(|e| e.to_string())?,
+            Some(store) => store.records()?,
             None => Vec::new(),
         };
         let dormant = stored.into_iter().map(|r| (r.id.clone(), r)).collect();

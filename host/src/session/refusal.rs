@@ -4,6 +4,7 @@
 //! what was wrong and what to do instead.
 
 use super::SessionError;
+use crate::runtime::RunError;
 
 /// The error type of the sessions layer.
 #[derive(Debug, thiserror::Error)]
@@ -50,7 +51,7 @@ pub enum Refusal {
     Cancelled,
     /// The server could not run the call (its thread for it failed).
     #[error("internal error running the call: {0}")]
-    Internal(String),
+    Internal(#[from] RunError),
 }
 
 fn join_hint(joins: Option<&str>) -> String {
@@ -62,6 +63,6 @@ fn join_hint(joins: Option<&str>) -> String {
 
 /// What a guest's work on a blocking thread came to (`runtime::run_guest`):
 /// the thread's failure, or the session's.
-pub fn ran<T>(outcome: Result<Result<T, SessionError>, String>) -> Result<T, Refusal> {
-    outcome.map_err(Refusal::Internal)?.map_err(Refusal::Session)
+pub fn ran<T>(outcome: Result<Result<T, SessionError>, RunError>) -> Result<T, Refusal> {
+    outcome?.map_err(Refusal::Session)
 }

@@ -82,19 +82,14 @@ impl Conns {
 
     /// A slot for a new connection from `address`, evicting the oldest
     /// connection not answering where a cap is reached; or why not.
-    pub fn admit(self: &Arc<Self>, address: IpAddr) -> Result<Slot, String> {
+    pub fn admit(self: &Arc<Self>, address: IpAddr) -> Result<Slot, Full> {
         let mut s = lock(&self.state);
         let from_address = s.per_address.get(&address).copied().unwrap_or(0);
         // A trusted proxy carries many clients' requests on its connections.
         let victim = if from_address >= self.max_per_address && !self.proxies.trusts(address) {
-            Some(s.oldest_idle(Some(address)).ok_or_else(|| {
-                format!("{from_address} connections from {address} are all being answered (limits.max_http_connections_per_address)")
-            })?)
+            Some(s.oldest_idle(Some(address)).ok_or(Full::Address { address, open: from_address })?)
         } else if s.open.len() >= self.max_total {
-            Some(
-                s.oldest_idle(None)
-                    .ok_or_else(|| format!("{} connections are all being answered (limits.max_http_connections)", s.open.len()))?,
-            )
+            Some(s.oldest_idle(None).ok_or(Full::Server { open: s.open.len() })?)
         } else {
             None
         };
@@ -165,21 +160,17 @@ impl ConnRef {
     /// Marks the connection answering with an event stream until the guard
     /// drops, or says why its client's address, or `caller` (a token's
     /// name), may open no more.
-    pub fn stream(&self, client: IpAddr, caller: Option<&str>) -> Result<Answering, String> {
+    pub fn stream(&self, client: IpAddr, caller: Option<&str>) -> Result<Answering, Full> {
         {
             let mut s = lock(&self.conns.state);
             let from_address = s.streams_per_address.get(&client).copied().unwrap_or(0);
             if from_address >= self.conns.max_streams_per_address {
-                return Err(format!(
-                    "{client} already has {from_address} event streams open, the limit for one address (limits.max_sse_streams_per_address)"
-                ));
+                return Err(Full::StreamsOfAddress { address: client, open: from_address });
             }
             if let Some(caller) = caller {
                 let n = s.streams_per_caller.entry(caller.to_string()).or_default();
                 if *n >= self.conns.max_streams_per_caller {
-                    return Err(format!(
-                        "{caller} already has {n} event streams open, the limit for one caller (limits.max_sse_streams_per_caller)"
-                    ));
+                    return Err(Full::StreamsOfCaller { caller: caller.to_string(), open: *n });
                 }
                 *n += 1;
             }
@@ -189,6 +180,20 @@ impl ConnRef {
         guard.stream = Some((client, caller.map(String::from)));
         Ok(guard)
     }
+}
+
+/// Why a connection or an event stream is refused: a cap is reached and
+/// nothing can make room. The text names the key that raises it.
+#[derive(Debug, thiserror::Error)]
+pub enum Full {
+    #[error("{open} connections from {address} are all being answered (limits.max_http_connections_per_address)")]
+    Address { address: IpAddr, open: usize },
+    #[error("{open} connections are all being answered (limits.max_http_connections)")]
+    Server { open: usize },
+    #[error("{address} already has {open} event streams open, the limit for one address (limits.max_sse_streams_per_address)")]
+    StreamsOfAddress { address: IpAddr, open: usize },
+    #[error("{caller} already has {open} event streams open, the limit for one caller (limits.max_sse_streams_per_caller)")]
+    StreamsOfCaller { caller: String, open: usize },
 }
 
 /// A request being answered; see [`ConnRef::answering`].
@@ -233,12 +238,12 @@ mod tests {
         assert_eq!(conns.open(), 2);
         // Both of a's are answering now: a fourth from a is refused...
         let _busy3 = third.conn.answering();
-        assert!(conns.admit(a).err().unwrap().contains("max_http_connections_per_address"));
+        assert!(conns.admit(a).err().unwrap().to_string().contains("max_http_connections_per_address"));
         // ...while another address still gets in, up to the total cap.
         let other = conns.admit(b).unwrap();
         assert_eq!(conns.open(), 3);
         let _busy4 = other.conn.answering();
-        assert!(conns.admit(b).err().unwrap().contains("limits.max_http_connections"));
+        assert!(conns.admit(b).err().unwrap().to_string().contains("limits.max_http_connections"));
         drop(_busy);
         let fifth = conns.admit(b).unwrap();
         assert!(second.evicted.is_cancelled() && !fifth.evicted.is_cancelled());
@@ -260,7 +265,7 @@ mod tests {
         let a: IpAddr = "127.0.0.2".parse().unwrap();
         let (one, two) = (conns.admit(a).unwrap(), conns.admit(a).unwrap());
         let stream = one.conn.stream(a, None).unwrap();
-        assert!(two.conn.stream(a, None).err().unwrap().contains("max_sse_streams_per_address"));
+        assert!(two.conn.stream(a, None).err().unwrap().to_string().contains("max_sse_streams_per_address"));
         drop(stream);
         assert!(two.conn.stream(a, None).is_ok());
     }
@@ -274,7 +279,7 @@ mod tests {
         let (alice, bob): (IpAddr, IpAddr) = ("203.0.113.1".parse().unwrap(), "203.0.113.2".parse().unwrap());
         let _a = one.conn.stream(alice, None).unwrap();
         let _b = two.conn.stream(bob, None).unwrap();
-        assert!(two.conn.stream(alice, None).err().unwrap().contains("203.0.113.1 already has 1"));
+        assert!(two.conn.stream(alice, None).err().unwrap().to_string().contains("203.0.113.1 already has 1"));
     }
 
     #[test]
@@ -284,7 +289,7 @@ mod tests {
         let stream = |i: usize, caller| slots[i].conn.stream(slots[i].conn.address(), caller);
         let first = stream(0, Some("alice")).unwrap();
         let _second = stream(1, Some("alice")).unwrap();
-        let refused = stream(2, Some("alice")).err().unwrap();
+        let refused = stream(2, Some("alice")).err().unwrap().to_string();
         assert!(refused.contains("alice already has 2") && refused.contains("max_sse_streams_per_caller"), "{refused}");
         // Another caller, and an address whose count the refusal did not raise, are unaffected.
         let _bob = stream(2, Some("bob")).unwrap();

@@ -269,7 +269,7 @@ async fn check_request(State(gate): State<Arc<Gate>>, request: Request, next: Ne
         Method::GET => {
             match conn.as_ref().map(|c| c.stream(gate.proxies.client(c.address(), request.headers()), caller.token())).transpose() {
                 Ok(stream) => track(next.run(request).await, None, stream),
-                Err(why) => refuse(StatusCode::TOO_MANY_REQUESTS, &why),
+                Err(why) => refuse(StatusCode::TOO_MANY_REQUESTS, &why.to_string()),
             }
         }
         _ => next.run(request).await,

@@ -24,6 +24,9 @@ pub enum SessionError {
     /// The session store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The server could not run the call or event (its thread for it failed).
+    #[error(transparent)]
+    Run(#[from] crate::runtime::RunError),
     /// An event reached this server's copy of a game that runs on another
     /// server now: it is not delivered, and that is not a failure.
     #[error("the game runs on another server now")]

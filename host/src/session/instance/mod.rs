@@ -502,7 +502,7 @@ impl Session {
             }
             Ok(Err(SessionError::Elsewhere)) => Ok(()),
             Ok(Ok(Err(e)) | Err(e)) => Err(e),
-            Err(e) => Err(SessionError::Game(e)),
+            Err(e) => Err(SessionError::Run(e)),
         }
     }
 }
