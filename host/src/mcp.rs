@@ -217,6 +217,24 @@ impl Ludus {
         }
     }
 
+    /// Whether `request` answers with its result alone: a ping, or a tool
+    /// call that can send nothing before its answer (no progress asked for,
+    /// no log level set by transport session `session`, a game that asks
+    /// its client nothing). Such a call may be answered as plain JSON
+    /// rather than on an event stream.
+    pub fn answers_alone(&self, session: &str, request: &ClientRequest) -> bool {
+        match request {
+            ClientRequest::PingRequest(_) => true,
+            ClientRequest::CallToolRequest(call) => {
+                let progress = call.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token);
+                progress.is_none()
+                    && self.surface.clients.log_level(session).is_none()
+                    && self.registry.find_tool(&call.params.name).map_or(true, |(plugin, _)| !plugin.asks_client)
+            }
+            _ => false,
+        }
+    }
+
     /// `tools/call`, whichever lane it came by.
     async fn call_tool_as(
         &self,

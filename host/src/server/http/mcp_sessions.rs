@@ -21,7 +21,8 @@ use std::task::{Context, Poll};
 
 use futures_util::{Stream, StreamExt};
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, ProtocolVersion, ServerJsonRpcMessage, ServerResult,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, JsonRpcRequest, ProtocolVersion, ServerJsonRpcMessage,
+    ServerResult,
 };
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError, create_local_session};
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
@@ -30,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::resume::Resumable;
 use crate::locking::lock;
-use crate::mcp::{DirectAnswer, Ludus, caller_for_session, caller_in};
+use crate::mcp::{DirectAnswer, Ludus, Notify, caller_for_session, caller_in};
 use crate::session::Caller;
 
 pub struct McpSessions {
@@ -104,6 +105,39 @@ impl McpSessions {
         }
         table.insert(key.clone(), None);
         Some(Admitted { table: self.in_flight.clone(), key })
+    }
+
+    /// A tool call or ping answered as plain JSON (`application/json`, one
+    /// body with its length) when nothing is sent before its answer
+    /// (`Ludus::answers_alone`) and its session's streams are not
+    /// resumable (a 2025-11-25 client's calls stream, so that they can be
+    /// resumed); the request back otherwise, for rmcp's service. It must
+    /// have been admitted (`admit`): a `notifications/cancelled` finds it
+    /// there (and then it has no answer: None), and a client that goes
+    /// away drops it, which cancels it.
+    pub async fn answer_as_json(
+        &self,
+        id: &SessionId,
+        request: JsonRpcRequest<ClientRequest>,
+        caller: Caller,
+    ) -> Result<Option<Vec<u8>>, JsonRpcRequest<ClientRequest>> {
+        let alone = !self.resumable.holds(id) && self.ludus.answers_alone(id, &request.request);
+        if !alone || !self.inner.has_session(id).await.unwrap_or(false) {
+            return Err(request);
+        }
+        self.touch(id);
+        let key = (id.clone(), request.id.to_string());
+        let ct = CancellationToken::new();
+        let notify: Notify = Arc::new(|m| tracing::debug!("a message of a call answered as JSON is dropped: {m:?}"));
+        let answer = self.ludus.answer_directly(Some(caller), id, request, ct.clone(), notify)?;
+        if let Some(slot) = lock(&self.in_flight).get_mut(&key) {
+            *slot = Some(ct.clone());
+        }
+        let cancelled = ct.clone();
+        let _cancel_if_dropped = ct.drop_guard();
+        let answer = answer.await;
+        // MCP: a cancelled request gets no answer.
+        Ok((!cancelled.is_cancelled()).then(|| answer.into_line()))
     }
 
     fn touch(&self, id: &SessionId) {

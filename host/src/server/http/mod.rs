@@ -394,12 +394,48 @@ async fn check_post(gate: &Arc<Gate>, request: Request, next: Next, caller: Call
     let (Some(session), Some(request_id)) = (session, request_id) else {
         return track(next.run(Request::from_parts(parts, Body::from(bytes))).await, None, answering);
     };
-    let Some(in_flight) = gate.sessions.admit(session, request_id) else {
+    let Some(in_flight) = gate.sessions.admit(session.clone(), request_id) else {
         let why = "this request id is already in flight in this session; give each request its own id";
         return json_error(StatusCode::CONFLICT, jsonrpc::error_reply(serde_json::Value::Null, -32600, why.into()));
     };
+    // A call that sends nothing before its answer is answered here, as
+    // plain JSON, when the client takes it and names a version rmcp knows:
+    // no second parse, no event stream, no trip through rmcp's service.
+    if let (rmcp::model::JsonRpcMessage::Request(request), true) = (message, takes_json(&parts.headers))
+        && let Ok(answered) = gate.sessions.answer_as_json(&session, request, caller).await
+    {
+        drop(in_flight);
+        let response = match answered {
+            Some(body) => {
+                let mut response = (StatusCode::OK, Bytes::from(body)).into_response();
+                response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                response
+            }
+            // Cancelled: an event stream that ends with no event, as rmcp's would.
+            None => {
+                let mut response =
+                    (StatusCode::OK, Body::from_stream(futures_util::stream::empty::<Result<Bytes, std::convert::Infallible>>()))
+                        .into_response();
+                response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+                response
+            }
+        };
+        return track(response, None, answering);
+    }
     let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
     track(response, Some(in_flight), answering)
+}
+
+/// Whether the client accepts a plain JSON answer and names a protocol
+/// version rmcp knows (or none): else rmcp's service answers, and refuses.
+fn takes_json(headers: &axum::http::HeaderMap) -> bool {
+    let accepts = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).any(|v| v.contains("application/json"));
+    let version = match headers.get("mcp-protocol-version").map(|v| v.to_str()) {
+        None => true,
+        Some(Ok(v)) => rmcp::model::ProtocolVersion::KNOWN_VERSIONS.iter().any(|k| k.as_str() == v),
+        Some(Err(_)) => false,
+    };
+    accepts && version
 }
 
 /// The response, with its body holding what must last as long as it streams.

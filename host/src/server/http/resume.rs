@@ -69,6 +69,11 @@ impl Resumable {
     }
 
     /// The session closed: its kept calls are cancelled.
+    /// Whether session `id`'s client can resume its call streams.
+    pub fn holds(&self, id: &SessionId) -> bool {
+        lock(&self.sessions).contains_key(id)
+    }
+
     pub fn forget(&self, id: &SessionId) {
         lock(&self.sessions).remove(id);
     }
