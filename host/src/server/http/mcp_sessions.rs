@@ -6,7 +6,10 @@
 //! before it reaches `create_stream`. What changes is where a tool call goes
 //! after that: into the connection's own thread (`Ludus::answer_directly`),
 //! not through the session's worker task and back. The answer is the same
-//! one-message SSE stream rmcp would send, progress notifications first.
+//! one-message SSE stream rmcp would send, progress notifications first;
+//! or, for a call that can send nothing before its answer on a session
+//! whose streams are not resumable, plain JSON (`answer_as_json`, which the
+//! gate calls before rmcp sees the request).
 //!
 //! Expiry moved here because the session's worker no longer sees every
 //! request: its own idle timer would close a session that is busy on the
