@@ -33,6 +33,30 @@ async fn solves_hanoi_over_http() {
     c.close().await;
 }
 
+/// A tool call that sends nothing before its answer comes back as plain
+/// JSON, one body with its length; one that asks for progress comes back
+/// on an event stream. Both answer the same game.
+#[tokio::test]
+async fn a_call_that_sends_nothing_first_is_answered_as_plain_json() {
+    let work = scratch();
+    let server = http_server(&[], work.path()).await;
+    let (http, session) = raw_session_as(&server.url, None).await;
+    let start = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#;
+    let answer = raw_call(&http, &server.url, &session, start.into()).send().await.unwrap();
+    assert_eq!(answer.headers()["content-type"], "application/json");
+    assert!(answer.headers().get("content-length").is_some(), "{:?}", answer.headers());
+    let started: Value = answer.json().await.unwrap();
+    assert_eq!(started["id"], 1, "{started}");
+    let env = started["result"]["structuredContent"]["env_id"].as_str().unwrap().to_string();
+
+    let state = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "hanoi_get_state", "arguments": {"env_id": env}, "_meta": {"progressToken": "p"}}});
+    let answer = raw_call(&http, &server.url, &session, state.to_string()).send().await.unwrap();
+    assert_eq!(answer.headers()["content-type"], "text/event-stream", "asked for progress: an event stream");
+    let body = answer.text().await.unwrap();
+    assert!(body.starts_with("data: ") && body.contains("\"id\":2") && body.contains("TowerOfHanoi"), "{body}");
+}
+
 #[tokio::test]
 async fn a_waiting_call_returns_when_another_client_changes_the_session() {
     let work = scratch();

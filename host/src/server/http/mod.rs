@@ -406,10 +406,11 @@ async fn check_post(gate: &Arc<Gate>, request: Request, next: Next, caller: Call
     {
         drop(in_flight);
         let response = match answered {
+            // Whole already: nothing to hold while it is written, and its length goes in the headers.
             Some(body) => {
                 let mut response = (StatusCode::OK, Bytes::from(body)).into_response();
                 response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                response
+                return response;
             }
             // Cancelled: an event stream that ends with no event, as rmcp's would.
             None => {
