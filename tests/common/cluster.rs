@@ -16,7 +16,19 @@ pub struct Service {
 }
 
 impl Drop for Service {
+    /// Asks the service to stop (SIGTERM: nginx's master then stops its
+    /// workers, which a SIGKILL of the master would leave running), and
+    /// kills it only if it has not stopped within five seconds.
     fn drop(&mut self) {
+        // SAFETY: kill(2) on the pid of a child this struct owns and has not reaped.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let asked = std::time::Instant::now();
+        while asked.elapsed() < std::time::Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
