@@ -242,6 +242,11 @@ async fn an_agent_plays_magic_to_the_end_against_phase_ai_with_xmages_tools() {
     assert_eq!((&r["figures"]["winner"], &r["figures"]["conceded"]), (&end["winner"], &json!(false)), "{r}");
     assert_eq!(r["parameters"], json!({"game": "magic", "opponent": "ai", "backend": "phase"}), "{r}");
     assert!(r["moves"].as_u64().unwrap() >= agent.decisions as u64 / 2, "{r} after {} decisions", agent.decisions);
+    // Played again from its seed and log, on phase again, it ends the same.
+    c.close().await;
+    let (code, printed) = verify(&[&records], &dealt(work.path(), ""));
+    assert_eq!(code, Some(0), "{printed}");
+    assert!(verdict(&printed, &format!("{id}/1")).starts_with("reproduced"), "{printed}");
 }
 
 /// An agent written for XMage's headless client plays unchanged: no

@@ -55,11 +55,16 @@ async fn every_puzzle_and_chess_leave_one_record_per_game() {
     let cfg = config(work.path(), &extra);
     let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
 
-    // Hanoi, N=2: an illegal move first, then solved in 3 (the optimum).
+    // Hanoi, N=2: an illegal move first, then solved in 3 (the optimum),
+    // each move with the player's reasoning beside it.
     let hanoi = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].as_str().unwrap().to_string();
     c.err("hanoi_execute_move", json!({"env_id": hanoi, "move": [2, 0, 2], "decision": 1})).await;
+    let rambling = "why ".repeat(5000);
+    let long = c.err("hanoi_execute_move", json!({"env_id": hanoi, "move": [1, 0, 1], "decision": 1, "reasoning": rambling})).await;
+    assert!(long.contains("`reasoning` is at most 16384 characters"), "{long}");
     for (n, m) in [[1, 0, 1], [2, 0, 2], [1, 1, 2]].into_iter().enumerate() {
-        c.ok("hanoi_execute_move", json!({"env_id": hanoi, "move": m, "decision": n + 1})).await;
+        let why = format!("move {} of the three", n + 1);
+        c.ok("hanoi_execute_move", json!({"env_id": hanoi, "move": m, "decision": n + 1, "reasoning": why})).await;
     }
     // The last move sent again for its number is a retry: answered, not counted.
     c.ok("hanoi_execute_move", json!({"env_id": hanoi, "move": [1, 1, 2], "decision": 3})).await;
@@ -168,6 +173,55 @@ async fn every_puzzle_and_chess_leave_one_record_per_game() {
     assert!(rc[0]["ended"].as_str().unwrap().contains("expired"), "{}", rc[0]);
     assert_eq!(all.len(), 7, "one record per game, no more: {all:#?}");
     c.close().await;
+
+    // Each record carries its build and its log: the calls that could
+    // change the game (the refused one too, the retry and the reasoning
+    // that was too long not), each move's decision and reasoning.
+    assert_eq!(first["build"].as_str().map(str::len), Some(64), "{first}");
+    assert_eq!(
+        first["actions"],
+        json!([
+            {"call": "hanoi_init_simulator", "by": "stdio", "args": {"n": 2}},
+            {"call": "hanoi_execute_move", "by": "stdio", "args": {"move": [2, 0, 2]}, "decision": 1, "refused": true},
+            {"call": "hanoi_execute_move", "by": "stdio", "args": {"move": [1, 0, 1]}, "decision": 1, "reasoning": "move 1 of the three"},
+            {"call": "hanoi_execute_move", "by": "stdio", "args": {"move": [2, 0, 2]}, "decision": 2, "reasoning": "move 2 of the three"},
+            {"call": "hanoi_execute_move", "by": "stdio", "args": {"move": [1, 1, 2]}, "decision": 3, "reasoning": "move 3 of the three"},
+        ]),
+        "{first}"
+    );
+    // Both seats' calls of the chess game between agents, in the order they ran.
+    let by: Vec<&str> = ch["actions"].as_array().unwrap().iter().filter_map(|a| a["call"].as_str()).collect();
+    assert_eq!(by[..3], ["chess_create_game", "chess_join_game", "chess_finish_turn"], "{ch}");
+
+    // `ludus verify` plays every record again on its build and finds each as recorded.
+    let (code, printed) = verify(&[&file], &cfg);
+    assert_eq!(code, Some(0), "{printed}");
+    for r in &all {
+        let line = verdict(&printed, r["record"].as_str().unwrap());
+        assert!(line.starts_with("reproduced"), "{line}");
+    }
+    assert!(printed.contains("7 records: 7 reproduced"), "{printed}");
+
+    // A record whose move list was edited does not reproduce, and is named;
+    // one whose build is not here is said so; the others still reproduce.
+    let mut edited = first.clone();
+    edited["actions"].as_array_mut().unwrap().remove(3);
+    let mut elsewhere = bw[0].clone();
+    elsewhere["build"] = json!("0".repeat(64));
+    let tampered = work.path().join("tampered.jsonl");
+    let lines: Vec<String> = [&edited, &elsewhere, ch].iter().map(|r| r.to_string()).collect();
+    std::fs::write(&tampered, lines.join("\n") + "\n").unwrap();
+    let (code, printed) = verify(&[&tampered], &cfg);
+    assert_eq!(code, Some(1), "{printed}");
+    let line = verdict(&printed, &format!("{hanoi}/1"));
+    assert!(
+        line.starts_with("DIFFERS") && line.contains("action 4 of 4: `hanoi_execute_move` by stdio was taken when played, and refused now"),
+        "{line}"
+    );
+    let line = verdict(&printed, bw[0]["record"].as_str().unwrap());
+    assert!(line.starts_with("CANNOT") && line.contains("is not here (here: 0.1.0"), "{line}");
+    assert!(verdict(&printed, &format!("{chess}/1")).starts_with("reproduced"), "{printed}");
+    assert!(printed.contains("3 records: 1 reproduced, 1 did not reproduce, 1 could not be checked"), "{printed}");
 }
 
 /// Four clients solve one-disk puzzles as fast as they can while the server
@@ -353,6 +407,15 @@ async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
         "{all:#?}"
     );
     drop(server);
+
+    // The chess game against the engine (its moves on timers) and the
+    // offline battle (its simulator's lines) play again as recorded.
+    let (code, printed) = verify(&[&file], &cfg);
+    assert_eq!(code, Some(0), "{printed}");
+    for r in all.iter().filter(|r| r["game"] != "hanoi") {
+        let line = verdict(&printed, r["record"].as_str().unwrap());
+        assert!(line.starts_with("reproduced"), "{line}");
+    }
 
     let bad = work.path().join("more.jsonl");
     std::fs::write(&bad, "{\"game\": \"hanoi\"\nnot json at all\n").unwrap();
@@ -578,6 +641,14 @@ async fn the_illegal_move_policy_makes_a_player_lose_and_is_recorded() {
     let seats: Vec<(Value, Value)> =
         chess["seats"].as_array().unwrap().iter().map(|s| (s["player"].clone(), s["result"].clone())).collect();
     assert!(seats.contains(&(json!("stdio"), json!("lost"))) && seats.contains(&(json!("chess-engine/1"), json!("won"))), "{seats:?}");
+
+    // Played again under the policy each record names (not the verifying
+    // server's, which has none), both games are lost as recorded.
+    let elsewhere = work.path().join("verify");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let (code, printed) = verify(&[&file], &config(&elsewhere, ""));
+    assert_eq!(code, Some(0), "{printed}");
+    assert!(printed.contains("2 records: 2 reproduced"), "{printed}");
 }
 
 /// A policy that would make a player lose after no refusal at all is refused at start.

@@ -1,3 +1,4 @@
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -120,6 +121,29 @@ enum Command {
         #[arg(long = "anchor", value_name = "NAME=ELO", value_parser = parse_anchor)]
         anchors: Vec<(String, f64)>,
     },
+    /// Play every recorded game again and check that it ends as recorded:
+    /// each record's game is started on the build that played it (the
+    /// record names its SHA-256) from the record's seed and secret, and its
+    /// action log (every call that could change the game, every timer,
+    /// every line from the game's processes) runs in order. Prints one line
+    /// per record: `reproduced`, `DIFFERS` with the first action or figure
+    /// that went otherwise, or `CANNOT` with why (no log; a build that is
+    /// not here, which is never replaced by another). The builds are the
+    /// built-in games and those of --plugins. Exits 1 unless every record
+    /// reproduced.
+    Verify {
+        /// Records files (JSON Lines, as `serve --records` writes them).
+        #[arg(required = true, value_name = "RECORDS")]
+        files: Vec<PathBuf>,
+        /// Directory of game components besides the built-in games (the
+        /// plugins directory the records' server ran with).
+        #[arg(long, value_name = "DIR")]
+        plugins: Option<PathBuf>,
+        /// The config the server ran with (its sidecar grants and plugin
+        /// settings; limits do not change a replay).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
     /// Copy a game component with its WIT doc comments embedded, so the host
     /// can turn them into tool descriptions, parameter docs and ranges.
     /// Component toolchains (cargo, componentize-py, componentize-js) drop
@@ -154,12 +178,12 @@ fn load_config(path: Option<&PathBuf>) -> anyhow::Result<Config> {
     path.map(|p| Config::load(p)).transpose().map(Option::unwrap_or_default)
 }
 
-/// `LUDUS_LOG` (default `info`), with rmcp held to warnings unless named:
+/// `LUDUS_LOG` (default `info`; `warn` for `verify`), with rmcp held to warnings unless named:
 /// rmcp opens two info spans per MCP session, and the log's span pool keeps
 /// each one's slot and its small allocations after the session ends, which
 /// pins pages freed around them (10,000 deleted sessions kept 70 MiB).
-fn log_filter(setting: Option<String>) -> tracing_subscriber::EnvFilter {
-    let setting = setting.filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "info".into());
+fn log_filter(setting: Option<String>, default_level: &str) -> tracing_subscriber::EnvFilter {
+    let setting = setting.filter(|s| !s.trim().is_empty()).unwrap_or_else(|| default_level.into());
     let directives = if setting.contains("rmcp") { setting } else { format!("{setting},rmcp=warn") };
     tracing_subscriber::EnvFilter::try_new(&directives).unwrap_or_else(|e| {
         eprintln!("ludus: LUDUS_LOG={directives:?} is not a log filter ({e}); logging at info");
@@ -170,13 +194,16 @@ fn log_filter(setting: Option<String>) -> tracing_subscriber::EnvFilter {
 fn main() {
     ludus::runtime::limit_allocator_arenas();
     ludus::capability::channels::install_tls_provider();
+    let cli = Cli::parse();
+    // `verify` says what it found on stdout; the server it starts inside
+    // logs only what goes wrong, unless asked for more.
+    let default_level = if matches!(cli.command, Command::Verify { .. }) { "warn" } else { "info" };
     // Logs go to stderr: in stdio mode stdout carries only MCP messages.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
-        .with_env_filter(log_filter(std::env::var("LUDUS_LOG").ok()))
+        .with_env_filter(log_filter(std::env::var("LUDUS_LOG").ok(), default_level))
         .init();
-    let cli = Cli::parse();
     let code = match run(cli) {
         Ok(()) => 0,
         Err(e) => {
@@ -279,6 +306,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 anyhow::bail!("{} of the records files could not be read (said above)", report.unreadable.len());
             }
             Ok(())
+        }
+        Command::Verify { files, plugins, config } => {
+            let config = load_config(config.as_ref())?;
+            let opts = ludus::server::verify::VerifyOptions { plugins, config, files };
+            // A reader that stops early (`| head`) is no error.
+            let mut out = std::io::stdout().lock();
+            let tally = rt.block_on(ludus::server::verify::verify(opts, &mut |line| {
+                let _ = writeln!(out, "{line}");
+            }))?;
+            let _ = writeln!(out, "{}", tally.summary());
+            if tally.all_good() { Ok(()) } else { anyhow::bail!("not every record reproduced (said above)") }
         }
         Command::Pack { input, output, wit } => {
             let dirs: Vec<&std::path::Path> = wit.iter().map(PathBuf::as_path).collect();

@@ -110,6 +110,59 @@ pub struct Standing {
     /// The player who lost the game under the policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forfeit: Option<String>,
+    /// Everything that changed the session's game, in the order it ran,
+    /// since the session began: its earlier games too, since a later game
+    /// starts where they left the instance (`ludus verify` replays it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log: Vec<Action>,
+}
+
+/// One thing that ran on a game and may have changed it, in a record's
+/// `actions`: a call of a tool that is not read-only (a move, a join, a
+/// start), a timer that fired, or a line from one of its processes. With
+/// the seed and secret they rebuild the game (`ludus verify`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Action {
+    Call {
+        /// The tool.
+        call: String,
+        /// Who called it.
+        by: String,
+        /// Its arguments, without the game's id and the host's own
+        /// (`join_code`, `secret`, `reasoning`).
+        #[serde(default)]
+        args: Value,
+        /// The decision number it named.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<u64>,
+        /// The game refused it (an illegal move; counted, nothing made).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        refused: bool,
+        /// A run after its wait ran out (the game's answer then is final).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        timed_out: bool,
+        /// What the player said of the move, beside it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<String>,
+    },
+    /// The call at this place in the log (counted from 0) ran again: it
+    /// was held waiting, and the game changed (or its wait ran out:
+    /// `timed_out`).
+    Again {
+        again: usize,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        timed_out: bool,
+    },
+    /// The game's timer with this id fired (`host.set-timer`).
+    Timer { timer: u64 },
+    /// Lines came from the game's channel `input` (a process it runs), one
+    /// after another: a short digest of each (`line_digest`, six hex
+    /// digits a line), by which a replay keeps its process's lines in step
+    /// with the log.
+    Input { input: u32, lines: String },
+    /// The game's channel `closed` closed.
+    Closed { closed: u32 },
 }
 
 impl Standing {
@@ -153,7 +206,8 @@ impl Standing {
             if told.outcome.is_some() {
                 return;
             }
-            *self = Standing { game: self.game + 1, started_at_ms: now_ms, policy: self.policy, ..Standing::default() };
+            let log = std::mem::take(&mut self.log);
+            *self = Standing { game: self.game + 1, started_at_ms: now_ms, policy: self.policy, log, ..Standing::default() };
         }
         self.told = Some(told);
     }
@@ -216,6 +270,45 @@ pub struct ResultRecord {
     /// The illegal-move policy the game was played under, and whether it fired.
     #[serde(default)]
     pub illegal_move_policy: PolicyRecord,
+    /// The SHA-256 of the component build that played it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub build: String,
+    /// What ran on the game since its session began, in order (`Action`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<Action>,
+}
+
+impl Action {
+    /// The log entry of one line from channel `channel`.
+    pub fn line(channel: u32, line: &str) -> Action {
+        Action::Input { input: channel, lines: line_digest(line) }
+    }
+
+    /// Takes `next` into this entry when both are lines from one channel
+    /// (a process's lines in a row are one entry); false otherwise.
+    pub fn absorb(&mut self, next: &Action) -> bool {
+        match (self, next) {
+            (Action::Input { input, lines }, Action::Input { input: from, lines: more }) if input == from => {
+                lines.push_str(more);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A line's short digest in a log: the first six hex digits of its
+/// SHA-256. Enough to keep a replay's lines in step with the log's (which
+/// line is which), small enough for a battle's thousand lines; not a seal:
+/// what a record proves is checked by playing it again.
+pub fn line_digest(line: &str) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(line.as_bytes())[..3].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The six-digit digests of an `Action::Input`'s lines, in order.
+pub fn line_digests(lines: &str) -> impl Iterator<Item = &str> {
+    (0..lines.len() / 6).filter_map(move |i| lines.get(i * 6..i * 6 + 6))
 }
 
 /// A record's illegal-move policy: the policy, how often it fired, and on whom.
@@ -384,6 +477,31 @@ mod tests {
     }
 
     #[test]
+    fn a_process_lines_in_a_row_are_one_entry_and_every_entry_reads_back() {
+        let mut log = vec![Action::line(1, "a")];
+        for next in [Action::line(1, "b"), Action::line(2, "c"), Action::Timer { timer: 3 }, Action::line(1, "d")] {
+            if !log.last_mut().is_some_and(|last| last.absorb(&next)) {
+                log.push(next);
+            }
+        }
+        assert_eq!(log.len(), 4, "{log:?}");
+        let Action::Input { input: 1, lines } = &log[0] else { panic!("{log:?}") };
+        assert_eq!(line_digests(lines).collect::<Vec<_>>(), [line_digest("a"), line_digest("b")]);
+        let call = Action::Call {
+            call: "hanoi_execute_move".into(),
+            by: "model-a".into(),
+            args: serde_json::json!({"move": [1, 0, 2]}),
+            decision: Some(4),
+            refused: true,
+            timed_out: false,
+            reasoning: Some("smallest disk first".into()),
+        };
+        log.extend([call, Action::Again { again: 4, timed_out: false }, Action::Closed { closed: 2 }]);
+        let text = serde_json::to_string(&log).unwrap();
+        assert_eq!(serde_json::from_str::<Vec<Action>>(&text).unwrap(), log, "{text}");
+    }
+
+    #[test]
     fn whole_lines_and_a_recovered_record_not_twice() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.jsonl");
@@ -408,6 +526,8 @@ mod tests {
             duration_ms: 5,
             figures: Value::Null,
             illegal_move_policy: Default::default(),
+            build: "ab".repeat(32),
+            actions: vec![Action::Timer { timer: 1 }, Action::line(1, "|turn|2"), Action::Again { again: 0, timed_out: true }],
         };
         let file = RecordsFile::open(&path).unwrap();
         file.append(&record("a/1"));

@@ -169,6 +169,26 @@ pub fn stdio_command(args: &[&str], work: &Path) -> tokio::process::Command {
     cmd
 }
 
+/// `ludus verify RECORDS --config CONFIG`: its exit code and what it printed
+/// (one line per record, then the tally).
+pub fn verify(records: &[&Path], config: &Path) -> (Option<i32>, String) {
+    let out = std::process::Command::new(BIN)
+        .arg("verify")
+        .args(records)
+        .arg("--config")
+        .arg(config)
+        .env("LUDUS_LOG", std::env::var("VERIFY_LOG").unwrap_or_default())
+        .output()
+        .expect("running ludus verify");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    (out.status.code(), format!("{}{stderr}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The verdict line `ludus verify` printed for record `id`.
+pub fn verdict<'a>(printed: &'a str, id: &str) -> &'a str {
+    printed.lines().find(|l| l.split_whitespace().nth(1) == Some(id)).unwrap_or_else(|| panic!("no verdict for {id}: {printed}"))
+}
+
 /// `ludus serve --http 127.0.0.1:0`, waiting for the address it bound.
 pub async fn http_server(args: &[&str], work: &Path) -> HttpServer {
     http_server_env(args, work, &[]).await

@@ -91,6 +91,14 @@ pub const SECRET: &str = "secret";
 /// The parameter of a decision tool that names the decision a call answers.
 pub const DECISION: &str = "decision";
 
+/// The argument a move (a decision tool) takes besides its own, unless it
+/// has its own of that name: why the player made it. The host keeps it
+/// with the move in the game's log and record, and does not pass it on.
+pub const REASONING: &str = "reasoning";
+
+/// The longest `reasoning` the host keeps with a move (characters).
+pub const MAX_REASONING: usize = 16 * 1024;
+
 /// One tool, derived from one exported function.
 pub struct ToolDef {
     /// MCP name, `<prefix>_<function>`.
@@ -107,6 +115,9 @@ pub struct ToolDef {
     /// The parameter that carries the number of the decision a call
     /// answers (`ludus:plugin/decisions`): named `decision`, an integer.
     pub decision: Option<usize>,
+    /// The host takes a `reasoning` argument for it (a move whose game has
+    /// no parameter of that name): `REASONING`.
+    pub host_reasoning: bool,
     pub default_wait: Duration,
     pub max_wait: Duration,
     /// How the tool presents itself to clients.
@@ -643,7 +654,8 @@ fn derive_tools(
         if takes_seed && params.iter().any(|f| f.json == SECRET) {
             return Err(at(format!("parameter `{SECRET}` is the host's (a finished game's secret, to replay it)")));
         }
-        let listing = listing(&func, &fdocs.summary, &params, hint, audience, takes_seed);
+        let host_reasoning = decision.is_some() && !params.iter().any(|f| f.json == REASONING);
+        let listing = listing(&func, &fdocs.summary, &params, hint, audience, takes_seed, host_reasoning);
         tools.push(ToolDef {
             export: component.get_export_index(Some(&iface_index), func.as_str()).ok_or_else(|| at("export index not found".into()))?,
             name,
@@ -654,6 +666,7 @@ fn derive_tools(
             audience,
             read_only: hint.is_some_and(|h| h.read_only),
             decision,
+            host_reasoning,
             default_wait: default_wait.min(max_wait),
             max_wait,
             listing,
@@ -699,6 +712,7 @@ fn listing(
     hint: Option<&ToolHint>,
     audience: Audience,
     takes_seed: bool,
+    takes_reasoning: bool,
 ) -> Listing {
     let mut input = match params_schema(params) {
         Value::Object(o) => o,
@@ -709,6 +723,9 @@ fn listing(
     }
     if takes_seed {
         add_secret(&mut input);
+    }
+    if takes_reasoning {
+        add_reasoning(&mut input);
     }
     let hints = hint.map_or(Hints::default(), |h| Hints {
         read_only: h.read_only,
@@ -742,6 +759,15 @@ fn add_secret(schema: &mut JsonObject) {
                it was a replay. Leave it out to play a new game.";
     if let Some(Value::Object(props)) = schema.get_mut("properties") {
         props.insert(SECRET.into(), schema::u64_schema(doc));
+    }
+}
+
+/// A move takes the host's `reasoning`, kept beside it in the record.
+fn add_reasoning(schema: &mut JsonObject) {
+    let doc = "Optional: why you make this move, in your own words. It is kept beside the move in the game's result \
+               record, for whoever evaluates the game; no other player sees it while the game runs.";
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        props.insert(REASONING.into(), json!({"type": "string", "maxLength": MAX_REASONING, "description": doc}));
     }
 }
 

@@ -8,6 +8,7 @@ pub mod doctor;
 mod http;
 mod jsonrpc;
 mod stdio;
+pub mod verify;
 mod watch;
 
 use std::net::SocketAddr;

@@ -17,7 +17,7 @@ use super::wait::{Wait, Woken};
 use super::{Caller, Invocation, Refusal, Seeding, Session, SessionInfo, Sessions, joins_tool, ran};
 use crate::capability::{Ask, CallInfo, ClientLink, LogSink};
 use crate::locking::lock;
-use crate::plugin::{Audience, JOIN_CODE, Plugin, Role, SECRET, SEED, ToolDef};
+use crate::plugin::{Audience, JOIN_CODE, MAX_REASONING, Plugin, REASONING, Role, SECRET, SEED, ToolDef};
 use crate::runtime::{run_guest, run_guest_that_may_ask};
 
 /// How a tool call that reached a plugin ended.
@@ -102,6 +102,11 @@ struct Running {
     caller: String,
     /// The decision number the call names, when its tool takes one.
     decision: Option<u64>,
+    /// The host's `reasoning` argument of a move.
+    reasoning: Option<String>,
+    /// Where the game's log entered the call's first run: a re-run is
+    /// entered as that call again.
+    logged_at: Option<usize>,
     /// The game may ask this call's client something (and the client can answer).
     may_ask: bool,
     cancel: CancellationToken,
@@ -117,7 +122,7 @@ struct Running {
 
 impl Running {
     fn new(call: Prepared, caller: String, cancel: CancellationToken, listeners: Listeners) -> Running {
-        let Prepared { session, version, tool: index, params } = call;
+        let Prepared { session, version, tool: index, params, reasoning } = call;
         let tool = &version.tools[index];
         let may_ask =
             version.asks_client && listeners.client.as_ref().is_some_and(|c| c.declares(Ask::Sampling) || c.declares(Ask::Elicitation));
@@ -130,6 +135,8 @@ impl Running {
             params,
             caller,
             decision,
+            reasoning,
+            logged_at: None,
             may_ask,
             cancel,
             listeners,
@@ -177,6 +184,13 @@ impl Sessions {
             }
             _ => (std::borrow::Cow::Borrowed(args), None),
         };
+        let (args, reasoning) = match current.host_reasoning {
+            true => split_host_argument(&args, REASONING, |v| v.as_str().map(String::from), "a string").map_err(Refusal::Arguments)?,
+            false => (args, None),
+        };
+        if reasoning.as_ref().is_some_and(|r| r.chars().count() > MAX_REASONING) {
+            return Err(Refusal::Arguments(format!("`{REASONING}` is at most {MAX_REASONING} characters")));
+        }
         let (args, secret) = match current.role {
             Role::Creates if current.params.iter().any(|f| f.json == SEED) => {
                 let (rest, secret) = split_host_argument(&args, SECRET, unsigned, "a whole number (or one as a decimal string)")
@@ -206,7 +220,7 @@ impl Sessions {
         };
         let version = session.plugin.clone();
         if Arc::ptr_eq(&version, plugin) {
-            return Ok(Prepared { session, version, tool: tool_index, params });
+            return Ok(Prepared { session, version, tool: tool_index, params, reasoning });
         }
         let Some(tool) = version.tools.iter().position(|t| t.name == current.name) else {
             return Err(Refusal::Version(format!(
@@ -217,7 +231,7 @@ impl Sessions {
         let params = version.tools[tool]
             .convert_args(args)
             .map_err(|e| Refusal::Version(format!("this game runs version {} of {}: {e}", version.version, version.name)))?;
-        Ok(Prepared { session, version, tool, params })
+        Ok(Prepared { session, version, tool, params, reasoning })
     }
 
     /// Runs a prepared call to its final answer, one stage at a time
@@ -251,6 +265,8 @@ impl Sessions {
             params: call.params.clone(),
             caller: call.caller.clone(),
             decision: call.decision,
+            reasoning: call.reasoning.clone(),
+            again: if first { None } else { call.logged_at },
             first,
             timed_out,
         };
@@ -269,7 +285,7 @@ impl Sessions {
                 );
                 return Stage::Done(Reply::Value { value: Some(answer), plugin: call.version.clone(), tool: call.index, note: Some(note) });
             }
-            Ok(Ok(Answered::AnswerPending)) => Invocation { value: None, wait: Some(0), made_already: None },
+            Ok(Ok(Answered::AnswerPending)) => Invocation { value: None, wait: Some(0), made_already: None, logged_at: None },
             Ok(Err(e)) => {
                 if creates {
                     self.discard(&session.id(), "it crashed while starting");
@@ -280,6 +296,9 @@ impl Sessions {
         };
         if creates && first {
             self.insert(session.clone());
+        }
+        if first {
+            call.logged_at = inv.logged_at;
         }
         match inv.wait.filter(|_| !timed_out) {
             Some(asked) => {
@@ -531,6 +550,8 @@ struct Prepared {
     version: Arc<Plugin>,
     tool: usize,
     params: Vec<Val>,
+    /// The host's `reasoning` argument of a move.
+    reasoning: Option<String>,
 }
 
 pub(super) fn rand_seed() -> u64 {

@@ -15,6 +15,7 @@ mod resources;
 mod results;
 mod shared;
 mod step;
+mod verify;
 mod wait;
 
 use std::collections::HashMap;
@@ -35,6 +36,7 @@ pub use instance::{Home, Invocation, Names, Run, Seeding, Session, SessionError,
 pub use limits::{SessionLimits, WholeSeeds};
 pub use refusal::Refusal;
 use refusal::ran;
+pub use verify::Verdict;
 
 /// Who makes a call. Sessions belong to callers, so every call has one.
 #[derive(Clone, Debug, PartialEq, Eq)]

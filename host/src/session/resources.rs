@@ -46,7 +46,7 @@ impl Sessions {
         // The reader is the caller: a game with seats shows each its own side.
         let info = CallInfo { caller: caller.name().to_string(), ..CallInfo::default() };
         // Under the game's lease, on a copy brought up to date (another server may have changed it).
-        let call = move || session.leased(Run::Read, || session.invoke(&export, &[Val::String(uri)], 1, info)).and_then(|r| r);
+        let call = move || session.leased(Run::Read, || session.invoke(&export, &[Val::String(uri)], 1, info, None)).and_then(|r| r);
         let inv = ran(run_guest(&plugin.event_pace, call).await)?;
         let body = |v: Option<Box<Val>>| match v.map(|b| *b) {
             Some(Val::String(s)) => Some(Body::Text(s)),
@@ -69,7 +69,7 @@ impl Sessions {
         let exports = plugin.prompt_exports.ok_or_else(|| Refusal::Plugin("this plugin offers no prompts".into()))?;
         let export = if complete { exports.complete } else { exports.get };
         let session = self.shared_session(plugin)?;
-        let call = move || session.invoke(&export, &params, 1, CallInfo::default());
+        let call = move || session.invoke(&export, &params, 1, CallInfo::default(), None);
         Ok(ran(run_guest(&plugin.event_pace, call).await)?.value)
     }
 

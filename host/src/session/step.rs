@@ -12,7 +12,8 @@ use wasmtime::component::Val;
 
 use super::instance::{Invocation, Run, Session, SessionError};
 use crate::capability::CallInfo;
-use crate::plugin::{Audience, Plugin, Role, SECRET, SEED, ToolDef};
+use crate::plugin::{Audience, DECISION, Plugin, REASONING, Role, SECRET, SEED, ToolDef};
+use crate::records::Action;
 
 /// One run of a call (the first, or a re-run of a waiting one).
 pub(super) struct Step {
@@ -23,6 +24,10 @@ pub(super) struct Step {
     pub caller: String,
     /// The decision number the call names, when its tool takes one.
     pub decision: Option<u64>,
+    /// What the player said of its move (the host's `reasoning` argument).
+    pub reasoning: Option<String>,
+    /// A re-run of the call the game's log has at this place.
+    pub again: Option<usize>,
     /// The client's call, not a re-run of a waiting one.
     pub first: bool,
     /// This run follows a wait whose deadline passed: its answer is final.
@@ -59,7 +64,7 @@ impl Step {
     fn in_game(&self, tool: &ToolDef, info: CallInfo) -> Result<Answered, SessionError> {
         let s = &self.session;
         let results = usize::from(tool.result.is_some());
-        let inv = s.invoke(&tool.export, &self.params, results, info)?;
+        let inv = s.invoke(&tool.export, &self.params, results, info, self.logged(tool))?;
         if let Some(n) = self.decision.filter(|n| inv.made_already.is_some_and(|said| u64::from(said) == *n)) {
             if let Some((_, answer)) = s.answer_of(&self.caller, n) {
                 if self.first {
@@ -91,6 +96,45 @@ impl Step {
             s.settle();
         }
         Ok(Answered::Game(inv))
+    }
+}
+
+impl Step {
+    /// What the game's log keeps of this run: a call of a tool that may
+    /// change the game, with its arguments (the game's id left out: a
+    /// replay's game has its own) and the player's reasoning beside them.
+    fn logged(&self, tool: &ToolDef) -> Option<Action> {
+        let session_param = match tool.role {
+            Role::Uses(i) => i,
+            Role::Creates => usize::MAX,
+            Role::Shared => return None,
+        };
+        if tool.read_only {
+            return None;
+        }
+        if let Some(again) = self.again {
+            return Some(Action::Again { again, timed_out: self.timed_out });
+        }
+        let mut args = serde_json::Map::new();
+        for (i, (field, val)) in tool.params.iter().zip(&self.params).enumerate() {
+            let value = field.shape.to_json(val);
+            if i != session_param && !value.is_null() {
+                args.insert(field.json.clone(), value);
+            }
+        }
+        // A game's own `reasoning` parameter is kept where the host's is;
+        // the decision number has its own place too.
+        let own = args.remove(REASONING).and_then(|v| v.as_str().map(String::from));
+        args.remove(DECISION);
+        Some(Action::Call {
+            call: tool.name.clone(),
+            by: self.caller.clone(),
+            args: serde_json::Value::Object(args),
+            decision: self.decision,
+            refused: false,
+            timed_out: self.timed_out,
+            reasoning: self.reasoning.clone().or(own),
+        })
     }
 }
 

@@ -44,11 +44,19 @@ pub struct Channels {
     owner: String,
     table: Arc<table::Table>,
     rt: tokio::runtime::Handle,
+    /// Channels opened and messages sent so far: a replay waits long for a
+    /// process's lines only when the game asked it something since.
+    asked: std::sync::atomic::AtomicU64,
 }
 
 impl Channels {
     pub fn new(grant: Arc<ChannelGrant>, owner: &str, rt: tokio::runtime::Handle) -> Channels {
-        Channels { grant, owner: owner.to_string(), table: Arc::default(), rt }
+        Channels { grant, owner: owner.to_string(), table: Arc::default(), rt, asked: Default::default() }
+    }
+
+    /// How many channels the game opened and messages it sent so far.
+    pub fn asked(&self) -> u64 {
+        self.asked.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn list(&self) -> Vec<ChannelInfo> {
@@ -62,6 +70,7 @@ impl Channels {
 
     /// Opens endpoint `name`; its input goes to `inbox`.
     fn open(&self, inbox: Weak<dyn Inbox>, name: &str) -> Result<u32, String> {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let grant = &self.grant;
         let p = &grant.plugin;
         if !grant.receives {
@@ -104,6 +113,7 @@ impl Channels {
         if data.len() > max {
             return Err(format!("message of {} bytes is over the limit of {max} ([limits] max_channel_message_bytes)", data.len()));
         }
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.table.send(channel, data)
     }
 }

@@ -14,6 +14,7 @@ mod info;
 mod lease;
 mod ledger;
 mod persist;
+mod replay;
 mod waits;
 
 use std::sync::{Arc, Mutex, Weak};
@@ -27,7 +28,7 @@ use crate::capability::host::SessionControl;
 use crate::capability::{self, CallInfo, ChannelsCtx, GameSeeds, GuestOutput, HostCtx, HostState, Output};
 use crate::locking::lock;
 use crate::plugin::{Durable, Plugin};
-use crate::records::{IllegalMovePolicy, RecordsFile, Standing};
+use crate::records::{Action, IllegalMovePolicy, RecordsFile, Standing};
 use crate::runtime::{run_guest, ticks};
 use crate::store::{Record, SessionStore, Stored, now_ms};
 
@@ -65,6 +66,8 @@ pub struct Invocation {
     /// The guest said the decision this call names was made already
     /// (`decisions.made-already`): its answer is the one kept for it.
     pub made_already: Option<u32>,
+    /// Where the game's log entered the call (none: it did not).
+    pub logged_at: Option<usize>,
 }
 
 /// How a new game is seeded (`store::Record::seed` and `secret`).
@@ -106,6 +109,8 @@ pub struct Session {
     timers: Mutex<Timers>,
     /// The store and records file, what was last written, the lease.
     kept: Kept,
+    /// Timers and process input held back for a replay (`ludus verify`).
+    held: Option<replay::Held>,
 }
 
 impl Session {
@@ -118,7 +123,27 @@ impl Session {
         home: Option<Home>,
         rt: tokio::runtime::Handle,
     ) -> Result<Arc<Session>, SessionError> {
-        let record = Record {
+        let record = Session::new_record(&plugin, id, seeding, caller, plugin.limits.illegal_moves);
+        Session::instantiate(plugin, record, home, rt, false)
+    }
+
+    /// Instantiates a plugin to play a recorded game again (`ludus
+    /// verify`), under the policy it was played under: its timers and
+    /// process input wait for the replay (`replay.rs`).
+    pub fn start_replay(
+        plugin: Arc<Plugin>,
+        seeding: Seeding,
+        caller: &str,
+        policy: IllegalMovePolicy,
+        home: Home,
+        rt: tokio::runtime::Handle,
+    ) -> Result<Arc<Session>, SessionError> {
+        let record = Session::new_record(&plugin, "replay".into(), seeding, caller, policy);
+        Session::instantiate(plugin, record, Some(home), rt, true)
+    }
+
+    fn new_record(plugin: &Plugin, id: String, seeding: Seeding, caller: &str, policy: IllegalMovePolicy) -> Record {
+        Record {
             id,
             plugin: plugin.name.clone(),
             plugin_version: plugin.version.clone(),
@@ -138,9 +163,8 @@ impl Session {
             idle_timeout_ms: plugin.limits.idle_timeout.as_millis() as u64,
             last_calls: Default::default(),
             seats: Vec::new(),
-            standing: Standing::new(now_ms(), plugin.limits.illegal_moves),
-        };
-        Session::instantiate(plugin, record, home, rt)
+            standing: Standing::new(now_ms(), policy),
+        }
     }
 
     /// Rebuilds a stored session: a fresh instance of the same plugin
@@ -152,7 +176,7 @@ impl Session {
         let Stored { record, state, version } = stored;
         let Some(durable) = plugin.durable else { return Err(cannot_rebuild(&plugin)) };
         let idle = Duration::from_millis(now_ms().saturating_sub(record.changed_at_ms));
-        let session = Session::instantiate(plugin, record, Some(home), rt)?;
+        let session = Session::instantiate(plugin, record, Some(home), rt, false)?;
         if let Some(at) = Instant::now().checked_sub(idle) {
             lock(&session.ledger).last_used = at;
         }
@@ -185,6 +209,7 @@ impl Session {
         record: Record,
         home: Option<Home>,
         rt: tokio::runtime::Handle,
+        replaying: bool,
     ) -> Result<Arc<Session>, SessionError> {
         let out_cap = plugin.limits.max_output_bytes;
         let caller = record.created_by.as_str();
@@ -207,6 +232,7 @@ impl Session {
             waits: Waits::new(),
             timers: Mutex::new(Timers::default()),
             kept: Kept::new(store, records),
+            held: replaying.then(replay::Held::default),
         });
         session.fresh_instance()?;
         Ok(session)
@@ -335,22 +361,42 @@ impl Session {
     }
 
     /// Calls an exported function (blocking: run on a blocking thread).
+    /// `logged`: what the game's log says of it, when it may change the game
+    /// (entered in the order calls and events run, unless the game said the
+    /// call's decision was made already: then nothing ran).
     pub fn invoke(
         &self,
         export: &ComponentExportIndex,
         params: &[Val],
         results: usize,
         call: CallInfo,
+        logged: Option<Action>,
     ) -> Result<Invocation, SessionError> {
         self.touch();
-        let ((value, made_already), wait) = self.run_export(call, |store, instance| {
+        let ((value, made_already, logged_at), wait) = self.run_export(call, |store, instance| {
             let func =
                 instance.get_func(&mut *store, export).ok_or_else(|| wasmtime::format_err!("the plugin does not export this function"))?;
             let mut out = vec![Val::Bool(false); results];
             func.call(&mut *store, params, &mut out)?;
-            Ok((out.pop(), store.data_mut().host.made_already.take()))
+            let (value, made_already) = (out.pop(), store.data_mut().host.made_already.take());
+            let logged_at = logged.filter(|_| made_already.is_none()).map(|a| self.log(a, matches!(value, Some(Val::Result(Err(_))))));
+            Ok((value, made_already, logged_at))
         })?;
-        Ok(Invocation { value, wait, made_already })
+        Ok(Invocation { value, wait, made_already, logged_at })
+    }
+
+    /// Enters what ran in the game's log (`refused`: the game refused the
+    /// call), and says where. Called with the guest's lock held, so the
+    /// log's order is the order things ran.
+    fn log(&self, mut action: Action, refused: bool) -> usize {
+        if let Action::Call { refused: r, .. } = &mut action {
+            *r = refused;
+        }
+        let log = &mut lock(&self.ledger).standing.log;
+        if !log.last_mut().is_some_and(|last| last.absorb(&action)) {
+            log.push(action);
+        }
+        log.len() - 1
     }
 
     /// Runs `f` on the instance, within the plugin's CPU limit, and says
@@ -478,18 +524,18 @@ impl Session {
             tracing::warn!(plugin = self.plugin.name, "timer fired but the plugin exports no events.on-timer");
             return;
         };
-        if let Err(e) = self.clone().event(export, vec![Val::U64(id)]).await {
+        if let Err(e) = self.clone().event(export, vec![Val::U64(id)], Action::Timer { timer: id }).await {
             tracing::warn!(plugin = self.plugin.name, "timer event failed: {e}");
         }
     }
 
     /// Delivers an event to the guest and stores what it changed, then wakes
     /// waiting calls (which answer from the stored state).
-    async fn event(self: Arc<Self>, export: ComponentExportIndex, params: Vec<Val>) -> Result<(), SessionError> {
+    async fn event(self: Arc<Self>, export: ComponentExportIndex, params: Vec<Val>, logged: Action) -> Result<(), SessionError> {
         let s = self.clone();
         let run = move || {
             s.leased(Run::Event, || {
-                s.invoke(&export, &params, 0, CallInfo::default())?;
+                s.invoke(&export, &params, 0, CallInfo::default(), Some(logged))?;
                 s.persist()?;
                 s.settle();
                 Ok(())
@@ -553,6 +599,10 @@ impl SessionControl for Session {
         }
         timers.last += 1;
         let id = timers.last;
+        if let Some(held) = &self.held {
+            lock(&held.timers).insert(id);
+            return id;
+        }
         let (weak, rt) = (Arc::downgrade(&self), self.rt.clone());
         // Armed on the runtime's clock (no thread woken inside the call); when
         // due, the event goes to a task. A timer cancelled in between has
@@ -571,6 +621,9 @@ impl SessionControl for Session {
     }
 
     fn cancel_timer(&self, id: u64) {
+        if let Some(held) = &self.held {
+            lock(&held.timers).remove(&id);
+        }
         if let Some(key) = lock(&self.timers).pending.remove(&id) {
             self.plugin.runtime.timers.disarm(key);
         }
@@ -588,13 +641,30 @@ impl Inbox for Session {
     }
 
     async fn deliver(self: Arc<Self>, channel: u32, input: Input) -> bool {
-        let (export, params) = match input {
-            Input::Message(data) => (self.plugin.on_message, vec![Val::U32(channel), Val::String(data)]),
-            Input::Closed(reason) => (self.plugin.on_closed, vec![Val::U32(channel), Val::String(reason)]),
+        match &self.held {
+            Some(held) => {
+                held.hold(channel, input);
+                true
+            }
+            None => self.deliver_now(channel, input).await,
+        }
+    }
+}
+
+impl Session {
+    async fn deliver_now(self: Arc<Self>, channel: u32, input: Input) -> bool {
+        let (export, params, logged) = match input {
+            Input::Message(data) => {
+                let logged = Action::line(channel, &data);
+                (self.plugin.on_message, vec![Val::U32(channel), Val::String(data)], logged)
+            }
+            Input::Closed(reason) => {
+                (self.plugin.on_closed, vec![Val::U32(channel), Val::String(reason)], Action::Closed { closed: channel })
+            }
         };
         let Some(export) = export else { return false };
         let plugin = self.plugin.name.clone();
-        match self.event(export, params).await {
+        match self.event(export, params, logged).await {
             Ok(()) => true,
             Err(e) => {
                 tracing::warn!(plugin, channel, "channel event failed: {e}");

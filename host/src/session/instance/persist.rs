@@ -151,6 +151,12 @@ impl Session {
     }
 
     fn settle_as(&self, recovered: bool) {
+        if let Some(held) = &self.held {
+            if self.claim_record(Standing::due) {
+                held.reached(super::super::results::result_record(&self.record(), super::super::results::GAME_ENDED, now_ms()));
+            }
+            return;
+        }
         let Some(records) = &self.kept.records else { return };
         // A call and an event (the simulator's last line) may settle at once.
         if !self.claim_record(Standing::due) {
@@ -176,6 +182,12 @@ impl Session {
         if self.claim_record(Standing::unrecorded) {
             records.append(&super::super::results::result_record(&self.record(), why, now_ms()));
         }
+    }
+
+    /// The record the current game would have if the session ended now
+    /// (`why`): a replay's last, when its game did not end.
+    pub fn record_now(&self, why: &str) -> crate::records::ResultRecord {
+        super::super::results::result_record(&self.record(), why, now_ms())
     }
 
     /// Marks the current game's record written if `ready` says it is to be

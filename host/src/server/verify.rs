@@ -1,0 +1,154 @@
+//! `ludus verify`: every record of the given files played again on the
+//! build that played it (`Sessions::replay`), one line per record as it is
+//! checked, and a tally at the end. The builds are the ones a server with
+//! the same options would load (the built-in games, the plugins directory);
+//! a record whose build is not among them is reported, never played on
+//! another build.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::{ServeOptions, start};
+use crate::config::Config;
+use crate::plugin::Plugin;
+use crate::records::ResultRecord;
+use crate::session::Verdict;
+
+pub struct VerifyOptions {
+    pub plugins: Option<PathBuf>,
+    pub config: Config,
+    pub files: Vec<PathBuf>,
+}
+
+/// How the records fared.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub reproduced: u64,
+    pub differ: u64,
+    pub cannot: u64,
+    /// Lines that are not records, and files that cannot be read.
+    pub unreadable: u64,
+}
+
+impl Tally {
+    /// Every record reproduced.
+    pub fn all_good(&self) -> bool {
+        self.differ == 0 && self.cannot == 0 && self.unreadable == 0
+    }
+
+    pub fn summary(&self) -> String {
+        let total = self.reproduced + self.differ + self.cannot;
+        let mut parts = vec![format!("{} reproduced", self.reproduced)];
+        if self.differ > 0 {
+            parts.push(format!("{} did not reproduce", self.differ));
+        }
+        if self.cannot > 0 {
+            parts.push(format!("{} could not be checked", self.cannot));
+        }
+        if self.unreadable > 0 {
+            parts.push(format!("{} lines or files unreadable", self.unreadable));
+        }
+        format!("{total} record{}: {}", if total == 1 { "" } else { "s" }, parts.join(", "))
+    }
+}
+
+/// Checks every record of `opts.files`, saying each verdict to `say` as it comes.
+pub async fn verify(opts: VerifyOptions, say: &mut dyn FnMut(&str)) -> Result<Tally> {
+    let serve = ServeOptions {
+        plugins: opts.plugins,
+        http: None,
+        config: opts.config,
+        builtins: true,
+        store: crate::store::StoreSpec::Memory,
+        records: None,
+    };
+    let registry = start(&serve).await?;
+    registry.settled(Duration::from_secs(600)).await;
+    let builds: HashMap<String, Arc<Plugin>> = registry.plugins().into_iter().map(|p| (p.sha256.clone(), p)).collect();
+    let mut tally = Tally::default();
+    for path in &opts.files {
+        let file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(e) => {
+                say(&format!("unreadable  {}: {e}", path.display()));
+                tally.unreadable += 1;
+                continue;
+            }
+        };
+        for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+            let line = match line {
+                Ok(line) if line.trim().is_empty() => continue,
+                Ok(line) => line,
+                Err(e) => {
+                    say(&format!("unreadable  {}:{}: {e}", path.display(), n + 1));
+                    tally.unreadable += 1;
+                    break;
+                }
+            };
+            let record: ResultRecord = match serde_json::from_str(&line) {
+                Ok(record) => record,
+                Err(e) => {
+                    say(&format!("unreadable  {}:{}: not a record: {e}", path.display(), n + 1));
+                    tally.unreadable += 1;
+                    continue;
+                }
+            };
+            say(&check(&registry.sessions, &builds, &record, &mut tally).await);
+        }
+    }
+    Ok(tally)
+}
+
+/// One record's verdict, as its line says it.
+async fn check(
+    sessions: &crate::session::Sessions,
+    builds: &HashMap<String, Arc<Plugin>>,
+    record: &ResultRecord,
+    tally: &mut Tally,
+) -> String {
+    let what = format!("{}  {}", record.record, record.game);
+    let Some(plugin) = builds.get(&record.build) else {
+        tally.cannot += 1;
+        return format!("CANNOT      {what}: {}", missing_build(builds, record));
+    };
+    let started = Instant::now();
+    match sessions.replay(plugin.clone(), record).await {
+        Verdict::Reproduced { actions } => {
+            tally.reproduced += 1;
+            let secs = started.elapsed().as_secs_f64();
+            format!("reproduced  {what}: {} after {} moves ({actions} actions, {secs:.2} s)", record.outcome.name(), record.moves)
+        }
+        Verdict::Differs(why) => {
+            tally.differ += 1;
+            format!("DIFFERS     {what}: {why}")
+        }
+        Verdict::Cannot(why) => {
+            tally.cannot += 1;
+            format!("CANNOT      {what}: {why}")
+        }
+    }
+}
+
+/// Why a record's build is not here, with the builds of its game that are.
+fn missing_build(builds: &HashMap<String, Arc<Plugin>>, record: &ResultRecord) -> String {
+    if record.build.is_empty() {
+        return "it does not name the build that played it (written before records did)".into();
+    }
+    let here: Vec<String> =
+        builds.values().filter(|p| p.name == record.game).map(|p| format!("{} {}", p.version, short(&p.sha256))).collect();
+    let here = if here.is_empty() { format!("no build of {} is loaded", record.game) } else { format!("here: {}", here.join(", ")) };
+    format!(
+        "the build that played it ({} {}) is not here ({here}); give its plugins directory with --plugins",
+        record.plugin_version,
+        short(&record.build)
+    )
+}
+
+fn short(sha256: &str) -> &str {
+    sha256.get(..12).unwrap_or(sha256)
+}
