@@ -764,8 +764,7 @@ fn add_secret(schema: &mut JsonObject) {
 
 /// A move takes the host's `reasoning`, kept beside it in the record.
 fn add_reasoning(schema: &mut JsonObject) {
-    let doc = "Optional: why you make this move, in your own words. It is kept beside the move in the game's result \
-               record, for whoever evaluates the game; no other player sees it while the game runs.";
+    let doc = "Why you make this move (optional): kept with it in the game's record; other players never see it.";
     if let Some(Value::Object(props)) = schema.get_mut("properties") {
         props.insert(REASONING.into(), json!({"type": "string", "maxLength": MAX_REASONING, "description": doc}));
     }

@@ -109,7 +109,7 @@ impl Step {
             Role::Creates => usize::MAX,
             Role::Shared => return None,
         };
-        if tool.read_only {
+        if tool.read_only || !self.session.keeps_log() {
             return None;
         }
         if let Some(again) = self.again {

@@ -379,10 +379,19 @@ impl Session {
             let mut out = vec![Val::Bool(false); results];
             func.call(&mut *store, params, &mut out)?;
             let (value, made_already) = (out.pop(), store.data_mut().host.made_already.take());
-            let logged_at = logged.filter(|_| made_already.is_none()).map(|a| self.log(a, matches!(value, Some(Val::Result(Err(_))))));
+            let logged_at = logged
+                .filter(|_| made_already.is_none() && self.keeps_log())
+                .map(|a| self.log(a, matches!(value, Some(Val::Result(Err(_))))));
             Ok((value, made_already, logged_at))
         })?;
         Ok(Invocation { value, wait, made_already, logged_at })
+    }
+
+    /// Whether the session keeps its game's log: only for result records
+    /// (the server keeps them, or this is a replay of one), since the log
+    /// is written with every change of a stored game.
+    pub fn keeps_log(&self) -> bool {
+        self.kept.records.is_some() || self.held.is_some()
     }
 
     /// Enters what ran in the game's log (`refused`: the game refused the
@@ -524,18 +533,18 @@ impl Session {
             tracing::warn!(plugin = self.plugin.name, "timer fired but the plugin exports no events.on-timer");
             return;
         };
-        if let Err(e) = self.clone().event(export, vec![Val::U64(id)], Action::Timer { timer: id }).await {
+        if let Err(e) = self.clone().event(export, vec![Val::U64(id)], Some(Action::Timer { timer: id })).await {
             tracing::warn!(plugin = self.plugin.name, "timer event failed: {e}");
         }
     }
 
     /// Delivers an event to the guest and stores what it changed, then wakes
     /// waiting calls (which answer from the stored state).
-    async fn event(self: Arc<Self>, export: ComponentExportIndex, params: Vec<Val>, logged: Action) -> Result<(), SessionError> {
+    async fn event(self: Arc<Self>, export: ComponentExportIndex, params: Vec<Val>, logged: Option<Action>) -> Result<(), SessionError> {
         let s = self.clone();
         let run = move || {
             s.leased(Run::Event, || {
-                s.invoke(&export, &params, 0, CallInfo::default(), Some(logged))?;
+                s.invoke(&export, &params, 0, CallInfo::default(), logged)?;
                 s.persist()?;
                 s.settle();
                 Ok(())
@@ -655,11 +664,11 @@ impl Session {
     async fn deliver_now(self: Arc<Self>, channel: u32, input: Input) -> bool {
         let (export, params, logged) = match input {
             Input::Message(data) => {
-                let logged = Action::line(channel, &data);
+                let logged = self.keeps_log().then(|| Action::line(channel, &data));
                 (self.plugin.on_message, vec![Val::U32(channel), Val::String(data)], logged)
             }
             Input::Closed(reason) => {
-                (self.plugin.on_closed, vec![Val::U32(channel), Val::String(reason)], Action::Closed { closed: channel })
+                (self.plugin.on_closed, vec![Val::U32(channel), Val::String(reason)], Some(Action::Closed { closed: channel }))
             }
         };
         let Some(export) = export else { return false };
