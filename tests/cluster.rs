@@ -345,6 +345,7 @@ fn a_write_after_the_lease_was_lost_is_refused() {
         last_calls: Default::default(),
         seats: Vec::new(),
         standing: Default::default(),
+        in_match: None,
     };
     let first = a.lease("g1", Duration::from_secs(1)).unwrap();
     assert_eq!(first.version, 0, "a new game is at version 0");

@@ -16,8 +16,21 @@ use std::path::{Path, PathBuf};
 /// plain helpers and configuration, the session store, the wasmtime runtime, what a plugin may
 /// import, loading a plugin, sessions, the registry, the MCP surface, and the
 /// server with its transports.
-const LAYERS: &[&str] =
-    &["locking", "config", "records", "report", "store", "runtime", "capability", "plugin", "session", "registry", "mcp", "server"];
+const LAYERS: &[&str] = &[
+    "locking",
+    "config",
+    "records",
+    "report",
+    "store",
+    "runtime",
+    "capability",
+    "plugin",
+    "session",
+    "registry",
+    "arena",
+    "mcp",
+    "server",
+];
 
 /// The entry points: they declare modules and wire them up, nothing imports them.
 const ROOTS: &[&str] = &["lib.rs", "main.rs"];

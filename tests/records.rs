@@ -661,3 +661,185 @@ fn an_illegal_move_policy_that_loses_at_zero_is_refused_at_start() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("illegal_moves with then = \"lose\" needs attempts = 1 or more"), "{stderr}");
 }
+
+/// A run file sets up an evaluation: two token callers meet at chess in a
+/// seeded two-game match (each white once, one deal), each plays the engine
+/// in a match with colours swapped (levels 1 and 5), and both play the same
+/// Hanoi instance. The agents only ask `ludus_next_game`, take the seat it
+/// names and play. Every record carries its match, pair and game and both
+/// seats; the report rates all four players with intervals (the engine's
+/// level 5 at its anchor); `ludus verify` reproduces every game.
+#[tokio::test]
+async fn a_run_file_sets_up_matches_and_the_agents_only_join_and_play() {
+    let work = scratch();
+    let (tokens, lines): (Vec<String>, Vec<String>) = ["model-a", "model-b", "model-c"].iter().map(|c| issue_token(c)).unzip();
+    let file = work.path().join("records.jsonl");
+    let run = work.path().join("run.toml");
+    std::fs::write(
+        &run,
+        r#"
+[[match]]
+id = "a-vs-b"
+game = "chess"
+players = ["model-a", "model-b"]
+games = 2
+seed = 7
+args = { type = "agent" }
+
+[[match]]
+id = "a-vs-engine-1"
+game = "chess"
+players = ["model-a"]
+games = 2
+seed = 11
+args = { type = "computer", difficulty = 1 }
+swap = { color = ["white", "black"] }
+
+[[match]]
+id = "b-vs-engine-5"
+game = "chess"
+players = ["model-b"]
+games = 2
+seed = 12
+args = { type = "computer", difficulty = 5 }
+swap = { color = ["white", "black"] }
+
+[[match]]
+id = "towers"
+game = "hanoi"
+players = ["model-a", "model-b"]
+games = 1
+seed = 3
+args = { n = 2 }
+"#,
+    )
+    .unwrap();
+    let extra = format!("records = {:?}\nrun = {:?}\n{}", file.display().to_string(), run.display().to_string(), lines.join("\n"));
+    let cfg = config(work.path(), &extra);
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    // The clients live as long as the test: the agents' tasks borrow them.
+    let clients: &'static [Client; 3] = Box::leak(Box::new([
+        http_client_with_token(&server, &tokens[0]).await,
+        http_client_with_token(&server, &tokens[1]).await,
+        http_client_with_token(&server, &tokens[2]).await,
+    ]));
+    let [a, _, c] = clients;
+    assert!(a.tools().await.iter().any(|t| t.name == "ludus_next_game"), "a server given a run lists ludus_next_game");
+    let none = c.ok("ludus_next_game", json!({})).await;
+    assert_eq!(none["status"], "none", "model-c is in no match: {none}");
+
+    // Each agent: ask for the next game, take the seat it names, play the first legal move (or the plan).
+    let agent = |c: &'static Client| async move {
+        let mut played = Vec::new();
+        for _ in 0..20 {
+            let next = c.ok("ludus_next_game", json!({})).await;
+            if next["status"] == "done" {
+                return played;
+            }
+            assert_eq!(next["status"], "play", "{next}");
+            let game = next["game"].clone();
+            let id = game["game_id"].clone();
+            if let Some(tool) = game["join_tool"].as_str() {
+                c.ok(tool, json!({"game_id": id, "join_code": game["join_code"]})).await;
+            }
+            if game["plugin"] == "hanoi" {
+                c.ok("hanoi_execute_moves", json!({"env_id": id, "moves": [[1, 0, 1], [2, 0, 2], [1, 1, 2]]})).await;
+            } else {
+                for _ in 0..2000 {
+                    let s = c.ok("chess_wait_for_next_turn", json!({"game_id": id})).await;
+                    if s["status"] == "game-over" {
+                        break;
+                    }
+                    if s["status"] == "your-turn" {
+                        let mv = s["legal_moves"][0].as_str().unwrap().to_string();
+                        c.call("chess_finish_turn", json!({"game_id": id, "move": mv, "decision": s["decision"]})).await;
+                    }
+                }
+            }
+            played.push(game);
+        }
+        panic!("more games than the run has: {played:?}");
+    };
+    let (played_a, played_b) = tokio::join!(agent(&clients[0]), agent(&clients[1]));
+    let matches =
+        |p: &[Value]| p.iter().map(|g| format!("{} {}/{}", g["match"].as_str().unwrap(), g["pair"], g["number"])).collect::<Vec<_>>();
+    assert_eq!(matches(&played_a), ["a-vs-b 1/1", "a-vs-b 1/2", "a-vs-engine-1 1/1", "a-vs-engine-1 1/2", "towers 1/1"]);
+    assert_eq!(matches(&played_b), ["a-vs-b 1/1", "a-vs-b 1/2", "b-vs-engine-5 1/1", "b-vs-engine-5 1/2", "towers 1/1"]);
+    let done = clients[0].ok("ludus_next_game", json!({})).await;
+    assert_eq!((&done["status"], &done["left"]), (&json!("done"), &json!(0)), "{done}");
+
+    let all = until_records(&file, 8).await;
+    let of_match = |id: &str| -> Vec<&Value> { all.iter().filter(|r| r["match"]["id"] == id).collect() };
+    let white = |r: &Value| r["seats"].as_array().unwrap().iter().find(|s| s["seat"] == "white").unwrap()["player"].clone();
+    let mut meet = of_match("a-vs-b");
+    meet.sort_by_key(|r| r["match"]["game"].as_u64());
+    assert_eq!(meet.len(), 2, "{all:#?}");
+    assert_eq!(
+        (&meet[0]["match"], &meet[1]["match"]),
+        (&json!({"id": "a-vs-b", "pair": 1, "game": 1}), &json!({"id": "a-vs-b", "pair": 1, "game": 2}))
+    );
+    assert_eq!((white(meet[0]), white(meet[1])), (json!("model-a"), json!("model-b")), "each is white once");
+    assert_eq!((&meet[0]["seed"], &meet[0]["secret"]), (&meet[1]["seed"], &meet[1]["secret"]), "one deal for the pair");
+    for r in &meet {
+        let players: Vec<&Value> = r["seats"].as_array().unwrap().iter().map(|s| &s["player"]).collect();
+        assert!(players.contains(&&json!("model-a")) && players.contains(&&json!("model-b")), "both seats recorded: {r}");
+    }
+    for (id, level, player) in [("a-vs-engine-1", "chess-engine/1", "model-a"), ("b-vs-engine-5", "chess-engine/5", "model-b")] {
+        let mut games = of_match(id);
+        games.sort_by_key(|r| r["match"]["game"].as_u64());
+        assert_eq!(games.len(), 2, "{all:#?}");
+        assert_eq!((white(games[0]), white(games[1])), (json!(player), json!(level)), "colours swapped: {games:#?}");
+        assert_eq!(games[0]["seed"], games[1]["seed"]);
+    }
+    let towers = of_match("towers");
+    assert_eq!(towers.len(), 2, "one instance, played by each: {all:#?}");
+    assert_eq!(towers[0]["seed"], towers[1]["seed"]);
+    assert!(towers.iter().all(|r| r["outcome"] == "solved"), "{towers:#?}");
+    drop(server);
+
+    let out = std::process::Command::new(BIN).args(["report", file.to_str().unwrap()]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let chess = stdout.split("\nchess\n").nth(1).unwrap_or_else(|| panic!("no chess ratings: {stdout}"));
+    let rows: Vec<&str> = chess.lines().skip(1).take_while(|l| !l.trim().is_empty()).collect();
+    let row =
+        |player: &str| *rows.iter().find(|r| r.split_whitespace().next() == Some(player)).unwrap_or_else(|| panic!("{player}: {stdout}"));
+    for player in ["model-a", "model-b", "chess-engine/1"] {
+        assert!(row(player).contains(" to "), "an interval for {player}: {stdout}");
+    }
+    let anchor: Vec<&str> = row("chess-engine/5").split_whitespace().collect();
+    assert_eq!((anchor[1], anchor[4]), ("*", "1261"), "level 5 at its anchor: {stdout}");
+
+    let (code, printed) = verify(&[&file], &cfg);
+    assert_eq!(code, Some(0), "{printed}");
+    assert!(printed.contains("8 records: 8 reproduced"), "{printed}");
+}
+
+/// A run file that does not fit the games loaded stops the server at start, saying where.
+#[test]
+fn a_run_file_that_does_not_fit_is_refused_at_start() {
+    let work = scratch();
+    for (text, said) in [
+        ("[[match]]\ngame = \"chezz\"\nplayers = [\"a\"]\ngames = 1\nseed = 1\n", "match match-1: no game `chezz` is loaded"),
+        (
+            "[[match]]\nid = \"m\"\ngame = \"chess\"\nplayers = [\"a\", \"b\"]\ngames = 3\nseed = 1\nargs = { type = \"agent\" }\n",
+            "match m: `games` is 3",
+        ),
+        (
+            "[[match]]\ngame = \"hanoi\"\nplayers = [\"a\"]\ngames = 1\nseed = 1\nargs = { n = \"four\" }\n",
+            "its arguments do not fit `hanoi_init_simulator`",
+        ),
+        ("[[match]]\ngame = \"showdown\"\nplayers = [\"a\"]\ngames = 1\nseed = 1\n", "say which tool starts its games with `create`"),
+    ] {
+        let run = work.path().join("run.toml");
+        std::fs::write(&run, text).unwrap();
+        let out = std::process::Command::new(BIN)
+            .args(["serve", "--store", "memory", "--run", run.to_str().unwrap(), "--config", config(work.path(), "").to_str().unwrap()])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(said), "{said}: {stderr}");
+    }
+}

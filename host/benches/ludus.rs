@@ -520,6 +520,7 @@ async fn chess_only(cfg: &Path) {
         builtins: true,
         store: ludus::store::StoreSpec::Memory,
         records: None,
+        run: None,
     };
     let registry = ludus::server::start(&opts).await.unwrap();
     let (p50, p99) = chess_finish_turn_in_server(&registry).await;
@@ -972,6 +973,7 @@ async fn main() {
         builtins: true,
         store: ludus::store::StoreSpec::Memory,
         records: None,
+        run: None,
     };
     let registry = ludus::server::start(&opts).await.unwrap();
     let (plugin, init) = registry.find_tool("hanoi_init_simulator").unwrap();

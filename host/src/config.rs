@@ -181,6 +181,9 @@ pub struct Config {
     /// A JSON Lines file each ended game's result record is appended to
     /// (`ludus report` summarises it); none: no records.
     pub records: Option<std::path::PathBuf>,
+    /// A run file: the matches of an evaluation, which players ask for
+    /// with `ludus_next_game` (docs/evaluation.md). Default: none.
+    pub run: Option<std::path::PathBuf>,
     /// This server's name among several sharing a store: its MCP session
     /// ids start with it (`NAME-`), so a proxy can send each session's
     /// requests back to it. Default: none (a random name in leases).
@@ -277,6 +280,7 @@ impl Default for Config {
             tokens: Vec::new(),
             store: None,
             records: None,
+            run: None,
             server_name: None,
             games: None,
             whole_seeds: false,

@@ -11,6 +11,8 @@
 //! - `mcp`: the protocol surface, a thin rmcp handler and the only layer
 //!   below the transports that knows MCP: tools as MCP lists them, look the
 //!   tool up, run it, write the answer as text plus structured content.
+//! - `arena`: a run's matches (`run = "FILE"`): which game each player
+//!   plays next, started when first asked for.
 //! - `registry`: the loaded plugin versions; which one serves a tool.
 //! - `session`: which instance a call runs in (`instance`), calls on blocking
 //!   threads, waits (`wait`), timers, traps, the table of live sessions.
@@ -37,6 +39,7 @@
 // allocation on the refusal path and buy nothing.
 #![allow(clippy::result_large_err)]
 
+pub mod arena;
 pub mod capability;
 pub mod config;
 pub mod locking;

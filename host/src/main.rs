@@ -67,6 +67,13 @@ enum Command {
         /// `records`, else none.
         #[arg(long, value_name = "FILE")]
         records: Option<PathBuf>,
+        /// A run file: the matches of an evaluation (games, players, seeds,
+        /// arguments), checked at start; each player asks for its next game
+        /// with the tool `ludus_next_game`, which starts it when first asked
+        /// (docs/evaluation.md, "Matches and runs"). Default: the config's
+        /// `run`, else none.
+        #[arg(long, value_name = "FILE")]
+        run: Option<PathBuf>,
     },
     /// Say whether each built-in game is ready to play on this machine, and
     /// what it lacks (Node.js for Showdown's offline battles, Python 3.11+
@@ -226,7 +233,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .on_thread_stop(ludus::runtime::note_thread_end)
         .build()?;
     match cli.command {
-        Command::Serve { plugins, http, config, no_builtin, store, name, games, records } => {
+        Command::Serve { plugins, http, config, no_builtin, store, name, games, records, run } => {
             let mut config = load_config(config.as_ref())?;
             if games.is_some() {
                 config.games = games;
@@ -237,7 +244,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let store = ludus::store::StoreSpec::parse(store.as_deref().or(config.store.as_deref()).unwrap_or_default());
             let records = records.or_else(|| config.records.clone());
-            let opts = ludus::server::ServeOptions { plugins, http, config, builtins: !no_builtin, store, records };
+            let run = run.or_else(|| config.run.clone());
+            let opts = ludus::server::ServeOptions { plugins, http, config, builtins: !no_builtin, store, records, run };
             rt.block_on(ludus::server::serve(opts))
         }
         Command::Doctor { config } => {

@@ -55,6 +55,8 @@ pub struct Surface {
     pub clients: client::Clients,
     /// The plugins' tools as MCP lists them.
     tools: tools::Listed,
+    /// The run the server was given (`ludus_next_game`).
+    run: Option<Arc<crate::arena::Run>>,
 }
 
 #[derive(Clone)]
@@ -73,8 +75,9 @@ pub struct Ludus {
 }
 
 impl Ludus {
-    pub fn new(registry: Arc<Registry>) -> Self {
-        Self::with_surface(registry, Default::default())
+    /// The handler of a server with `registry`'s games and, if it was given one, a run.
+    pub fn new(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>) -> Self {
+        Self::with_surface(registry, Arc::new(Surface { run, ..Default::default() }))
     }
 
     fn with_surface(registry: Arc<Registry>, surface: Arc<Surface>) -> Self {
@@ -247,6 +250,9 @@ impl Ludus {
         if let Some(r) = self.host_call(&request.name, &args, &caller) {
             return Ok(r);
         }
+        if let (host_tools::NEXT_GAME, Some(run)) = (request.name.as_ref(), &self.surface.run) {
+            return Ok(self.next_game(run, &args, &caller).await);
+        }
         self.plugin_call(&request.name, args, caller, ct, listeners).await
     }
 }
@@ -344,6 +350,9 @@ impl ServerHandler for Ludus {
         let mut plugin_tools: Vec<Tool> = self.registry.plugins().iter().flat_map(|p| self.surface.tools.of_plugin(p).to_vec()).collect();
         plugin_tools.sort_by(|a, b| a.name.cmp(&b.name));
         let mut tools = host_tools().to_vec();
+        if self.surface.run.is_some() {
+            tools.push(host_tools::run_tool().clone());
+        }
         tools.extend(plugin_tools);
         let (tools, next) = self.page(tools, page)?;
         let mut result = ListToolsResult::with_all_items(tools).with_ttl_ms(TOOLS_TTL_MS).with_cache_scope(CacheScope::Public);
@@ -352,7 +361,8 @@ impl ServerHandler for Ludus {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        host_tools().iter().find(|t| t.name == name).cloned().or_else(|| {
+        let run_tool = self.surface.run.as_ref().map(|_| host_tools::run_tool());
+        host_tools().iter().chain(run_tool).find(|t| t.name == name).cloned().or_else(|| {
             let (plugin, i) = self.registry.find_tool(name).ok()?;
             Some(self.surface.tools.of_plugin(&plugin)[i].clone())
         })

@@ -270,6 +270,9 @@ pub struct ResultRecord {
     /// The illegal-move policy the game was played under, and whether it fired.
     #[serde(default)]
     pub illegal_move_policy: PolicyRecord,
+    /// The match of a run the game was played in.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub in_match: Option<MatchTag>,
     /// The SHA-256 of the component build that played it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub build: String,
@@ -309,6 +312,18 @@ pub fn line_digest(line: &str) -> String {
 /// The six-digit digests of an `Action::Input`'s lines, in order.
 pub fn line_digests(lines: &str) -> impl Iterator<Item = &str> {
     (0..lines.len() / 6).filter_map(move |i| lines.get(i * 6..i * 6 + 6))
+}
+
+/// Where a game stands in a run's match (`arena`): the match, its pair
+/// (the games played on one deal, sides exchanged), and its game.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchTag {
+    /// The match's id in the run file.
+    pub id: String,
+    /// The pair, from 1: its games share a seed (and secret).
+    pub pair: u32,
+    /// The game, from 1, of the match's games.
+    pub game: u32,
 }
 
 /// A record's illegal-move policy: the policy, how often it fired, and on whom.
@@ -526,6 +541,7 @@ mod tests {
             duration_ms: 5,
             figures: Value::Null,
             illegal_move_policy: Default::default(),
+            in_match: None,
             build: "ab".repeat(32),
             actions: vec![Action::Timer { timer: 1 }, Action::line(1, "|turn|2"), Action::Again { again: 0, timed_out: true }],
         };

@@ -28,6 +28,7 @@ pub async fn start(component: &str, config: &str) -> Bench {
         builtins: false,
         store: ludus::store::StoreSpec::Memory,
         records: None,
+        run: None,
     };
     let registry = ludus::server::start(&opts).await.unwrap();
     Bench { registry, _work: work }

@@ -97,6 +97,32 @@ fn build_host_tools() -> Vec<Tool> {
     tools.into_iter().map(portable).collect()
 }
 
+/// The tool of a server given a run: its players' next game.
+pub(super) const NEXT_GAME: &str = "ludus_next_game";
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NextGameArgs {}
+
+/// `ludus_next_game`, listed only by a server given a run.
+pub(super) fn run_tool() -> &'static Tool {
+    static TOOL: std::sync::OnceLock<Tool> = std::sync::OnceLock::new();
+    TOOL.get_or_init(|| {
+        let tool = Tool::new(
+            NEXT_GAME,
+            "Your next game of this server's run (the matches its operator set up): which game, its id, its match, pair \
+             and number, and, when you take the other seat, the tool and join code that take it. The game is started \
+             when its first player asks. Call it again once a game is over, until it says `done`.",
+            Arc::new(JsonObject::new()),
+        )
+        .with_input_schema::<NextGameArgs>()
+        .with_output_schema::<crate::arena::NextGame>()
+        .with_title("Next game of the run")
+        .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false));
+        portable(tool)
+    })
+}
+
 /// JSON Schema's own formats (2020-12, "Vocabularies for Semantic Content").
 const JSON_SCHEMA_FORMATS: [&str; 19] = [
     "date-time",
@@ -204,6 +230,20 @@ fn split_type_array(map: &mut JsonObject) {
 }
 
 impl Ludus {
+    /// `ludus_next_game`: the caller's next game of the run.
+    pub(super) async fn next_game(&self, run: &crate::arena::Run, args: &JsonObject, caller: &Caller) -> Answer {
+        if let Err(e) = serde_json::from_value::<NextGameArgs>(Value::Object(args.clone())) {
+            return Answer::error(format!("invalid arguments for `{NEXT_GAME}`: {e}"));
+        }
+        if *caller == Caller::Stateless {
+            return Answer::error(crate::session::STATELESS_REFUSAL.to_string());
+        }
+        match run.next_for(&self.registry, caller).await {
+            Ok(next) => Answer::json(serde_json::to_value(next).unwrap_or_default()),
+            Err(e) => Answer::error(e),
+        }
+    }
+
     pub(super) fn host_call(&self, name: &str, args: &JsonObject, caller: &Caller) -> Option<Answer> {
         let bad = |e: serde_json::Error| Answer::error(format!("invalid arguments for `{name}`: {e}"));
         match name {

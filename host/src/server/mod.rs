@@ -35,6 +35,8 @@ pub struct ServeOptions {
     pub store: crate::store::StoreSpec,
     /// Where each game's result record is appended (none: no records).
     pub records: Option<PathBuf>,
+    /// The run file: matches its players ask for with `ludus_next_game`.
+    pub run: Option<PathBuf>,
 }
 
 /// Everything except the transport: loads the games and starts the background tasks.
@@ -256,15 +258,19 @@ fn write_sidecar(dir: &std::path::Path, car: &bundled::Sidecar) -> Result<()> {
 pub async fn serve(opts: ServeOptions) -> Result<()> {
     let registry = start(&opts).await?;
     busy_poll::configure(Duration::from_micros(registry.config.limits.busy_poll_us));
+    let run = match &opts.run {
+        Some(path) => Some(Arc::new(crate::arena::Run::load(path, &registry).map_err(anyhow::Error::msg)?)),
+        None => None,
+    };
     let sessions = registry.sessions.clone();
     let served = match opts.http {
         None => {
             let unread_limit = registry.config.limits.max_unread_output_bytes;
-            let ludus = Ludus::new(registry);
+            let ludus = Ludus::new(registry, run);
             let service = ludus.clone().serve(stdio::Stdio::start(ludus, unread_limit)?).await?;
             service.waiting().await.map(|_| ()).map_err(anyhow::Error::from)
         }
-        Some(addr) => http::serve(registry, addr).await,
+        Some(addr) => http::serve(registry, run, addr).await,
     };
     // Games that end with this process (none is kept for a restart) are recorded now.
     sessions.stopping("the server stopped");

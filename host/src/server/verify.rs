@@ -66,6 +66,7 @@ pub async fn verify(opts: VerifyOptions, say: &mut dyn FnMut(&str)) -> Result<Ta
         builtins: true,
         store: crate::store::StoreSpec::Memory,
         records: None,
+        run: None,
     };
     let registry = start(&serve).await?;
     registry.settled(Duration::from_secs(600)).await;

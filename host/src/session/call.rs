@@ -159,10 +159,26 @@ impl Sessions {
         cancel: CancellationToken,
         listeners: Listeners,
     ) -> Reply {
-        match self.prepare(&plugin, tool_index, args, &caller).await {
+        match self.prepare(&plugin, tool_index, args, &caller, None).await {
             Ok(call) => self.run(call, caller.name().to_string(), cancel, listeners).await,
             Err(e) => Reply::Failed(e),
         }
+    }
+
+    /// Starts a game a run planned (`arena`): a call of a creating tool
+    /// made for `caller`, seeded and tagged as the plan says.
+    pub async fn start_planned(
+        self: &Arc<Self>,
+        plugin: Arc<Plugin>,
+        tool_index: usize,
+        args: &serde_json::Map<String, serde_json::Value>,
+        caller: Caller,
+        plan: Plan,
+    ) -> Result<(String, Reply), Refusal> {
+        let call = self.prepare(&plugin, tool_index, args, &caller, Some(plan)).await?;
+        let session = call.session.clone();
+        let reply = self.run(call, caller.name().to_string(), CancellationToken::new(), Listeners::default()).await;
+        Ok((session.id(), reply))
     }
 
     /// Checks the arguments, finds or starts the session (and that the
@@ -174,6 +190,7 @@ impl Sessions {
         tool_index: usize,
         args: &serde_json::Map<String, serde_json::Value>,
         caller: &Caller,
+        plan: Option<Plan>,
     ) -> Result<Prepared, Refusal> {
         let current = &plugin.tools[tool_index];
         // A `joins` tool's join code is the host's, not the game's; so is a
@@ -216,7 +233,7 @@ impl Sessions {
         let seeds = (current.seed_argument(&params), secret);
         let session = match named {
             Some(session) => session,
-            None => self.session_for(plugin, current, &params, caller, seeds).await?,
+            None => self.session_for(plugin, current, &params, caller, seeds, plan).await?,
         };
         let version = session.plugin.clone();
         if Arc::ptr_eq(&version, plugin) {
@@ -426,6 +443,7 @@ impl Sessions {
         params: &[Val],
         caller: &Caller,
         (seed, secret): (Option<u64>, Option<u64>),
+        plan: Option<Plan>,
     ) -> Result<Arc<Session>, Refusal> {
         match tool.role {
             Role::Uses(i) => {
@@ -449,9 +467,12 @@ impl Sessions {
                 if let Some(why) = self.refuse_new(plugin, caller) {
                     return Err(Refusal::Limit(why));
                 }
-                let seeding = self.seeding(seed, secret, caller)?;
+                let (seeding, in_match) = match plan {
+                    Some(Plan { seeding, in_match }) => (seeding, Some(in_match)),
+                    None => (self.seeding(seed, secret, caller)?, None),
+                };
                 let (p, me, caller, rt) = (plugin.clone(), self.clone(), caller.to_string(), self.rt.clone());
-                let start = move || Session::start(p, Sessions::new_id(), seeding, &caller, Some(me.home()), rt);
+                let start = move || Session::start(p, Sessions::new_id(), seeding, &caller, in_match, Some(me.home()), rt);
                 ran(run_guest(&plugin.start_pace, start).await)
             }
             Role::Shared => self.shared_session(plugin),
@@ -542,6 +563,13 @@ fn unsigned(v: &Value) -> Option<u64> {
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
+}
+
+/// How a run's planned game starts: its seeding (a pair's games share it)
+/// and its place in its match.
+pub struct Plan {
+    pub seeding: Seeding,
+    pub in_match: crate::records::MatchTag,
 }
 
 /// A call on its way: the session, the version it runs, and that version's tool.

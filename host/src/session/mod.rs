@@ -30,7 +30,7 @@ pub use crate::runtime::bindings::ludus::plugin::content::Body;
 use crate::runtime::run_guest;
 use crate::store::{Record, SessionStore, Stored, now_ms};
 
-pub use call::{Listeners, Progress, Reply, WaitProgress};
+pub use call::{Listeners, Plan, Progress, Reply, WaitProgress};
 use ended::EndedSessions;
 pub use instance::{Home, Invocation, Names, Run, Seeding, Session, SessionError, SessionInfo};
 pub use limits::{SessionLimits, WholeSeeds};
@@ -251,6 +251,20 @@ impl Sessions {
         }
         v.sort_by(|a, b| a.id.cmp(&b.id));
         v
+    }
+
+    /// A live session's state for a run (`arena`): whether its game is
+    /// over, and its join code while a seat is open; None when it is not live.
+    pub fn planned_state(&self, id: &str) -> Option<(bool, Option<String>)> {
+        let session = lock(&self.live).by_id.get(id).cloned()?;
+        let over = session.is_over() || session.has_ended();
+        let code = session.join_code().filter(|_| session.has_open_seat()).map(String::from);
+        Some((over, code))
+    }
+
+    /// Whether `caller`'s chosen seeds are whole seeds (`whole_seeds`).
+    pub fn whole_seeds_for(&self, caller: &str) -> bool {
+        self.limits.whole_seeds.allow(caller)
     }
 
     /// Finds a session for a `uses` tool, or explains why there is none.

@@ -21,7 +21,7 @@ impl Sessions {
             return Ok(s.clone());
         }
         let seeding = Seeding { seed: rand_seed(), chosen: false, secret: None, replay: false };
-        let s = Session::start(plugin.clone(), format!("{}-shared", plugin.name), seeding, "", None, self.rt.clone())?;
+        let s = Session::start(plugin.clone(), format!("{}-shared", plugin.name), seeding, "", None, None, self.rt.clone())?;
         shared.insert(plugin.name.clone(), s.clone());
         Ok(s)
     }

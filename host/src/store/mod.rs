@@ -66,6 +66,9 @@ pub struct Record {
     /// Where its current game stands, for its result record (`records`).
     #[serde(default)]
     pub standing: crate::records::Standing,
+    /// The match of a run it was started for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_match: Option<crate::records::MatchTag>,
 }
 
 /// A decision call answered, kept to answer its retry.

@@ -171,6 +171,7 @@ mod tests {
             last_calls: Default::default(),
             seats: Vec::new(),
             standing: Default::default(),
+            in_match: None,
         }
     }
 

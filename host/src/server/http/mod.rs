@@ -53,11 +53,11 @@ use mcp_sessions::{Admitted, McpSessions};
 use proxies::TrustedProxies;
 use thread::{Socket, drive};
 
-pub async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> Result<()> {
+pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>, addr: SocketAddr) -> Result<()> {
     let ct = CancellationToken::new();
     let max_body = registry.config.limits.max_argument_bytes + (64 << 10);
     let idle_limit = Duration::from_millis(registry.config.limits.mcp_session_idle_ms);
-    let ludus = Ludus::new(registry.clone());
+    let ludus = Ludus::new(registry.clone(), run.clone());
     let sessions = McpSessions::new(ludus.clone(), idle_limit, registry.config.server_name.clone());
     let service = StreamableHttpService::new(move || Ok(ludus.another()), sessions.clone(), mcp_config(&registry, max_body, &ct));
     let limits = &registry.config.limits;

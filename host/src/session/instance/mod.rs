@@ -28,7 +28,7 @@ use crate::capability::host::SessionControl;
 use crate::capability::{self, CallInfo, ChannelsCtx, GameSeeds, GuestOutput, HostCtx, HostState, Output};
 use crate::locking::lock;
 use crate::plugin::{Durable, Plugin};
-use crate::records::{Action, IllegalMovePolicy, RecordsFile, Standing};
+use crate::records::{Action, IllegalMovePolicy, MatchTag, RecordsFile, Standing};
 use crate::runtime::{run_guest, ticks};
 use crate::store::{Record, SessionStore, Stored, now_ms};
 
@@ -90,6 +90,8 @@ pub struct Seeding {
 pub struct Session {
     pub plugin: Arc<Plugin>,
     pub seeding: Seeding,
+    /// The match of a run it was started for (`arena`).
+    pub in_match: Option<MatchTag>,
     pub created_by: String,
     pub created_at: SystemTime,
     /// What the creator hands out for a seat (plugins with `joins` tools).
@@ -120,10 +122,12 @@ impl Session {
         id: String,
         seeding: Seeding,
         caller: &str,
+        in_match: Option<MatchTag>,
         home: Option<Home>,
         rt: tokio::runtime::Handle,
     ) -> Result<Arc<Session>, SessionError> {
-        let record = Session::new_record(&plugin, id, seeding, caller, plugin.limits.illegal_moves);
+        let mut record = Session::new_record(&plugin, id, seeding, caller, plugin.limits.illegal_moves);
+        record.in_match = in_match;
         Session::instantiate(plugin, record, home, rt, false)
     }
 
@@ -164,6 +168,7 @@ impl Session {
             last_calls: Default::default(),
             seats: Vec::new(),
             standing: Standing::new(now_ms(), policy),
+            in_match: None,
         }
     }
 
@@ -221,6 +226,7 @@ impl Session {
             ledger: Mutex::new(Ledger::of(&plugin, &record)),
             plugin: plugin.clone(),
             seeding: Seeding { seed: record.seed, chosen: record.seed_chosen, secret: record.secret, replay: record.replay },
+            in_match: record.in_match.clone(),
             created_by: caller.to_string(),
             created_at: SystemTime::UNIX_EPOCH + Duration::from_millis(record.created_at_ms),
             join_code: record.join_code.clone(),

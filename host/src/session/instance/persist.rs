@@ -72,6 +72,7 @@ impl Session {
             idle_timeout_ms: self.plugin.limits.idle_timeout.as_millis() as u64,
             last_calls: ledger.stored_calls(&self.plugin),
             standing: ledger.standing.clone(),
+            in_match: self.in_match.clone(),
         }
     }
 

@@ -1,0 +1,344 @@
+//! A run: the matches an evaluator sets up in a file the server reads
+//! (`run = "FILE"` in the config, or `serve --run FILE`), so that agents
+//! only ask for their next game (`ludus_next_game`) and play it.
+//!
+//! A match is N games of one game between the same players, in pairs
+//! played on one deal: both games of a pair share a seed and a secret, and
+//! the second is the first with the sides exchanged (between two agents,
+//! the other one creates it and so takes the creator's side, colour, team
+//! or deck; against a built-in opponent, the `swap` argument takes its
+//! second value; a puzzle's instance is played by each player). First-move
+//! and deal luck so cancel. Each game is started when the first of its
+//! players asks for it, for its creator, and carries its match, pair and
+//! game into its record. Why: docs/design/arena.md.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::plugin::{Audience, Plugin, Role, SEED};
+use crate::records::MatchTag;
+use crate::registry::Registry;
+use crate::session::{Caller, Plan, Reply, Seeding};
+
+/// The run file: its matches, in the order players meet them.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunFile {
+    #[serde(rename = "match", default)]
+    matches: Vec<MatchSpec>,
+}
+
+/// One `[[match]]` of the run file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MatchSpec {
+    /// Default: `match-N`, N its place in the file from 1.
+    id: Option<String>,
+    /// The game (plugin name).
+    game: String,
+    /// The tool that starts it; may be left out when the game has one.
+    create: Option<String>,
+    /// Callers (token names): two meet each other; one plays a built-in
+    /// opponent the arguments name.
+    players: Vec<String>,
+    /// Games in the match (even, when its games go in pairs).
+    games: u32,
+    /// The first pair's seed; pair P plays `seed + P - 1`.
+    seed: u64,
+    /// The starting tool's arguments.
+    #[serde(default)]
+    args: Map<String, Value>,
+    /// Against a built-in opponent: an argument whose two values the pair's
+    /// two games take (`colour = ["white", "black"]`).
+    #[serde(default)]
+    swap: BTreeMap<String, [Value; 2]>,
+}
+
+/// One game of the run as planned, and its session once started.
+struct Planned {
+    tag: MatchTag,
+    /// Games in its match.
+    of: u32,
+    plugin: String,
+    create: String,
+    args: Map<String, Value>,
+    seed: u64,
+    secret: u64,
+    creator: String,
+    /// The other agent, who takes its seat with the join code, and the tool that takes it.
+    joiner: Option<String>,
+    join_tool: Option<String>,
+    session: Option<String>,
+}
+
+/// The run a server was given.
+pub struct Run {
+    games: tokio::sync::Mutex<Vec<Planned>>,
+}
+
+/// What `ludus_next_game` answers.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct NextGame {
+    /// `play` (the game named here), `done` (every game of yours is over)
+    /// or `none` (the run has no game for you).
+    pub status: String,
+    /// What to do now, in words.
+    pub next: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub game: Option<GameOfRun>,
+    /// Your games of the run not over yet, this one included.
+    pub left: usize,
+}
+
+/// A game of the run, as its player sees it.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct GameOfRun {
+    /// The match's id.
+    #[serde(rename = "match")]
+    pub in_match: String,
+    /// Its pair (from 1): the two games played on one deal, sides exchanged.
+    pub pair: u32,
+    /// Its game in the match (from 1), of `games`.
+    pub number: u32,
+    pub games: u32,
+    /// The game (plugin) and the session id its tools take.
+    pub plugin: String,
+    pub game_id: String,
+    /// Who started it (its creator's side is theirs) and who joins it.
+    pub creator: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub joiner: Option<String>,
+    /// For the joiner while its seat is open: the tool that takes it, and the code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub join_tool: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub join_code: Option<String>,
+}
+
+impl Run {
+    /// Reads and checks a run file against the games loaded: every game,
+    /// starting tool, argument and player count must fit, or the server
+    /// does not start (an evaluation that would fail later fails now).
+    pub fn load(path: &Path, registry: &Registry) -> Result<Run, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("the run file {} cannot be read: {e}", path.display()))?;
+        let file: RunFile = toml::from_str(&text).map_err(|e| format!("in the run file {}: {e}", path.display()))?;
+        let run_secret = uuid::Uuid::new_v4().as_u64_pair().0;
+        let mut games = Vec::new();
+        for (n, spec) in file.matches.iter().enumerate() {
+            let id = spec.id.clone().unwrap_or_else(|| format!("match-{}", n + 1));
+            let plan =
+                plan_match(spec, &id, registry, run_secret).map_err(|e| format!("in the run file {}, match {id}: {e}", path.display()))?;
+            games.extend(plan);
+        }
+        if games.is_empty() {
+            return Err(format!("the run file {} has no [[match]]", path.display()));
+        }
+        Ok(Run { games: tokio::sync::Mutex::new(games) })
+    }
+
+    /// The caller's next game: the first of its games in the run that is not
+    /// over, started now if nobody has started it yet.
+    pub async fn next_for(&self, registry: &Arc<Registry>, caller: &Caller) -> Result<NextGame, String> {
+        let name = caller.name();
+        let mut games = self.games.lock().await;
+        let mine: Vec<usize> = (0..games.len()).filter(|&i| games[i].creator == name || games[i].joiner.as_deref() == Some(name)).collect();
+        if mine.is_empty() {
+            return Ok(NextGame {
+                status: "none".into(),
+                next: format!("The run has no game for you ({name}); its players are the callers its run file names."),
+                game: None,
+                left: 0,
+            });
+        }
+        let mut left = mine.len();
+        for i in mine {
+            let planned = &mut games[i];
+            let state = planned.session.as_deref().and_then(|id| registry.sessions.planned_state(id));
+            match (&planned.session, state) {
+                // Started, and over or gone: the next.
+                (Some(_), None) | (Some(_), Some((true, _))) => {
+                    left -= 1;
+                    continue;
+                }
+                (Some(id), Some((false, code))) => return Ok(play(planned, id.clone(), code, name, left)),
+                (None, _) => {
+                    let (id, code) = start(registry, planned).await?;
+                    planned.session = Some(id.clone());
+                    return Ok(play(planned, id, code, name, left));
+                }
+            }
+        }
+        Ok(NextGame { status: "done".into(), next: "Every game of yours in the run is over.".into(), game: None, left: 0 })
+    }
+}
+
+/// The games of one match, in order.
+fn plan_match(spec: &MatchSpec, id: &str, registry: &Registry, run_secret: u64) -> Result<Vec<Planned>, String> {
+    let plugin = registry.plugin(&spec.game).ok_or_else(|| {
+        let names: Vec<String> = registry.plugins().iter().map(|p| p.name.clone()).collect();
+        format!("no game `{}` is loaded (the games are {})", spec.game, names.join(", "))
+    })?;
+    let create = creating_tool(&plugin, spec.create.as_deref())?;
+    let two_sides = plugin.has_seats();
+    match (spec.players.as_slice(), two_sides) {
+        ([_], _) | ([_, _], _) => {}
+        _ => return Err("`players` names one caller (against a built-in opponent) or two".into()),
+    }
+    if spec.players.len() == 2 && spec.players[0] == spec.players[1] {
+        return Err("the two players are one caller".into());
+    }
+    if spec.games == 0 {
+        return Err("`games` is 1 or more".into());
+    }
+    let paired = (spec.players.len() == 2 && two_sides) || !spec.swap.is_empty();
+    if paired && spec.games % 2 == 1 {
+        return Err(format!("`games` is {}: its games go in pairs (sides exchanged), so it must be even", spec.games));
+    }
+    if spec.players.len() == 2 && !two_sides && !spec.swap.is_empty() {
+        return Err("`swap` is for a match against a built-in opponent".into());
+    }
+    let mut out = Vec::new();
+    for k in 0..spec.games {
+        let pair = if paired { k / 2 + 1 } else { k + 1 };
+        let mut args = spec.args.clone();
+        for (name, values) in &spec.swap {
+            args.insert(name.clone(), values[(k % 2) as usize].clone());
+        }
+        let seed = spec.seed.wrapping_add(u64::from(pair - 1));
+        if create.params.iter().any(|f| f.json == SEED) {
+            args.insert(SEED.into(), seed.into());
+        }
+        create.convert_args(&args).map_err(|e| format!("its arguments do not fit `{}`: {e}", create.name))?;
+        let secret = pair_secret(run_secret, id, pair);
+        let tag = MatchTag { id: id.to_string(), pair, game: k + 1 };
+        let base = Planned {
+            tag,
+            of: spec.games,
+            plugin: plugin.name.clone(),
+            create: create.name.clone(),
+            args,
+            seed,
+            secret,
+            creator: spec.players[0].clone(),
+            joiner: None,
+            join_tool: plugin.tools.iter().find(|t| t.audience == Audience::Joins).map(|t| t.name.clone()),
+            session: None,
+        };
+        match (spec.players.as_slice(), two_sides) {
+            ([a, b], true) => {
+                let (creator, joiner) = if k % 2 == 0 { (a, b) } else { (b, a) };
+                out.push(Planned { creator: creator.clone(), joiner: Some(joiner.clone()), ..base });
+            }
+            // A puzzle: each player plays the same instance.
+            ([a, b], false) => {
+                out.push(Planned { creator: a.clone(), ..base.clone_plan() });
+                out.push(Planned { creator: b.clone(), ..base });
+            }
+            _ => out.push(base),
+        }
+    }
+    Ok(out)
+}
+
+impl Planned {
+    fn clone_plan(&self) -> Planned {
+        Planned {
+            tag: self.tag.clone(),
+            of: self.of,
+            plugin: self.plugin.clone(),
+            create: self.create.clone(),
+            args: self.args.clone(),
+            seed: self.seed,
+            secret: self.secret,
+            creator: self.creator.clone(),
+            joiner: self.joiner.clone(),
+            join_tool: self.join_tool.clone(),
+            session: None,
+        }
+    }
+}
+
+/// The tool that starts a match's games: the one named, or the game's only one.
+fn creating_tool<'a>(plugin: &'a Plugin, named: Option<&str>) -> Result<&'a crate::plugin::ToolDef, String> {
+    let creating: Vec<&crate::plugin::ToolDef> = plugin.tools.iter().filter(|t| t.role == Role::Creates).collect();
+    let names = || creating.iter().map(|t| format!("`{}`", t.name)).collect::<Vec<_>>().join(", ");
+    match named {
+        Some(name) => creating
+            .iter()
+            .find(|t| t.name == name)
+            .copied()
+            .ok_or_else(|| format!("`{name}` is not a tool that starts a {} game ({})", plugin.name, names())),
+        None => match creating.as_slice() {
+            [only] => Ok(only),
+            _ => Err(format!("say which tool starts its games with `create`: {}", names())),
+        },
+    }
+}
+
+/// The secret a pair's games share: drawn for the run, one per pair.
+fn pair_secret(run_secret: u64, id: &str, pair: u32) -> u64 {
+    use sha2::Digest as _;
+    let digest =
+        sha2::Sha256::new().chain_update(run_secret.to_le_bytes()).chain_update(id.as_bytes()).chain_update(pair.to_le_bytes()).finalize();
+    u64::from_le_bytes(digest[..8].try_into().unwrap_or_default())
+}
+
+/// Starts a planned game for its creator: its id, and its join code while a seat is open.
+async fn start(registry: &Arc<Registry>, planned: &Planned) -> Result<(String, Option<String>), String> {
+    let plugin = registry.plugin(&planned.plugin).ok_or_else(|| format!("the game {} is no longer loaded", planned.plugin))?;
+    let index = plugin
+        .tools
+        .iter()
+        .position(|t| t.name == planned.create)
+        .ok_or_else(|| format!("{} no longer has `{}`", plugin.name, planned.create))?;
+    let sessions = &registry.sessions;
+    let secret = (!sessions.whole_seeds_for(&planned.creator)).then_some(planned.secret);
+    let plan = Plan { seeding: Seeding { seed: planned.seed, chosen: true, secret, replay: false }, in_match: planned.tag.clone() };
+    let creator = Caller::Token(planned.creator.clone());
+    let (id, reply) = sessions
+        .start_planned(plugin, index, &planned.args, creator, plan)
+        .await
+        .map_err(|e| format!("starting game {} of match {}: {e}", planned.tag.game, planned.tag.id))?;
+    if let Reply::Failed(e) = reply {
+        return Err(format!("starting game {} of match {}: {e}", planned.tag.game, planned.tag.id));
+    }
+    let code = sessions.planned_state(&id).and_then(|(_, code)| code);
+    Ok((id, code))
+}
+
+fn play(planned: &Planned, id: String, code: Option<String>, caller: &str, left: usize) -> NextGame {
+    let joining = planned.joiner.as_deref() == Some(caller) && code.is_some();
+    let next = match (&planned.join_tool, joining) {
+        (Some(tool), true) => {
+            format!("Take your seat in this {} game: call `{tool}` with its id {id} and `join_code`, then play.", planned.plugin)
+        }
+        _ => format!("Play this {} game: its id is {id}; ask for its state, then move.", planned.plugin),
+    };
+    NextGame {
+        status: "play".into(),
+        next,
+        game: Some(GameOfRun {
+            in_match: planned.tag.id.clone(),
+            pair: planned.tag.pair,
+            number: planned.tag.game,
+            games: planned.of,
+            plugin: planned.plugin.clone(),
+            game_id: id,
+            creator: planned.creator.clone(),
+            joiner: planned.joiner.clone(),
+            join_tool: planned.join_tool.clone().filter(|_| joining),
+            join_code: code.filter(|_| joining),
+        }),
+        left,
+    }
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Run")
+    }
+}
