@@ -379,9 +379,11 @@ async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
     }
     // A chess game against the engine at level 1, played to its end with the first legal move.
     let game = a.ok("chess_create_game", json!({"type": "computer", "difficulty": 1, "seed": 9})).await["game_id"].clone();
+    let mut final_fen = Value::Null;
     for _ in 0..400 {
         let s = a.ok("chess_wait_for_next_turn", json!({"game_id": game})).await;
         if s["status"] == "game-over" {
+            final_fen = s["fen"].clone();
             break;
         }
         if s["status"] == "your-turn" {
@@ -409,13 +411,16 @@ async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
     drop(server);
 
     // The chess game against the engine (its moves on timers) and the
-    // offline battle (its simulator's lines) play again as recorded.
-    let (code, printed) = verify(&[&file], &cfg);
+    // offline battle (its simulator's lines) play again as recorded, and
+    // the replay page steps through them.
+    let replays = work.path().join("replays.html");
+    let (code, printed) = verify_to_page(&file, &cfg, &replays);
     assert_eq!(code, Some(0), "{printed}");
     for r in all.iter().filter(|r| r["game"] != "hanoi") {
         let line = verdict(&printed, r["record"].as_str().unwrap());
         assert!(line.starts_with("reproduced"), "{line}");
     }
+    let chess_record = all.iter().find(|r| r["game"] == "chess").unwrap()["record"].as_str().unwrap().to_string();
 
     let bad = work.path().join("more.jsonl");
     std::fs::write(&bad, "{\"game\": \"hanoi\"\nnot json at all\n").unwrap();
@@ -499,6 +504,29 @@ async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
     assert!(rows.as_u64().unwrap() >= 6, "{rows}");
     tab.eval("1").await;
     assert!(tab.errors.is_empty(), "the page reported errors: {:?}", tab.errors);
+
+    // The replay page: pick the chess game, step to its end, see the final position.
+    let page = std::fs::read_to_string(&replays).unwrap();
+    for external in ["src=\"http", "href=\"http", "@import", "url("] {
+        assert!(!page.contains(external), "the replay page loads {external}: it must stand alone");
+    }
+    tab.open(&format!("file://{}", replays.display())).await;
+    let options = tab.eval("[...document.querySelectorAll('#pick option')].map(o => o.textContent)").await;
+    assert_eq!(options.as_array().unwrap().len(), all.len(), "one game per record: {options}");
+    let picked = tab
+        .eval(&format!(
+            "const p = document.getElementById('pick'); p.value = [...p.options].findIndex(o => o.textContent.startsWith({chess_record:?})); \
+             p.dispatchEvent(new Event('change')); document.getElementById('next').click(); \
+             const second = document.getElementById('where').textContent; document.getElementById('last').click(); \
+             ({{second, where: document.getElementById('where').textContent, fen: document.querySelector('table.board')?.dataset.fen, \
+               squares: document.querySelectorAll('table.board td').length}})"
+        ))
+        .await;
+    assert!(picked["second"].as_str().unwrap().starts_with("step 2 of "), "{picked}");
+    assert_eq!(picked["fen"], final_fen, "the last step shows the final position: {picked}");
+    assert_eq!(picked["squares"], 64, "{picked}");
+    tab.eval("1").await;
+    assert!(tab.errors.is_empty(), "the replay page reported errors: {:?}", tab.errors);
 }
 
 /// `ludus report`'s ratings on records of players with known strengths:

@@ -150,6 +150,12 @@ enum Command {
         /// settings; limits do not change a replay).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Also write a replay page here: one self-contained HTML file with
+        /// a game picker that steps through each game's calls, each with
+        /// its player's reasoning and the game's answer (a chess board per
+        /// move, a Showdown decision's optimality).
+        #[arg(long, value_name = "OUT")]
+        html: Option<PathBuf>,
     },
     /// Copy a game component with its WIT doc comments embedded, so the host
     /// can turn them into tool descriptions, parameter docs and ranges.
@@ -315,9 +321,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Verify { files, plugins, config } => {
+        Command::Verify { files, plugins, config, html } => {
             let config = load_config(config.as_ref())?;
-            let opts = ludus::server::verify::VerifyOptions { plugins, config, files };
+            let opts = ludus::server::verify::VerifyOptions { plugins, config, files, html };
             // A reader that stops early (`| head`) is no error.
             let mut out = std::io::stdout().lock();
             let tally = rt.block_on(ludus::server::verify::verify(opts, &mut |line| {

@@ -314,6 +314,26 @@ pub fn line_digests(lines: &str) -> impl Iterator<Item = &str> {
     (0..lines.len() / 6).filter_map(move |i| lines.get(i * 6..i * 6 + 6))
 }
 
+/// One call of a game played again, with the answer its player got: a
+/// step of its replay page (`ludus verify --html`).
+#[derive(Clone, Debug, Serialize)]
+pub struct ReplayStep {
+    /// Its place in the record's log, from 1.
+    pub action: usize,
+    pub by: String,
+    pub call: String,
+    pub args: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// A held call's answer after its wait.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub again: bool,
+    /// The game refused it; `answer` then says why.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub refused: bool,
+    pub answer: Value,
+}
+
 /// Where a game stands in a run's match (`arena`): the match, its pair
 /// (the games played on one deal, sides exchanged), and its game.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -172,16 +172,24 @@ pub fn stdio_command(args: &[&str], work: &Path) -> tokio::process::Command {
 /// `ludus verify RECORDS --config CONFIG`: its exit code and what it printed
 /// (one line per record, then the tally).
 pub fn verify(records: &[&Path], config: &Path) -> (Option<i32>, String) {
-    let out = std::process::Command::new(BIN)
-        .arg("verify")
-        .args(records)
-        .arg("--config")
-        .arg(config)
-        .env("LUDUS_LOG", std::env::var("VERIFY_LOG").unwrap_or_default())
-        .output()
-        .expect("running ludus verify");
+    let out =
+        std::process::Command::new(BIN).arg("verify").args(records).arg("--config").arg(config).output().expect("running ludus verify");
     let stderr = String::from_utf8_lossy(&out.stderr);
     (out.status.code(), format!("{}{stderr}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// `ludus verify RECORDS --config CONFIG --html PAGE`: its exit code and what it printed.
+pub fn verify_to_page(records: &Path, config: &Path, page: &Path) -> (Option<i32>, String) {
+    let out = std::process::Command::new(BIN)
+        .arg("verify")
+        .arg(records)
+        .arg("--config")
+        .arg(config)
+        .arg("--html")
+        .arg(page)
+        .output()
+        .expect("running ludus verify");
+    (out.status.code(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
 /// The verdict line `ludus verify` printed for record `id`.

@@ -11,6 +11,7 @@
 
 mod html;
 mod ratings;
+pub mod replays;
 mod standings;
 
 use std::collections::BTreeMap;

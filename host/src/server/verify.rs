@@ -17,12 +17,15 @@ use super::{ServeOptions, start};
 use crate::config::Config;
 use crate::plugin::Plugin;
 use crate::records::ResultRecord;
+use crate::report::replays::ReplayedGame;
 use crate::session::Verdict;
 
 pub struct VerifyOptions {
     pub plugins: Option<PathBuf>,
     pub config: Config,
     pub files: Vec<PathBuf>,
+    /// Where to write the replay page (none: no page).
+    pub html: Option<PathBuf>,
 }
 
 /// How the records fared.
@@ -72,6 +75,7 @@ pub async fn verify(opts: VerifyOptions, say: &mut dyn FnMut(&str)) -> Result<Ta
     registry.settled(Duration::from_secs(600)).await;
     let builds: HashMap<String, Arc<Plugin>> = registry.plugins().into_iter().map(|p| (p.sha256.clone(), p)).collect();
     let mut tally = Tally::default();
+    let mut page = opts.html.as_ref().map(|_| Vec::new());
     for path in &opts.files {
         let file = match std::fs::File::open(path) {
             Ok(file) => file,
@@ -99,40 +103,62 @@ pub async fn verify(opts: VerifyOptions, say: &mut dyn FnMut(&str)) -> Result<Ta
                     continue;
                 }
             };
-            say(&check(&registry.sessions, &builds, &record, &mut tally).await);
+            let (line, replayed) = check(&registry.sessions, &builds, &record, &mut tally).await;
+            say(&line);
+            if let Some(page) = &mut page {
+                page.push(replayed);
+            }
         }
+    }
+    if let (Some(out), Some(games)) = (&opts.html, page) {
+        let html = crate::report::replays::page(&games);
+        std::fs::write(out, html).map_err(|e| anyhow::anyhow!("{}: cannot be written: {e}", out.display()))?;
+        say(&format!("wrote the replay page {}", out.display()));
     }
     Ok(tally)
 }
 
-/// One record's verdict, as its line says it.
+/// One record's verdict, as its line says it, and the game for the replay page.
 async fn check(
     sessions: &crate::session::Sessions,
     builds: &HashMap<String, Arc<Plugin>>,
     record: &ResultRecord,
     tally: &mut Tally,
-) -> String {
+) -> (String, ReplayedGame) {
     let what = format!("{}  {}", record.record, record.game);
-    let Some(plugin) = builds.get(&record.build) else {
-        tally.cannot += 1;
-        return format!("CANNOT      {what}: {}", missing_build(builds, record));
-    };
     let started = Instant::now();
-    match sessions.replay(plugin.clone(), record).await {
+    let (verdict, steps) = match builds.get(&record.build) {
+        Some(plugin) => sessions.replay_with_steps(plugin.clone(), record).await,
+        None => (Verdict::Cannot(missing_build(builds, record)), Vec::new()),
+    };
+    let (line, short) = match verdict {
         Verdict::Reproduced { actions } => {
             tally.reproduced += 1;
             let secs = started.elapsed().as_secs_f64();
-            format!("reproduced  {what}: {} after {} moves ({actions} actions, {secs:.2} s)", record.outcome.name(), record.moves)
+            let line =
+                format!("reproduced  {what}: {} after {} moves ({actions} actions, {secs:.2} s)", record.outcome.name(), record.moves);
+            (line, "reproduced".to_string())
         }
         Verdict::Differs(why) => {
             tally.differ += 1;
-            format!("DIFFERS     {what}: {why}")
+            (format!("DIFFERS     {what}: {why}"), format!("did not reproduce: {why}"))
         }
         Verdict::Cannot(why) => {
             tally.cannot += 1;
-            format!("CANNOT      {what}: {why}")
+            (format!("CANNOT      {what}: {why}"), format!("could not be checked: {why}"))
         }
-    }
+    };
+    let replayed = ReplayedGame {
+        record: record.record.clone(),
+        game: record.game.clone(),
+        outcome: record.outcome.name().into(),
+        verdict: short,
+        seats: record.seats.clone(),
+        parameters: record.parameters.clone(),
+        optimality: record.figures["optimality"].as_array().cloned().unwrap_or_default(),
+        steps,
+    };
+    (line, replayed)
 }
 
 /// Why a record's build is not here, with the builds of its game that are.

@@ -15,7 +15,7 @@ use super::step::{Answered, Step};
 use super::{Home, Names, Seeding, Session, Sessions};
 use crate::capability::CallInfo;
 use crate::plugin::{DECISION, Plugin, REASONING, Role};
-use crate::records::{Action, ResultRecord, line_digests};
+use crate::records::{Action, ReplayStep, ResultRecord, line_digests};
 use crate::runtime::run_guest;
 
 /// What playing a record again came to.
@@ -35,6 +35,23 @@ struct Played {
     actions: usize,
     /// Where a process first said something other than the log's digest.
     first_other_line: Option<String>,
+    steps: Vec<ReplayStep>,
+}
+
+/// The largest answer a replay step keeps whole (bytes of JSON): the page
+/// of a long Magic game stays loadable.
+const MAX_STEP_ANSWER: usize = 24 * 1024;
+
+impl Played {
+    /// Keeps the step of action `i` (from 0).
+    fn step(&mut self, i: usize, mut step: ReplayStep) {
+        step.action = i + 1;
+        let size = step.answer.to_string().len();
+        if size > MAX_STEP_ANSWER {
+            step.answer = serde_json::json!({"shown": format!("an answer of {size} bytes, too long to show here")});
+        }
+        self.steps.push(step);
+    }
 }
 
 /// A replay's game is listed nowhere: a rename (`host.rename-session`) is
@@ -51,11 +68,17 @@ impl Sessions {
     /// Plays `record` again on `plugin`, which must be the build that
     /// played it (the caller matches `record.build`).
     pub async fn replay(&self, plugin: Arc<Plugin>, record: &ResultRecord) -> Verdict {
+        self.replay_with_steps(plugin, record).await.0
+    }
+
+    /// The same, with the replay's steps: each call and the answer it got.
+    pub async fn replay_with_steps(&self, plugin: Arc<Plugin>, record: &ResultRecord) -> (Verdict, Vec<ReplayStep>) {
         let Some(game) = record.record.rsplit_once('/').and_then(|(_, n)| n.parse::<u32>().ok()) else {
-            return Verdict::Cannot(format!("its id {:?} is not SESSION/GAME", record.record));
+            return (Verdict::Cannot(format!("its id {:?} is not SESSION/GAME", record.record)), Vec::new());
         };
         if record.actions.is_empty() {
-            return Verdict::Cannot("it has no action log (written before records kept one, or by a game that never changed)".into());
+            let why = "it has no action log (written before records kept one, or by a game that never changed)";
+            return (Verdict::Cannot(why.into()), Vec::new());
         }
         let names: Arc<dyn Names> = Arc::new(Unlisted);
         let home = Home { table: Arc::downgrade(&names) as Weak<dyn Names>, store: None, records: None };
@@ -64,24 +87,29 @@ impl Sessions {
         let started = tokio::task::spawn_blocking(move || Session::start_replay(p, seeding, &creator, policy, home, rt)).await;
         let session = match started {
             Ok(Ok(session)) => session,
-            Ok(Err(e)) => return Verdict::Cannot(format!("the game would not start: {e}")),
-            Err(e) => return Verdict::Cannot(format!("the game would not start: {e}")),
+            Ok(Err(e)) => return (Verdict::Cannot(format!("the game would not start: {e}")), Vec::new()),
+            Err(e) => return (Verdict::Cannot(format!("the game would not start: {e}")), Vec::new()),
         };
         let mut log = Played::default();
         let played = self.run_log(&session, &plugin, record, game, &mut log).await;
+        // The last step shows where the game ended, as its creator sees it.
+        if let Some(view) = final_view(&session, &plugin, &record.caller).await {
+            log.step(record.actions.len(), view);
+        }
         let replayed = session.replayed_record(game).unwrap_or_else(|| session.record_now(&record.ended));
         session.stop_io();
         drop(names);
         // A process's lines that differ (it prints the time) matter only if the game went otherwise.
         let hint =
             log.first_other_line.map(|l| format!(" (its processes said other things than when played; first at {l})")).unwrap_or_default();
-        match played {
+        let verdict = match played {
             Err((n, why)) => Verdict::Differs(format!("action {n} of {}: {why}{hint}", record.actions.len())),
             Ok(()) => match differences(record, &replayed) {
                 none if none.is_empty() => Verdict::Reproduced { actions: log.actions },
                 some => Verdict::Differs(format!("played again, {}{hint}", some.join("; "))),
             },
-        }
+        };
+        (verdict, log.steps)
     }
 
     /// Runs the log until the record's game ends; how many actions ran, or
@@ -100,9 +128,11 @@ impl Sessions {
             }
             log.actions = i + 1;
             let ran = match action {
-                Action::Call { .. } => replay_call(session, plugin, action, None).await,
+                Action::Call { .. } => replay_call(session, plugin, action, None).await.map(|step| log.step(i, step)),
                 Action::Again { again, timed_out } => match record.actions.get(*again) {
-                    Some(call @ Action::Call { .. }) if *again < i => replay_call(session, plugin, call, Some(*timed_out)).await,
+                    Some(call @ Action::Call { .. }) if *again < i => {
+                        replay_call(session, plugin, call, Some(*timed_out)).await.map(|step| log.step(i, step))
+                    }
                     _ => Err(format!("it runs action {} again, which is no earlier call", again + 1)),
                 },
                 Action::Timer { timer } => session.replay_timer(*timer).await,
@@ -137,9 +167,13 @@ fn later_lines(rest: &[Action], channel: u32) -> HashSet<&str> {
 
 /// Runs one logged call as its player made it, and checks that the game
 /// took or refused it as it did then; or (`again`: whether its wait ran
-/// out) a held call's re-run, whose answer is not checked.
-async fn replay_call(session: &Arc<Session>, plugin: &Arc<Plugin>, action: &Action, again: Option<bool>) -> Result<(), String> {
-    let Action::Call { call, by, args, decision, refused, timed_out, reasoning } = action else { return Ok(()) };
+/// out) a held call's re-run, whose answer is not checked. Its step, with
+/// the answer the game gave.
+async fn replay_call(session: &Arc<Session>, plugin: &Arc<Plugin>, action: &Action, again: Option<bool>) -> Result<ReplayStep, String> {
+    let Action::Call { call, by, args, decision, refused, timed_out, reasoning } = action else {
+        return Err("not a call".into());
+    };
+    let shown_args = args.clone();
     let timed_out = &again.unwrap_or(*timed_out);
     let index = plugin.tools.iter().position(|t| &t.name == call).ok_or_else(|| format!("the build has no tool `{call}`"))?;
     let tool = &plugin.tools[index];
@@ -168,20 +202,64 @@ async fn replay_call(session: &Arc<Session>, plugin: &Arc<Plugin>, action: &Acti
     };
     let info = CallInfo { caller: by.clone(), timed_out: *timed_out, ..CallInfo::default() };
     let answered = run_guest(&tool.pace, move || step.run(info)).await.map_err(|e| e.to_string())?;
-    let was = match answered.map_err(|e| format!("`{call}` by {by} failed: {e}"))? {
-        Answered::Game(inv) => matches!(inv.value, Some(Val::Result(Err(_)))),
+    let value = match answered.map_err(|e| format!("`{call}` by {by} failed: {e}"))? {
+        Answered::Game(inv) => inv.value,
         Answered::Kept(_) | Answered::AnswerPending => {
             return Err(format!("`{call}` by {by}: the game said its decision was made already"));
         }
     };
-    if again.is_some() {
-        return Ok(());
+    let was = matches!(value, Some(Val::Result(Err(_))));
+    if again.is_none() {
+        match (*refused, was) {
+            (true, false) => return Err(format!("`{call}` by {by} was refused when played, and taken now")),
+            (false, true) => return Err(format!("`{call}` by {by} was taken when played, and refused now")),
+            _ => {}
+        }
     }
-    match (*refused, was) {
-        (true, false) => Err(format!("`{call}` by {by} was refused when played, and taken now")),
-        (false, true) => Err(format!("`{call}` by {by} was taken when played, and refused now")),
-        _ => Ok(()),
-    }
+    let answer = match (&tool.result, &value) {
+        (Some(shape), Some(v)) => shape.to_json(v),
+        _ => serde_json::Value::Null,
+    };
+    // A result's `ok` or `err` is the answer the player read.
+    let answer = match answer {
+        serde_json::Value::Object(mut o) if o.len() == 1 && (o.contains_key("ok") || o.contains_key("err")) => {
+            o.remove("ok").or_else(|| o.remove("err")).unwrap_or_default()
+        }
+        other => other,
+    };
+    Ok(ReplayStep {
+        action: 0,
+        by: by.clone(),
+        call: call.clone(),
+        args: shown_args,
+        reasoning: reasoning.clone(),
+        again: again.is_some(),
+        refused: was,
+        answer,
+    })
+}
+
+/// The game's state at the end of a replay, from its read-only tool that
+/// needs nothing but the game's id (preferring one that names a state):
+/// what a game that ended in an event (the engine's mating move) shows.
+async fn final_view(session: &Arc<Session>, plugin: &Arc<Plugin>, creator: &str) -> Option<ReplayStep> {
+    let only_the_id = |t: &&crate::plugin::ToolDef| {
+        t.read_only && matches!(t.role, Role::Uses(i) if t.params.iter().enumerate().all(|(j, f)| j == i || !f.required()))
+    };
+    let candidates: Vec<&crate::plugin::ToolDef> = plugin.tools.iter().filter(only_the_id).collect();
+    let tool = candidates.iter().find(|t| t.name.contains("state")).or(candidates.first())?;
+    let call = Action::Call {
+        call: tool.name.clone(),
+        by: creator.to_string(),
+        args: serde_json::Value::Object(Default::default()),
+        decision: None,
+        refused: false,
+        timed_out: true,
+        reasoning: None,
+    };
+    let mut step = replay_call(session, plugin, &call, Some(true)).await.ok()?;
+    step.again = false;
+    Some(step)
 }
 
 /// How the replayed game's record differs from the recorded one, in what
