@@ -34,7 +34,10 @@
 //! measures what keeping games across restarts costs: a changing call and a
 //! read-only one with the session store against `--store memory`, and the
 //! time from a restart to the first answered call with 10,000 stored games.
-//! `LUDUS_BENCH=cluster` measures several servers on Redis (Debian's
+//! `LUDUS_BENCH=verify` measures `ludus verify` per record of each game
+//! (Hanoi, chess against the engine, an offline Showdown battle when the
+//! tests' simulator package is installed) and what the action log adds to
+//! a record. `LUDUS_BENCH=cluster` measures several servers on Redis (Debian's
 //! redis-server and nginx): a call with games in Redis against SQLite and
 //! memory, and 200 sessions through nginx in front of one server and two.
 
@@ -787,6 +790,113 @@ fn pace(cfg: &Path) {
     }
 }
 
+/// `LUDUS_BENCH=verify`: games played over stdio into a records file, then
+/// `ludus verify` on it: seconds per record and per action for each game,
+/// bytes per record, and the whole command's time (start-up included).
+fn verify_costs(cfg: &Path) {
+    let work = cfg.parent().unwrap();
+    let records = work.join("verify-records.jsonl");
+    let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pokemon-showdown/node_modules/pokemon-showdown");
+    let sidecar = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/showdown/sidecar/showdown_sim.js");
+    let mut text = std::fs::read_to_string(cfg).unwrap();
+    if package.is_dir() {
+        text.push_str(&format!(
+            "[plugins.showdown.channels.sim]\nprocess = {{ command = \"node\", args = [{:?}, \"--package\", {:?}] }}\n",
+            sidecar.display().to_string(),
+            package.display().to_string()
+        ));
+    } else {
+        eprintln!("showdown: skipped ({} is not installed; the showdown tests install it)", package.display());
+    }
+    let cfg = work.join("verify.toml");
+    std::fs::write(&cfg, text).unwrap();
+    let mut c = RawClient::serve(&["--store", "memory", "--records", records.to_str().unwrap()], &cfg);
+    let mut id = 1;
+    let mut call = |c: &mut RawClient, name: &str, args: Value| {
+        id += 1;
+        c.ask(&tool_call(id, name, args).to_string())["result"]["structuredContent"].clone()
+    };
+    // Hanoi n = 5, solved one move at a time (31 moves).
+    for _ in 0..20 {
+        let env = call(&mut c, "hanoi_init_simulator", json!({"n": 5}))["env_id"].clone();
+        let mut moves = Vec::new();
+        hanoi_moves(5, 0, 2, 1, &mut moves);
+        for (n, (disk, from, to)) in moves.into_iter().enumerate() {
+            call(&mut c, "hanoi_execute_move", json!({"env_id": env, "move": [disk, from, to], "decision": n + 1}));
+        }
+    }
+    // Chess against the engine at level 1, the first legal move each turn.
+    for seed in 0..5 {
+        let game = call(&mut c, "chess_create_game", json!({"type": "computer", "difficulty": 1, "seed": seed}))["game_id"].clone();
+        for _ in 0..1000 {
+            let s = call(&mut c, "chess_wait_for_next_turn", json!({"game_id": game}));
+            if s["status"] == "game-over" {
+                break;
+            }
+            if s["status"] == "your-turn" {
+                call(&mut c, "chess_finish_turn", json!({"game_id": game, "move": s["legal_moves"][0]}));
+            }
+        }
+    }
+    // Showdown offline against the random bot, the first action each time.
+    if package.is_dir() {
+        for seed in 0..3 {
+            let battle = call(&mut c, "showdown_start_offline_battle", json!({"bot": "random", "seed": seed}))["battle_id"].clone();
+            for _ in 0..1000 {
+                let s = call(&mut c, "showdown_get_battle_state", json!({"battle_id": battle}));
+                if s["status"] == "finished" {
+                    break;
+                }
+                if let Some(action) = s["available_actions"].as_array().and_then(|a| a.first()).cloned() {
+                    call(&mut c, "showdown_make_move", json!({"battle_id": battle, "action": action}));
+                }
+            }
+        }
+    }
+    let _ = c.child.kill();
+    let _ = c.child.wait();
+    std::thread::sleep(Duration::from_millis(300));
+    let text = std::fs::read_to_string(&records).unwrap();
+    let started = Instant::now();
+    let out =
+        std::process::Command::new(BIN).args(["verify", records.to_str().unwrap(), "--config", cfg.to_str().unwrap()]).output().unwrap();
+    let wall = started.elapsed();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    // game → (records, seconds, actions, bytes)
+    let mut per: std::collections::BTreeMap<String, (u32, f64, u64, usize)> = Default::default();
+    for (line, record) in printed.lines().filter(|l| l.starts_with("reproduced")).zip(text.lines()) {
+        let game = line.split_whitespace().nth(2).unwrap_or("?").trim_end_matches(':').to_string();
+        let tail = line.rsplit('(').next().unwrap_or("");
+        let actions: u64 = tail.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        let secs: f64 = tail.split(", ").nth(1).and_then(|t| t.trim_end_matches(" s)").parse().ok()).unwrap_or(0.0);
+        let e = per.entry(game).or_default();
+        *e = (e.0 + 1, e.1 + secs, e.2 + actions, e.3 + record.len());
+    }
+    eprintln!("{}", printed.lines().last().unwrap_or(""));
+    eprintln!("| game | records | per record | per action | actions per record | bytes per record |");
+    eprintln!("|---|---|---|---|---|---|");
+    for (game, (n, secs, actions, bytes)) in per {
+        let n = f64::from(n);
+        eprintln!(
+            "| {game} | {n} | {:.1} ms | {:.1} µs | {:.0} | {:.0} |",
+            secs * 1000.0 / n,
+            secs * 1e6 / actions.max(1) as f64,
+            actions as f64 / n,
+            bytes as f64 / n
+        );
+    }
+    eprintln!("`ludus verify` over the file, start-up included: {:.2} s", wall.as_secs_f64());
+}
+
+fn hanoi_moves(n: u32, from: u32, to: u32, via: u32, out: &mut Vec<(u32, u32, u32)>) {
+    if n == 0 {
+        return;
+    }
+    hanoi_moves(n - 1, from, via, to, out);
+    out.push((n, from, to));
+    hanoi_moves(n - 1, via, to, from, out);
+}
+
 /// `LUDUS_BENCH=tools`: the bytes of `tools/list` (the JSON-RPC answer an
 /// MCP client puts in its model's context) with every game, with each game
 /// alone (`--games`), and with none (the host's own tools); not timed.
@@ -891,6 +1001,7 @@ async fn main() {
         Ok("pace") => return tokio::task::spawn_blocking(move || pace(&cfg)).await.unwrap(),
         Ok("tools") => return tokio::task::spawn_blocking(move || tool_list_bytes(&cfg)).await.unwrap(),
         Ok("cluster") => return cluster_costs(&cfg).await,
+        Ok("verify") => return tokio::task::spawn_blocking(move || verify_costs(&cfg)).await.unwrap(),
         Ok("http") => match std::env::var("LUDUS_BENCH_BASELINE") {
             Ok(baseline) => return http_against(&cfg, &baseline).await,
             Err(_) => return http_only(&cfg).await,
