@@ -868,7 +868,8 @@ fn verify_costs(cfg: &Path) {
         let game = line.split_whitespace().nth(2).unwrap_or("?").trim_end_matches(':').to_string();
         let tail = line.rsplit('(').next().unwrap_or("");
         let actions: u64 = tail.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
-        let secs: f64 = tail.split(", ").nth(1).and_then(|t| t.trim_end_matches(" s)").parse().ok()).unwrap_or(0.0);
+        let ms: f64 = tail.split(", ").nth(1).and_then(|t| t.trim_end_matches(" ms)").parse().ok()).unwrap_or(0.0);
+        let secs = ms / 1000.0;
         let e = per.entry(game).or_default();
         *e = (e.0 + 1, e.1 + secs, e.2 + actions, e.3 + record.len());
     }

@@ -134,9 +134,9 @@ async fn check(
     let (line, short) = match verdict {
         Verdict::Reproduced { actions } => {
             tally.reproduced += 1;
-            let secs = started.elapsed().as_secs_f64();
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
             let line =
-                format!("reproduced  {what}: {} after {} moves ({actions} actions, {secs:.2} s)", record.outcome.name(), record.moves);
+                format!("reproduced  {what}: {} after {} moves ({actions} actions, {ms:.1} ms)", record.outcome.name(), record.moves);
             (line, "reproduced".to_string())
         }
         Verdict::Differs(why) => {
