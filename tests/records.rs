@@ -871,3 +871,43 @@ fn a_run_file_that_does_not_fit_is_refused_at_start() {
         assert!(stderr.contains(said), "{said}: {stderr}");
     }
 }
+
+/// A run goes on after a restart: a game it played is not played again
+/// (its record is in the file), and a game under way is picked up from the
+/// store where it was left.
+#[tokio::test]
+async fn a_run_goes_on_after_a_restart_where_it_was_left() {
+    let work = scratch();
+    let file = work.path().join("records.jsonl");
+    let run = work.path().join("run.toml");
+    std::fs::write(&run, "[[match]]\nid = \"towers\"\ngame = \"hanoi\"\nplayers = [\"stdio\"]\ngames = 2\nseed = 5\nargs = { n = 2 }\n")
+        .unwrap();
+    let extra = format!("records = {:?}\nrun = {:?}\n", file.display().to_string(), run.display().to_string());
+    let cfg = config(work.path(), &extra);
+
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let first = c.ok("ludus_next_game", json!({})).await;
+    assert_eq!((&first["game"]["number"], &first["left"]), (&json!(1), &json!(2)), "{first}");
+    let plan = json!([[1, 0, 1], [2, 0, 2], [1, 1, 2]]);
+    c.ok("hanoi_execute_moves", json!({"env_id": first["game"]["game_id"], "moves": plan})).await;
+    let second = c.ok("ludus_next_game", json!({})).await;
+    assert_eq!((&second["game"]["number"], &second["left"]), (&json!(2), &json!(1)), "{second}");
+    let id = second["game"]["game_id"].clone();
+    c.ok("hanoi_execute_move", json!({"env_id": id, "move": [1, 0, 1], "decision": 1})).await;
+    c.close().await;
+
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let again = c.ok("ludus_next_game", json!({})).await;
+    assert_eq!((&again["game"]["game_id"], &again["game"]["number"], &again["left"]), (&id, &json!(2), &json!(1)), "{again}");
+    assert_eq!(c.ok("hanoi_get_state", json!({"env_id": id})).await["moves_made"], 1);
+    for (n, m) in [(2, [2, 0, 2]), (3, [1, 1, 2])] {
+        c.ok("hanoi_execute_move", json!({"env_id": id, "move": m, "decision": n})).await;
+    }
+    let done = c.ok("ludus_next_game", json!({})).await;
+    assert_eq!(done["status"], "done", "{done}");
+    c.close().await;
+    let all = records(&file);
+    let games: Vec<&Value> = all.iter().map(|r| &r["match"]["game"]).collect();
+    assert_eq!(games, [&json!(1), &json!(2)], "each game once: {all:#?}");
+    assert!(all.iter().all(|r| r["outcome"] == "solved"), "{all:#?}");
+}

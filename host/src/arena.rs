@@ -73,6 +73,8 @@ struct Planned {
     joiner: Option<String>,
     join_tool: Option<String>,
     session: Option<String>,
+    /// Its record is in the records file already (an earlier run of the server played it).
+    recorded: bool,
 }
 
 /// The run a server was given.
@@ -122,8 +124,10 @@ pub struct GameOfRun {
 impl Run {
     /// Reads and checks a run file against the games loaded: every game,
     /// starting tool, argument and player count must fit, or the server
-    /// does not start (an evaluation that would fail later fails now).
-    pub fn load(path: &Path, registry: &Registry) -> Result<Run, String> {
+    /// does not start (an evaluation that would fail later fails now). The
+    /// games whose records `records` holds were played by an earlier run of
+    /// the server, and are not played again.
+    pub fn load(path: &Path, registry: &Registry, records: Option<&Path>) -> Result<Run, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("the run file {} cannot be read: {e}", path.display()))?;
         let file: RunFile = toml::from_str(&text).map_err(|e| format!("in the run file {}: {e}", path.display()))?;
         let run_secret = uuid::Uuid::new_v4().as_u64_pair().0;
@@ -136,6 +140,10 @@ impl Run {
         }
         if games.is_empty() {
             return Err(format!("the run file {} has no [[match]]", path.display()));
+        }
+        let done = records.map(recorded_games).unwrap_or_default();
+        for planned in &mut games {
+            planned.recorded = done.contains(&(planned.tag.clone(), planned.creator.clone()));
         }
         Ok(Run { games: tokio::sync::Mutex::new(games) })
     }
@@ -157,7 +165,18 @@ impl Run {
         let mut left = mine.len();
         for i in mine {
             let planned = &mut games[i];
-            let state = planned.session.as_deref().and_then(|id| registry.sessions.planned_state(id));
+            if planned.recorded {
+                left -= 1;
+                continue;
+            }
+            // Started by an earlier run of the server, and kept in its store.
+            if planned.session.is_none() {
+                planned.session = registry.sessions.started_for(&planned.tag, &planned.creator);
+            }
+            let state = match (&planned.session, registry.plugin(&planned.plugin)) {
+                (Some(id), Some(plugin)) => registry.sessions.planned_state(id, &plugin).await,
+                _ => None,
+            };
             match (&planned.session, state) {
                 // Started, and over or gone: the next.
                 (Some(_), None) | (Some(_), Some((true, _))) => {
@@ -174,6 +193,18 @@ impl Run {
         }
         Ok(NextGame { status: "done".into(), next: "Every game of yours in the run is over.".into(), game: None, left: 0 })
     }
+}
+
+/// The (match, creator) of every record in the records file that has a match.
+fn recorded_games(path: &Path) -> std::collections::HashSet<(MatchTag, String)> {
+    #[derive(Deserialize)]
+    struct Line {
+        #[serde(rename = "match")]
+        in_match: Option<MatchTag>,
+        caller: String,
+    }
+    let Ok(text) = std::fs::read_to_string(path) else { return Default::default() };
+    text.lines().filter_map(|l| serde_json::from_str::<Line>(l).ok()).filter_map(|l| Some((l.in_match?, l.caller))).collect()
 }
 
 /// The games of one match, in order.
@@ -227,6 +258,7 @@ fn plan_match(spec: &MatchSpec, id: &str, registry: &Registry, run_secret: u64) 
             joiner: None,
             join_tool: plugin.tools.iter().find(|t| t.audience == Audience::Joins).map(|t| t.name.clone()),
             session: None,
+            recorded: false,
         };
         match (spec.players.as_slice(), two_sides) {
             ([a, b], true) => {
@@ -258,6 +290,7 @@ impl Planned {
             joiner: self.joiner.clone(),
             join_tool: self.join_tool.clone(),
             session: None,
+            recorded: false,
         }
     }
 }
@@ -300,13 +333,13 @@ async fn start(registry: &Arc<Registry>, planned: &Planned) -> Result<(String, O
     let plan = Plan { seeding: Seeding { seed: planned.seed, chosen: true, secret, replay: false }, in_match: planned.tag.clone() };
     let creator = Caller::Token(planned.creator.clone());
     let (id, reply) = sessions
-        .start_planned(plugin, index, &planned.args, creator, plan)
+        .start_planned(plugin.clone(), index, &planned.args, creator, plan)
         .await
         .map_err(|e| format!("starting game {} of match {}: {e}", planned.tag.game, planned.tag.id))?;
     if let Reply::Failed(e) = reply {
         return Err(format!("starting game {} of match {}: {e}", planned.tag.game, planned.tag.id));
     }
-    let code = sessions.planned_state(&id).and_then(|(_, code)| code);
+    let code = sessions.planned_state(&id, &plugin).await.and_then(|(_, code)| code);
     Ok((id, code))
 }
 

@@ -336,7 +336,7 @@ pub struct ReplayStep {
 
 /// Where a game stands in a run's match (`arena`): the match, its pair
 /// (the games played on one deal, sides exchanged), and its game.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MatchTag {
     /// The match's id in the run file.
     pub id: String,

@@ -253,13 +253,28 @@ impl Sessions {
         v
     }
 
-    /// A live session's state for a run (`arena`): whether its game is
-    /// over, and its join code while a seat is open; None when it is not live.
-    pub fn planned_state(&self, id: &str) -> Option<(bool, Option<String>)> {
+    /// A session's state for a run (`arena`), rebuilt from the store if it
+    /// is kept there: whether its game is over, and its join code while a
+    /// seat is open; None when it is gone.
+    pub async fn planned_state(self: &Arc<Self>, id: &str, plugin: &Arc<Plugin>) -> Option<(bool, Option<String>)> {
+        self.revive(id, plugin).await;
         let session = lock(&self.live).by_id.get(id).cloned()?;
         let over = session.is_over() || session.has_ended();
         let code = session.join_code().filter(|_| session.has_open_seat()).map(String::from);
         Some((over, code))
+    }
+
+    /// The session a run started for `creator` as `tag`, live or kept in
+    /// the store (a run picks up its games after a restart).
+    pub fn started_for(&self, tag: &crate::records::MatchTag, creator: &str) -> Option<String> {
+        let live = lock(&self.live);
+        let mine = |s: &&Arc<Session>| s.in_match.as_ref() == Some(tag) && s.created_by == creator;
+        if let Some(s) = live.by_id.values().find(mine) {
+            return Some(s.id());
+        }
+        drop(live);
+        let dormant = lock(&self.dormant);
+        dormant.values().find(|r| r.in_match.as_ref() == Some(tag) && r.created_by == creator).map(|r| r.id.clone())
     }
 
     /// Whether `caller`'s chosen seeds are whole seeds (`whole_seeds`).
