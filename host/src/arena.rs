@@ -59,6 +59,7 @@ struct MatchSpec {
 }
 
 /// One game of the run as planned, and its session once started.
+#[derive(Clone)]
 struct Planned {
     tag: MatchTag,
     /// Games in its match.
@@ -267,32 +268,13 @@ fn plan_match(spec: &MatchSpec, id: &str, registry: &Registry, run_secret: u64) 
             }
             // A puzzle: each player plays the same instance.
             ([a, b], false) => {
-                out.push(Planned { creator: a.clone(), ..base.clone_plan() });
+                out.push(Planned { creator: a.clone(), ..base.clone() });
                 out.push(Planned { creator: b.clone(), ..base });
             }
             _ => out.push(base),
         }
     }
     Ok(out)
-}
-
-impl Planned {
-    fn clone_plan(&self) -> Planned {
-        Planned {
-            tag: self.tag.clone(),
-            of: self.of,
-            plugin: self.plugin.clone(),
-            create: self.create.clone(),
-            args: self.args.clone(),
-            seed: self.seed,
-            secret: self.secret,
-            creator: self.creator.clone(),
-            joiner: self.joiner.clone(),
-            join_tool: self.join_tool.clone(),
-            session: None,
-            recorded: false,
-        }
-    }
 }
 
 /// The tool that starts a match's games: the one named, or the game's only one.
@@ -367,11 +349,5 @@ fn play(planned: &Planned, id: String, code: Option<String>, caller: &str, left:
             join_code: code.filter(|_| joining),
         }),
         left,
-    }
-}
-
-impl std::fmt::Debug for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Run")
     }
 }

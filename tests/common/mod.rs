@@ -172,21 +172,21 @@ pub fn stdio_command(args: &[&str], work: &Path) -> tokio::process::Command {
 /// `ludus verify RECORDS --config CONFIG`: its exit code and what it printed
 /// (one line per record, then the tally).
 pub fn verify(records: &[&Path], config: &Path) -> (Option<i32>, String) {
-    let out =
-        std::process::Command::new(BIN).arg("verify").args(records).arg("--config").arg(config).output().expect("running ludus verify");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    (out.status.code(), format!("{}{stderr}", String::from_utf8_lossy(&out.stdout)))
+    verify_with(records, config, &[])
 }
 
-/// `ludus verify RECORDS --config CONFIG --html PAGE`: its exit code and what it printed.
+/// The same with `--html PAGE`: the replay page written too.
 pub fn verify_to_page(records: &Path, config: &Path, page: &Path) -> (Option<i32>, String) {
+    verify_with(&[records], config, &["--html".as_ref(), page.as_os_str()])
+}
+
+fn verify_with(records: &[&Path], config: &Path, more: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
     let out = std::process::Command::new(BIN)
         .arg("verify")
-        .arg(records)
+        .args(records)
         .arg("--config")
         .arg(config)
-        .arg("--html")
-        .arg(page)
+        .args(more)
         .output()
         .expect("running ludus verify");
     (out.status.code(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))

@@ -154,7 +154,7 @@ impl Session {
     fn settle_as(&self, recovered: bool) {
         if let Some(held) = &self.held {
             if self.claim_record(Standing::due) {
-                held.reached(super::super::results::result_record(&self.record(), super::super::results::GAME_ENDED, now_ms()));
+                held.reached(self.record_now(super::super::results::GAME_ENDED));
             }
             return;
         }
@@ -163,7 +163,7 @@ impl Session {
         if !self.claim_record(Standing::due) {
             return;
         }
-        let line = super::super::results::result_record(&self.record(), super::super::results::GAME_ENDED, now_ms());
+        let line = self.record_now(super::super::results::GAME_ENDED);
         if recovered {
             records.append_once(&line)
         } else {
@@ -181,12 +181,12 @@ impl Session {
     pub fn record_end(&self, why: &str) {
         let Some(records) = &self.kept.records else { return };
         if self.claim_record(Standing::unrecorded) {
-            records.append(&super::super::results::result_record(&self.record(), why, now_ms()));
+            records.append(&self.record_now(why));
         }
     }
 
-    /// The record the current game would have if the session ended now
-    /// (`why`): a replay's last, when its game did not end.
+    /// The result record of the current game as it stands now, ended as
+    /// `why` says (a game still under way is `abandoned`).
     pub fn record_now(&self, why: &str) -> crate::records::ResultRecord {
         super::super::results::result_record(&self.record(), why, now_ms())
     }
