@@ -475,14 +475,18 @@ pub fn tell_seats(g: &Game) {
 
 /// Tells the host where the battle stands for its result record
 /// (`outcome`), from its creator's side (p2's seat, when an agent plays
-/// it, is only the creator's opponent there).
+/// it, is only the creator's opponent there). Moves and refusals count
+/// both agents' when two play: the host's illegal-move policy counts each
+/// player's refusals from them.
 pub fn tell_standing(g: &Game) {
     use ludus_sdk::outcome::{Statement, Verdict};
     use ludus_sdk::tally::json_string;
-    let creator = match &g.mode {
-        Mode::Offline { opponent: Opponent::Agent { seat, .. }, .. } if g.seat.battle.me == "p2" => seat,
-        _ => &g.seat,
+    let (creator, joiner) = match &g.mode {
+        Mode::Offline { opponent: Opponent::Agent { seat, .. }, .. } if g.seat.battle.me == "p2" => (&**seat, Some(&g.seat)),
+        Mode::Offline { opponent: Opponent::Agent { seat, .. }, .. } => (&g.seat, Some(&**seat)),
+        _ => (&g.seat, None),
     };
+    let (joined_moves, joined_illegal) = joiner.map_or((0, 0), |j| (j.tally.counts.moves, j.tally.counts.illegal));
     let b = &creator.battle;
     let me = b.my_side().map(|s| s.player.clone());
     let verdict = match (&g.status, &b.winner) {
@@ -507,8 +511,8 @@ pub fn tell_standing(g: &Game) {
     ludus_sdk::outcome::tell(&Statement {
         verdict,
         parameters: format!("{{\"format\":{},\"opponent\":{}}}", json_string(&g.format), json_string(&opponent)),
-        moves: counts.moves,
-        illegal_moves: counts.illegal,
+        moves: counts.moves + joined_moves,
+        illegal_moves: counts.illegal + joined_illegal,
         first_failing_move: counts.first_failing,
         optimum: None,
         figures: format!("{{\"winner\":{winner},\"turns\":{},\"optimality_mean\":{mean},\"optimality\":[{}]}}", b.turn, per_turn.join(",")),
