@@ -173,7 +173,9 @@ fn check_decision(choices: &Value) {
 async fn an_agent_plays_magic_to_the_end_against_phase_ai_with_xmages_tools() {
     let work = scratch();
     let records = work.path().join("records.jsonl");
-    let c = stdio(&["--records", records.to_str().unwrap(), "--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
+    // A refused answer has a random legal one played instead (the illegal-move policy).
+    let policy = "illegal_moves = { attempts = 1, then = \"random\" }\n";
+    let c = stdio(&["--records", records.to_str().unwrap(), "--config", dealt(work.path(), policy).to_str().unwrap()], work.path()).await;
     let tools = c.tools().await;
     for name in [
         "start_game",
@@ -218,11 +220,20 @@ async fn an_agent_plays_magic_to_the_end_against_phase_ai_with_xmages_tools() {
     assert!(oracle["rules"][0].as_str().unwrap().contains("X damage"), "{oracle}");
     let state = c.call("cards_get_game_state", json!({"game_id": id})).await;
     assert_matches_output_schema(&tool("cards_get_game_state"), &state);
+    // An amount does not answer the mulligan: the host answers it for the player, true or false.
+    let instead = c.call("cards_choose_action", json!({"game_id": id, "amount": 2})).await;
+    assert_ne!(instead.is_error, Some(true), "{}", text(&instead));
+    let said = text(&instead);
+    assert!(
+        said.contains("played a random legal move for you: `cards_choose_action` {\"answer\":"),
+        "the policy answers the boolean decision: {said}"
+    );
 
     let mut agent = Agent::new(11);
     let end = play(&c, &id, &mut agent).await;
     assert!(end["winner"].is_u64(), "the game ended without a winner: {end}");
-    for what in ["MulliganDecision", "Priority", "play", "cast", "TargetSelection", "DeclareBlockers"] {
+    // (The mulligan was offered above, and the policy answered it.)
+    for what in ["Priority", "play", "cast", "TargetSelection", "DeclareBlockers"] {
         assert!(agent.seen.contains(what), "the game never offered {what}: {:?}", agent.seen);
     }
     let log = c.ok("cards_get_game_log", json!({"game_id": id})).await["log"].as_str().unwrap().to_string();
@@ -242,7 +253,8 @@ async fn an_agent_plays_magic_to_the_end_against_phase_ai_with_xmages_tools() {
     assert_eq!((&r["figures"]["winner"], &r["figures"]["conceded"]), (&end["winner"], &json!(false)), "{r}");
     assert_eq!(r["parameters"], json!({"game": "magic", "opponent": "ai", "backend": "phase"}), "{r}");
     assert!(r["moves"].as_u64().unwrap() >= agent.decisions as u64 / 2, "{r} after {} decisions", agent.decisions);
-    // Played again from its seed and log, on phase again, it ends the same.
+    assert!(r["illegal_move_policy"]["fired"].as_u64().unwrap() >= 1, "{r}");
+    // Played again from its seed and log (the host's moves drawn again), on phase again, it ends the same.
     c.close().await;
     let (code, printed) = verify(&[&records], &dealt(work.path(), ""));
     assert_eq!(code, Some(0), "{printed}");

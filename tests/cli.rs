@@ -76,7 +76,7 @@ fn inspect_prints_what_the_host_derives() {
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["plugin"]["name"], "hello");
-    assert!(v["plugin"]["imports"].as_array().unwrap().iter().any(|i| i == "ludus:plugin/host@0.1.6"));
+    assert!(v["plugin"]["imports"].as_array().unwrap().iter().any(|i| i == "ludus:plugin/host@0.1.7"));
     let bump = v["tools"].as_array().unwrap().iter().find(|t| t["name"] == "hello_bump").unwrap();
     assert_eq!(bump["ludus"]["session"], serde_json::json!({"uses": "counter_id"}));
     assert_eq!(bump["inputSchema"]["properties"]["by"]["description"], "how much to add (1 to 1000, default 1)");

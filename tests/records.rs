@@ -7,7 +7,8 @@
 //! report reads real records, names bad lines, rates the players (checked
 //! against choix on records of known strengths), and its HTML page loads in
 //! headless Chromium with the expected plots; the illegal-move policy makes
-//! a player lose and is recorded. (Showdown's and Magic's records are
+//! a player lose and is recorded, or plays a random legal move for it that
+//! a replay draws again. (Showdown's and Magic's records are
 //! checked in their own tests, which run their engines.)
 
 mod common;
@@ -350,16 +351,21 @@ fn an_unwritable_records_path_is_refused_at_start() {
 }
 
 /// Real records from two callers (puzzles of several sizes, a chess game
-/// against the engine played to its end, a Showdown battle), a file with a
-/// bad line, and a missing file: the table, the named bad line, and the
-/// HTML page in headless Chromium.
+/// against the engine played to its end, a Showdown battle whose refused
+/// action the illegal-move policy replaces with a random one, a Magic game
+/// on phase), a file with a bad line, and a missing file: the table, the
+/// named bad line, the HTML page in headless Chromium, and `ludus verify`
+/// reproducing the whole mixed file, with its replay page.
 #[tokio::test]
 async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
     let work = scratch();
     let package = common::showdown::showdown_package();
     let (tokens, lines): (Vec<String>, Vec<String>) = ["model-a", "model-b"].iter().map(|c| issue_token(c)).unzip();
     let file = work.path().join("records.jsonl");
-    let extra = format!("records = {:?}\n{}\n{}", file.display().to_string(), lines.join("\n"), common::showdown::sim_endpoint(&package));
+    // In a battle a refused action has a random legal one played instead (the illegal-move policy).
+    let policy = "[plugins.showdown]\nillegal_moves = { attempts = 1, then = \"random\" }\n";
+    let sim = common::showdown::sim_endpoint(&package);
+    let extra = format!("records = {:?}\n{}\n{policy}{sim}", file.display().to_string(), lines.join("\n"));
     let cfg = config(work.path(), &extra);
     let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
     let (a, b) = (http_client_with_token(&server, &tokens[0]).await, http_client_with_token(&server, &tokens[1]).await);
@@ -393,6 +399,10 @@ async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
     }
     // A Showdown battle against the random bot, first available action each time.
     let battle = common::showdown::offline(&a, "random", 5).await;
+    let instead = a.call("showdown_make_move", json!({"battle_id": battle, "action": "splash-of-nothing"})).await;
+    let said = text(&instead);
+    assert_ne!(instead.is_error, Some(true), "{said}");
+    assert!(said.contains("played a random legal move for you: `showdown_make_move` {\"action\":"), "{said}");
     for _ in 0..600 {
         let s = a.ok("showdown_get_battle_state", json!({"battle_id": battle})).await;
         if s["status"] == "finished" {
@@ -402,17 +412,28 @@ async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
             a.ok("showdown_make_move", json!({"battle_id": battle, "action": action})).await;
         }
     }
-    let all = until_records(&file, 8).await;
+    // A Magic game on phase, conceded at its first decision.
+    let mut st = a.ok("cards_start_game", json!({"seed": 5})).await;
+    let magic = st["game_id"].clone();
+    while st["action_pending"] != true {
+        st = a.ok("cards_wait_for_action", json!({"game_id": magic})).await;
+    }
+    a.ok("cards_choose_action", json!({"game_id": magic, "answer": false})).await;
+    a.ok("cards_concede", json!({"game_id": magic})).await;
+    let all = until_records(&file, 9).await;
     assert!(all.iter().any(|r| r["game"] == "chess" && r["parameters"]["level"] == 1), "{all:#?}");
     assert!(
         all.iter().any(|r| r["game"] == "showdown" && r["figures"]["optimality"].as_array().is_some_and(|o| !o.is_empty())),
         "{all:#?}"
     );
+    let battle_record = all.iter().find(|r| r["game"] == "showdown").unwrap();
+    assert_eq!(battle_record["illegal_move_policy"]["fired"], 1, "{battle_record}");
     drop(server);
 
-    // The chess game against the engine (its moves on timers) and the
-    // offline battle (its simulator's lines) play again as recorded, and
-    // the replay page steps through them.
+    // The whole mixed file plays again as recorded: the puzzles, the chess
+    // game against the engine (its moves on timers), the offline battle and
+    // the Magic game (their processes' lines); the replay page steps
+    // through them.
     let replays = work.path().join("replays.html");
     let (code, printed) = verify_to_page(&file, &cfg, &replays);
     assert_eq!(code, Some(0), "{printed}");
@@ -446,7 +467,7 @@ async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
     assert_eq!(row("n=3", "model-b")[3..6], ["1", "0", "0.0%"], "{stdout}");
     assert!(stdout.contains("solved/won and the accuracy plots count the games not abandoned."), "{stdout}");
     assert!(stdout.contains(&format!("{} records, 2 bad lines skipped", all.len())), "{stdout}");
-    // Ratings from the seats of real games: model-a against the chess engine and the Showdown bot.
+    // Ratings from the seats of real games: model-a against the chess engine, the Showdown bot and phase's AI.
     let section = |name: &str| -> Vec<Vec<String>> {
         let after = stdout.split(&format!("\n{name}\n")).nth(1).unwrap_or_else(|| panic!("no table {name}: {stdout}"));
         after.lines().skip(1).take_while(|l| !l.trim().is_empty()).map(|l| l.split_whitespace().map(String::from).collect()).collect()
@@ -455,7 +476,8 @@ async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
     assert_eq!(chess.len(), 2, "{stdout}");
     assert!(chess.contains(&"model-a".to_string()) && chess.contains(&"chess-engine/1".to_string()), "{stdout}");
     assert!(section("showdown").iter().any(|c| c[0] == "model-a" && c[1] == "1"), "{stdout}");
-    assert!(section("all games").iter().any(|c| c[0] == "model-a" && c[1] == "2"), "one player across games: {stdout}");
+    assert!(section("cards").iter().any(|c| c[0] == "phase-ai/Medium" && c[1] == "1"), "{stdout}");
+    assert!(section("all games").iter().any(|c| c[0] == "model-a" && c[1] == "3"), "one player across games: {stdout}");
     // Accuracy per size with Wilson intervals: model-b fails from n = 2 on, model-a never.
     let hanoi = section("hanoi");
     let line = |caller: &str, n: &str| {
@@ -499,7 +521,7 @@ async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
     }
     assert_eq!(by_id("moves")["series"], json!(["hanoi"]));
     let tables = tab.eval("[...document.querySelectorAll('table[data-ratings]')].map(t => t.dataset.ratings)").await;
-    assert_eq!(tables, json!(["chess", "showdown", "all games"]), "a ratings table per game and one across them");
+    assert_eq!(tables, json!(["cards", "chess", "showdown", "all games"]), "a ratings table per game and one across them");
     let rows = tab.eval("document.querySelectorAll('table tr').length").await;
     assert!(rows.as_u64().unwrap() >= 6, "{rows}");
     tab.eval("1").await;
@@ -677,6 +699,105 @@ async fn the_illegal_move_policy_makes_a_player_lose_and_is_recorded() {
     let (code, printed) = verify(&[&file], &config(&elsewhere, ""));
     assert_eq!(code, Some(0), "{printed}");
     assert!(printed.contains("2 records: 2 reproduced"), "{printed}");
+}
+
+/// The illegal-move policy `then = "random"` (two refused moves in a row):
+/// the second refused Hanoi move and the second refused chess move are
+/// answered with a legal move the host played for the player, drawn from
+/// the game's seed, and that move's answer; a retry of the decision gets
+/// that answer again and nothing more is played. Each record says the
+/// policy fired once and has the host's move in its log; `ludus verify`
+/// draws the same move, and names a record whose host move was edited.
+#[tokio::test]
+async fn the_random_policy_plays_a_legal_move_for_the_player_and_verify_draws_the_same() {
+    let work = scratch();
+    let file = work.path().join("records.jsonl");
+    let extra = format!("records = {:?}\nillegal_moves = {{ attempts = 2, then = \"random\" }}\n", file.display().to_string());
+    let cfg = config(work.path(), &extra);
+    // Games kept nowhere are recorded (abandoned) when the server stops.
+    let c = stdio(&["--config", cfg.to_str().unwrap(), "--store", "memory"], work.path()).await;
+
+    let hanoi = c.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].clone();
+    let wrong = json!({"env_id": hanoi, "move": [3, 0, 2], "decision": 1});
+    let first = c.err("hanoi_execute_move", wrong.clone()).await;
+    assert!(first.contains("Illegal move") && !first.contains("illegal-move policy"), "{first}");
+    let second = c.call("hanoi_execute_move", wrong.clone()).await;
+    let said = text(&second);
+    assert_ne!(second.is_error, Some(true), "{said}");
+    assert!(said.contains("illegal-move policy (2 refused moves in a row, then a random legal move is played"), "{said}");
+    let moved = second.structured_content.clone().unwrap();
+    assert_eq!(moved["moves_made"], 1, "{moved}");
+    assert!(moved["state"] == json!([[3, 2], [1], []]) || moved["state"] == json!([[3, 2], [], [1]]), "{moved}");
+    let again = c.call("hanoi_execute_move", wrong).await;
+    assert!(text(&again).contains("made already"), "{}", text(&again));
+    assert_eq!(again.structured_content.unwrap()["state"], moved["state"]);
+
+    let game = c.ok("chess_create_game", json!({"type": "computer", "difficulty": 1, "seed": 4})).await["game_id"].clone();
+    let mut s = json!({});
+    for _ in 0..50 {
+        s = c.ok("chess_wait_for_next_turn", json!({"game_id": game})).await;
+        if s["status"] == "your-turn" {
+            break;
+        }
+    }
+    let legal: Vec<String> = s["legal_moves"].as_array().unwrap().iter().map(|m| m.as_str().unwrap().to_string()).collect();
+    let bad = json!({"game_id": game, "move": "a1a8", "decision": s["decision"]});
+    c.err("chess_finish_turn", bad.clone()).await;
+    let played = c.call("chess_finish_turn", bad).await;
+    let said = text(&played);
+    assert_ne!(played.is_error, Some(true), "{said}");
+    let san = said.split("`chess_finish_turn` {\"move\":\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap_or_default();
+    assert!(legal.iter().any(|m| m == san), "the host's move {san:?} is one of {legal:?}: {said}");
+    c.close().await;
+
+    let all = until_records(&file, 2).await;
+    for r in &all {
+        assert_eq!(r["illegal_move_policy"], json!({"attempts": 2, "then": "random", "fired": 1}), "{r}");
+        let by_host: Vec<&Value> = r["actions"].as_array().unwrap().iter().filter(|a| a["policy"] == true).collect();
+        assert_eq!(by_host.len(), 1, "{r}");
+        assert_eq!(by_host[0]["by"], "stdio", "{r}");
+    }
+    let elsewhere = work.path().join("verify");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let (code, printed) = verify(&[&file], &config(&elsewhere, ""));
+    assert_eq!(code, Some(0), "{printed}");
+    assert!(printed.contains("2 records: 2 reproduced"), "{printed}");
+
+    // The host's Hanoi move edited into the other legal one: not what the seed draws.
+    let mut puzzle = all.iter().find(|r| r["game"] == "hanoi").unwrap().clone();
+    let other = if moved["state"] == json!([[3, 2], [1], []]) { json!([1, 0, 2]) } else { json!([1, 0, 1]) };
+    for a in puzzle["actions"].as_array_mut().unwrap() {
+        if a["policy"] == true {
+            a["args"]["move"] = other.clone();
+        }
+    }
+    let edited = work.path().join("edited.jsonl");
+    std::fs::write(&edited, format!("{puzzle}\n")).unwrap();
+    let (code, printed) = verify(&[&edited], &config(&elsewhere, ""));
+    assert_eq!(code, Some(1), "{printed}");
+    assert!(printed.contains("DIFFERS") && printed.contains("the illegal-move policy played"), "{printed}");
+}
+
+/// A game that lists no legal moves (built before contract 0.1.7) cannot
+/// have one played for a player: it is played under `nothing`, and the
+/// server says so when it loads it; a bundled game is not named.
+#[test]
+fn a_game_that_lists_no_moves_keeps_the_policy_nothing_and_the_server_says_so() {
+    let work = scratch();
+    let plugins = plugins_dir(work.path(), &[]);
+    install(&plugins, &Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/prebuilt/hello-plugin-0.1.0.wasm"), "hello.wasm");
+    let cfg = config(work.path(), "illegal_moves = { attempts = 2, then = \"random\" }\n");
+    let out = std::process::Command::new(BIN)
+        .args(["serve", "--config", cfg.to_str().unwrap(), "--plugins", plugins.to_str().unwrap(), "--games", "hello,hanoi"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("hello does not list legal moves") && stderr.contains("played under the illegal-move policy `nothing`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hanoi does not list legal moves"), "{stderr}");
 }
 
 /// A policy that would make a player lose after no refusal at all is refused at start.

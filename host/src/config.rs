@@ -205,7 +205,8 @@ pub struct Config {
     pub trusted_proxies: Vec<String>,
     /// What happens to a player whose moves a game keeps refusing as
     /// illegal, for every game (`[plugins.NAME] illegal_moves` for one):
-    /// `{ attempts = 3, then = "lose" }`. Default: nothing happens.
+    /// `{ attempts = 3, then = "lose" }` or `then = "random"` (a random
+    /// legal move is played for the player). Default: nothing happens.
     pub illegal_moves: IllegalMovePolicy,
 }
 
@@ -230,12 +231,26 @@ pub enum AfterRefusals {
     Nothing,
     /// The player loses the game (a puzzle: it is failed).
     Lose,
+    /// The host plays one of the player's legal moves for it, drawn from
+    /// the game's whole seed (games that export `ludus:plugin/moves`).
+    Random,
+}
+
+impl AfterRefusals {
+    /// As the config writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AfterRefusals::Nothing => "nothing",
+            AfterRefusals::Lose => "lose",
+            AfterRefusals::Random => "random",
+        }
+    }
 }
 
 impl IllegalMovePolicy {
-    /// Whether `refused` moves in a row make the player lose.
-    pub fn loses_at(&self, refused: u32) -> bool {
-        self.then == AfterRefusals::Lose && self.attempts > 0 && refused >= self.attempts
+    /// What the policy does after `refused` moves in a row, if anything.
+    pub fn fires_at(&self, refused: u32) -> Option<AfterRefusals> {
+        (self.then != AfterRefusals::Nothing && self.attempts > 0 && refused >= self.attempts).then_some(self.then)
     }
 
     /// In words, for a refusal or a note ("3 refused moves in a row, then the game is lost").
@@ -243,6 +258,7 @@ impl IllegalMovePolicy {
         match self.then {
             AfterRefusals::Nothing => "none: refused moves are counted, and the player may go on".into(),
             AfterRefusals::Lose => format!("{} refused moves in a row, then the game is lost", self.attempts),
+            AfterRefusals::Random => format!("{} refused moves in a row, then a random legal move is played for the player", self.attempts),
         }
     }
 }
@@ -298,11 +314,13 @@ impl Config {
         if let Some(name) = &config.server_name {
             check_server_name(name).with_context(|| format!("in config {}", path.display()))?;
         }
-        let lose_at_zero = |p: &IllegalMovePolicy| p.then == AfterRefusals::Lose && p.attempts == 0;
-        if lose_at_zero(&config.illegal_moves) || config.plugins.values().filter_map(|p| p.illegal_moves.as_ref()).any(lose_at_zero) {
+        let at_zero = |p: &&IllegalMovePolicy| p.then != AfterRefusals::Nothing && p.attempts == 0;
+        let policies = std::iter::once(&config.illegal_moves).chain(config.plugins.values().filter_map(|p| p.illegal_moves.as_ref()));
+        if let Some(p) = policies.clone().find(at_zero) {
             anyhow::bail!(
-                "in config {}: illegal_moves with then = \"lose\" needs attempts = 1 or more (how many refused moves in a row lose the game)",
-                path.display()
+                "in config {}: illegal_moves with then = \"{}\" needs attempts = 1 or more (how many refused moves in a row it takes)",
+                path.display(),
+                p.then.name()
             );
         }
         for (plugin, p) in &config.plugins {

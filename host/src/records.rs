@@ -110,6 +110,14 @@ pub struct Standing {
     /// The player who lost the game under the policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forfeit: Option<String>,
+    /// How often the policy fired in this game: a loss, or a random move
+    /// played for a player.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fired: u32,
+    /// The player the policy has a random move due for: set by the call
+    /// that fired it, taken by the same call (never stored).
+    #[serde(skip)]
+    pub random_due: Option<String>,
     /// Everything that changed the session's game, in the order it ran,
     /// since the session began: its earlier games too, since a later game
     /// starts where they left the instance (`ludus verify` replays it).
@@ -145,6 +153,10 @@ pub enum Action {
         /// What the player said of the move, beside it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reasoning: Option<String>,
+        /// The host made it for `by` under the illegal-move policy (a
+        /// random legal move, drawn from the game's seed).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        policy: bool,
     },
     /// The call at this place in the log (counted from 0) ran again: it
     /// was held waiting, and the game changed (or its wait ran out:
@@ -173,7 +185,8 @@ impl Standing {
     /// Takes a statement the game made in a call of `caller` (none: in an
     /// event), counting that player's refused moves by how the game's own
     /// counts moved (`moves`, `illegal_moves`). True when the policy makes
-    /// the caller lose now.
+    /// the caller lose now; when it has a random move played for the
+    /// caller instead, `random_due` names the caller.
     pub fn tell_in_call(&mut self, told: Told, caller: &str, now_ms: u64) -> bool {
         let game = self.game;
         let before = self.told.as_ref().map_or((0, 0), |t| (t.moves, t.illegal_moves));
@@ -189,9 +202,14 @@ impl Standing {
         if illegal > before.1 {
             let refused = self.refused.entry(caller.to_string()).or_default();
             *refused += illegal - before.1;
-            if self.policy.loses_at(*refused) {
-                self.forfeit = Some(caller.to_string());
-                return true;
+            match self.policy.fires_at(*refused) {
+                Some(AfterRefusals::Lose) => {
+                    self.forfeit = Some(caller.to_string());
+                    self.fired += 1;
+                    return true;
+                }
+                Some(AfterRefusals::Random) => self.random_due = Some(caller.to_string()),
+                _ => {}
             }
         }
         false
@@ -331,6 +349,9 @@ pub struct ReplayStep {
     /// The game refused it; `answer` then says why.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub refused: bool,
+    /// The host made it for the player under the illegal-move policy.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub by_policy: bool,
     pub answer: Value,
 }
 
@@ -355,6 +376,10 @@ pub struct PolicyRecord {
     /// The player it made lose.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// How much of the file's end is searched for a record found due after a
@@ -530,6 +555,7 @@ mod tests {
             refused: true,
             timed_out: false,
             reasoning: Some("smallest disk first".into()),
+            policy: false,
         };
         log.extend([call, Action::Again { again: 4, timed_out: false }, Action::Closed { closed: 2 }]);
         let text = serde_json::to_string(&log).unwrap();

@@ -11,7 +11,7 @@
 #[allow(missing_docs)]
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "ludus:plugin/sdk@0.1.6",
+        world: "ludus:plugin/sdk@0.1.7",
         path: "../wit/plugin",
         // Types no host function mentions (e.g. embedded-resource) are still shared.
         generate_unused_types: true,
@@ -39,70 +39,70 @@ pub use wit_bindgen;
 macro_rules! bindings {
     (world: $world:literal, contract: $contract:literal $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.6": ludus_sdk::types,
-            "ludus:plugin/host@0.1.6": ludus_sdk::host,
-            "ludus:plugin/outcome@0.1.6": ludus_sdk::outcome,
-            "ludus:plugin/decisions@0.1.6": ludus_sdk::decisions,
-            "ludus:plugin/seeds@0.1.6": ludus_sdk::seeds,
+            "ludus:plugin/types@0.1.7": ludus_sdk::types,
+            "ludus:plugin/host@0.1.7": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.7": ludus_sdk::outcome,
+            "ludus:plugin/decisions@0.1.7": ludus_sdk::decisions,
+            "ludus:plugin/seeds@0.1.7": ludus_sdk::seeds,
         });
     };
     (world: $world:literal, contract: $contract:literal, channels $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.6": ludus_sdk::types,
-            "ludus:plugin/host@0.1.6": ludus_sdk::host,
-            "ludus:plugin/outcome@0.1.6": ludus_sdk::outcome,
-            "ludus:plugin/decisions@0.1.6": ludus_sdk::decisions,
-            "ludus:plugin/seeds@0.1.6": ludus_sdk::seeds,
-            "ludus:plugin/channels@0.1.6": ludus_sdk::channels,
+            "ludus:plugin/types@0.1.7": ludus_sdk::types,
+            "ludus:plugin/host@0.1.7": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.7": ludus_sdk::outcome,
+            "ludus:plugin/decisions@0.1.7": ludus_sdk::decisions,
+            "ludus:plugin/seeds@0.1.7": ludus_sdk::seeds,
+            "ludus:plugin/channels@0.1.7": ludus_sdk::channels,
         });
     };
     (world: $world:literal, contract: $contract:literal, lifecycle $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.6": ludus_sdk::types,
-            "ludus:plugin/host@0.1.6": ludus_sdk::host,
-            "ludus:plugin/outcome@0.1.6": ludus_sdk::outcome,
-            "ludus:plugin/decisions@0.1.6": ludus_sdk::decisions,
-            "ludus:plugin/seeds@0.1.6": ludus_sdk::seeds,
-            "ludus:plugin/lifecycle@0.1.6": ludus_sdk::lifecycle,
-            "ludus:plugin/seats@0.1.6": ludus_sdk::seats,
+            "ludus:plugin/types@0.1.7": ludus_sdk::types,
+            "ludus:plugin/host@0.1.7": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.7": ludus_sdk::outcome,
+            "ludus:plugin/decisions@0.1.7": ludus_sdk::decisions,
+            "ludus:plugin/seeds@0.1.7": ludus_sdk::seeds,
+            "ludus:plugin/lifecycle@0.1.7": ludus_sdk::lifecycle,
+            "ludus:plugin/seats@0.1.7": ludus_sdk::seats,
         });
     };
     (world: $world:literal, contract: $contract:literal, client $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.6": ludus_sdk::types,
-            "ludus:plugin/host@0.1.6": ludus_sdk::host,
-            "ludus:plugin/outcome@0.1.6": ludus_sdk::outcome,
-            "ludus:plugin/decisions@0.1.6": ludus_sdk::decisions,
-            "ludus:plugin/seeds@0.1.6": ludus_sdk::seeds,
-            "ludus:plugin/content@0.1.6": ludus_sdk::content,
-            "ludus:plugin/client@0.1.6": ludus_sdk::client,
-            "ludus:plugin/watchers@0.1.6": ludus_sdk::watchers,
+            "ludus:plugin/types@0.1.7": ludus_sdk::types,
+            "ludus:plugin/host@0.1.7": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.7": ludus_sdk::outcome,
+            "ludus:plugin/decisions@0.1.7": ludus_sdk::decisions,
+            "ludus:plugin/seeds@0.1.7": ludus_sdk::seeds,
+            "ludus:plugin/content@0.1.7": ludus_sdk::content,
+            "ludus:plugin/client@0.1.7": ludus_sdk::client,
+            "ludus:plugin/watchers@0.1.7": ludus_sdk::watchers,
         });
     };
     (world: $world:literal, contract: $contract:literal, lifecycle, client $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.6": ludus_sdk::types,
-            "ludus:plugin/host@0.1.6": ludus_sdk::host,
-            "ludus:plugin/outcome@0.1.6": ludus_sdk::outcome,
-            "ludus:plugin/decisions@0.1.6": ludus_sdk::decisions,
-            "ludus:plugin/seeds@0.1.6": ludus_sdk::seeds,
-            "ludus:plugin/lifecycle@0.1.6": ludus_sdk::lifecycle,
-            "ludus:plugin/seats@0.1.6": ludus_sdk::seats,
-            "ludus:plugin/content@0.1.6": ludus_sdk::content,
-            "ludus:plugin/client@0.1.6": ludus_sdk::client,
-            "ludus:plugin/watchers@0.1.6": ludus_sdk::watchers,
+            "ludus:plugin/types@0.1.7": ludus_sdk::types,
+            "ludus:plugin/host@0.1.7": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.7": ludus_sdk::outcome,
+            "ludus:plugin/decisions@0.1.7": ludus_sdk::decisions,
+            "ludus:plugin/seeds@0.1.7": ludus_sdk::seeds,
+            "ludus:plugin/lifecycle@0.1.7": ludus_sdk::lifecycle,
+            "ludus:plugin/seats@0.1.7": ludus_sdk::seats,
+            "ludus:plugin/content@0.1.7": ludus_sdk::content,
+            "ludus:plugin/client@0.1.7": ludus_sdk::client,
+            "ludus:plugin/watchers@0.1.7": ludus_sdk::watchers,
         });
     };
     (world: $world:literal, contract: $contract:literal, channels, lifecycle $(, module: $module:literal)?) => {
         $crate::__generate!($world, $contract, [$($module)?], {
-            "ludus:plugin/types@0.1.6": ludus_sdk::types,
-            "ludus:plugin/host@0.1.6": ludus_sdk::host,
-            "ludus:plugin/outcome@0.1.6": ludus_sdk::outcome,
-            "ludus:plugin/decisions@0.1.6": ludus_sdk::decisions,
-            "ludus:plugin/seeds@0.1.6": ludus_sdk::seeds,
-            "ludus:plugin/channels@0.1.6": ludus_sdk::channels,
-            "ludus:plugin/lifecycle@0.1.6": ludus_sdk::lifecycle,
-            "ludus:plugin/seats@0.1.6": ludus_sdk::seats,
+            "ludus:plugin/types@0.1.7": ludus_sdk::types,
+            "ludus:plugin/host@0.1.7": ludus_sdk::host,
+            "ludus:plugin/outcome@0.1.7": ludus_sdk::outcome,
+            "ludus:plugin/decisions@0.1.7": ludus_sdk::decisions,
+            "ludus:plugin/seeds@0.1.7": ludus_sdk::seeds,
+            "ludus:plugin/channels@0.1.7": ludus_sdk::channels,
+            "ludus:plugin/lifecycle@0.1.7": ludus_sdk::lifecycle,
+            "ludus:plugin/seats@0.1.7": ludus_sdk::seats,
         });
     };
 }
@@ -237,7 +237,7 @@ pub fn with_state<T: 'static, R>(
 /// restart of the server) when its whole state is the serde type in one
 /// thread-local slot, as [`with_state`] keeps it: the state is saved in
 /// postcard's compact form and read back into the slot. The world must `export
-/// ludus:plugin/durable@0.1.6;`, and the macro is called where the bindings
+/// ludus:plugin/durable@0.1.7;`, and the macro is called where the bindings
 /// were generated:
 ///
 /// ```ignore
@@ -257,6 +257,30 @@ macro_rules! durable {
 
             fn restore(state: Vec<u8>) -> Result<(), String> {
                 $crate::durable::restore(&$slot, &state)
+            }
+        }
+    };
+}
+
+/// Lists a game's legal moves (`ludus:plugin/moves`, since 0.1.7) for the
+/// host's illegal-move policy `then = "random"`: `$list` is a function
+/// returning, for the player calling (`host.caller`), each legal move as
+/// the decision tool (kebab-case, as in WIT) and its arguments as a JSON
+/// object, without the game's id and `decision`. The world must `export
+/// ludus:plugin/moves@0.1.7;`.
+///
+/// ```ignore
+/// ludus_sdk::legal_moves!(Plugin, || vec![("execute-move", r#"{"move":[1,0,2]}"#.to_string())]);
+/// ```
+#[macro_export]
+macro_rules! legal_moves {
+    ($plugin:ty, $list:expr) => {
+        impl exports::ludus::plugin::moves::Guest for $plugin {
+            fn legal() -> Vec<exports::ludus::plugin::moves::LegalMove> {
+                let list: Vec<(&str, String)> = ($list)();
+                list.into_iter()
+                    .map(|(tool, arguments)| exports::ludus::plugin::moves::LegalMove { tool: tool.to_string(), arguments })
+                    .collect()
             }
         }
     };

@@ -18,7 +18,7 @@ use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Val};
 
 use crate::capability::channels::ChannelGrant;
 use crate::capability::{self, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
-use crate::config::{Config, PluginLimits};
+use crate::config::{AfterRefusals, Config, IllegalMovePolicy, PluginLimits};
 use crate::runtime::bindings::LinkedPre;
 use crate::runtime::bindings::ludus::plugin::types::{PluginInfo, SessionRole, ToolHint};
 use crate::runtime::{Runtime, ToolSpeed};
@@ -28,12 +28,13 @@ use prompts::read_prompts;
 pub use prompts::{PromptArgument, PromptDef, PromptExports};
 use schema::{Field, Shape, params_schema};
 
-const META: &str = "ludus:plugin/meta@0.1.6";
-const ACCESS: &str = "ludus:plugin/access@0.1.6";
-const EVENTS: &str = "ludus:plugin/events@0.1.6";
-const DURABLE: &str = "ludus:plugin/durable@0.1.6";
-const PROMPTS: &str = "ludus:plugin/prompts@0.1.6";
-const RESOURCES: &str = "ludus:plugin/resources@0.1.6";
+const META: &str = "ludus:plugin/meta@0.1.7";
+const ACCESS: &str = "ludus:plugin/access@0.1.7";
+const EVENTS: &str = "ludus:plugin/events@0.1.7";
+const DURABLE: &str = "ludus:plugin/durable@0.1.7";
+const PROMPTS: &str = "ludus:plugin/prompts@0.1.7";
+const RESOURCES: &str = "ludus:plugin/resources@0.1.7";
+const MOVES: &str = "ludus:plugin/moves@0.1.7";
 /// Imports of `ludus:plugin/client`, any 0.1.x version from 0.1.4.
 const CLIENT_PREFIX: &str = "ludus:plugin/client@";
 
@@ -271,6 +272,9 @@ pub struct Plugin {
     /// The game hands over its state and is rebuilt from it
     /// (`ludus:plugin/durable`): its sessions survive a restart.
     pub durable: Option<Durable>,
+    /// `moves.legal` (0.1.7): the caller's legal moves, for the
+    /// illegal-move policy `then = "random"`.
+    pub legal_moves: Option<ComponentExportIndex>,
     pub limits: PluginLimits,
     pub imports: Vec<String>,
     /// It imports `ludus:plugin/client`: its calls may wait for their client.
@@ -327,6 +331,16 @@ impl Plugin {
             export(META, "read-resource").ok_or_else(|| LoadError::NotAGame(format!("it does not export {META} read-resource")))?;
         let event = |name: &str| export(EVENTS, name);
         let durable = export(DURABLE, "save").zip(export(DURABLE, "restore")).map(|(save, restore)| Durable { save, restore });
+        let legal_moves = export(MOVES, "legal");
+        if legal_moves.is_none() && limits.illegal_moves.then == AfterRefusals::Random {
+            tracing::warn!(
+                plugin = info.name,
+                "{} does not list legal moves (it does not export {MOVES}): its games are played under the illegal-move \
+                 policy `nothing`, not `random`",
+                info.name
+            );
+            limits.illegal_moves = IllegalMovePolicy::default();
+        }
         let prompt_exports = export(PROMPTS, "get").zip(export(PROMPTS, "complete")).map(|(get, complete)| PromptExports { get, complete });
         let prompts =
             prompts.into_iter().map(|p| PromptDef { name: format!("{prefix}_{}", schema::json_name(&p.own)), ..p }).collect::<Vec<_>>();
@@ -369,6 +383,7 @@ impl Plugin {
             prompts,
             prompt_exports,
             durable,
+            legal_moves,
             limits,
             start_pace: ToolSpeed::default(),
             event_pace: ToolSpeed::default(),

@@ -92,6 +92,7 @@ function show() {
   move.appendChild(el('div', 'who', `${s.by}: ${s.call}${s.again ? ' (its answer after waiting)' : ''}`));
   move.appendChild(el('pre', '', JSON.stringify(s.args)));
   if (s.refused) move.appendChild(el('div', 'refused', 'refused'));
+  if (s.by_policy) move.appendChild(el('div', 'refused', 'a random legal move, played by the host under the illegal-move policy'));
   if (s.reasoning) move.appendChild(el('div', 'why', s.reasoning));
   if (g.optimality && s.call.endsWith('make_move') && !s.again && !s.refused) {
     const n = g.steps.slice(0, i + 1).filter(x => x.call.endsWith('make_move') && !x.again && !x.refused).length - 1;

@@ -7,12 +7,12 @@ wasmtime::component::bindgen!({
     inline: "
         package ludus:host;
         world linked {
-            include ludus:plugin/game@0.1.6;
-            import ludus:plugin/channels@0.1.6;
-            import ludus:plugin/lifecycle@0.1.6;
-            import ludus:plugin/seats@0.1.6;
-            import ludus:plugin/client@0.1.6;
-            import ludus:plugin/watchers@0.1.6;
+            include ludus:plugin/game@0.1.7;
+            import ludus:plugin/channels@0.1.7;
+            import ludus:plugin/lifecycle@0.1.7;
+            import ludus:plugin/seats@0.1.7;
+            import ludus:plugin/client@0.1.7;
+            import ludus:plugin/watchers@0.1.7;
         }
     ",
     path: "../wit/plugin",

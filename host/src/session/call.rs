@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::Val;
 
-use super::step::{Answered, Awaiting, Step, notes};
+use super::step::{Answered, Awaiting, Pick, Step, notes};
 use super::wait::{Wait, Woken};
 use super::{Caller, Invocation, Refusal, Seeding, Session, SessionInfo, Sessions, joins_tool, ran};
 use crate::capability::{Ask, CallInfo, ClientLink, LogSink};
@@ -118,6 +118,9 @@ struct Running {
     /// While the call is held waiting for its decision's answer, a second
     /// call for the same decision waits for that answer too.
     awaiting: Option<Awaiting>,
+    /// The call now runs the legal move the illegal-move policy plays for
+    /// its player: what the player is told of it.
+    by_policy: Option<String>,
 }
 
 impl Running {
@@ -143,7 +146,32 @@ impl Running {
             changes,
             wait: Wait::new(),
             awaiting: None,
+            by_policy: None,
         }
+    }
+
+    /// The call becomes the legal move the illegal-move policy plays for
+    /// its player, after the game refused `refused`.
+    fn play_instead(&mut self, refused: &Invocation, pick: Pick) {
+        let policy = self.session.policy();
+        let why = match &refused.value {
+            Some(Val::Result(Err(Some(e)))) => match &**e {
+                Val::String(e) => format!(" (\"{}\")", e.lines().next().unwrap_or_default()),
+                _ => String::new(),
+            },
+            _ => String::new(),
+        };
+        self.by_policy = Some(format!(
+            "The game refused that move{why}, and this game's illegal-move policy ({}) played a random legal move for you: \
+             {}. The answer above is the game's answer to that move.",
+            policy.in_words(),
+            pick.shown()
+        ));
+        self.index = pick.index;
+        self.decision = self.version.tools[pick.index].decision_argument(&pick.params);
+        self.params = pick.params;
+        self.reasoning = None;
+        self.wait = Wait::new();
     }
 }
 
@@ -286,6 +314,7 @@ impl Sessions {
             again: if first { None } else { call.logged_at },
             first,
             timed_out,
+            by_policy: call.by_policy.is_some(),
         };
         let run = move || step.run(info);
         // A game that can ask its client, called by a client that can be
@@ -303,6 +332,10 @@ impl Sessions {
                 return Stage::Done(Reply::Value { value: Some(answer), plugin: call.version.clone(), tool: call.index, note: Some(note) });
             }
             Ok(Ok(Answered::AnswerPending)) => Invocation { value: None, wait: Some(0), made_already: None, logged_at: None },
+            Ok(Ok(Answered::Random { refused, pick })) => {
+                call.play_instead(&refused, pick);
+                return Stage::Run { first: true, timed_out: false };
+            }
             Ok(Err(e)) => {
                 if creates {
                     self.discard(&session.id(), "it crashed while starting");
@@ -341,6 +374,10 @@ impl Sessions {
             session.bump();
         }
         let note = notes(session, &call.version, tool, &call.caller, &inv.value);
+        let note = match (call.by_policy.take(), note) {
+            (Some(policy), Some(note)) => Some(format!("{policy}\n\n{note}")),
+            (policy, note) => policy.or(note),
+        };
         Reply::Value { value: inv.value, plugin: call.version.clone(), tool: call.index, note }
     }
 

@@ -33,7 +33,7 @@ pub fn result_record(record: &Record, ended: &str, now_ms: u64) -> ResultRecord 
         ended: ended.to_string(),
         duration_ms: now_ms.saturating_sub(s.started_at_ms),
         figures: told.figures,
-        illegal_move_policy: PolicyRecord { policy: s.policy, fired: u32::from(s.forfeit.is_some()), lost: s.forfeit.clone() },
+        illegal_move_policy: PolicyRecord { policy: s.policy, fired: s.fired, lost: s.forfeit.clone() },
         in_match: record.in_match.clone(),
         build: record.plugin_sha256.clone(),
         actions: s.log.clone(),

@@ -32,6 +32,9 @@ pub(super) struct Step {
     pub first: bool,
     /// This run follows a wait whose deadline passed: its answer is final.
     pub timed_out: bool,
+    /// The host makes this call for the player under the illegal-move
+    /// policy (a random legal move): not the client's, and it fires nothing.
+    pub by_policy: bool,
 }
 
 /// What a run came to.
@@ -44,6 +47,28 @@ pub(super) enum Answered {
     /// The call's decision was made by a call of this caller that is still
     /// held waiting for its answer: wait for it.
     AnswerPending,
+    /// The game refused the call, and that fired the illegal-move policy
+    /// `then = "random"`: the refusal, and the legal move the host plays
+    /// for the player now, as the next call.
+    Random { refused: Invocation, pick: Pick },
+}
+
+/// A legal move the host plays for a player under the illegal-move policy.
+pub(super) struct Pick {
+    /// The tool (an index into the plugin's tools) and its arguments, the
+    /// game's id and the refused call's decision number among them.
+    pub index: usize,
+    pub params: Vec<Val>,
+    /// The move as the game listed it: the tool's name and its arguments.
+    pub tool: String,
+    pub args: serde_json::Value,
+}
+
+impl Pick {
+    /// The move as the player is told it.
+    pub fn shown(&self) -> String {
+        format!("`{}` {}", self.tool, self.args)
+    }
 }
 
 impl Step {
@@ -76,7 +101,7 @@ impl Step {
                 return Ok(Answered::AnswerPending);
             }
         }
-        if self.first {
+        if self.first && !self.by_policy {
             s.count_call(false);
         }
         let is_final = inv.wait.is_none() || self.timed_out;
@@ -95,7 +120,45 @@ impl Step {
             s.persist()?;
             s.settle();
         }
+        if !self.by_policy
+            && s.take_random_due(&self.caller)
+            && let Some(pick) = self.pick_random()?
+        {
+            s.random_move_made();
+            return Ok(Answered::Random { refused: inv, pick });
+        }
         Ok(Answered::Game(inv))
+    }
+
+    /// The legal move the illegal-move policy plays for this call's player:
+    /// one of those the game lists, drawn from its seed (none: the game
+    /// lists none it can take, and the refusal stands).
+    fn pick_random(&self) -> Result<Option<Pick>, SessionError> {
+        let s = &self.session;
+        let legal = s.legal_moves(&self.caller)?;
+        let Some(chosen) = legal.get(s.draw_for_policy(legal.len())) else { return Ok(None) };
+        let unusable = |why: String| {
+            tracing::warn!(plugin = self.version.name, session = s.id(), "the legal move {chosen:?} cannot be played: {why}");
+            Ok(None)
+        };
+        let Some(index) = self.version.tools.iter().position(|t| t.func == chosen.tool && t.decision.is_some()) else {
+            return unusable("the game has no decision tool of that name".into());
+        };
+        let tool = &self.version.tools[index];
+        let Ok(serde_json::Value::Object(mut args)) = serde_json::from_str(&chosen.arguments) else {
+            return unusable("its arguments are not a JSON object".into());
+        };
+        let shown = serde_json::Value::Object(args.clone());
+        if let Role::Uses(i) = tool.role {
+            args.insert(tool.params[i].json.clone(), s.id().into());
+        }
+        if let Some(n) = self.decision {
+            args.insert(DECISION.into(), n.into());
+        }
+        match tool.convert_args(&args) {
+            Ok(params) => Ok(Some(Pick { index, params, tool: tool.name.clone(), args: shown })),
+            Err(e) => unusable(e),
+        }
     }
 }
 
@@ -134,6 +197,7 @@ impl Step {
             refused: false,
             timed_out: self.timed_out,
             reasoning: self.reasoning.clone().or(own),
+            policy: self.by_policy,
         })
     }
 }

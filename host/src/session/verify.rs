@@ -11,7 +11,7 @@ use std::sync::{Arc, Weak};
 
 use wasmtime::component::Val;
 
-use super::step::{Answered, Step};
+use super::step::{Answered, Pick, Step};
 use super::{Home, Names, Seeding, Session, Sessions};
 use crate::capability::CallInfo;
 use crate::plugin::{DECISION, Plugin, REASONING, Role};
@@ -122,16 +122,26 @@ impl Sessions {
         game: u32,
         log: &mut Played,
     ) -> Result<(), (usize, String)> {
+        // The random move the illegal-move policy played in the replay,
+        // which the log must have next, made by the host.
+        let mut picked: Option<Pick> = None;
         for (i, action) in record.actions.iter().enumerate() {
             if session.replayed_record(game).is_some() {
                 return Ok(());
             }
             log.actions = i + 1;
+            same_pick(picked.take(), action).map_err(|why| (i + 1, why))?;
             let ran = match action {
-                Action::Call { .. } => replay_call(session, plugin, action, None).await.map(|step| log.step(i, step)),
+                Action::Call { .. } => replay_call(session, plugin, action, None).await.map(|(step, pick)| {
+                    picked = pick;
+                    log.step(i, step)
+                }),
                 Action::Again { again, timed_out } => match record.actions.get(*again) {
                     Some(call @ Action::Call { .. }) if *again < i => {
-                        replay_call(session, plugin, call, Some(*timed_out)).await.map(|step| log.step(i, step))
+                        replay_call(session, plugin, call, Some(*timed_out)).await.map(|(step, pick)| {
+                            picked = pick;
+                            log.step(i, step)
+                        })
                     }
                     _ => Err(format!("it runs action {} again, which is no earlier call", again + 1)),
                 },
@@ -154,6 +164,23 @@ impl Sessions {
     }
 }
 
+/// Checks that the host's moves under the illegal-move policy went as
+/// when played: the move the replay picked (if any) is the next action,
+/// and an action the host made was picked in the replay too.
+fn same_pick(picked: Option<Pick>, next: &Action) -> Result<(), String> {
+    let logged = match next {
+        Action::Call { call, args, policy: true, .. } => Some((call, args)),
+        _ => None,
+    };
+    match (picked, logged) {
+        (None, None) => Ok(()),
+        (Some(p), Some((call, args))) if &p.tool == call && &p.args == args => Ok(()),
+        (Some(p), Some((call, args))) => Err(format!("the illegal-move policy played `{call}` {args} when played, and {} now", p.shown())),
+        (Some(p), None) => Err(format!("the illegal-move policy played {} now, and nothing when played", p.shown())),
+        (None, Some((call, args))) => Err(format!("the illegal-move policy played `{call}` {args} when played, and nothing now")),
+    }
+}
+
 /// The digests of the lines the log has from channel `channel` a little
 /// further on (its next eight entries of that channel's lines), by which a
 /// replay knows a line belongs there.
@@ -169,8 +196,13 @@ fn later_lines(rest: &[Action], channel: u32) -> HashSet<&str> {
 /// took or refused it as it did then; or (`again`: whether its wait ran
 /// out) a held call's re-run, whose answer is not checked. Its step, with
 /// the answer the game gave.
-async fn replay_call(session: &Arc<Session>, plugin: &Arc<Plugin>, action: &Action, again: Option<bool>) -> Result<ReplayStep, String> {
-    let Action::Call { call, by, args, decision, refused, timed_out, reasoning } = action else {
+async fn replay_call(
+    session: &Arc<Session>,
+    plugin: &Arc<Plugin>,
+    action: &Action,
+    again: Option<bool>,
+) -> Result<(ReplayStep, Option<Pick>), String> {
+    let Action::Call { call, by, args, decision, refused, timed_out, reasoning, policy } = action else {
         return Err("not a call".into());
     };
     let shown_args = args.clone();
@@ -199,11 +231,13 @@ async fn replay_call(session: &Arc<Session>, plugin: &Arc<Plugin>, action: &Acti
         again: None,
         first: again.is_none(),
         timed_out: *timed_out,
+        by_policy: *policy,
     };
     let info = CallInfo { caller: by.clone(), timed_out: *timed_out, ..CallInfo::default() };
     let answered = run_guest(&tool.pace, move || step.run(info)).await.map_err(|e| e.to_string())?;
-    let value = match answered.map_err(|e| format!("`{call}` by {by} failed: {e}"))? {
-        Answered::Game(inv) => inv.value,
+    let (value, pick) = match answered.map_err(|e| format!("`{call}` by {by} failed: {e}"))? {
+        Answered::Game(inv) => (inv.value, None),
+        Answered::Random { refused, pick } => (refused.value, Some(pick)),
         Answered::Kept(_) | Answered::AnswerPending => {
             return Err(format!("`{call}` by {by}: the game said its decision was made already"));
         }
@@ -227,7 +261,7 @@ async fn replay_call(session: &Arc<Session>, plugin: &Arc<Plugin>, action: &Acti
         }
         other => other,
     };
-    Ok(ReplayStep {
+    let step = ReplayStep {
         action: 0,
         by: by.clone(),
         call: call.clone(),
@@ -235,8 +269,10 @@ async fn replay_call(session: &Arc<Session>, plugin: &Arc<Plugin>, action: &Acti
         reasoning: reasoning.clone(),
         again: again.is_some(),
         refused: was,
+        by_policy: *policy,
         answer,
-    })
+    };
+    Ok((step, pick))
 }
 
 /// The game's state at the end of a replay, from its read-only tool that
@@ -256,8 +292,9 @@ async fn final_view(session: &Arc<Session>, plugin: &Arc<Plugin>, creator: &str)
         refused: false,
         timed_out: true,
         reasoning: None,
+        policy: false,
     };
-    let mut step = replay_call(session, plugin, &call, Some(true)).await.ok()?;
+    let (mut step, _) = replay_call(session, plugin, &call, Some(true)).await.ok()?;
     step.again = false;
     Some(step)
 }
@@ -277,6 +314,7 @@ fn differences(recorded: &ResultRecord, replayed: &ResultRecord) -> Vec<String> 
     compare("first failing move", format!("{:?}", recorded.first_failing_move), format!("{:?}", replayed.first_failing_move));
     compare("optimum", format!("{:?}", recorded.optimum), format!("{:?}", replayed.optimum));
     compare("parameters", recorded.parameters.to_string(), replayed.parameters.to_string());
+    compare("times the policy fired", recorded.illegal_move_policy.fired.to_string(), replayed.illegal_move_policy.fired.to_string());
     compare(
         "lost under the policy",
         format!("{:?}", recorded.illegal_move_policy.lost),

@@ -73,6 +73,13 @@ ludus_sdk::puzzle!(
     prompts: prompts::PAPER
 );
 
+// The illegal-move policy's random move: one block move from the legal ones.
+ludus_sdk::legal_moves!(Plugin, || {
+    let moves = GAME.with_borrow(|g| g.as_ref().filter(|p| !p.world.goal_reached()).map(|p| p.world.legal_moves()).unwrap_or_default());
+    let json = ludus_sdk::tally::json_string;
+    moves.iter().map(|(block, from, to)| ("execute-move", format!("{{\"move\":[{},{from},{to}]}}", json(block)))).collect()
+});
+
 impl Guest for Plugin {
     fn init_simulator(n: Option<u32>, initial: Option<Stacks>, goal: Option<Stacks>) -> Result<Started, String> {
         let given = initial.is_some();

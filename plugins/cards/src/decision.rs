@@ -82,6 +82,32 @@ pub fn check(pending: &Value, answer: &Answer) -> Result<Value, String> {
     Ok(Value::Object(args))
 }
 
+/// Every answer `check` takes for `pending`, as `choose_action`'s
+/// arguments (amounts: at most 101 of the range, evenly spread; a
+/// `multi_amount` decision: only a pass, where it may be passed).
+pub fn legal_answers(pending: &Value) -> Vec<Value> {
+    if !pending["action_pending"].as_bool().unwrap_or(false) {
+        return Vec::new();
+    }
+    let kind = pending["response_type"].as_str().unwrap_or("select");
+    let n = pending["choices"].as_array().map_or(0, Vec::len);
+    let mut out: Vec<Value> = match kind {
+        "select" | "index" => (0..n).map(|i| json!({"index": i})).collect(),
+        "boolean" => vec![json!({"answer": true}), json!({"answer": false})],
+        "amount" => {
+            let (lo, hi) = (pending["min"].as_i64().unwrap_or(0), pending["max"].as_i64().unwrap_or(0));
+            let step = ((hi - lo) / 100).max(1);
+            (0..=100).map(|i| lo.saturating_add(i * step)).take_while(|a| *a <= hi).map(|a| json!({"amount": a})).collect()
+        }
+        "pile" => vec![json!({"pile": 1}), json!({"pile": 2})],
+        _ => Vec::new(),
+    };
+    if pending["can_pass"].as_bool().unwrap_or(false) && kind != "boolean" {
+        out.push(json!({"answer": false}));
+    }
+    out
+}
+
 fn valid_forms(kind: &str, n: usize, pending: &Value, can_pass: bool) -> String {
     let main = match kind {
         "select" | "index" if n > 0 => format!("`index` 0 to {}", n - 1),
@@ -110,6 +136,25 @@ mod tests {
         assert_eq!(check(&pending("select"), &Answer { answer: Some(false), ..Default::default() }), Ok(json!({"answer": false})));
         assert_eq!(check(&pending("amount"), &Answer { amount: Some(3), ..Default::default() }), Ok(json!({"amount": 3})));
         assert_eq!(check(&pending("boolean"), &Answer { answer: Some(true), ..Default::default() }), Ok(json!({"answer": true})));
+    }
+
+    #[test]
+    fn every_legal_answer_is_taken() {
+        for kind in ["select", "boolean", "amount", "pile"] {
+            let answers = legal_answers(&pending(kind));
+            assert!(!answers.is_empty(), "{kind}");
+            for a in answers {
+                let answer = Answer {
+                    index: a["index"].as_u64().map(|i| i as u32),
+                    answer: a["answer"].as_bool(),
+                    amount: a["amount"].as_i64(),
+                    pile: a["pile"].as_u64().map(|p| p as u32),
+                    ..Default::default()
+                };
+                assert!(check(&pending(kind), &answer).is_ok(), "{kind}: {a}");
+            }
+        }
+        assert!(legal_answers(&json!({"action_pending": false})).is_empty());
     }
 
     #[test]

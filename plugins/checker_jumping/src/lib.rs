@@ -70,6 +70,13 @@ fn moved_text(g: &Board, (c, f, t): &Move) -> String {
     reply(format!("{c} {how} from cell {f} to cell {t}.\n{}", g.render()), puzzle::with_due(next_step(g)))
 }
 
+// The illegal-move policy's random move: one slide or jump from the legal ones.
+ludus_sdk::legal_moves!(Plugin, || {
+    let moves = GAME.with_borrow(|g| g.as_ref().filter(|b| !b.goal_reached()).map(Board::legal_moves).unwrap_or_default());
+    let json = ludus_sdk::tally::json_string;
+    moves.iter().map(|(colour, from, to)| ("execute-move", format!("{{\"move\":[{},{from},{to}]}}", json(colour)))).collect()
+});
+
 impl Guest for Plugin {
     fn init_simulator(n: u32) -> Result<Started, String> {
         let g = Board::new(n)?;

@@ -657,6 +657,17 @@ impl Guest for Plugin {
     }
 }
 
+// The illegal-move policy's random move: the caller's legal moves in UCI
+// (as the board lists them), when it is that player's turn.
+ludus_sdk::legal_moves!(Plugin, || {
+    let me = ludus_sdk::host::caller();
+    MATCH.with_borrow(|m| {
+        let Some(m) = m.as_ref().filter(|m| m.game.outcome.is_none() && m.may_move(&me).is_ok()) else { return Vec::new() };
+        let ucis = m.game.legal_moves().into_iter().map(|mv| m.game.uci_of(mv));
+        ucis.map(|uci| ("finish-turn", format!("{{\"move\":\"{uci}\"}}"))).collect()
+    })
+});
+
 impl exports::ludus::plugin::access::Guest for Plugin {
     /// Seats by join code; the position is public (chess hides nothing).
     fn grants() -> Vec<Grant> {

@@ -56,6 +56,12 @@ ludus_sdk::puzzle!(
     prompts: prompts::PAPER
 );
 
+// The illegal-move policy's random move: one disk move from the legal ones.
+ludus_sdk::legal_moves!(Plugin, || {
+    let moves = GAME.with_borrow(|g| g.as_ref().filter(|g| !g.goal_reached()).map(Hanoi::legal_moves).unwrap_or_default());
+    moves.iter().map(|[disk, from, to]| ("execute-move", format!("{{\"move\":[{disk},{from},{to}]}}"))).collect()
+});
+
 impl Guest for Plugin {
     fn init_simulator(n: u32) -> Result<Started, String> {
         let g = Hanoi::new(n)?;

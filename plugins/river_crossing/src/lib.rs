@@ -79,6 +79,15 @@ fn render(g: &Game) -> String {
 
 struct Plugin;
 
+// The illegal-move policy's random move: one crossing from the legal ones
+// (loads of up to three riders: enough to go on, and few enough to list).
+ludus_sdk::legal_moves!(Plugin, || {
+    let loads = GAME.with_borrow(|g| g.as_ref().filter(|g| !g.river.goal_reached()).map(|g| g.river.legal_loads(3)).unwrap_or_default());
+    let json = ludus_sdk::tally::json_string;
+    let list = |load: &Vec<String>| load.iter().map(|name| json(name)).collect::<Vec<_>>().join(",");
+    loads.iter().map(|load| ("execute-move", format!("{{\"move\":[{}]}}", list(load)))).collect()
+});
+
 impl Guest for Plugin {
     fn init_simulator(n: u32, k: Option<u32>) -> Result<Started, String> {
         let k = k.unwrap_or_else(|| rules::default_capacity(n));

@@ -95,6 +95,34 @@ impl River {
         self.at.iter().all(|&s| s == Side::Right)
     }
 
+    /// Every legal crossing of at most `most` riders (and the boat's
+    /// capacity), smaller loads first, each in the order of the riders.
+    pub fn legal_loads(&self, most: u32) -> Vec<Vec<String>> {
+        let here = self.on(self.boat);
+        let mut out = Vec::new();
+        let mut load: Vec<usize> = Vec::new();
+        for size in 1..=most.min(self.k) as usize {
+            self.loads_of(&here, size, 0, &mut load, &mut out);
+        }
+        out
+    }
+
+    /// The legal loads of `size` riders that extend `load` with riders of `here` from `from` on.
+    fn loads_of(&self, here: &[usize], size: usize, from: usize, load: &mut Vec<usize>, out: &mut Vec<Vec<String>>) {
+        if load.len() == size {
+            let names: Vec<String> = load.iter().map(|&p| self.name(p)).collect();
+            if self.clone().apply(&names).is_ok() {
+                out.push(names);
+            }
+            return;
+        }
+        for i in from..here.len() {
+            load.push(here[i]);
+            self.loads_of(here, size, i + 1, load, out);
+            load.pop();
+        }
+    }
+
     /// Checks one crossing and applies it, or says precisely why it is illegal.
     pub fn apply(&mut self, load: &[String]) -> Result<(), String> {
         if load.is_empty() {
@@ -310,6 +338,20 @@ mod tests {
 
     fn load(names: &[&str]) -> Vec<String> {
         names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_legal_loads_are_the_crossings_the_rules_take() {
+        let r = River::new(3, 2).unwrap();
+        let loads = r.legal_loads(3);
+        assert!(loads.iter().all(|l| r.clone().apply(l).is_ok()), "{loads:?}");
+        assert!(loads.contains(&load(&["a_1", "A_1"])) && loads.contains(&load(&["a_1"])), "{loads:?}");
+        assert!(!loads.contains(&load(&["A_1", "A_2"])), "two agents leave their actors with the third: {loads:?}");
+        assert!(loads.iter().all(|l| l.len() <= 2), "the boat holds two: {loads:?}");
+        let mut done = r.clone();
+        done.at = vec![Side::Right; 6];
+        done.boat = Side::Right;
+        assert!(done.legal_loads(3).iter().all(|l| done.clone().apply(l).is_ok()));
     }
 
     #[test]

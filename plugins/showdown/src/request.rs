@@ -303,6 +303,23 @@ impl Request {
         self.actions().into_iter().find(|a| action_key(&a.name) == key)
     }
 
+    /// Every whole decision the agent may send now, as `decide` reads it:
+    /// each action in singles; in doubles and triples each combination of
+    /// one action per open position that `decide` takes (at most `most`).
+    pub fn whole_decisions(&self, most: usize) -> Vec<String> {
+        let open = self.open_positions();
+        if self.positions() == 1 || open.is_empty() {
+            return self.actions().into_iter().map(|a| a.name).take(most).collect();
+        }
+        let mut whole = vec![String::new()];
+        for &pos in &open {
+            let names: Vec<String> = self.position_actions(pos).into_iter().map(|a| a.name).collect();
+            let longer = whole.iter().flat_map(|w| names.iter().map(move |n| if w.is_empty() { n.clone() } else { format!("{w}, {n}") }));
+            whole = longer.take(most * 8).collect();
+        }
+        whole.into_iter().filter(|w| self.decide(w).is_ok()).take(most).collect()
+    }
+
     /// The agent's whole decision: in singles one action; in doubles and
     /// triples one per position that needs one, in position order, joined
     /// with commas (`thunderbolt 1, switch garchomp`). Two positions may not

@@ -9,7 +9,7 @@
 // game: the host gives every `start` a fresh instance and routes each `take`
 // and `get-state` to the instance whose `game-id` the agent passed.
 
-import { seed as sessionSeed, sessionId } from 'ludus:plugin/host@0.1.6';
+import { seed as sessionSeed, sessionId } from 'ludus:plugin/host@0.1.7';
 
 let piles = [];
 let winner; // undefined while the game goes on, else 'you' or 'computer'

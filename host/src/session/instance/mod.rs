@@ -13,6 +13,7 @@ mod guest;
 mod info;
 mod lease;
 mod ledger;
+mod legal;
 mod persist;
 mod replay;
 mod waits;
@@ -35,6 +36,7 @@ use crate::store::{Record, SessionStore, Stored, now_ms};
 pub use error::SessionError;
 pub use info::SessionInfo;
 pub use lease::Run;
+
 pub use waits::Waits;
 
 use guest::{Guest, Live, Slot};

@@ -86,6 +86,10 @@ pub struct Game {
     pub ai_level: String,
     /// A bridge started after the game ended, to look a card up by name.
     lookup: Option<u32>,
+    /// The decision each seat was last seen to have pending (checking a
+    /// `choose_action`): what the illegal-move policy's random move picks
+    /// from (`decision::legal_answers`).
+    pub pending_seen: [Option<Value>; 2],
 }
 
 /// The end of a game: why, the requests for its final views still out, and
@@ -147,6 +151,7 @@ impl Game {
             decisions: 0,
             ai_level: "Medium".into(),
             lookup: None,
+            pending_seen: [None, None],
         }
     }
 

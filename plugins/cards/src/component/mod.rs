@@ -10,7 +10,7 @@ mod render;
 
 use bindings::exports::ludus::cards::tools::{ActionChoices, ActionStatus, GameLog, GameState, Guest, Opponent, Oracle};
 use bindings::exports::ludus::plugin::access::{self, Audience, Grant};
-use bindings::exports::ludus::plugin::{durable, events, meta};
+use bindings::exports::ludus::plugin::{durable, events, meta, moves};
 use ludus_sdk::{PluginInfo, ToolHint, host};
 use serde_json::{Value, json};
 
@@ -353,7 +353,11 @@ impl Guest for Cards {
         let args = if already_sent {
             Value::Null
         } else {
-            let check = |_: &mut Game, _, pending: Value| decision::check(&pending, &answer).map(Ok);
+            let check = |g: &mut Game, seat: usize, pending: Value| {
+                let checked = decision::check(&pending, &answer).map(Ok);
+                g.pending_seen[seat] = Some(pending);
+                checked
+            };
             let still = |g: &Game, seat| Err(Box::new(still_waiting(g, seat)));
             let checked = call(&check_key, "get_action_choices", json!({}), Decides::No, check, still);
             match checked {
@@ -374,6 +378,7 @@ impl Guest for Cards {
         if !already_sent {
             with_game(|g| {
                 g.decisions += 1;
+                g.pending_seen = [None, None];
                 g.tally.sent(true);
                 g.tally.tell();
                 Ok(())
@@ -459,6 +464,20 @@ impl Guest for Cards {
             Ok(())
         })?;
         status_call("concede", json!({}), Decides::No)
+    }
+}
+
+// The illegal-move policy's random move: an answer that fits the decision
+// the caller was last seen to have pending (when its refused answer was
+// checked), as `choose_action` takes it.
+impl moves::Guest for Cards {
+    fn legal() -> Vec<moves::LegalMove> {
+        let answers = with_game(|g| {
+            let seat = g.seat_of(&host::caller())?;
+            Ok(g.pending_seen[seat].as_ref().map(decision::legal_answers).unwrap_or_default())
+        });
+        let answers = answers.unwrap_or_default().into_iter();
+        answers.map(|args| moves::LegalMove { tool: "choose-action".into(), arguments: args.to_string() }).collect()
     }
 }
 

@@ -9,7 +9,7 @@ mod game;
 mod render;
 
 use bindings::exports::ludus::plugin::access::{self, Audience, Grant};
-use bindings::exports::ludus::plugin::{durable, events, meta};
+use bindings::exports::ludus::plugin::{durable, events, meta, moves};
 use bindings::exports::ludus::showdown::tools::{
     ActionInfo, AvailableActions, BattleStarted, BattleState, Bot as BotChoice, Guest, MoveResult, PokemonDetails,
 };
@@ -614,6 +614,17 @@ fn offline_game(creator: String, p2: P2, format: String, seeds: Seeds, teams: Te
 
 /// The join tool is open to whoever has the join code; everything else is
 /// the players' (a side's team and requests are its own).
+/// The illegal-move policy's random move: the caller's whole decisions
+/// that are due, as `make_move` takes them.
+impl moves::Guest for Showdown {
+    fn legal() -> Vec<moves::LegalMove> {
+        let due = with_game(|g| Ok(g.due().map(|r| r.whole_decisions(1000)).unwrap_or_default())).unwrap_or_default();
+        due.into_iter()
+            .map(|action| moves::LegalMove { tool: "make-move".into(), arguments: serde_json::json!({ "action": action }).to_string() })
+            .collect()
+    }
+}
+
 impl access::Guest for Showdown {
     fn grants() -> Vec<Grant> {
         vec![Grant { name: "join-battle".into(), audience: Audience::Joins }]
