@@ -384,6 +384,94 @@ async fn over_stdio_the_same_client_continues_its_games_after_a_restart() {
     c.close().await;
 }
 
+/// Live sessions of `game` in memory now (`ludus_games`).
+async fn in_memory(c: &Client, game: &str) -> u64 {
+    let games = c.ok("ludus_games", json!({})).await;
+    games["games"].as_array().unwrap().iter().find(|g| g["name"] == game).unwrap()["live_sessions"].as_u64().unwrap()
+}
+
+/// Waits until neither Hanoi nor chess has a game in memory.
+async fn until_out_of_memory(c: &Client) {
+    for _ in 0..100 {
+        if in_memory(c, "hanoi").await == 0 && in_memory(c, "chess").await == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the idle games stayed in memory");
+}
+
+/// Games idle past `limits.unload_idle_after_ms` leave memory, and the next
+/// call on one rebuilds it as it was: with games kept only in the server's
+/// memory and with the session store, a Hanoi puzzle and a chess game whose
+/// engine has replied leave (`ludus_games` counts none in memory), stay
+/// listed, and then answer as if they had stayed: two reads at once of the
+/// puzzle see one game, its next decision is taken, the chess position and
+/// the next move are the ones due. A server that keeps games in memory only
+/// records the games out of memory when it stops.
+#[tokio::test]
+async fn idle_games_leave_memory_and_come_back_as_they_were() {
+    for kept in ["memory", "games.db"] {
+        let work = scratch();
+        let records = work.path().join("records.jsonl");
+        let extra = format!("records = {:?}\n[limits]\nunload_idle_after_ms = 300\n", records.display().to_string());
+        let cfg = config(work.path(), &extra);
+        let store = if kept == "memory" { kept.to_string() } else { work.path().join(kept).display().to_string() };
+        let c = stdio(&["--config", cfg.to_str().unwrap(), "--store", &store], work.path()).await;
+
+        let hanoi = c.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].clone();
+        c.ok("hanoi_execute_move", json!({"env_id": hanoi, "move": [1, 0, 2], "decision": 1})).await;
+        let chess = c.ok("chess_create_game", json!({"type": "computer", "difficulty": 1, "seed": 9})).await["game_id"].clone();
+        c.ok("chess_finish_turn", json!({"game_id": chess, "move": "e4", "decision": 1})).await;
+        let mut before = json!({});
+        for _ in 0..50 {
+            before = c.ok("chess_wait_for_next_turn", json!({"game_id": chess})).await;
+            if before["status"] == "your-turn" {
+                break;
+            }
+        }
+        assert_eq!(before["status"], "your-turn", "{kept}: {before}");
+
+        until_out_of_memory(&c).await;
+        let listed = c.ok("ludus_sessions", json!({})).await;
+        assert_eq!(session_ids(&listed).len(), 2, "{kept}: games out of memory are still listed: {listed}");
+
+        let state = json!({"env_id": hanoi});
+        let (a, b) = tokio::join!(c.call("hanoi_get_state", state.clone()), c.call("hanoi_get_state", state));
+        for read in [a, b] {
+            let read = read.structured_content.unwrap_or_else(|| panic!("{kept}: a read of a game out of memory failed"));
+            assert_eq!((&read["state"], &read["decision"]), (&json!([[3, 2], [], [1]]), &json!(2)), "{kept}: {read}");
+        }
+        assert_eq!(in_memory(&c, "hanoi").await, 1, "{kept}: rebuilt once");
+        let moved = c.ok("hanoi_execute_move", json!({"env_id": hanoi, "move": [2, 0, 1], "decision": 2})).await;
+        assert_eq!(moved["state"], json!([[3], [2], [1]]), "{kept}: {moved}");
+
+        let after = c.ok("chess_wait_for_next_turn", json!({"game_id": chess})).await;
+        assert_eq!(
+            (&after["status"], &after["fen"], &after["decision"]),
+            (&before["status"], &before["fen"], &before["decision"]),
+            "{kept}"
+        );
+        let mv = after["legal_moves"][0].clone();
+        c.ok("chess_finish_turn", json!({"game_id": chess, "move": mv, "decision": after["decision"]})).await;
+
+        until_out_of_memory(&c).await;
+        c.close().await;
+        if kept == "memory" {
+            let mut text = String::new();
+            for _ in 0..100 {
+                text = std::fs::read_to_string(&records).unwrap_or_default();
+                if text.lines().count() >= 2 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            let outcomes: Vec<Value> = text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["outcome"].clone()).collect();
+            assert_eq!(outcomes, [json!("abandoned"), json!("abandoned")], "{text}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn idle_expiry_counts_across_a_restart_and_a_gone_version_ends_its_games_with_a_reason() {
     let work = scratch();

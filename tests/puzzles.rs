@@ -565,7 +565,7 @@ async fn repeated_legal_moves_are_made_and_a_reset_numbers_decisions_afresh() {
 #[tokio::test]
 async fn a_limit_names_the_key_that_raises_it() {
     let work = scratch();
-    let cfg = config(work.path(), "[plugins.hanoi]\nmax_sessions = 1\n");
+    let cfg = config(work.path(), "[limits]\nunload_idle_after_ms = 0\n[plugins.hanoi]\nmax_sessions = 1\n");
     let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
     c.ok("hanoi_init_simulator", json!({"n": 2})).await;
     let e = c.err("hanoi_init_simulator", json!({"n": 2})).await;

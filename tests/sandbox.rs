@@ -56,7 +56,8 @@ async fn runaway_memory_bomb_panic_and_flood_are_contained() {
 #[tokio::test]
 async fn session_limits_and_idle_expiry_give_clear_errors() {
     let work = scratch();
-    let cfg = config(work.path(), "[plugins.hanoi]\nmax_sessions = 2\nidle_timeout_ms = 1500\n");
+    // Games stay in memory (none leaves to make room), so the limit is met.
+    let cfg = config(work.path(), "[limits]\nunload_idle_after_ms = 0\n[plugins.hanoi]\nmax_sessions = 2\nidle_timeout_ms = 1500\n");
     let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;
     let a = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].clone();
     c.ok("hanoi_init_simulator", json!({"n": 2})).await;
@@ -69,13 +70,39 @@ async fn session_limits_and_idle_expiry_give_clear_errors() {
     c.close().await;
 }
 
+/// At a limit, games that may leave memory make room instead of the new
+/// game being refused: the longest-idle ones leave (kept as a restart keeps
+/// them) and come back, as they were, on their next call.
+#[tokio::test]
+async fn at_a_limit_idle_games_leave_memory_to_make_room() {
+    let work = scratch();
+    let cfg = config(work.path(), "[limits]\nmax_sessions_per_caller = 3\n");
+    let c = stdio(&["--config", cfg.to_str().unwrap(), "--store", "memory"], work.path()).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let id = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].clone();
+        c.ok("hanoi_execute_move", json!({"env_id": id, "move": [1, 0, 1], "decision": 1})).await;
+        ids.push(id);
+    }
+    c.ok("hanoi_init_simulator", json!({"n": 2})).await;
+    let games = c.ok("ludus_games", json!({})).await;
+    let hanoi = games["games"].as_array().unwrap().iter().find(|g| g["name"] == "hanoi").unwrap().clone();
+    assert!(hanoi["live_sessions"].as_u64().unwrap() < 4, "{hanoi}");
+    assert_eq!(c.ok("ludus_sessions", json!({})).await["count"], 4);
+    for id in ids {
+        let state = c.ok("hanoi_get_state", json!({"env_id": id})).await;
+        assert_eq!((&state["state"], &state["decision"]), (&json!([[2], [1], []]), &json!(2)), "{state}");
+    }
+    c.close().await;
+}
+
 /// One client cannot take every slot: past `max_sessions_per_caller` its new
 /// games are refused with the limit named, while another client still starts
 /// games.
 #[tokio::test]
 async fn one_client_cannot_take_every_session() {
     let work = scratch();
-    let cfg = config(work.path(), "[limits]\nmax_sessions_per_caller = 3\n");
+    let cfg = config(work.path(), "[limits]\nmax_sessions_per_caller = 3\nunload_idle_after_ms = 0\n");
     let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
     let (greedy, other) = (http_client(&server).await, http_client(&server).await);
     for _ in 0..3 {

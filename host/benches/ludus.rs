@@ -34,6 +34,8 @@
 //! measures what keeping games across restarts costs: a changing call and a
 //! read-only one with the session store against `--store memory`, and the
 //! time from a restart to the first answered call with 10,000 stored games.
+//! `LUDUS_BENCH=idle` measures games that leave memory while idle: memory
+//! per game with 100,000 of them, and the first call on one out of memory.
 //! `LUDUS_BENCH=verify` measures `ludus verify` per record of each game
 //! (Hanoi, chess against the engine, an offline Showdown battle when the
 //! tests' simulator package is installed) and what the action log adds to
@@ -643,6 +645,86 @@ fn store_costs(cfg: &Path) {
     }
 }
 
+/// `LUDUS_BENCH=idle`: games that leave memory while idle. Over stdio,
+/// Hanoi puzzles (N=3) started and moved once, 500 at a time: 10,000 with
+/// games kept in memory until they end (`unload_idle_after_ms = 0`), then
+/// 100,000 that leave memory after 1 s, with `--store memory` and with the
+/// default store file. For each: the server's resident memory per game once
+/// the idle ones have left, how fast they were started, and
+/// `hanoi_get_state` on 1,000 games out of memory (each call rebuilds one)
+/// against the same 1,000 calls again, now in memory.
+fn idle_costs(cfg: &Path) {
+    let dir = cfg.parent().unwrap().join("idle");
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = std::fs::read_to_string(cfg).unwrap();
+    let cache = base.lines().next().unwrap().to_string();
+    for (label, games, unload, store) in [
+        ("in memory until they end", 10_000, 0, "memory".to_string()),
+        ("out of memory after 1 s, --store memory", 100_000, 1_000, "memory".to_string()),
+        ("out of memory after 1 s, default store file", 100_000, 1_000, dir.join("games.db").display().to_string()),
+    ] {
+        let file = dir.join(format!("idle-{unload}-{games}.toml"));
+        let limits = "max_sessions = 1000000\nmax_sessions_per_plugin = 1000000\nmax_sessions_per_caller = 1000000";
+        std::fs::write(&file, format!("{cache}\n[limits]\n{limits}\nunload_idle_after_ms = {unload}\n")).unwrap();
+        let _ = std::fs::remove_file(dir.join("games.db"));
+        let mut c = RawClient::serve(&["--store", &store], &file);
+        let pid = c.child.id();
+        new_puzzle(&mut c);
+        let before = rss_kib(pid);
+        let started = Instant::now();
+        let mut ids = Vec::with_capacity(games);
+        for batch in 0..games / 500 {
+            for i in 0..500 {
+                c.send(&tool_call((batch * 500 + i + 10) as u64, "hanoi_init_simulator", json!({"n": 3})).to_string());
+            }
+            for _ in 0..500 {
+                let answer = read_answer(&mut c.output);
+                let id = answer["result"]["structuredContent"]["env_id"].as_str().unwrap_or_else(|| panic!("{answer}")).to_string();
+                ids.push(id);
+            }
+            for (i, id) in ids[batch * 500..].iter().enumerate() {
+                c.send(
+                    &tool_call((i + 10) as u64, "hanoi_execute_move", json!({"env_id": id, "move": [1, 0, 2], "decision": 1})).to_string(),
+                );
+            }
+            for _ in 0..500 {
+                let answer = read_answer(&mut c.output);
+                assert_eq!(answer["result"]["isError"], false, "{answer}");
+            }
+        }
+        let made = started.elapsed();
+        std::thread::sleep(Duration::from_millis(if unload > 0 { 3_000 } else { 500 }));
+        let after = rss_kib(pid);
+        eprintln!(
+            "idle {label}: {games} games started and moved in {:.1} s ({:.0} per second); resident {:.0} MiB, {:.0} MiB before: {:.2} KiB per game",
+            made.as_secs_f64(),
+            games as f64 / made.as_secs_f64(),
+            after as f64 / 1024.0,
+            before as f64 / 1024.0,
+            (after.saturating_sub(before)) as f64 / games as f64
+        );
+        // The first 1,000 games: out of memory by now (where games leave it).
+        let mut timed = |round: &str| {
+            let mut took = Vec::with_capacity(1_000);
+            for (i, id) in ids.iter().take(1_000).enumerate() {
+                let line = get_state_line(id)(i + 10);
+                let t = Instant::now();
+                let answer = c.ask(&line);
+                took.push(t.elapsed());
+                assert!(answer["result"]["structuredContent"]["state"].is_array(), "{answer}");
+            }
+            let (p50, p99) = percentiles(took);
+            eprintln!("idle {label}: hanoi_get_state {round}: p50 {} / p99 {}", us(p50), us(p99));
+            p50
+        };
+        let first = timed("first call on each of 1,000 games");
+        let again = timed("the same 1,000 again");
+        eprintln!("idle {label}: first call / again at p50: {:.1}×", first.as_secs_f64() / again.as_secs_f64());
+        let _ = c.child.kill();
+        let _ = c.child.wait();
+    }
+}
+
 /// `LUDUS_BENCH=cluster`: over HTTP, one call at a time, a server keeping
 /// its games in memory, one in the SQLite file and one in Redis, asked in
 /// turn: `hanoi_execute_move` and `hanoi_get_state`. Then 200 concurrent
@@ -1003,6 +1085,7 @@ async fn main() {
         Ok("tools") => return tokio::task::spawn_blocking(move || tool_list_bytes(&cfg)).await.unwrap(),
         Ok("cluster") => return cluster_costs(&cfg).await,
         Ok("verify") => return tokio::task::spawn_blocking(move || verify_costs(&cfg)).await.unwrap(),
+        Ok("idle") => return tokio::task::spawn_blocking(move || idle_costs(&cfg)).await.unwrap(),
         Ok("http") => match std::env::var("LUDUS_BENCH_BASELINE") {
             Ok(baseline) => return http_against(&cfg, &baseline).await,
             Err(_) => return http_only(&cfg).await,

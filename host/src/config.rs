@@ -36,6 +36,12 @@ pub struct Limits {
     pub max_sessions_per_caller: usize,
     /// Sessions untouched this long are dropped (a plugin may ask for less).
     pub idle_timeout_ms: u64,
+    /// A game no call has touched this long leaves memory: kept in the
+    /// session store (in the server's memory, compactly, with `store =
+    /// "memory"`) and rebuilt by the next call on it. 0: games stay in
+    /// memory until they end. Games with a timer armed or a process
+    /// running stay anyway.
+    pub unload_idle_after_ms: u64,
     /// Longest a waiting tool call is held before the plugin must answer.
     pub max_wait_ms: u64,
     /// Calls held waiting at once on one game session; beyond it a waiting
@@ -105,6 +111,7 @@ impl Default for Limits {
             max_sessions: 50_000,
             max_sessions_per_caller: 10_000,
             idle_timeout_ms: 30 * 60 * 1000,
+            unload_idle_after_ms: 30_000,
             max_wait_ms: 25_000,
             max_waits_per_session: 64,
             max_waits_per_caller: 256,

@@ -83,7 +83,9 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            sessions.reap_idle();
+            // Games leaving memory are saved first: guest calls and writes.
+            let table = sessions.clone();
+            let _ = tokio::task::spawn_blocking(move || table.reap_idle()).await;
         }
     });
     let games: Vec<String> = registry.plugins().iter().map(|p| format!("{} {}", p.name, p.version)).collect();
@@ -190,6 +192,7 @@ fn session_limits(config: &crate::config::Config) -> SessionLimits {
         waits_per_caller: limits.max_waits_per_caller,
         maps: crate::runtime::maps_for_instances(),
         whole_seeds: whole_seeds(config),
+        unload_after: (limits.unload_idle_after_ms > 0).then(|| Duration::from_millis(limits.unload_idle_after_ms)),
     };
     if let Some((allowed, max_maps)) = crate::runtime::instances_the_kernel_allows(false)
         && allowed < limits.max_sessions

@@ -25,6 +25,8 @@ pub struct SessionLimits {
     pub maps: Option<(u64, u64)>,
     /// Callers whose chosen seed is the whole seed (no secret mixed in).
     pub whole_seeds: WholeSeeds,
+    /// Games idle this long leave memory (`limits.unload_idle_after_ms`; none: never).
+    pub unload_after: Option<std::time::Duration>,
 }
 
 /// Which callers may fix a game's whole seed, hidden parts included: the
@@ -68,8 +70,26 @@ impl Sessions {
         (live.by_id.len(), count(&live.per_plugin, plugin), count(&live.per_caller, caller), live.mapped)
     }
 
-    /// Why a new session of `plugin` for `caller` cannot start, if it cannot.
+    /// Why a new session of `plugin` for `caller` cannot start, if it
+    /// cannot even after the longest-idle games under the limit it meets
+    /// left memory (`idle`).
     pub(super) fn refuse_new(&self, plugin: &Plugin, caller: &str) -> Option<String> {
+        let why = self.refusal_now(plugin, caller)?;
+        let (all, of_plugin, _, mapped) = self.counts(&plugin.name, caller);
+        let l = &self.limits;
+        let whole_server = all >= l.total || l.maps.is_some_and(|(budget, _)| !maps_allow(budget, all, mapped, plugin.maps_data));
+        let made = if whole_server {
+            self.make_room(|_| true)
+        } else if of_plugin >= plugin.limits.max_sessions {
+            self.make_room(|s| s.plugin.name == plugin.name)
+        } else {
+            self.make_room(|s| s.created_by == caller)
+        };
+        if made { self.refusal_now(plugin, caller) } else { Some(why) }
+    }
+
+    /// Why a new session of `plugin` for `caller` cannot start now, if it cannot.
+    fn refusal_now(&self, plugin: &Plugin, caller: &str) -> Option<String> {
         let (all, of_plugin, of_caller, mapped) = self.counts(&plugin.name, caller);
         let l = &self.limits;
         if all >= l.total {

@@ -8,6 +8,7 @@
 
 mod call;
 mod ended;
+mod idle;
 mod instance;
 mod limits;
 mod refusal;
@@ -32,6 +33,7 @@ use crate::store::{Record, SessionStore, Stored, now_ms};
 
 pub use call::{Listeners, Plan, Progress, Reply, WaitProgress};
 use ended::EndedSessions;
+use idle::Dormant;
 pub use instance::{Home, Invocation, Names, Run, Seeding, Session, SessionError, SessionInfo};
 pub use limits::{SessionLimits, WholeSeeds};
 pub use refusal::Refusal;
@@ -100,9 +102,13 @@ pub struct Sessions {
     /// Where sessions of durable games are kept across restarts (none:
     /// in memory only).
     store: Option<Arc<dyn SessionStore>>,
-    /// Stored sessions not running yet: read at start, each rebuilt when a
-    /// call first names it.
-    dormant: Mutex<HashMap<String, Record>>,
+    /// Sessions not in memory: stored ones read at start, and games that
+    /// left memory while idle (`idle`); each rebuilt when a call first
+    /// names it. Locked before `live` where both are held.
+    dormant: Mutex<HashMap<String, Dormant>>,
+    /// Games being rebuilt now, each behind its own gate: a second call on
+    /// one waits for the first to rebuild it.
+    reviving: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Where games' result records go (none: the operator keeps none).
     records: Option<Arc<RecordsFile>>,
     limits: SessionLimits,
@@ -167,7 +173,7 @@ impl Sessions {
             Some(store) => store.records()?,
             None => Vec::new(),
         };
-        let dormant = stored.into_iter().map(|r| (r.id.clone(), r)).collect();
+        let dormant = stored.into_iter().map(|r| (r.id.clone(), Dormant::stored(r))).collect();
         let sessions = Arc::new(Sessions {
             live: Mutex::default(),
             shared: Mutex::default(),
@@ -175,6 +181,7 @@ impl Sessions {
             waits: Mutex::default(),
             store,
             dormant: Mutex::new(dormant),
+            reviving: Mutex::default(),
             records,
             limits,
             rt,
@@ -205,7 +212,7 @@ impl Sessions {
             return;
         }
         let mut dormant = lock(&self.dormant);
-        for record in dormant.values_mut().filter(|r| r.standing.due()) {
+        for record in dormant.values_mut().map(|d| &mut d.record).filter(|r| r.standing.due()) {
             records.append_once(&results::result_record(record, results::GAME_ENDED, record.changed_at_ms));
             record.standing.recorded = true;
             let stored = store.state(&record.id).and_then(|state| store.put(record, &state.unwrap_or_default(), None));
@@ -239,7 +246,7 @@ impl Sessions {
         let name = caller.name();
         let mut v: Vec<SessionInfo> = lock(&self.live).by_id.values().filter(|s| s.is_player(name)).map(|s| s.info()).collect();
         let mine = |r: &&Record| !name.is_empty() && r.players.iter().any(|p| p == name);
-        v.extend(lock(&self.dormant).values().filter(mine).map(SessionInfo::of_stored));
+        v.extend(lock(&self.dormant).values().map(|d| &d.record).filter(mine).map(SessionInfo::of_stored));
         if let Some(shared) = self.shared().filter(|_| !name.is_empty()) {
             match shared.records_of(name) {
                 Ok(records) => {
@@ -274,7 +281,7 @@ impl Sessions {
         }
         drop(live);
         let dormant = lock(&self.dormant);
-        dormant.values().find(|r| r.in_match.as_ref() == Some(tag) && r.created_by == creator).map(|r| r.id.clone())
+        dormant.values().map(|d| &d.record).find(|r| r.in_match.as_ref() == Some(tag) && r.created_by == creator).map(|r| r.id.clone())
     }
 
     /// Whether `caller`'s chosen seeds are whole seeds (`whole_seeds`).
@@ -291,8 +298,8 @@ impl Sessions {
             }
             return Ok(s.clone());
         }
-        if let Some(r) = lock(&self.dormant).get(id).filter(|r| r.plugin != plugin.name) {
-            return Err(other(&r.plugin));
+        if let Some(d) = lock(&self.dormant).get(id).filter(|d| d.record.plugin != plugin.name) {
+            return Err(other(&d.record.plugin));
         }
         match lock(&self.gone).why(id) {
             Some(why) => Err(Refusal::Gone { param: param.into(), id: id.into(), why: why.to_string() }),
@@ -327,6 +334,12 @@ impl Sessions {
         for session in ending {
             session.record_end(why);
         }
+        // Games out of memory that no store keeps end too.
+        let Some(records) = &self.records else { return };
+        let parked: Vec<Record> = lock(&self.dormant).values().filter(|d| d.state.is_some()).map(|d| d.record.clone()).collect();
+        for record in parked {
+            results::record_stored_end(records, &record, why);
+        }
     }
 
     /// Ends a session whose game never began (it failed to start): no record.
@@ -347,42 +360,66 @@ impl Sessions {
         Home { table: Arc::downgrade(self) as Weak<dyn Names>, store: self.store.clone(), records: self.records.clone() }
     }
 
-    /// Rebuilds the stored session `id` if it is one not running yet (else
-    /// does nothing): on the
-    /// plugin version it ran (the same component); when that version is no
-    /// longer loaded, or the game cannot be rebuilt, the session ends and
-    /// the reason is what a call on it is told.
+    /// Rebuilds game `id` if it is out of memory (else does nothing): on
+    /// the plugin version it ran (the same component); when that version is
+    /// no longer loaded, or the game cannot be rebuilt, the session ends
+    /// and the reason is what a call on it is told. One call rebuilds it;
+    /// others on it meanwhile wait, then find it live.
     async fn revive(self: &Arc<Self>, id: &str, plugin: &Arc<Plugin>) {
         if self.shared().is_some() {
             return self.load_shared(id, plugin).await;
         }
-        let record = {
-            let mut dormant = lock(&self.dormant);
-            match dormant.get(id) {
-                Some(r) if r.plugin == plugin.name => dormant.remove(id),
-                _ => None,
-            }
+        if !lock(&self.dormant).contains_key(id) {
+            return;
+        }
+        let gate = lock(&self.reviving).entry(id.to_string()).or_default().clone();
+        let turn = gate.lock().await;
+        self.revive_now(id, plugin).await;
+        drop(turn);
+        let mut reviving = lock(&self.reviving);
+        // The table's entry and this one: nobody else waits at this gate.
+        if Arc::strong_count(&gate) == 2 {
+            reviving.remove(id);
+        }
+    }
+
+    /// Rebuilds dormant game `id`, which stays dormant (a call finds it)
+    /// until it is live.
+    async fn revive_now(self: &Arc<Self>, id: &str, plugin: &Arc<Plugin>) {
+        let found = lock(&self.dormant)
+            .get(id)
+            .filter(|d| d.record.plugin == plugin.name)
+            .map(|d| (d.record.clone(), d.state.clone(), d.version.clone()));
+        let Some((record, kept, version)) = found else { return };
+        let ends = |why: &str| {
+            lock(&self.dormant).remove(id);
+            self.end_stored(&record, why);
         };
-        let (Some(record), Some(store)) = (record, self.store.clone()) else { return };
+        // The version it left memory on, though a reload replaced it since.
+        let plugin = version.as_ref().filter(|v| v.sha256 == record.plugin_sha256).unwrap_or(plugin);
         if record.plugin_sha256 != plugin.sha256 {
             let why = format!("it ran {}, which this server no longer has, and a game does not move to another version", build_of(&record));
-            return self.end_stored(&record, &why);
+            return ends(&why);
         }
-        let state = match store.state(id) {
-            Ok(Some(state)) => state,
-            Ok(None) => return self.end_stored(&record, "its stored copy was removed"),
-            Err(e) => return self.end_stored(&record, &format!("its stored copy could not be read: {e}")),
+        let state = match (kept, &self.store) {
+            (Some(state), _) => state,
+            (None, None) => return ends("its state was not kept"),
+            (None, Some(store)) => match store.state(id) {
+                Ok(Some(state)) => state,
+                Ok(None) => return ends("its stored copy was removed"),
+                Err(e) => return ends(&format!("its stored copy could not be read: {e}")),
+            },
         };
-        // Kept to record the game's end if it cannot be rebuilt.
-        let stub = record.clone();
-        let (p, me, rt) = (plugin.clone(), self.clone(), self.rt.clone());
-        let revive = move || Session::revive(p, Stored { record, state, version: 0 }, me.home(), rt);
+        let (p, me, rt, stub) = (plugin.clone(), self.clone(), self.rt.clone(), record.clone());
+        let revive = move || Session::revive(p, Stored { record: stub, state, version: 0 }, me.home(), rt);
         match run_guest(&plugin.start_pace, revive).await {
             Ok(Ok(session)) => {
-                tracing::info!(plugin = plugin.name, session = id, "rebuilt a stored game");
-                self.insert(session);
+                tracing::debug!(plugin = plugin.name, session = id, "rebuilt a game out of memory");
+                let mut dormant = lock(&self.dormant);
+                lock(&self.live).insert(session);
+                dormant.remove(id);
             }
-            outcome => self.end_stored(&stub, &ran(outcome).err().map(|e| e.to_string()).unwrap_or_default()),
+            outcome => ends(&ran(outcome).err().map(|e| e.to_string()).unwrap_or_default()),
         }
     }
 
@@ -416,6 +453,7 @@ impl Sessions {
         }
         self.expire_dormant();
         crate::runtime::release_freed_memory_after_sweep(many);
+        self.unload_idle();
     }
 
     /// Ends the stored sessions not rebuilt yet that have been idle past
@@ -424,8 +462,8 @@ impl Sessions {
         let now = now_ms();
         let stale: Vec<Record> = {
             let mut dormant = lock(&self.dormant);
-            let ids: Vec<String> = dormant.values().filter(|r| r.expired(now)).map(|r| r.id.clone()).collect();
-            ids.iter().filter_map(|id| dormant.remove(id)).collect()
+            let ids: Vec<String> = dormant.values().filter(|d| d.record.expired(now)).map(|d| d.record.id.clone()).collect();
+            ids.iter().filter_map(|id| dormant.remove(id)).map(|d| d.record).collect()
         };
         for r in stale {
             self.end_stored(&r, &expiry_reason(r.idle_timeout_ms));

@@ -16,6 +16,7 @@ mod ledger;
 mod legal;
 mod persist;
 mod replay;
+mod unload;
 mod waits;
 
 use std::sync::{Arc, Mutex, Weak};

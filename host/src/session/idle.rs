@@ -1,0 +1,122 @@
+//! Games that leave memory while idle. A game no call has touched for
+//! `limits.unload_idle_after_ms` (or the longest-idle games, when a new one
+//! would not fit) leaves the table of live sessions for the dormant ones:
+//! its record stays, its state stays in the session store (or here, with
+//! `store = "memory"`), its instance goes. The next call on it rebuilds it
+//! as a restart does. Why: docs/design/sessions.md, "Idle games leave
+//! memory".
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{Session, Sessions};
+use crate::locking::lock;
+use crate::plugin::Plugin;
+use crate::store::Record;
+
+/// A game out of memory: what the host keeps of it, and its state when no
+/// store keeps that (none: the session store has it).
+pub(super) struct Dormant {
+    pub record: Record,
+    pub state: Option<Vec<u8>>,
+    /// The plugin version it ran, for a game that left memory here: a
+    /// reload of the plugin meanwhile does not end it (a game runs on the
+    /// version it started on). None for a game read from the store at start.
+    pub version: Option<Arc<Plugin>>,
+}
+
+impl Dormant {
+    /// A game the session store keeps.
+    pub fn stored(record: Record) -> Dormant {
+        Dormant { record, state: None, version: None }
+    }
+}
+
+/// The share of live games that leave memory at once when a new game
+/// would not fit (at least `MIN_ROOM`): one pass over the table makes room
+/// for many starts.
+const ROOM_SHARE: usize = 100;
+const MIN_ROOM: usize = 16;
+
+impl Sessions {
+    /// Unloads the games idle past `limits.unload_idle_after_ms` (the
+    /// reaper calls it every second).
+    pub(super) fn unload_idle(&self) {
+        let Some(after) = self.limits.unload_after else { return };
+        let idle = self.unload_candidates(|s| s.idle_for() > after, usize::MAX);
+        let many = idle.len() >= 100;
+        for (session, seen) in idle {
+            self.unload(session, seen);
+        }
+        crate::runtime::release_freed_memory_after_sweep(many);
+    }
+
+    /// Unloads the longest-idle games that `of` picks, a share of the live
+    /// ones, so that a new game fits; whether any left.
+    pub(super) fn make_room(&self, of: impl Fn(&Session) -> bool) -> bool {
+        if self.limits.unload_after.is_none() {
+            return false;
+        }
+        let want = (self.len() / ROOM_SHARE).max(MIN_ROOM);
+        let mut unloaded = 0;
+        for (session, seen) in self.unload_candidates(of, want) {
+            unloaded += usize::from(self.unload(session, seen));
+        }
+        unloaded > 0
+    }
+
+    /// Up to `most` live games that `pick` picks and that may leave memory,
+    /// the longest idle first, each with when a call last ran on it. Only a
+    /// game nothing else holds (no call on it now, no call held waiting).
+    fn unload_candidates(&self, pick: impl Fn(&Session) -> bool, most: usize) -> Vec<(Arc<Session>, Instant)> {
+        let mut found: Vec<(Arc<Session>, Instant)> =
+            lock(&self.live).by_id.values().filter(|s| Arc::strong_count(s) == 1 && pick(s)).map(|s| (s.clone(), s.last_used())).collect();
+        found.retain(|(s, _)| s.may_leave_memory());
+        if found.len() > most {
+            found.select_nth_unstable_by_key(most, |(_, seen)| *seen);
+            found.truncate(most);
+        }
+        found
+    }
+
+    /// Moves one game out of memory, unless a call touched it since `seen`
+    /// or holds it now; whether it left. Its state is kept first (written
+    /// to the store if it changed, or saved here), then, under the tables'
+    /// locks, it becomes dormant and leaves the live table in one step: a
+    /// call finds it in one or the other.
+    fn unload(&self, session: Arc<Session>, seen: Instant) -> bool {
+        let id = session.id();
+        // A shared store has every change already, and other servers load from it.
+        if self.shared().is_some() {
+            let mut live = lock(&self.live);
+            if untouched(&session, seen) && live.by_id.get(&id).is_some_and(|s| Arc::ptr_eq(s, &session)) {
+                live.remove(&id);
+                return true;
+            }
+            return false;
+        }
+        let state = match &self.store {
+            Some(_) if session.persist().is_err() => return false,
+            Some(_) => None,
+            None => match session.saved_state() {
+                Some(state) => Some(state),
+                None => return false,
+            },
+        };
+        let record = session.stored_record();
+        let mut dormant = lock(&self.dormant);
+        let mut live = lock(&self.live);
+        if !untouched(&session, seen) || !live.by_id.get(&id).is_some_and(|s| Arc::ptr_eq(s, &session)) {
+            return false;
+        }
+        dormant.insert(id.clone(), Dormant { record, state, version: Some(session.plugin.clone()) });
+        live.remove(&id);
+        true
+    }
+}
+
+/// No call ran on the session since `seen`, and only the live table and
+/// the caller hold it.
+fn untouched(session: &Arc<Session>, seen: Instant) -> bool {
+    Arc::strong_count(session) == 2 && session.last_used() == seen
+}

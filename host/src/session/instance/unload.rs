@@ -1,0 +1,46 @@
+//! A session leaving memory while idle: whether it may (nothing but a call
+//! would run on it), when a call last ran on it, and its game's state for a
+//! server that keeps it in memory. Why: docs/design/sessions.md, "Idle
+//! games leave memory".
+
+use std::time::Instant;
+
+use super::Session;
+use crate::capability::CallInfo;
+use crate::locking::lock;
+use crate::store::Record;
+
+impl Session {
+    /// Whether the session may leave memory now and be rebuilt later as a
+    /// restart rebuilds it: its game hands over its state (`durable`), and
+    /// nothing but a call would run on it (no timer armed, no channel open,
+    /// not a replay, not ended by a crash).
+    pub fn may_leave_memory(&self) -> bool {
+        self.plugin.durable.is_some()
+            && self.held.is_none()
+            && lock(&self.timers).pending.is_empty()
+            && self.channels.list().is_empty()
+            && self.is_dead().is_none()
+    }
+
+    /// When a call last ran on it (any call: a read too).
+    pub fn last_used(&self) -> Instant {
+        lock(&self.ledger).last_used
+    }
+
+    /// The game's state as `durable.save` gives it, for a server that keeps
+    /// no store: it is kept in the table instead. None: the game could not say.
+    pub fn saved_state(&self) -> Option<Vec<u8>> {
+        let durable = self.plugin.durable?;
+        let saved = self.run_export(CallInfo::default(), |store, instance| {
+            let save = instance.get_typed_func::<(), (Vec<u8>,)>(&mut *store, durable.save)?;
+            Ok(save.call(&mut *store, ())?.0)
+        });
+        saved.ok().map(|(state, _)| state)
+    }
+
+    /// What the host keeps of it besides the game's state, as a store keeps it.
+    pub fn stored_record(&self) -> Record {
+        self.record()
+    }
+}
