@@ -12,13 +12,22 @@ use std::time::Instant;
 use super::{Session, Sessions};
 use crate::locking::lock;
 use crate::plugin::Plugin;
+use crate::records::MatchTag;
 use crate::store::Record;
 
-/// A game out of memory: what the host keeps of it, and its state when no
-/// store keeps that (none: the session store has it).
+/// A game out of memory, kept compactly: what the host keeps of it (the
+/// store's record, as JSON in one allocation, read back when the game is
+/// rebuilt or listed), the few fields the table looks games up by, and its
+/// state when no store keeps that (none: the session store has it).
 pub(super) struct Dormant {
-    pub record: Record,
-    pub state: Option<Vec<u8>>,
+    record: Box<[u8]>,
+    pub plugin: Box<str>,
+    players: Box<[Box<str>]>,
+    pub created_by: Box<str>,
+    pub in_match: Option<MatchTag>,
+    /// When it expires (its last change plus its idle timeout), in ms since the epoch.
+    expires_at_ms: u64,
+    pub state: Option<Box<[u8]>>,
     /// The plugin version it ran, for a game that left memory here: a
     /// reload of the plugin meanwhile does not end it (a game runs on the
     /// version it started on). None for a game read from the store at start.
@@ -26,9 +35,38 @@ pub(super) struct Dormant {
 }
 
 impl Dormant {
-    /// A game the session store keeps.
+    pub fn new(record: &Record, state: Option<Vec<u8>>, version: Option<Arc<Plugin>>) -> Dormant {
+        Dormant {
+            record: serde_json::to_vec(record).unwrap_or_default().into_boxed_slice(),
+            plugin: record.plugin.as_str().into(),
+            players: record.players.iter().map(|p| p.as_str().into()).collect(),
+            created_by: record.created_by.as_str().into(),
+            in_match: record.in_match.clone(),
+            expires_at_ms: record.changed_at_ms.saturating_add(record.idle_timeout_ms),
+            state: state.map(Vec::into_boxed_slice),
+            version,
+        }
+    }
+
+    /// A game the session store keeps, read at start.
     pub fn stored(record: Record) -> Dormant {
-        Dormant { record, state: None, version: None }
+        Dormant::new(&record, None, None)
+    }
+
+    /// Its record (none: what was kept does not read back, which the table
+    /// wrote itself and so does not happen).
+    pub fn record(&self) -> Option<Record> {
+        serde_json::from_slice(&self.record).ok()
+    }
+
+    /// `caller` plays in it.
+    pub fn plays(&self, caller: &str) -> bool {
+        !caller.is_empty() && self.players.iter().any(|p| &**p == caller)
+    }
+
+    /// It has been idle past its timeout at `now_ms` (`Record::expired`).
+    pub fn expired(&self, now_ms: u64) -> bool {
+        now_ms > self.expires_at_ms
     }
 }
 
@@ -109,7 +147,7 @@ impl Sessions {
         if !untouched(&session, seen) || !live.by_id.get(&id).is_some_and(|s| Arc::ptr_eq(s, &session)) {
             return false;
         }
-        dormant.insert(id.clone(), Dormant { record, state, version: Some(session.plugin.clone()) });
+        dormant.insert(id.clone(), Dormant::new(&record, state, Some(session.plugin.clone())));
         live.remove(&id);
         true
     }

@@ -212,13 +212,15 @@ impl Sessions {
             return;
         }
         let mut dormant = lock(&self.dormant);
-        for record in dormant.values_mut().map(|d| &mut d.record).filter(|r| r.standing.due()) {
-            records.append_once(&results::result_record(record, results::GAME_ENDED, record.changed_at_ms));
+        for d in dormant.values_mut() {
+            let Some(mut record) = d.record().filter(|r| r.standing.due()) else { continue };
+            records.append_once(&results::result_record(&record, results::GAME_ENDED, record.changed_at_ms));
             record.standing.recorded = true;
-            let stored = store.state(&record.id).and_then(|state| store.put(record, &state.unwrap_or_default(), None));
+            let stored = store.state(&record.id).and_then(|state| store.put(&record, &state.unwrap_or_default(), None));
             if let Err(e) = stored {
                 tracing::warn!(session = record.id, "the game's record was written but could not be marked so in the store: {e}");
             }
+            *d = Dormant::stored(record);
         }
     }
 
@@ -245,8 +247,8 @@ impl Sessions {
     pub fn list_for(&self, caller: &Caller) -> Vec<SessionInfo> {
         let name = caller.name();
         let mut v: Vec<SessionInfo> = lock(&self.live).by_id.values().filter(|s| s.is_player(name)).map(|s| s.info()).collect();
-        let mine = |r: &&Record| !name.is_empty() && r.players.iter().any(|p| p == name);
-        v.extend(lock(&self.dormant).values().map(|d| &d.record).filter(mine).map(SessionInfo::of_stored));
+        let mine: Vec<Record> = lock(&self.dormant).values().filter(|d| d.plays(name)).filter_map(Dormant::record).collect();
+        v.extend(mine.iter().map(SessionInfo::of_stored));
         if let Some(shared) = self.shared().filter(|_| !name.is_empty()) {
             match shared.records_of(name) {
                 Ok(records) => {
@@ -281,7 +283,7 @@ impl Sessions {
         }
         drop(live);
         let dormant = lock(&self.dormant);
-        dormant.values().map(|d| &d.record).find(|r| r.in_match.as_ref() == Some(tag) && r.created_by == creator).map(|r| r.id.clone())
+        dormant.iter().find(|(_, d)| d.in_match.as_ref() == Some(tag) && &*d.created_by == creator).map(|(id, _)| id.clone())
     }
 
     /// Whether `caller`'s chosen seeds are whole seeds (`whole_seeds`).
@@ -298,8 +300,8 @@ impl Sessions {
             }
             return Ok(s.clone());
         }
-        if let Some(d) = lock(&self.dormant).get(id).filter(|d| d.record.plugin != plugin.name) {
-            return Err(other(&d.record.plugin));
+        if let Some(d) = lock(&self.dormant).get(id).filter(|d| *d.plugin != plugin.name) {
+            return Err(other(&d.plugin));
         }
         match lock(&self.gone).why(id) {
             Some(why) => Err(Refusal::Gone { param: param.into(), id: id.into(), why: why.to_string() }),
@@ -336,7 +338,7 @@ impl Sessions {
         }
         // Games out of memory that no store keeps end too.
         let Some(records) = &self.records else { return };
-        let parked: Vec<Record> = lock(&self.dormant).values().filter(|d| d.state.is_some()).map(|d| d.record.clone()).collect();
+        let parked: Vec<Record> = lock(&self.dormant).values().filter(|d| d.state.is_some()).filter_map(Dormant::record).collect();
         for record in parked {
             results::record_stored_end(records, &record, why);
         }
@@ -386,11 +388,13 @@ impl Sessions {
     /// Rebuilds dormant game `id`, which stays dormant (a call finds it)
     /// until it is live.
     async fn revive_now(self: &Arc<Self>, id: &str, plugin: &Arc<Plugin>) {
-        let found = lock(&self.dormant)
-            .get(id)
-            .filter(|d| d.record.plugin == plugin.name)
-            .map(|d| (d.record.clone(), d.state.clone(), d.version.clone()));
+        let found =
+            lock(&self.dormant).get(id).filter(|d| *d.plugin == plugin.name).map(|d| (d.record(), d.state.clone(), d.version.clone()));
         let Some((record, kept, version)) = found else { return };
+        let Some(record) = record else {
+            lock(&self.dormant).remove(id);
+            return lock(&self.gone).record(id, "what was kept of it could not be read back");
+        };
         let ends = |why: &str| {
             lock(&self.dormant).remove(id);
             self.end_stored(&record, why);
@@ -402,7 +406,7 @@ impl Sessions {
             return ends(&why);
         }
         let state = match (kept, &self.store) {
-            (Some(state), _) => state,
+            (Some(state), _) => state.into_vec(),
             (None, None) => return ends("its state was not kept"),
             (None, Some(store)) => match store.state(id) {
                 Ok(Some(state)) => state,
@@ -462,8 +466,8 @@ impl Sessions {
         let now = now_ms();
         let stale: Vec<Record> = {
             let mut dormant = lock(&self.dormant);
-            let ids: Vec<String> = dormant.values().filter(|d| d.record.expired(now)).map(|d| d.record.id.clone()).collect();
-            ids.iter().filter_map(|id| dormant.remove(id)).map(|d| d.record).collect()
+            let ids: Vec<String> = dormant.iter().filter(|(_, d)| d.expired(now)).map(|(id, _)| id.clone()).collect();
+            ids.iter().filter_map(|id| dormant.remove(id)).filter_map(|d| d.record()).collect()
         };
         for r in stale {
             self.end_stored(&r, &expiry_reason(r.idle_timeout_ms));
