@@ -13,50 +13,60 @@ use super::{Session, Sessions};
 use crate::locking::lock;
 use crate::plugin::Plugin;
 use crate::records::MatchTag;
-use crate::store::Record;
+use crate::store::{Record, now_ms};
 
-/// A game out of memory, kept compactly: what the host keeps of it (the
-/// store's record, as JSON in one allocation, read back when the game is
-/// rebuilt or listed), the few fields the table looks games up by, and its
-/// state when no store keeps that (none: the session store has it).
+/// A game out of memory, kept compactly: the few fields the table finds
+/// games by, and, when no store keeps the game (`store = "memory"`), its
+/// record (as JSON, in one allocation) and its state. With a store, the
+/// record and state are read back from it when the game is rebuilt or
+/// listed, so a game out of memory costs the table only this index.
 pub(super) struct Dormant {
-    record: Box<[u8]>,
+    kept: Option<Kept>,
     pub plugin: Box<str>,
     players: Box<[Box<str>]>,
     pub created_by: Box<str>,
     pub in_match: Option<MatchTag>,
     /// When it expires (its last change plus its idle timeout), in ms since the epoch.
     expires_at_ms: u64,
-    pub state: Option<Box<[u8]>>,
     /// The plugin version it ran, for a game that left memory here: a
     /// reload of the plugin meanwhile does not end it (a game runs on the
     /// version it started on). None for a game read from the store at start.
     pub version: Option<Arc<Plugin>>,
 }
 
+/// What no store keeps of a game out of memory.
+struct Kept {
+    record: Box<[u8]>,
+    state: Box<[u8]>,
+}
+
 impl Dormant {
+    /// `record`'s index; `state`: the game's state, kept here because no
+    /// store keeps it (the record is then kept too).
     pub fn new(record: &Record, state: Option<Vec<u8>>, version: Option<Arc<Plugin>>) -> Dormant {
-        Dormant {
+        let kept = state.map(|state| Kept {
             record: serde_json::to_vec(record).unwrap_or_default().into_boxed_slice(),
+            state: state.into_boxed_slice(),
+        });
+        Dormant {
+            kept,
             plugin: record.plugin.as_str().into(),
             players: record.players.iter().map(|p| p.as_str().into()).collect(),
             created_by: record.created_by.as_str().into(),
             in_match: record.in_match.clone(),
             expires_at_ms: record.changed_at_ms.saturating_add(record.idle_timeout_ms),
-            state: state.map(Vec::into_boxed_slice),
             version,
         }
     }
 
     /// A game the session store keeps, read at start.
-    pub fn stored(record: Record) -> Dormant {
-        Dormant::new(&record, None, None)
+    pub fn stored(record: &Record) -> Dormant {
+        Dormant::new(record, None, None)
     }
 
-    /// Its record (none: what was kept does not read back, which the table
-    /// wrote itself and so does not happen).
-    pub fn record(&self) -> Option<Record> {
-        serde_json::from_slice(&self.record).ok()
+    /// Its record and state, when they are kept here (none: the store has them).
+    pub fn kept(&self) -> Option<(Option<Record>, Vec<u8>)> {
+        self.kept.as_ref().map(|k| (serde_json::from_slice(&k.record).ok(), k.state.to_vec()))
     }
 
     /// `caller` plays in it.
@@ -67,6 +77,23 @@ impl Dormant {
     /// It has been idle past its timeout at `now_ms` (`Record::expired`).
     pub fn expired(&self, now_ms: u64) -> bool {
         now_ms > self.expires_at_ms
+    }
+}
+
+impl Sessions {
+    /// The record of dormant game `id`: kept here, or read from the store.
+    pub(super) fn dormant_record(&self, id: &str) -> Option<Record> {
+        let kept = lock(&self.dormant).get(id).map(Dormant::kept)?;
+        match kept {
+            Some((record, _)) => record,
+            None => match self.store.as_ref()?.record(id) {
+                Ok(record) => record,
+                Err(e) => {
+                    tracing::warn!(session = id, "reading a game out of memory from the store: {e}");
+                    None
+                }
+            },
+        }
     }
 }
 
@@ -134,14 +161,17 @@ impl Sessions {
             return false;
         }
         let state = match &self.store {
-            Some(_) if session.persist().is_err() => return false,
+            Some(_) if session.persist_whole().is_err() => return false,
             Some(_) => None,
             None => match session.saved_state() {
                 Some(state) => Some(state),
                 None => return false,
             },
         };
-        let record = session.stored_record();
+        // Its idle time runs from its last call, a read too, as it did in memory.
+        let mut record = session.stored_record();
+        let last_used = now_ms().saturating_sub(session.idle_for().as_millis() as u64);
+        record.changed_at_ms = record.changed_at_ms.max(last_used);
         let mut dormant = lock(&self.dormant);
         let mut live = lock(&self.live);
         if !untouched(&session, seen) || !live.by_id.get(&id).is_some_and(|s| Arc::ptr_eq(s, &session)) {

@@ -169,11 +169,12 @@ impl Sessions {
         records: Option<Arc<RecordsFile>>,
     ) -> Result<Arc<Sessions>, crate::store::StoreError> {
         let store: Option<Arc<dyn SessionStore>> = store.map(Arc::from);
-        let stored = match &store {
+        let mut stored = match &store {
             Some(store) => store.records()?,
             None => Vec::new(),
         };
-        let dormant = stored.into_iter().map(|r| (r.id.clone(), Dormant::stored(r))).collect();
+        write_due_records(records.as_deref(), store.as_deref(), &mut stored);
+        let dormant = stored.iter().map(|r| (r.id.clone(), Dormant::stored(r))).collect();
         let sessions = Arc::new(Sessions {
             live: Mutex::default(),
             shared: Mutex::default(),
@@ -186,7 +187,6 @@ impl Sessions {
             limits,
             rt,
         });
-        sessions.write_due_records();
         sessions.expire_dormant();
         if let Some(shared) = sessions.store.as_deref().and_then(|s| s.shared()) {
             let table = Arc::downgrade(&sessions);
@@ -200,28 +200,6 @@ impl Sessions {
             tracing::info!(store = store.describe(), sessions = lock(&sessions.dormant).len(), "games are kept in the session store");
         }
         Ok(sessions)
-    }
-
-    /// Writes the records a restart found due: games whose end was stored
-    /// but whose record was not marked written (the server stopped in
-    /// between; the records file's tail says whether the line went out).
-    fn write_due_records(&self) {
-        // On a store other servers share, the server that ends a game writes its record.
-        let (Some(records), Some(store)) = (&self.records, &self.store) else { return };
-        if store.shared().is_some() {
-            return;
-        }
-        let mut dormant = lock(&self.dormant);
-        for d in dormant.values_mut() {
-            let Some(mut record) = d.record().filter(|r| r.standing.due()) else { continue };
-            records.append_once(&results::result_record(&record, results::GAME_ENDED, record.changed_at_ms));
-            record.standing.recorded = true;
-            let stored = store.state(&record.id).and_then(|state| store.put(&record, &state.unwrap_or_default(), None));
-            if let Err(e) = stored {
-                tracing::warn!(session = record.id, "the game's record was written but could not be marked so in the store: {e}");
-            }
-            *d = Dormant::stored(record);
-        }
     }
 
     /// Whether sessions of durable games survive a restart here.
@@ -247,8 +225,8 @@ impl Sessions {
     pub fn list_for(&self, caller: &Caller) -> Vec<SessionInfo> {
         let name = caller.name();
         let mut v: Vec<SessionInfo> = lock(&self.live).by_id.values().filter(|s| s.is_player(name)).map(|s| s.info()).collect();
-        let mine: Vec<Record> = lock(&self.dormant).values().filter(|d| d.plays(name)).filter_map(Dormant::record).collect();
-        v.extend(mine.iter().map(SessionInfo::of_stored));
+        let mine: Vec<String> = lock(&self.dormant).iter().filter(|(_, d)| d.plays(name)).map(|(id, _)| id.clone()).collect();
+        v.extend(mine.iter().filter_map(|id| self.dormant_record(id)).map(|r| SessionInfo::of_stored(&r)));
         if let Some(shared) = self.shared().filter(|_| !name.is_empty()) {
             match shared.records_of(name) {
                 Ok(records) => {
@@ -338,7 +316,7 @@ impl Sessions {
         }
         // Games out of memory that no store keeps end too.
         let Some(records) = &self.records else { return };
-        let parked: Vec<Record> = lock(&self.dormant).values().filter(|d| d.state.is_some()).filter_map(Dormant::record).collect();
+        let parked: Vec<Record> = lock(&self.dormant).values().filter_map(Dormant::kept).filter_map(|(record, _)| record).collect();
         for record in parked {
             results::record_stored_end(records, &record, why);
         }
@@ -388,12 +366,20 @@ impl Sessions {
     /// Rebuilds dormant game `id`, which stays dormant (a call finds it)
     /// until it is live.
     async fn revive_now(self: &Arc<Self>, id: &str, plugin: &Arc<Plugin>) {
-        let found =
-            lock(&self.dormant).get(id).filter(|d| *d.plugin == plugin.name).map(|d| (d.record(), d.state.clone(), d.version.clone()));
-        let Some((record, kept, version)) = found else { return };
-        let Some(record) = record else {
+        let found = lock(&self.dormant).get(id).filter(|d| *d.plugin == plugin.name).map(|d| (d.kept(), d.version.clone()));
+        let Some((kept, version)) = found else { return };
+        let gone = |why: &str| {
             lock(&self.dormant).remove(id);
-            return lock(&self.gone).record(id, "what was kept of it could not be read back");
+            lock(&self.gone).record(id, why);
+        };
+        let (record, state) = match (kept, &self.store) {
+            (Some((Some(record), state)), _) => (record, state),
+            (Some((None, _)), _) | (None, None) => return gone("what was kept of it could not be read back"),
+            (None, Some(store)) => match (store.record(id), store.state(id)) {
+                (Ok(Some(record)), Ok(Some(state))) => (record, state),
+                (Err(e), _) | (_, Err(e)) => return gone(&format!("its stored copy could not be read: {e}")),
+                _ => return gone("its stored copy was removed"),
+            },
         };
         let ends = |why: &str| {
             lock(&self.dormant).remove(id);
@@ -405,15 +391,6 @@ impl Sessions {
             let why = format!("it ran {}, which this server no longer has, and a game does not move to another version", build_of(&record));
             return ends(&why);
         }
-        let state = match (kept, &self.store) {
-            (Some(state), _) => state.into_vec(),
-            (None, None) => return ends("its state was not kept"),
-            (None, Some(store)) => match store.state(id) {
-                Ok(Some(state)) => state,
-                Ok(None) => return ends("its stored copy was removed"),
-                Err(e) => return ends(&format!("its stored copy could not be read: {e}")),
-            },
-        };
         let (p, me, rt, stub) = (plugin.clone(), self.clone(), self.rt.clone(), record.clone());
         let revive = move || Session::revive(p, Stored { record: stub, state, version: 0 }, me.home(), rt);
         match run_guest(&plugin.start_pace, revive).await {
@@ -464,13 +441,19 @@ impl Sessions {
     /// their timeout (idle time counts from their last change, across restarts).
     fn expire_dormant(&self) {
         let now = now_ms();
-        let stale: Vec<Record> = {
-            let mut dormant = lock(&self.dormant);
-            let ids: Vec<String> = dormant.iter().filter(|(_, d)| d.expired(now)).map(|(id, _)| id.clone()).collect();
-            ids.iter().filter_map(|id| dormant.remove(id)).filter_map(|d| d.record()).collect()
-        };
-        for r in stale {
-            self.end_stored(&r, &expiry_reason(r.idle_timeout_ms));
+        let stale: Vec<String> = lock(&self.dormant).iter().filter(|(_, d)| d.expired(now)).map(|(id, _)| id.clone()).collect();
+        for id in stale {
+            let record = self.dormant_record(&id);
+            lock(&self.dormant).remove(&id);
+            match record {
+                Some(r) => self.end_stored(&r, &expiry_reason(r.idle_timeout_ms)),
+                None => {
+                    if let Some(store) = &self.store {
+                        let _ = store.remove(&id);
+                    }
+                    lock(&self.gone).record(&id, "it expired");
+                }
+            }
         }
     }
 
@@ -489,6 +472,25 @@ impl Names for Sessions {
             live.by_id.insert(new.to_string(), s);
         }
         Ok(())
+    }
+}
+
+/// Writes the records a restart found due: games whose end was stored but
+/// whose record was not marked written (the server stopped in between; the
+/// records file's tail says whether the line went out).
+fn write_due_records(records: Option<&RecordsFile>, store: Option<&dyn SessionStore>, stored: &mut [Record]) {
+    // On a store other servers share, the server that ends a game writes its record.
+    let (Some(records), Some(store)) = (records, store) else { return };
+    if store.shared().is_some() {
+        return;
+    }
+    for record in stored.iter_mut().filter(|r| r.standing.due()) {
+        records.append_once(&results::result_record(record, results::GAME_ENDED, record.changed_at_ms));
+        record.standing.recorded = true;
+        let written = store.state(&record.id).and_then(|state| store.put(record, &state.unwrap_or_default(), None));
+        if let Err(e) = written {
+            tracing::warn!(session = record.id, "the game's record was written but could not be marked so in the store: {e}");
+        }
     }
 }
 

@@ -121,6 +121,7 @@ impl Step {
             s.settle();
         }
         if !self.by_policy
+            && !tool.read_only
             && s.take_random_due(&self.caller)
             && let Some(pick) = self.pick_random()?
         {

@@ -120,6 +120,9 @@ pub trait SessionStore: Send + Sync {
     fn records(&self) -> Result<Vec<Record>, StoreError>;
     /// A stored session's game state.
     fn state(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// A stored session's record (a game out of memory is listed and
+    /// rebuilt from it; the table keeps only what it finds games by).
+    fn record(&self, id: &str) -> Result<Option<Record>, StoreError>;
     /// Where it is, for logs and `ludus doctor`.
     fn describe(&self) -> String;
     /// The same store, when other servers share it.

@@ -161,6 +161,12 @@ impl SessionStore for RedisStore {
         self.with(|con| redis::cmd("HGET").arg(game_key(id)).arg("state").query(con))
     }
 
+    fn record(&self, id: &str) -> Result<Option<Record>, StoreError> {
+        let json: Option<String> = self.with(|con| redis::cmd("HGET").arg(game_key(id)).arg("record").query(con))?;
+        let Some(json) = json else { return Ok(None) };
+        serde_json::from_str(&json).map(Some).map_err(|e| StoreError::Unreadable { id: id.to_string(), why: e.to_string() })
+    }
+
     fn describe(&self) -> String {
         self.url.clone()
     }

@@ -140,6 +140,17 @@ impl SessionStore for SqliteStore {
         state.query_row([id], |r| r.get(0)).optional().map_err(|e| StoreError::backend(doing(), e))
     }
 
+    fn record(&self, id: &str) -> Result<Option<Record>, StoreError> {
+        let doing = || format!("reading session {id}");
+        let db = lock(&self.db);
+        let mut read = db.prepare_cached("SELECT record FROM sessions WHERE id = ?1").map_err(|e| StoreError::backend(doing(), e))?;
+        let json: Option<String> = read.query_row([id], |r| r.get(0)).optional().map_err(|e| StoreError::backend(doing(), e))?;
+        drop(read);
+        drop(db);
+        let Some(json) = json else { return Ok(None) };
+        serde_json::from_str(&json).map(Some).map_err(|e| StoreError::Unreadable { id: id.to_string(), why: e.to_string() })
+    }
+
     fn describe(&self) -> String {
         self.path.display().to_string()
     }

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use super::Session;
+use super::{Session, SessionError};
 use crate::capability::CallInfo;
 use crate::locking::lock;
 use crate::store::Record;
@@ -37,6 +37,14 @@ impl Session {
             Ok(save.call(&mut *store, ())?.0)
         });
         saved.ok().map(|(state, _)| state)
+    }
+
+    /// Writes the session to its store whole, as it is now: a game
+    /// leaving memory is read back from there, counts that change no
+    /// stored digest (calls that only read) included.
+    pub fn persist_whole(&self) -> Result<(), SessionError> {
+        lock(&self.kept.written).digest = None;
+        self.persist()
     }
 
     /// What the host keeps of it besides the game's state, as a store keeps it.
