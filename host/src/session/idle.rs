@@ -168,7 +168,9 @@ impl Sessions {
                 None => return false,
             },
         };
-        // Its idle time runs from its last call, a read too, as it did in memory.
+        // Its idle time runs from its last call, a read too, as it did in
+        // memory (with a store, from the write just made: at most the
+        // unload delay later).
         let mut record = session.stored_record();
         let last_used = now_ms().saturating_sub(session.idle_for().as_millis() as u64);
         record.changed_at_ms = record.changed_at_ms.max(last_used);
