@@ -35,7 +35,8 @@
 //! read-only one with the session store against `--store memory`, and the
 //! time from a restart to the first answered call with 10,000 stored games.
 //! `LUDUS_BENCH=idle` measures games that leave memory while idle: memory
-//! per game with 100,000 of them, and the first call on one out of memory.
+//! per game with 100,000 puzzles, and the first call on a puzzle or a chess
+//! game out of memory.
 //! `LUDUS_BENCH=verify` measures `ludus verify` per record of each game
 //! (Hanoi, chess against the engine, an offline Showdown battle when the
 //! tests' simulator package is installed) and what the action log adds to
@@ -723,6 +724,67 @@ fn idle_costs(cfg: &Path) {
         let _ = c.child.kill();
         let _ = c.child.wait();
     }
+    idle_chess(&dir, &base);
+}
+
+/// The chess row of `LUDUS_BENCH=idle`: 100 games against the engine at
+/// level 1, ten moves each (the first legal one, the engine replying in
+/// between), with the default store file; then `chess_wait_for_next_turn`
+/// (the player's turn: answered at once) on each game out of memory,
+/// against the same calls again in memory.
+fn idle_chess(dir: &Path, base: &str) {
+    let cache = base.lines().next().unwrap();
+    let file = dir.join("idle-chess.toml");
+    std::fs::write(&file, format!("{cache}\n[limits]\nunload_idle_after_ms = 1000\n")).unwrap();
+    let store = dir.join("chess.db");
+    let _ = std::fs::remove_file(&store);
+    let mut c = RawClient::serve(&["--store", store.to_str().unwrap()], &file);
+    let mut id = 10;
+    let mut ask = |c: &mut RawClient, name: &str, args: Value| {
+        id += 1;
+        c.ask(&tool_call(id, name, args).to_string())["result"]["structuredContent"].clone()
+    };
+    let games: Vec<String> = (0..100)
+        .map(|i| {
+            ask(&mut c, "chess_create_game", json!({"type": "computer", "difficulty": 1, "seed": i}))["game_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    for _ in 0..10 {
+        for game in &games {
+            let board = (0..50)
+                .map(|_| ask(&mut c, "chess_wait_for_next_turn", json!({"game_id": game})))
+                .find(|b| b["status"] != "waiting")
+                .unwrap();
+            if board["status"] == "your-turn" {
+                ask(&mut c, "chess_finish_turn", json!({"game_id": game, "move": board["legal_moves"][0], "decision": board["decision"]}));
+            }
+        }
+    }
+    // Each game's engine has replied (its timer spent): every game may leave.
+    for game in &games {
+        (0..50).map(|_| ask(&mut c, "chess_wait_for_next_turn", json!({"game_id": game}))).find(|b| b["status"] != "waiting");
+    }
+    std::thread::sleep(Duration::from_millis(3_000));
+    let mut timed = |c: &mut RawClient, round: &str| {
+        let mut took = Vec::with_capacity(games.len());
+        for game in &games {
+            let t = Instant::now();
+            let board = ask(c, "chess_wait_for_next_turn", json!({"game_id": game}));
+            took.push(t.elapsed());
+            assert!(board["fen"].is_string(), "{board}");
+        }
+        let (p50, p99) = percentiles(took);
+        eprintln!("idle chess, default store file: chess_wait_for_next_turn {round}: p50 {} / p99 {}", us(p50), us(p99));
+        p50
+    };
+    let first = timed(&mut c, "first call on each of 100 games out of memory (about 20 plies each)");
+    let again = timed(&mut c, "the same 100 again");
+    eprintln!("idle chess, default store file: first call / again at p50: {:.1}×", first.as_secs_f64() / again.as_secs_f64());
+    let _ = c.child.kill();
+    let _ = c.child.wait();
 }
 
 /// `LUDUS_BENCH=cluster`: over HTTP, one call at a time, a server keeping
