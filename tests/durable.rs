@@ -472,6 +472,33 @@ async fn idle_games_leave_memory_and_come_back_as_they_were() {
     }
 }
 
+/// A kill -9 while games are out of memory loses none: each one read back
+/// after the restart is as it was when it left, and plays on.
+#[tokio::test]
+async fn games_out_of_memory_survive_a_kill() {
+    let work = scratch();
+    let setup = Setup::new(work.path(), &["alice"], "[limits]\nunload_idle_after_ms = 300\n");
+    let server = setup.serve(&[]).await;
+    let a = setup.client(&server, 0).await;
+    let mut games = Vec::new();
+    for _ in 0..3 {
+        let id = a.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].clone();
+        a.ok("hanoi_execute_move", json!({"env_id": id, "move": [1, 0, 2], "decision": 1})).await;
+        games.push(id);
+    }
+    until_out_of_memory(&a).await;
+    kill9(server);
+
+    let server = setup.serve(&[]).await;
+    let a = setup.client(&server, 0).await;
+    assert_eq!(session_ids(&a.ok("ludus_sessions", json!({})).await).len(), 3);
+    for id in games {
+        let state = a.ok("hanoi_get_state", json!({"env_id": id})).await;
+        assert_eq!((&state["state"], &state["decision"]), (&json!([[3, 2], [], [1]]), &json!(2)), "{state}");
+        a.ok("hanoi_execute_move", json!({"env_id": id, "move": [2, 0, 1], "decision": 2})).await;
+    }
+}
+
 #[tokio::test]
 async fn idle_expiry_counts_across_a_restart_and_a_gone_version_ends_its_games_with_a_reason() {
     let work = scratch();
