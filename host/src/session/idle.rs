@@ -64,9 +64,20 @@ impl Dormant {
         Dormant::new(record, None, None)
     }
 
-    /// Its record and state, when they are kept here (none: the store has them).
-    pub fn kept(&self) -> Option<(Option<Record>, Vec<u8>)> {
-        self.kept.as_ref().map(|k| (serde_json::from_slice(&k.record).ok(), k.state.to_vec()))
+    /// No store keeps it: its record and state are here.
+    pub fn kept_here(&self) -> bool {
+        self.kept.is_some()
+    }
+
+    /// Its record, when it is kept here (none: not here, or it does not
+    /// read back, which the table wrote itself and so does not happen).
+    pub fn kept_record(&self) -> Option<Record> {
+        self.kept.as_ref().and_then(|k| serde_json::from_slice(&k.record).ok())
+    }
+
+    /// Its state, when it is kept here.
+    pub fn kept_state(&self) -> Option<Vec<u8>> {
+        self.kept.as_ref().map(|k| k.state.to_vec())
     }
 
     /// `caller` plays in it.
@@ -83,10 +94,10 @@ impl Dormant {
 impl Sessions {
     /// The record of dormant game `id`: kept here, or read from the store.
     pub(super) fn dormant_record(&self, id: &str) -> Option<Record> {
-        let kept = lock(&self.dormant).get(id).map(Dormant::kept)?;
-        match kept {
-            Some((record, _)) => record,
-            None => match self.store.as_ref()?.record(id) {
+        let (here, kept) = lock(&self.dormant).get(id).map(|d| (d.kept_here(), d.kept_record()))?;
+        match here {
+            true => kept,
+            false => match self.store.as_ref()?.record(id) {
                 Ok(record) => record,
                 Err(e) => {
                     tracing::warn!(session = id, "reading a game out of memory from the store: {e}");
@@ -105,15 +116,15 @@ const MIN_ROOM: usize = 16;
 
 impl Sessions {
     /// Unloads the games idle past `limits.unload_idle_after_ms` (the
-    /// reaper calls it every second).
-    pub(super) fn unload_idle(&self) {
-        let Some(after) = self.limits.unload_after else { return };
+    /// reaper calls it every second); how many it picked.
+    pub(super) fn unload_idle(&self) -> usize {
+        let Some(after) = self.limits.unload_after else { return 0 };
         let idle = self.unload_candidates(|s| s.idle_for() > after, usize::MAX);
-        let many = idle.len() >= 100;
+        let picked = idle.len();
         for (session, seen) in idle {
             self.unload(session, seen);
         }
-        crate::runtime::release_freed_memory_after_sweep(many);
+        picked
     }
 
     /// Unloads the longest-idle games that `of` picks, a share of the live
@@ -151,37 +162,39 @@ impl Sessions {
     /// call finds it in one or the other.
     fn unload(&self, session: Arc<Session>, seen: Instant) -> bool {
         let id = session.id();
-        // A shared store has every change already, and other servers load from it.
-        if self.shared().is_some() {
-            let mut live = lock(&self.live);
-            if untouched(&session, seen) && live.by_id.get(&id).is_some_and(|s| Arc::ptr_eq(s, &session)) {
-                live.remove(&id);
-                return true;
-            }
-            return false;
-        }
-        let state = match &self.store {
+        // A shared store has every change already, and other servers load
+        // it from there: the game only leaves this table.
+        let dormant = match &self.store {
+            _ if self.shared().is_some() => None,
             Some(_) if session.persist_whole().is_err() => return false,
-            Some(_) => None,
+            Some(_) => Some(self.dormant_of(&session, None)),
             None => match session.saved_state() {
-                Some(state) => Some(state),
+                Some(state) => Some(self.dormant_of(&session, Some(state))),
                 None => return false,
             },
         };
-        // Its idle time runs from its last call, a read too, as it did in
-        // memory (with a store, from the write just made: at most the
-        // unload delay later).
-        let mut record = session.stored_record();
-        let last_used = now_ms().saturating_sub(session.idle_for().as_millis() as u64);
-        record.changed_at_ms = record.changed_at_ms.max(last_used);
-        let mut dormant = lock(&self.dormant);
+        let mut table = lock(&self.dormant);
         let mut live = lock(&self.live);
         if !untouched(&session, seen) || !live.by_id.get(&id).is_some_and(|s| Arc::ptr_eq(s, &session)) {
             return false;
         }
-        dormant.insert(id.clone(), Dormant::new(&record, state, Some(session.plugin.clone())));
+        if let Some(dormant) = dormant {
+            table.insert(id.clone(), dormant);
+        }
         live.remove(&id);
         true
+    }
+
+    /// What the table keeps of `session` once it leaves memory (`state`:
+    /// its state, when no store keeps it).
+    fn dormant_of(&self, session: &Session, state: Option<Vec<u8>>) -> Dormant {
+        // Its idle time runs from its last call, a read too, as it did in
+        // memory (with a store, from the write just made: at most the
+        // unload delay later).
+        let mut record = session.record();
+        let last_used = now_ms().saturating_sub(session.idle_for().as_millis() as u64);
+        record.changed_at_ms = record.changed_at_ms.max(last_used);
+        Dormant::new(&record, state, Some(session.plugin.clone()))
     }
 }
 

@@ -74,49 +74,65 @@ impl Sessions {
     /// cannot even after the longest-idle games under the limit it meets
     /// left memory (`idle`).
     pub(super) fn refuse_new(&self, plugin: &Plugin, caller: &str) -> Option<String> {
-        let why = self.refusal_now(plugin, caller)?;
-        let (all, of_plugin, _, mapped) = self.counts(&plugin.name, caller);
-        let l = &self.limits;
-        let whole_server = all >= l.total || l.maps.is_some_and(|(budget, _)| !maps_allow(budget, all, mapped, plugin.maps_data));
-        let made = if whole_server {
-            self.make_room(|_| true)
-        } else if of_plugin >= plugin.limits.max_sessions {
-            self.make_room(|s| s.plugin.name == plugin.name)
-        } else {
-            self.make_room(|s| s.created_by == caller)
+        let (met, why) = self.refusal_now(plugin, caller)?;
+        let made = match met {
+            Met::Server => self.make_room(|_| true),
+            Met::Plugin => self.make_room(|s| s.plugin.name == plugin.name),
+            Met::Caller => self.make_room(|s| s.created_by == caller),
         };
-        if made { self.refusal_now(plugin, caller) } else { Some(why) }
+        if made { self.refusal_now(plugin, caller).map(|(_, why)| why) } else { Some(why) }
     }
 
-    /// Why a new session of `plugin` for `caller` cannot start now, if it cannot.
-    fn refusal_now(&self, plugin: &Plugin, caller: &str) -> Option<String> {
+    /// Which limit a new session of `plugin` for `caller` meets now, and
+    /// why it cannot start, if it cannot.
+    fn refusal_now(&self, plugin: &Plugin, caller: &str) -> Option<(Met, String)> {
         let (all, of_plugin, of_caller, mapped) = self.counts(&plugin.name, caller);
         let l = &self.limits;
         if all >= l.total {
-            return Some(format!("the server already runs {all} game sessions, its limit ({}); finish some first", l.total_reason));
+            return Some((
+                Met::Server,
+                format!("the server already runs {all} game sessions, its limit ({}); finish some first", l.total_reason),
+            ));
         }
         if let Some((budget, max_maps)) = l.maps
             && !maps_allow(budget, all, mapped, plugin.maps_data)
         {
-            return Some(format!(
-                "the server already runs {all} game sessions ({mapped} of them games that map their data, which take more memory \
+            return Some((
+                Met::Server,
+                format!(
+                    "the server already runs {all} game sessions ({mapped} of them games that map their data, which take more memory \
                  mappings), all the kernel's vm.max_map_count of {max_maps} allows; finish some first (the operator can raise it with sysctl)"
+                ),
             ));
         }
         if of_plugin >= plugin.limits.max_sessions {
-            return Some(format!(
-                "{name} already runs {of_plugin} game sessions, its limit (the config's limits.max_sessions_per_plugin, or \
+            return Some((
+                Met::Plugin,
+                format!(
+                    "{name} already runs {of_plugin} game sessions, its limit (the config's limits.max_sessions_per_plugin, or \
                  plugins.{name}.max_sessions for this game alone); finish some first",
-                name = plugin.name
+                    name = plugin.name
+                ),
             ));
         }
         if of_caller >= l.per_caller {
-            return Some(format!(
-                "you already run {of_caller} game sessions, the limit for one client (limits.max_sessions_per_caller); finish some first"
+            return Some((
+                Met::Caller,
+                format!(
+                    "you already run {of_caller} game sessions, the limit for one client (limits.max_sessions_per_caller); finish some first"
+                ),
             ));
         }
         None
     }
+}
+
+/// The limit a new session meets: the whole server's (its own, or the
+/// kernel's map limit), its plugin's, or its caller's.
+enum Met {
+    Server,
+    Plugin,
+    Caller,
 }
 
 #[cfg(test)]

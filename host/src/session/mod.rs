@@ -316,7 +316,7 @@ impl Sessions {
         }
         // Games out of memory that no store keeps end too.
         let Some(records) = &self.records else { return };
-        let parked: Vec<Record> = lock(&self.dormant).values().filter_map(Dormant::kept).filter_map(|(record, _)| record).collect();
+        let parked: Vec<Record> = lock(&self.dormant).values().filter_map(Dormant::kept_record).collect();
         for record in parked {
             results::record_stored_end(records, &record, why);
         }
@@ -366,7 +366,10 @@ impl Sessions {
     /// Rebuilds dormant game `id`, which stays dormant (a call finds it)
     /// until it is live.
     async fn revive_now(self: &Arc<Self>, id: &str, plugin: &Arc<Plugin>) {
-        let found = lock(&self.dormant).get(id).filter(|d| *d.plugin == plugin.name).map(|d| (d.kept(), d.version.clone()));
+        let found = lock(&self.dormant)
+            .get(id)
+            .filter(|d| *d.plugin == plugin.name)
+            .map(|d| (d.kept_here().then(|| (d.kept_record(), d.kept_state().unwrap_or_default())), d.version.clone()));
         let Some((kept, version)) = found else { return };
         let gone = |why: &str| {
             lock(&self.dormant).remove(id);
@@ -433,8 +436,8 @@ impl Sessions {
             if shared { self.let_go(&id, &why) } else { self.remove(&id, &why) }
         }
         self.expire_dormant();
-        crate::runtime::release_freed_memory_after_sweep(many);
-        self.unload_idle();
+        let unloaded = self.unload_idle();
+        crate::runtime::release_freed_memory_after_sweep(many || unloaded >= 100);
     }
 
     /// Ends the stored sessions not rebuilt yet that have been idle past

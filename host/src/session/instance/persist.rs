@@ -49,7 +49,7 @@ impl Kept {
 
 impl Session {
     /// What the host keeps of the session besides the game's state.
-    pub(super) fn record(&self) -> Record {
+    pub fn record(&self) -> Record {
         let ledger = lock(&self.ledger);
         Record {
             id: ledger.id.clone(),

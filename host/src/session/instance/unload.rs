@@ -8,7 +8,6 @@ use std::time::Instant;
 use super::{Session, SessionError};
 use crate::capability::CallInfo;
 use crate::locking::lock;
-use crate::store::Record;
 
 impl Session {
     /// Whether the session may leave memory now and be rebuilt later as a
@@ -45,10 +44,5 @@ impl Session {
     pub fn persist_whole(&self) -> Result<(), SessionError> {
         lock(&self.kept.written).digest = None;
         self.persist()
-    }
-
-    /// What the host keeps of it besides the game's state, as a store keeps it.
-    pub fn stored_record(&self) -> Record {
-        self.record()
     }
 }
