@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use super::{Session, SessionError};
-use crate::capability::CallInfo;
 use crate::locking::lock;
 use crate::records::{RecordsFile, Standing};
 use crate::store::{Lease, Record, SessionStore, now_ms};
@@ -88,12 +87,8 @@ impl Session {
     /// Fails only when a shared store refused the write (another server
     /// took the game over meanwhile): the call must not be reported made.
     pub fn persist(&self) -> Result<(), SessionError> {
-        let (Some(store), Some(durable)) = (&self.kept.store, self.plugin.durable) else { return Ok(()) };
-        let saved = self.run_export(CallInfo::default(), |store, instance| {
-            let save = instance.get_typed_func::<(), (Vec<u8>,)>(&mut *store, durable.save)?;
-            Ok(save.call(&mut *store, ())?.0)
-        });
-        let Ok((state, _)) = saved else { return Ok(()) };
+        let Some(store) = &self.kept.store else { return Ok(()) };
+        let Some(state) = self.saved_state() else { return Ok(()) };
         // Most events change nothing stored: that is known before the
         // record (with its stored answers as JSON) is built.
         let digest = lock(&self.ledger).digest(&state);

@@ -27,8 +27,9 @@ impl Session {
         lock(&self.ledger).last_used
     }
 
-    /// The game's state as `durable.save` gives it, for a server that keeps
-    /// no store: it is kept in the table instead. None: the game could not say.
+    /// The game's state as `durable.save` gives it: to write to the store,
+    /// or, for a server that keeps none, to keep in the table. None: the
+    /// game is not durable, or could not say.
     pub fn saved_state(&self) -> Option<Vec<u8>> {
         let durable = self.plugin.durable?;
         let saved = self.run_export(CallInfo::default(), |store, instance| {
