@@ -77,6 +77,7 @@ pub static SIDECARS: &[Sidecar] = &[
         weight: 1,
         files: &[
             ("phase_bridge.py", include_str!("../../../plugins/cards/bridge/phase_bridge.py")),
+            ("first_use.py", include_str!("../../../plugins/sidecar/first_use.py")),
             ("card_data.py", include_str!("../../../plugins/cards/bridge/card_data.py")),
             ("cards.json", include_str!("../../../plugins/cards/bridge/cards.json")),
             ("decks.json", include_str!("../../../plugins/cards/bridge/decks.json")),

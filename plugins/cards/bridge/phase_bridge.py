@@ -37,10 +37,6 @@ PROTOCOL = "2024-11-05"
 MAX_LOG = 5000
 # The rules engine, pinned: its decision shapes are what this bridge maps.
 PHASE_REQUIREMENT = "phase-python==0.103.0"
-# The longest a first-use install step may take before it is given up: a
-# registry that never answers, or a proxy whose certificate this machine
-# lacks, must not hold a game silently for ever.
-INSTALL_LIMIT_S = int(os.environ.get("LUDUS_INSTALL_TIMEOUT_S") or 300)
 AI_LEVELS = ("VeryEasy", "Easy", "Medium", "Hard", "VeryHard")
 
 
@@ -877,82 +873,12 @@ def handle(bridge, msg):
 # ---------------------------------------------------------------- first use
 
 
-def venv_dir():
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "ludus", "phase-venv")
-
-
 def ensure_engine():
-    """Makes `phase` importable: already there, or installed on first use into
-    a venv in the cache directory, then this program runs again inside it.
-    Returns None when ready, else why not (and how to fix it)."""
-    if sys.version_info < (3, 11):
-        return f"the phase rules engine needs Python 3.11 or newer; this is {sys.version.split()[0]} (install a newer python3)"
-    try:
-        import phase  # noqa: F401
+    """None when phase is importable (installed on first use: `first_use.py`
+    beside this file), else why not and how to fix it."""
+    import first_use
 
-        return None
-    except ImportError:
-        pass
-    if os.environ.get("LUDUS_PHASE_BRIDGE_REEXEC"):
-        return f"{PHASE_REQUIREMENT} is not importable even inside {venv_dir()}; delete that directory to reinstall"
-    import fcntl
-
-    venv = venv_dir()
-    python = os.path.join(venv, "bin", "python")
-    os.makedirs(os.path.dirname(venv), exist_ok=True)
-    # One install at a time: a second game started meanwhile waits here and
-    # then finds the engine installed.
-    with open(venv + ".lock", "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            notice("first use: another game is installing the rules engine; waiting for it")
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        marker = os.path.join(venv, ".installed")
-        if not (os.path.exists(marker) and open(marker).read() == PHASE_REQUIREMENT):
-            started = time.time()
-            steps = [
-                (f"first use: creating a Python venv for the rules engine in {venv}", [sys.executable, "-m", "venv", "--clear", venv],
-                 "creating the venv failed (Debian: apt-get install python3-venv)"),
-                (f"first use: installing {PHASE_REQUIREMENT} from PyPI (about 35 MB, usually under a minute; given up after {INSTALL_LIMIT_S} s)",
-                 [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off", PHASE_REQUIREMENT],
-                 f"pip could not install {PHASE_REQUIREMENT} (is PyPI reachable?)"),
-            ]
-            for what, cmd, why in steps:
-                notice(what)
-                failed = run_step(cmd, why)
-                if failed:
-                    return failed
-            with open(marker, "w") as f:
-                f.write(PHASE_REQUIREMENT)
-            notice(f"the rules engine is installed ({time.time() - started:.0f} s); starting the game")
-    os.environ["LUDUS_PHASE_BRIDGE_REEXEC"] = "1"
-    os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
-
-
-def run_step(cmd, why):
-    """Runs one install step within INSTALL_LIMIT_S, its output going to the
-    server's log; None when it succeeded, else why it failed with the
-    program's last words."""
-    import subprocess
-
-    try:
-        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=INSTALL_LIMIT_S)
-        output, late = done.stdout, None
-    except subprocess.TimeoutExpired as e:
-        output, late = e.output, f"it had not finished after {INSTALL_LIMIT_S} s and was stopped (is the index reachable, through your proxy, with its certificate?)"
-    text = (output or b"").decode("utf-8", "replace")
-    sys.stderr.write(text)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    telling = [line for line in lines if "Error:" in line or "reason:" in line]
-    words = (telling[-1] if telling else " / ".join(lines[-3:]))[-600:]
-    said = f"; its last words: {words}" if words else "; it said nothing"
-    if late:
-        return f"{why}: {late}{said}"
-    if done.returncode != 0:
-        return f"{why}{said}"
-    return None
+    return first_use.ensure(PHASE_REQUIREMENT, "phase", "phase-venv", "the rules engine", "about 35 MB", notice, __file__)
 
 
 def launch_args(argv):

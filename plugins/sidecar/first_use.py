@@ -1,0 +1,97 @@
+"""First use of a Python sidecar's engine: install it from PyPI into a venv
+in the user's cache, then run the sidecar again inside that venv.
+
+Shared by the bundled Python sidecars (the phase bridge, the OpenSpiel
+bridge); the server writes this file beside each of them. The venv sits in
+the user cache (`$XDG_CACHE_HOME/ludus/NAME`), not a server's cache
+directory, so every server of the user shares one install, and an install
+happens once under a file lock however many games start at the same time.
+"""
+
+import os
+import sys
+import time
+
+# The longest one install step may take before it is given up: a registry
+# that never answers, or a proxy whose certificate this machine lacks, must
+# not hold a game silently for ever.
+INSTALL_LIMIT_S = int(os.environ.get("LUDUS_INSTALL_TIMEOUT_S") or 300)
+
+
+def venv_dir(name):
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "ludus", name)
+
+
+def ensure(requirement, module, venv_name, engine, size, notice, script):
+    """Makes `module` importable: already there, or `requirement` installed on
+    first use into the venv `venv_name`, then `script` runs again inside it
+    (this call does not return then). Returns None when ready, else why not
+    and how to fix it. `notice` tells the agent and the log what takes long."""
+    if sys.version_info < (3, 11):
+        return f"{engine} needs Python 3.11 or newer; this is {sys.version.split()[0]} (install a newer python3)"
+    try:
+        __import__(module)
+        return None
+    except ImportError:
+        pass
+    reexec = "LUDUS_REEXEC_" + venv_name.upper().replace("-", "_")
+    venv = venv_dir(venv_name)
+    if os.environ.get(reexec):
+        return f"{requirement} is not importable even inside {venv}; delete that directory to reinstall"
+    import fcntl
+
+    python = os.path.join(venv, "bin", "python")
+    os.makedirs(os.path.dirname(venv), exist_ok=True)
+    # One install at a time: a second game started meanwhile waits here and
+    # then finds the engine installed.
+    with open(venv + ".lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            notice(f"first use: another game is installing {engine}; waiting for it")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        marker = os.path.join(venv, ".installed")
+        if not (os.path.exists(marker) and open(marker).read() == requirement):
+            started = time.time()
+            steps = [
+                (f"first use: creating a Python venv for {engine} in {venv}", [sys.executable, "-m", "venv", "--clear", venv],
+                 "creating the venv failed (Debian: apt-get install python3-venv)"),
+                (f"first use: installing {requirement} from PyPI ({size}, usually under a minute; given up after {INSTALL_LIMIT_S} s)",
+                 [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off", requirement],
+                 f"pip could not install {requirement} (is PyPI reachable?)"),
+            ]
+            for what, cmd, why in steps:
+                notice(what)
+                failed = run_step(cmd, why)
+                if failed:
+                    return failed
+            with open(marker, "w") as f:
+                f.write(requirement)
+            notice(f"{engine} is installed ({time.time() - started:.0f} s); starting the game")
+    os.environ[reexec] = "1"
+    os.execv(python, [python, os.path.abspath(script)] + sys.argv[1:])
+
+
+def run_step(cmd, why):
+    """Runs one install step within INSTALL_LIMIT_S, its output going to the
+    server's log; None when it succeeded, else why it failed with the
+    program's last words."""
+    import subprocess
+
+    try:
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=INSTALL_LIMIT_S)
+        output, late = done.stdout, None
+    except subprocess.TimeoutExpired as e:
+        output, late = e.output, f"it had not finished after {INSTALL_LIMIT_S} s and was stopped (is the index reachable, through your proxy, with its certificate?)"
+    text = (output or b"").decode("utf-8", "replace")
+    sys.stderr.write(text)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    telling = [line for line in lines if "Error:" in line or "reason:" in line]
+    words = (telling[-1] if telling else " / ".join(lines[-3:]))[-600:]
+    said = f"; its last words: {words}" if words else "; it said nothing"
+    if late:
+        return f"{why}: {late}{said}"
+    if done.returncode != 0:
+        return f"{why}{said}"
+    return None
