@@ -552,18 +552,22 @@ impl Session {
     async fn event(self: Arc<Self>, export: ComponentExportIndex, params: Vec<Val>, logged: Option<Action>) -> Result<(), SessionError> {
         let s = self.clone();
         let run = move || {
-            s.leased(Run::Event, || {
+            let ran = s.leased(Run::Event, || {
                 s.invoke(&export, &params, 0, CallInfo::default(), logged)?;
                 s.persist()?;
                 s.settle();
                 Ok(())
-            })
+            });
+            // Woken here, not after the await below: an event that ends the
+            // game closes the session's channels, which aborts the channel
+            // task awaiting this run when it runs on a blocking thread.
+            if matches!(ran, Ok(Ok(()))) {
+                s.bump();
+            }
+            ran
         };
         match run_guest(&self.plugin.event_pace, run).await {
-            Ok(Ok(Ok(()))) => {
-                self.bump();
-                Ok(())
-            }
+            Ok(Ok(Ok(()))) => Ok(()),
             Ok(Err(SessionError::Elsewhere)) => Ok(()),
             Ok(Ok(Err(e)) | Err(e)) => Err(e),
             Err(e) => Err(SessionError::Run(e)),
