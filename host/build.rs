@@ -25,6 +25,7 @@ const GAMES: &[Component] = &[
     ("checker_jumping", "plugins/checker_jumping/wit", "", "checker_jumping"),
     ("chess", "plugins/chess/wit", "", "chess"),
     ("hanoi", "plugins/hanoi/wit", "", "hanoi"),
+    ("openspiel", "plugins/openspiel/wit", "", "openspiel"),
     ("river_crossing", "plugins/river_crossing/wit", "", "river_crossing"),
     ("showdown", "plugins/showdown/wit", "", "showdown"),
 ];

@@ -9,6 +9,7 @@ pub static BUNDLED: &[(&str, &[u8])] = &[
     ("checker_jumping", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/checker_jumping.wasm"))),
     ("chess", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/chess.wasm"))),
     ("hanoi", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/hanoi.wasm"))),
+    ("openspiel", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/openspiel.wasm"))),
     ("river_crossing", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/river_crossing.wasm"))),
     ("showdown", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/showdown.wasm"))),
 ];
@@ -91,6 +92,29 @@ pub static SIDECARS: &[Sidecar] = &[
             installer: None,
             registry: Registry::PyPI,
             size: "pip, about 35 MB",
+            note: "",
+        },
+    },
+    // OpenSpiel's games (installs open_spiel from PyPI on first use).
+    Sidecar {
+        plugin: "openspiel",
+        endpoint: "openspiel",
+        command: "python3",
+        entry: "openspiel_bridge.py",
+        weight: 1,
+        files: &[
+            ("openspiel_bridge.py", include_str!("../../../plugins/openspiel/bridge/openspiel_bridge.py")),
+            ("first_use.py", include_str!("../../../plugins/sidecar/first_use.py")),
+        ],
+        needs: Needs {
+            what: "Python",
+            min: (3, 11),
+            fix: "install Python 3.11+ with venv (Debian: apt-get install python3 python3-venv)",
+            engine: "OpenSpiel (open_spiel 2.0.2)",
+            installed: "ludus/openspiel-venv/.installed",
+            installer: None,
+            registry: Registry::PyPI,
+            size: "pip, about 16 MB and numpy",
             note: "",
         },
     },

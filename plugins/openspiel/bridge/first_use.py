@@ -1,0 +1,1 @@
+../../sidecar/first_use.py

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""One OpenSpiel game for the Ludus `openspiel` plugin.
+
+JSON lines on stdin and stdout: each request `{"id": N, "op": ...}` gets one
+answer `{"id": N, "ok": SNAPSHOT}` or `{"id": N, "error": TEXT}`; while the
+engine installs on first use, `{"notice": TEXT}` lines say what takes long.
+
+- `new`: `game`, `params` (a JSON object), `seats` (per seat: `agent`,
+  `random`, `mcts:LEVEL` or `cfr`), `seed` and `history` (the actions so far,
+  chance outcomes included: a restart or another server rebuilds the game
+  by applying them again).
+- `move`: `seat` and `action` (the action's text for that seat, or its
+  number).
+- `forfeit`: `seat`.
+
+After each request the game runs on by itself while it is chance's or a
+built-in opponent's turn, so an answer always finds an agent to move or the
+game over. Chance and the opponents draw from the game's whole seed and the
+length of the history, never from a running generator: the same seed and
+actions give the same game however often it was rebuilt.
+
+The plugin owns the game (its history is what is kept); this process holds
+the engine's state so that a move costs one `apply_action`. Every agent-
+facing text comes from the snapshot: each seat's own observation, and the
+whole history only where the game hides nothing or once it is over.
+
+Stdout carries only protocol lines; diagnostics go to stderr.
+"""
+
+import json
+import os
+import random
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# OpenSpiel, pinned: its game names, parameters and action texts are what the
+# plugin's catalogue lists.
+REQUIREMENT = "open_spiel==2.0.2"
+# MCTS strength: simulations per move at levels 1 to 5.
+MCTS_SIMULATIONS = (10, 100, 1000, 3000, 10000)
+# CFR+ iterations for the equilibrium opponent (exploitability of the
+# average policy: Kuhn 1e-4, Leduc 5e-3).
+CFR_ITERATIONS = {"kuhn_poker": 1000, "leduc_poker": 200}
+
+
+def log(msg):
+    print(f"openspiel-bridge: {msg}", file=sys.stderr, flush=True)
+
+
+def send(msg):
+    sys.stdout.write(json.dumps(msg, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def notice(msg):
+    log(msg)
+    send({"notice": msg})
+
+
+class Refusal(Exception):
+    """A request the game refuses: said to the agent as it is."""
+
+
+def load(pyspiel, name, params):
+    try:
+        game = pyspiel.load_game(name, params or {})
+    except pyspiel.SpielError as e:
+        raise Refusal(f"OpenSpiel cannot load {name} with {json.dumps(params or {})}: {e}") from None
+    if game.get_type().dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS:
+        # Each player chooses in turn, seeing nothing of the others' choices.
+        game = pyspiel.convert_to_turn_based(game)
+    return game
+
+
+class Match:
+    def __init__(self, pyspiel, req):
+        self.sp = pyspiel
+        self.name = req["game"]
+        self.game = load(pyspiel, self.name, req.get("params"))
+        kind = self.game.get_type()
+        self.perfect = kind.information == pyspiel.GameType.Information.PERFECT_INFORMATION
+        self.has_obs = kind.provides_observation_string
+        self.has_info = kind.provides_information_state_string
+        self.seats = list(req["seats"])
+        if len(self.seats) != self.game.num_players():
+            raise Refusal(f"{self.name} has {self.game.num_players()} seats; {len(self.seats)} were given")
+        self.seed = int(req.get("seed") or 0)
+        self.state = self.game.new_initial_state()
+        self.history = []
+        self.forfeited = None
+        for action in req.get("history") or []:
+            self.apply(int(action))
+        self.policy = None
+
+    def apply(self, action):
+        self.state.apply_action(action)
+        self.history.append(action)
+
+    def rng(self):
+        # A string seeds through SHA-512: the same on every machine and run.
+        return random.Random(f"{self.seed}/{len(self.history)}")
+
+    def advance(self):
+        """Plays chance and the built-in opponents until an agent must move."""
+        state = self.state
+        while not state.is_terminal():
+            player = state.current_player()
+            if state.is_chance_node():
+                outcomes = state.chance_outcomes()
+                r, total = self.rng().random(), 0.0
+                pick = outcomes[-1][0]
+                for action, p in outcomes:
+                    total += p
+                    if r < total:
+                        pick = action
+                        break
+                self.apply(pick)
+            elif player >= 0 and self.seats[player] != "agent":
+                self.apply(self.bot_action(player, self.seats[player]))
+            else:
+                return
+
+    def bot_action(self, player, who):
+        legal = self.state.legal_actions(player)
+        rng = self.rng()
+        if who.startswith("mcts"):
+            level = int(who.split(":")[1]) if ":" in who else 3
+            seed = rng.randrange(2**31)
+            bot = self.sp.MCTSBot(self.game, self.sp.RandomRolloutEvaluator(1, seed), 2.0, MCTS_SIMULATIONS[level - 1], 1000, True, seed, False)
+            return bot.step(self.state)
+        if who == "cfr":
+            probs = self.equilibrium().get(self.state.information_state_string(player))
+            if probs:
+                r, total = rng.random(), 0.0
+                for action, p in probs:
+                    total += p
+                    if r < total:
+                        return action
+                return probs[-1][0]
+        return rng.choice(legal)
+
+    def equilibrium(self):
+        """The CFR+ average policy by information state, computed once per
+        machine and kept in the user cache."""
+        if self.policy is not None:
+            return self.policy
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        path = os.path.join(cache, "ludus", "openspiel-policies", f"{self.name}-{CFR_ITERATIONS[self.name]}.json")
+        try:
+            with open(path) as f:
+                self.policy = json.load(f)
+                return self.policy
+        except (OSError, ValueError):
+            pass
+        notice(f"first use: computing the {self.name} equilibrium (CFR+, {CFR_ITERATIONS[self.name]} iterations; Leduc takes a few seconds)")
+        solver = self.sp.CFRPlusSolver(self.game)
+        for _ in range(CFR_ITERATIONS[self.name]):
+            solver.evaluate_and_update_policy()
+        average = solver.average_policy()
+        table = {}
+
+        def walk(state):
+            if state.is_terminal():
+                return
+            if state.is_chance_node():
+                for action, _ in state.chance_outcomes():
+                    walk(state.child(action))
+                return
+            key = state.information_state_string()
+            if key not in table:
+                table[key] = [[a, p] for a, p in average.action_probabilities(state).items()]
+            for action in state.legal_actions():
+                walk(state.child(action))
+
+        walk(self.game.new_initial_state())
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + ".tmp", "w") as f:
+            json.dump(table, f)
+        os.replace(path + ".tmp", path)
+        self.policy = table
+        return table
+
+    def action_of(self, seat, given):
+        """The action `given` names for `seat`: its text (exactly, then
+        ignoring case and spaces) or its number."""
+        legal = self.state.legal_actions(seat)
+        texts = [self.state.action_to_string(seat, a) for a in legal]
+        if isinstance(given, int) or (isinstance(given, str) and given.strip().lstrip("-").isdigit()):
+            number = int(given)
+            if number in legal:
+                return number
+        if isinstance(given, str):
+            if given in texts:
+                return legal[texts.index(given)]
+            squash = lambda t: "".join(t.split()).lower()  # noqa: E731
+            loose = [a for a, t in zip(legal, texts) if squash(t) == squash(given)]
+            if len(loose) == 1:
+                return loose[0]
+        shown = ", ".join(f"{t} ({a})" for a, t in zip(legal[:60], texts[:60]))
+        more = f", … {len(legal) - 60} more (see the legal actions)" if len(legal) > 60 else ""
+        raise Refusal(f"{json.dumps(given)} is not a legal action now; the legal actions (text, or number): {shown}{more}")
+
+    def move(self, seat, given):
+        if self.state.is_terminal():
+            raise Refusal("the game is over")
+        if self.state.current_player() != seat:
+            raise Refusal(f"it is not seat {seat}'s turn")
+        self.apply(self.action_of(seat, given))
+        self.advance()
+
+    def log(self):
+        """Every action so far as [player, text]: chance is player -1."""
+        state = self.game.new_initial_state()
+        out = []
+        for action in self.history:
+            player = state.current_player()
+            out.append([int(player), state.action_to_string(player, action)])
+            state.apply_action(action)
+        return out
+
+    def view(self, seat):
+        state, view = self.state, {}
+        for key, has, read in (("observation", self.has_obs, state.observation_string),
+                               ("information_state", self.has_info, state.information_state_string)):
+            if has:
+                try:
+                    view[key] = read(seat)
+                except self.sp.SpielError:
+                    pass
+        if "observation" not in view and self.perfect:
+            view["observation"] = str(state)
+        if not state.is_terminal() and state.current_player() == seat:
+            view["legal"] = [[a, state.action_to_string(seat, a)] for a in state.legal_actions(seat)]
+        return view
+
+    def snapshot(self):
+        state = self.state
+        over = state.is_terminal() or self.forfeited is not None
+        snap = {
+            "history": self.history,
+            "current": None if over else int(state.current_player()),
+            "over": over,
+            "returns": self.returns() if over else None,
+            "views": [self.view(seat) for seat in range(len(self.seats))],
+        }
+        # What every seat may see: the whole game where nothing is hidden,
+        # and once it is over.
+        if self.perfect or over:
+            snap["public"] = {"state": str(state), "log": self.log()}
+        return snap
+
+    def returns(self):
+        if self.forfeited is None:
+            return list(self.state.returns())
+        low, high = self.game.min_utility(), self.game.max_utility()
+        return [low if seat == self.forfeited else high for seat in range(len(self.seats))]
+
+
+def handle(sp, match, req):
+    op = req.get("op")
+    if op == "new":
+        match = Match(sp, req)
+        match.advance()
+    elif match is None:
+        raise Refusal("no game yet: `new` first")
+    elif op == "move":
+        match.move(int(req["seat"]), req["action"])
+    elif op == "forfeit":
+        if not match.state.is_terminal() and match.forfeited is None:
+            match.forfeited = int(req["seat"])
+    else:
+        raise Refusal(f"unknown op {op!r}")
+    return match, match.snapshot()
+
+
+def main():
+    sys.path.insert(0, HERE)
+    import first_use
+
+    problem = first_use.ensure(REQUIREMENT, "pyspiel", "openspiel-venv", "OpenSpiel", "about 16 MB and numpy", notice, __file__)
+    match = None
+    if problem is None:
+        import pyspiel
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+        except ValueError:
+            send({"id": None, "error": "not JSON"})
+            continue
+        if problem:
+            send({"id": req.get("id"), "error": problem})
+            continue
+        try:
+            match, snap = handle(pyspiel, match, req)
+            send({"id": req.get("id"), "ok": snap})
+        except Refusal as e:
+            send({"id": req.get("id"), "error": str(e)})
+        except (KeyError, TypeError, ValueError, pyspiel.SpielError) as e:
+            log(f"{req.get('op')} failed: {e!r}")
+            send({"id": req.get("id"), "error": f"OpenSpiel refused the request: {e}"})
+
+
+if __name__ == "__main__":
+    main()
