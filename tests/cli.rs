@@ -215,6 +215,7 @@ fn doctor_says_which_games_are_ready_and_what_they_lack() {
     assert!(line("chess").contains("ok") && line("hanoi").contains("ok"), "{out}");
     assert!(line("showdown").contains("NO") && line("showdown").contains("apt-get install nodejs npm"), "{out}");
     assert!(line("cards").contains("NO") && line("cards").contains("Python 3.11+"), "{out}");
+    assert!(line("openspiel").contains("NO") && line("openspiel").contains("Python 3.11+"), "{out}");
     // With this machine's PATH (the tests need node and python3): all ready,
     // engines not yet installed in this cache, and their registries answer.
     let (code, out) = doctor(&std::env::var("PATH").unwrap());
@@ -237,6 +238,7 @@ fn doctor_says_which_games_are_ready_and_what_they_lack() {
         "{out}"
     );
     assert!(line("cards").contains("NO") && line("cards").contains("Connection refused"), "{out}");
+    assert!(line("openspiel").contains("NO") && line("openspiel").contains("Connection refused"), "{out}");
 }
 
 /// The bundled games are in the binary once each: a constant holding them

@@ -658,3 +658,46 @@ async fn two_agents_offline_battle_killed_mid_battle_plays_on_as_it_would_have()
     assert!(without.matches("|turn|").count() >= 4, "{without}");
     assert_eq!(with, without, "the same seed, teams and choices give the same battle across a kill");
 }
+
+/// Plays connect four on OpenSpiel against `random` (seed 42) for `moves`
+/// moves with a fixed policy, killing the server after move `kill_after`
+/// when given; the game's actions at the end.
+async fn connect_four(work: &Path, moves: usize, kill_after: Option<usize>) -> Vec<Value> {
+    let setup = Setup::new(work, &["alice"], WHOLE_SEEDS);
+    let mut server = setup.serve(&[]).await;
+    let mut c = setup.client(&server, 0).await;
+    let mut turn = c.ok("openspiel_start_game", json!({"game": "connect_four", "seed": 42})).await;
+    let id = turn["game_id"].as_str().unwrap().to_string();
+    let mut killed = false;
+    for step in 0..moves {
+        if turn["game_over"] == true {
+            break;
+        }
+        let legal = turn["legal_actions"].as_array().unwrap().clone();
+        let action = legal[step % legal.len()]["text"].as_str().unwrap().to_string();
+        let decision = turn["decision"].clone();
+        turn = c.ok("openspiel_move", json!({"game_id": id, "action": action, "decision": decision})).await;
+        if kill_after == Some(step) {
+            killed = true;
+            kill9(server);
+            server = setup.serve(&[]).await;
+            c = setup.client(&server, 0).await;
+            // The move sent again for its number after the restart is the one made, not a new one.
+            let again = c.ok("openspiel_move", json!({"game_id": id, "action": action, "decision": decision})).await;
+            assert_eq!(again["history_actions"], turn["history_actions"], "{again}");
+        }
+    }
+    assert_eq!(killed, kill_after.is_some(), "the game ended before the kill was due");
+    let end = c.ok("openspiel_get_state", json!({"game_id": id})).await;
+    drop(server);
+    end["history_actions"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn an_openspiel_game_killed_mid_game_plays_on_as_it_would_have() {
+    let (straight, crashed) = (scratch(), scratch());
+    let without = connect_four(straight.path(), 8, None).await;
+    let with = connect_four(crashed.path(), 8, Some(3)).await;
+    assert!(without.len() >= 6, "{without:?}");
+    assert_eq!(with, without, "the same seed and moves give the same game across a kill");
+}

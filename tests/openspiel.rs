@@ -1,0 +1,341 @@
+//! OpenSpiel's games through the real server binary, the bundled bridge and
+//! the real `open_spiel` from PyPI (installed on first use into the user
+//! cache's venv): games played to their end by a random-legal agent over
+//! MCP, hidden information audited per seat against OpenSpiel itself, the
+//! built-in opponents, result records and `ludus verify`. (A kill -9 in
+//! mid-game is in `tests/durable.rs`.)
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// A server config where the chosen seed is the whole seed (`whole_seeds`),
+/// so that two runs of one seed play the same game.
+fn dealt(work: &Path) -> std::path::PathBuf {
+    config(work, "whole_seeds = true")
+}
+
+/// A seeded agent that picks uniformly among the legal actions.
+struct Agent(u64);
+
+impl Agent {
+    fn pick(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((self.0 >> 33) % n.max(1) as u64) as usize
+    }
+
+    /// One of `turn`'s legal actions: by text or by number, in turn.
+    fn action(&mut self, turn: &Value) -> String {
+        let legal = turn["legal_actions"].as_array().unwrap_or_else(|| panic!("no legal actions in {turn}"));
+        assert!(!legal.is_empty(), "your turn with no legal actions: {turn}");
+        let a = &legal[self.pick(legal.len())];
+        match self.pick(4) {
+            0 => a["number"].to_string(),
+            _ => a["text"].as_str().unwrap().to_string(),
+        }
+    }
+}
+
+/// Plays `id` for `c` (which holds every agent seat) until it is over, at
+/// most `limit` moves; the final turn and the moves made.
+async fn play_out(c: &Client, id: &str, agent: &mut Agent, limit: usize) -> (Value, usize) {
+    let mut turn = c.ok("openspiel_get_state", json!({"game_id": id})).await;
+    let mut moves = 0;
+    while turn["game_over"] != true {
+        assert!(moves < limit, "{id}: not over after {limit} moves: {turn}");
+        if turn["your_turn"] != true {
+            turn = c.ok("openspiel_wait_for_turn", json!({"game_id": id})).await;
+            continue;
+        }
+        let action = agent.action(&turn);
+        turn = c.ok("openspiel_move", json!({"game_id": id, "action": action, "decision": turn["decision"]})).await;
+        moves += 1;
+    }
+    (turn, moves)
+}
+
+async fn start(c: &Client, args: Value) -> (String, Value) {
+    let turn = c.ok("openspiel_start_game", args.clone()).await;
+    let id = turn["game_id"].as_str().unwrap_or_else(|| panic!("no game id for {args}: {turn}")).to_string();
+    (id, turn)
+}
+
+/// Every line of a records file as JSON.
+fn records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[tokio::test]
+async fn the_games_evaluators_use_play_to_their_end_with_a_record_each() {
+    let work = scratch();
+    let records_path = work.path().join("records.jsonl");
+    let c = stdio(&["--records", records_path.to_str().unwrap(), "--config", dealt(work.path()).to_str().unwrap()], work.path()).await;
+
+    let listed = c.ok("openspiel_list_games", json!({})).await;
+    assert!(listed["games"].as_array().unwrap().len() >= 100, "{listed}");
+    let poker = c.ok("openspiel_list_games", json!({"filter": "poker", "hidden_information": true})).await;
+    let names: Vec<&str> = poker["games"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"kuhn_poker") && !names.contains(&"go"), "{names:?}");
+
+    // (game, parameters, seats besides the agent)
+    let games: &[(&str, Value)] = &[
+        ("tic_tac_toe", json!([])),
+        ("connect_four", json!([])),
+        ("breakthrough", json!([])),
+        ("hex", json!([{"name": "board_size", "value": "7"}])),
+        ("go", json!([{"name": "board_size", "value": "9"}])),
+        ("backgammon", json!([])),
+        ("checkers", json!([])),
+        ("dots_and_boxes", json!([])),
+        ("kuhn_poker", json!([])),
+        ("leduc_poker", json!([])),
+        ("liars_dice", json!([])),
+        ("hanabi", json!([])),
+        ("gin_rummy", json!([])),
+        ("tiny_bridge_2p", json!([])),
+        ("bridge", json!([])),
+        ("blackjack", json!([])),
+        ("2048", json!([])),
+    ];
+    let mut ids = Vec::new();
+    for (k, (game, parameters)) in games.iter().enumerate() {
+        let (id, first) = start(&c, json!({"game": game, "parameters": parameters, "seed": 100 + k})).await;
+        assert_eq!(first["seat"], 0, "{first}");
+        let (last, moves) = play_out(&c, &id, &mut Agent(k as u64), 3000).await;
+        let returns = last["returns"].as_array().unwrap_or_else(|| panic!("{game}: no returns at the end: {last}"));
+        assert_eq!(returns.len(), last["seats"].as_array().unwrap().len(), "{game}: {last}");
+        // Once over, everyone may see the whole game.
+        assert!(last["history"].as_array().is_some_and(|h| !h.is_empty()), "{game}: {last}");
+        assert!(moves >= 1, "{game}");
+        ids.push((id, *game));
+    }
+
+    // One record per game, with every seat's result.
+    let all = records(&records_path);
+    for (id, game) in &ids {
+        let mine: Vec<&Value> = all.iter().filter(|r| r["record"] == format!("{id}/1")).collect();
+        assert_eq!(mine.len(), 1, "{game}: {all:?}");
+        let r = mine[0];
+        assert_ne!(r["outcome"], "playing", "{game}: {r}");
+        let seats = r["seats"].as_array().unwrap_or_else(|| panic!("{game}: no seats in {r}"));
+        assert!(seats.iter().all(|s| s["result"].is_string()), "{game}: {r}");
+        assert_eq!(r["parameters"]["game"], *game, "{r}");
+    }
+    // The records replay: `ludus verify` plays every game again and finds the same.
+    let (code, printed) = verify(&[&records_path], &dealt(work.path()));
+    assert_eq!(code, Some(0), "{printed}");
+}
+
+/// The Python of the venv the bridge installed OpenSpiel into (the user cache's).
+fn openspiel_python() -> std::path::PathBuf {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache"));
+    cache.join("ludus/openspiel-venv/bin/python")
+}
+
+/// Every view each seat had over the game `actions` played, by OpenSpiel
+/// itself (`tests/clients/openspiel_referee.py`).
+fn referee(game: &str, actions: &Value) -> Vec<Vec<String>> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/clients/openspiel_referee.py");
+    let spec = json!({"game": game, "actions": actions}).to_string();
+    let out = std::process::Command::new(openspiel_python()).arg(script).arg(spec).output().expect("running the referee");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let views: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seats = views.as_object().unwrap().len();
+    (0..seats).map(|p| views[p.to_string()].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()).collect()
+}
+
+/// Every string in `v`, unescaped, one per line.
+fn strings_in(v: &Value, out: &mut String) {
+    match v {
+        Value::String(s) => {
+            out.push_str(s);
+            out.push('\n');
+        }
+        Value::Array(a) => a.iter().for_each(|x| strings_in(x, out)),
+        Value::Object(o) => o.values().for_each(|x| strings_in(x, out)),
+        _ => {}
+    }
+}
+
+/// Everything `c` is told about game `id` through its tools, as text, and
+/// the views it was given.
+async fn everything_seen(c: &Client, id: &str, views: &mut Vec<String>) -> String {
+    let mut seen = String::new();
+    // (`openspiel_wait_for_turn` answers at once only on the seat's turn; its
+    // answer is the state's then.)
+    for tool in ["openspiel_get_state", "openspiel_legal_actions"] {
+        let r = c.call(tool, json!({"game_id": id})).await;
+        assert_ne!(r.is_error, Some(true), "{tool}: {}", text(&r));
+        let turn = r.structured_content.clone().unwrap_or_default();
+        views.extend(["observation", "information_state"].iter().filter_map(|k| turn[*k].as_str().map(String::from)));
+        seen.push_str(&text(&r));
+        strings_in(&turn, &mut seen);
+    }
+    // A move that names nothing: refused without a word of another seat's.
+    let r = c.call("openspiel_move", json!({"game_id": id, "action": "no such action"})).await;
+    assert_eq!(r.is_error, Some(true), "{id}: a probe move was played: {}", text(&r));
+    seen.push_str(&text(&r));
+    seen
+}
+
+#[tokio::test]
+async fn each_seat_sees_only_its_own_cards_while_the_game_runs() {
+    let work = scratch();
+    let cfg = dealt(work.path());
+    // Two agents and a spectator on one server, one HTTP client each.
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (a, b, watcher) = (http_client(&server).await, http_client(&server).await, http_client(&server).await);
+    // (game, the other seats: the second agent's first)
+    let games: &[(&str, Value)] = &[
+        ("kuhn_poker", json!(["agent"])),
+        ("leduc_poker", json!(["agent"])),
+        ("liars_dice", json!(["agent"])),
+        ("gin_rummy", json!(["agent"])),
+        ("hanabi", json!(["agent"])),
+        ("tiny_bridge_2p", json!(["agent"])),
+        ("bridge", json!(["agent", "random", "random"])),
+    ];
+    for (k, (game, opponents)) in games.iter().enumerate() {
+        let (id, _) = start(&a, json!({"game": game, "opponents": opponents, "seed": 7 + k})).await;
+        let code = join_code(&a, &id).await;
+        let joined = b.ok("openspiel_join_game", json!({"game_id": id, "join_code": code})).await;
+        assert_eq!(joined["seat"], 1, "{joined}");
+        let (mut shown_to_b, mut seen_by_b, mut seen_by_watcher) = (Vec::new(), String::new(), String::new());
+        let mut agents = [Agent(k as u64), Agent(99 + k as u64)];
+        let mut steps = 0;
+        loop {
+            let sa = a.ok("openspiel_get_state", json!({"game_id": id})).await;
+            if sa["game_over"] == true {
+                break;
+            }
+            steps += 1;
+            assert!(steps < 3000, "{game}: not over");
+            let sb = b.ok("openspiel_get_state", json!({"game_id": id})).await;
+            // While it runs, nothing shows the history of a game that hides information.
+            assert!(sa["history"].is_null() && sb["history"].is_null(), "{game}: {sa} {sb}");
+            seen_by_b.push_str(&everything_seen(&b, &id, &mut shown_to_b).await);
+            let w = watcher.ok("openspiel_get_state", json!({"game_id": id})).await;
+            assert!(w["seat"].is_null() && w["observation"].is_null() && w["history"].is_null(), "{game}: the watcher sees {w}");
+            strings_in(&w, &mut seen_by_watcher);
+            let (mover, turn, who) = match (sa["your_turn"] == true, sb["your_turn"] == true) {
+                (true, _) => (&a, sa, 0),
+                (_, true) => (&b, sb, 1),
+                _ => {
+                    a.ok("openspiel_wait_for_turn", json!({"game_id": id})).await;
+                    continue;
+                }
+            };
+            let action = agents[who].action(&turn);
+            mover.ok("openspiel_move", json!({"game_id": id, "action": action, "decision": turn["decision"]})).await;
+        }
+        // Once over, the whole game is everyone's; OpenSpiel itself says what each seat saw.
+        let end = watcher.ok("openspiel_get_state", json!({"game_id": id})).await;
+        assert!(end["history"].as_array().is_some_and(|h| !h.is_empty()), "{game}: {end}");
+        let views = referee(game, &end["history_actions"]);
+        assert!(!shown_to_b.is_empty(), "{game}: seat 1 was never shown a view");
+        for v in &shown_to_b {
+            assert!(views[1].contains(v), "{game}: seat 1 was shown {v:?}, which is not a view seat 1 ever had");
+        }
+        // Seat 0's views that seat 1 never had appear nowhere seat 1 or the watcher looked.
+        let secrets: Vec<&String> = views[0].iter().filter(|v| v.len() >= 12 && !views[1].contains(v)).collect();
+        for s in secrets {
+            assert!(!seen_by_b.contains(s.as_str()), "{game}: seat 1 was shown seat 0's {s:?}");
+            assert!(!seen_by_watcher.contains(s.as_str()), "{game}: the watcher was shown seat 0's {s:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn open_seats_wait_and_moves_out_of_turn_are_refused_with_the_legal_actions() {
+    let work = scratch();
+    let c = stdio(&["--config", dealt(work.path()).to_str().unwrap()], work.path()).await;
+    // Seat 1 open: the creator moves first, then nobody plays the open seat.
+    let (id, first) = start(&c, json!({"game": "tic_tac_toe", "opponents": ["agent"], "seed": 3})).await;
+    assert_eq!(first["your_turn"], true, "{first}");
+    let e = c.err("openspiel_move", json!({"game_id": id, "action": "x(5,5)", "decision": 1})).await;
+    assert!(e.contains("x(1,1)") && e.contains("legal"), "{e}");
+    c.ok("openspiel_move", json!({"game_id": id, "action": "x(1,1)", "decision": 1})).await;
+    let e = c.err("openspiel_move", json!({"game_id": id, "action": "o(0,0)", "decision": 2})).await;
+    assert!(e.contains("open"), "the creator may not move for the open seat: {e}");
+    // The same move sent again for its number is not made twice.
+    let again = c.ok("openspiel_move", json!({"game_id": id, "action": "x(1,1)", "decision": 1})).await;
+    assert_eq!(again["decision"], 2, "{again}");
+    let state = c.ok("openspiel_get_state", json!({"game_id": id})).await;
+    assert_eq!(state["history"].as_array().map(Vec::len), Some(1), "{state}");
+    let shown = text(&c.call("openspiel_get_state", json!({"game_id": id})).await);
+    assert!(shown.contains("an open seat: the game waits for an agent to join"), "{shown}");
+
+    // Unknown games, parameters and opponents are named.
+    let e = c.err("openspiel_start_game", json!({"game": "tictactoe"})).await;
+    assert!(e.contains("tictactoe"), "{e}");
+    let e = c.err("openspiel_start_game", json!({"game": "go", "parameters": [{"name": "size", "value": "9"}]})).await;
+    assert!(e.contains("board_size"), "{e}");
+    let e = c.err("openspiel_start_game", json!({"game": "kuhn_poker", "opponents": ["mcts"]})).await;
+    assert!(e.contains("hides"), "{e}");
+}
+
+#[tokio::test]
+async fn the_built_in_opponents_play_their_games() {
+    let work = scratch();
+    let records_path = work.path().join("records.jsonl");
+    let c = stdio(&["--records", records_path.to_str().unwrap(), "--config", dealt(work.path()).to_str().unwrap()], work.path()).await;
+    // MCTS at its strongest does not lose tic-tac-toe to a random agent.
+    for seed in 0..3 {
+        let (id, _) = start(&c, json!({"game": "tic_tac_toe", "opponents": ["mcts/5"], "seed": seed})).await;
+        let (end, _) = play_out(&c, &id, &mut Agent(seed), 20).await;
+        let r = end["returns"].as_array().unwrap();
+        assert!(r[1].as_f64().unwrap() >= 0.0, "mcts/5 lost to random: {end}");
+    }
+    // The equilibrium plays Kuhn and Leduc poker; a hand of each goes to its end.
+    for game in ["kuhn_poker", "leduc_poker"] {
+        let (id, _) = start(&c, json!({"game": game, "opponents": ["cfr"], "seed": 5})).await;
+        play_out(&c, &id, &mut Agent(5), 50).await;
+    }
+    // Four seats: the agent, another agent's open seat taken by a second client, two bots.
+    let (id, _) = start(&c, json!({"game": "tiny_bridge_4p", "seat": 2, "opponents": ["random", "agent", "random"], "seed": 9})).await;
+    let s = c.ok("openspiel_get_state", json!({"game_id": id})).await;
+    let holders: Vec<&str> = s["seats"].as_array().unwrap().iter().map(|h| h["holder"].as_str().unwrap()).collect();
+    assert_eq!(holders, ["random", "open", "you", "random"], "{s}");
+    c.ok("openspiel_join_game", json!({"game_id": id, "join_code": join_code(&c, &id).await})).await;
+    play_out(&c, &id, &mut Agent(9), 200).await;
+    let rec: Vec<Value> = records(&records_path).into_iter().filter(|r| r["record"] == format!("{id}/1")).collect();
+    let players: Vec<&str> = rec[0]["seats"].as_array().unwrap().iter().map(|s| s["player"].as_str().unwrap()).collect();
+    assert_eq!(players, ["openspiel-random", "stdio", "stdio", "openspiel-random"], "{:?}", rec[0]);
+}
+
+#[tokio::test]
+async fn a_killed_bridge_is_started_again_and_a_finished_game_leaves_none() {
+    let work = scratch();
+    let c = stdio(&["--config", dealt(work.path()).to_str().unwrap()], work.path()).await;
+    let bridges = || pids_with(&format!("{}/cache/sidecars/openspiel/openspiel_bridge.py", work.path().display()));
+    let (id, turn) = start(&c, json!({"game": "connect_four", "seed": 11})).await;
+    let turn = c.ok("openspiel_move", json!({"game_id": id, "action": "x0", "decision": turn["decision"]})).await;
+    let before = turn["history_actions"].as_array().unwrap().len();
+    let running = bridges();
+    assert_eq!(running.len(), 1, "{running:?}");
+    for pid in running {
+        std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+    }
+    // The next move starts a new bridge, which rebuilds the game from its
+    // history; a move sent while the old one died is refused, made nowhere.
+    let mut after = None;
+    for _ in 0..3 {
+        let r = c.call("openspiel_move", json!({"game_id": id, "action": "x1", "decision": turn["decision"]})).await;
+        if r.is_error != Some(true) {
+            after = r.structured_content;
+            break;
+        }
+        assert!(text(&r).contains("stopped"), "{}", text(&r));
+    }
+    let after = after.expect("the move after the kill was made");
+    assert_eq!(after["history_actions"].as_array().unwrap().len(), before + 2, "{after}");
+    assert_eq!(after["history_actions"].as_array().unwrap()[..before], turn["history_actions"].as_array().unwrap()[..], "{after}");
+    // Played to its end: its bridge is gone at once.
+    play_out(&c, &id, &mut Agent(3), 40).await;
+    assert!(bridges().is_empty(), "a finished game's bridge lingers: {:?}", bridges());
+}
