@@ -43,6 +43,10 @@
 //! a record. `LUDUS_BENCH=cluster` measures several servers on Redis (Debian's
 //! redis-server and nginx): a call with games in Redis against SQLite and
 //! memory, and 200 sessions through nginx in front of one server and two.
+//! `LUDUS_BENCH=openspiel` measures OpenSpiel's games (installs `open_spiel`
+//! on first use): a move's round trip against `random` in tic-tac-toe and
+//! connect four beside the same moves made in `pyspiel` directly in the same
+//! run, memory per live game, and the MCTS levels' time per move.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -787,6 +791,133 @@ fn idle_chess(dir: &Path, base: &str) {
     let _ = c.child.wait();
 }
 
+/// One OpenSpiel tool call that must succeed: its structured answer.
+fn openspiel_call(c: &mut RawClient, id: &mut u64, tool: &str, args: Value) -> Value {
+    *id += 1;
+    let answer = c.ask(&tool_call(*id, tool, args).to_string());
+    assert_eq!(answer["result"]["isError"], false, "{tool}: {answer}");
+    answer["result"]["structuredContent"].clone()
+}
+
+/// Plays `game` (seed `seed`) to its end with the first-listed-in-turn
+/// policy against `opponent`; each move's round trip.
+fn openspiel_game(c: &mut RawClient, id: &mut u64, game: &str, opponent: &str, seed: u64) -> Vec<Duration> {
+    let mut turn = openspiel_call(c, id, "openspiel_start_game", json!({"game": game, "opponents": [opponent], "seed": seed}));
+    let game_id = turn["game_id"].as_str().unwrap().to_string();
+    let mut took = Vec::new();
+    for step in 0.. {
+        if turn["game_over"] == true {
+            break;
+        }
+        let legal = turn["legal_actions"].as_array().unwrap();
+        let action = legal[step % legal.len()]["text"].clone();
+        let t = Instant::now();
+        turn = openspiel_call(c, id, "openspiel_move", json!({"game_id": game_id, "action": action, "decision": turn["decision"]}));
+        took.push(t.elapsed());
+    }
+    took
+}
+
+/// The 50th and 95th percentiles.
+fn p50_p95(mut d: Vec<Duration>) -> (Duration, Duration) {
+    d.sort();
+    (d[d.len() / 2], d[(d.len() * 95) / 100])
+}
+
+/// `LUDUS_BENCH=openspiel`: over stdio, 40 games each of tic-tac-toe and
+/// connect four against `random` (the agent plays the listed actions in
+/// turn), each move timed from the request to the answer with the
+/// opponent's reply in it; the same moves, the opponent's reply and the
+/// legal actions' texts in `pyspiel` directly (Python, the bridge's venv)
+/// in the same run; then the memory of 8 live connect-four games (a
+/// caller's process budget): the server's share and the bridge processes';
+/// and connect four against each MCTS level (a move includes the search).
+fn openspiel_costs(cfg: &Path) {
+    let mut c = RawClient::start(cfg);
+    let mut id = 10;
+    // The first use installs OpenSpiel (once per user cache).
+    openspiel_game(&mut c, &mut id, "tic_tac_toe", "random", 0);
+    let mut ours = Vec::new();
+    for game in ["tic_tac_toe", "connect_four"] {
+        let took: Vec<Duration> = (0..40).flat_map(|seed| openspiel_game(&mut c, &mut id, game, "random", seed)).collect();
+        ours.push(p50_p95(took));
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache"));
+    let python = cache.join("ludus/openspiel-venv/bin/python");
+    let direct = std::process::Command::new(python).arg("-c").arg(OPENSPIEL_DIRECT).output().expect("the bridge's venv");
+    let direct: Value = serde_json::from_slice(&direct.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&direct.stderr)));
+    println!(
+        "| OpenSpiel move round trip against `random` (40 games each) | p50 | p95 | pyspiel directly p50 / p95 | ratio at p50 |\n|---|---|---|---|---|"
+    );
+    for ((game, (p50, p95)), d) in ["tic_tac_toe", "connect_four"].iter().zip(&ours).zip(["tic_tac_toe", "connect_four"]) {
+        let (d50, d95) = (direct[d][0].as_f64().unwrap(), direct[d][1].as_f64().unwrap());
+        println!("| {game} | {} | {} | {d50:.1} / {d95:.1} µs | {:.0}× |", us(*p50), us(*p95), p50.as_secs_f64() * 1e6 / d50.max(1e-9));
+    }
+
+    // Memory: 8 live games (a caller's process budget), each with its bridge.
+    let pid = c.child.id();
+    let before = rss_kib(pid);
+    let games: Vec<String> = (0..8)
+        .map(|seed| {
+            let turn = openspiel_call(&mut c, &mut id, "openspiel_start_game", json!({"game": "connect_four", "seed": seed}));
+            turn["game_id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let bridges: Vec<u32> = common::descendants(pid);
+    let bridge_kib: u64 = bridges.iter().map(|p| rss_kib(*p)).sum();
+    let server_kib = rss_kib(pid).saturating_sub(before);
+    println!(
+        "| 8 live connect-four games | the server: {:.0} KiB a game | the bridges: {} processes, {:.1} MiB a game |",
+        server_kib as f64 / 8.0,
+        bridges.len(),
+        bridge_kib as f64 / 1024.0 / games.len() as f64
+    );
+    for game in &games {
+        openspiel_call(&mut c, &mut id, "openspiel_forfeit", json!({"game_id": game}));
+    }
+
+    // MCTS levels: a move's round trip includes the search.
+    let mut row = String::from("| connect four, one move against MCTS (p50 of 10 games) |");
+    for level in 1..=5 {
+        let took: Vec<Duration> =
+            (0..10).flat_map(|seed| openspiel_game(&mut c, &mut id, "connect_four", &format!("mcts/{level}"), seed)).collect();
+        row.push_str(&format!(" level {level}: {} |", us(p50_p95(took).0)));
+    }
+    println!("{row}");
+    let _ = c.child.kill();
+    let _ = c.child.wait();
+}
+
+/// The bench's moves in `pyspiel` itself: the agent's action, the random
+/// reply, and the legal actions' texts an agent is shown.
+const OPENSPIEL_DIRECT: &str = r#"
+import json, random, time
+import pyspiel
+out = {}
+for name in ["tic_tac_toe", "connect_four"]:
+    game, took = pyspiel.load_game(name), []
+    for seed in range(40):
+        state, rng, step = game.new_initial_state(), random.Random(seed), 0
+        while not state.is_terminal():
+            legal = state.legal_actions()
+            action = legal[step % len(legal)]
+            step += 1
+            t = time.perf_counter()
+            state.apply_action(action)
+            if not state.is_terminal():
+                state.apply_action(rng.choice(state.legal_actions()))
+            if not state.is_terminal():
+                [state.action_to_string(state.current_player(), a) for a in state.legal_actions()]
+                state.observation_string(0)
+            took.append(time.perf_counter() - t)
+    took.sort()
+    out[name] = [took[len(took) // 2] * 1e6, took[len(took) * 95 // 100] * 1e6]
+print(json.dumps(out))
+"#;
+
 /// `LUDUS_BENCH=cluster`: over HTTP, one call at a time, a server keeping
 /// its games in memory, one in the SQLite file and one in Redis, asked in
 /// turn: `hanoi_execute_move` and `hanoi_get_state`. Then 200 concurrent
@@ -1148,6 +1279,7 @@ async fn main() {
         Ok("cluster") => return cluster_costs(&cfg).await,
         Ok("verify") => return tokio::task::spawn_blocking(move || verify_costs(&cfg)).await.unwrap(),
         Ok("idle") => return tokio::task::spawn_blocking(move || idle_costs(&cfg)).await.unwrap(),
+        Ok("openspiel") => return tokio::task::spawn_blocking(move || openspiel_costs(&cfg)).await.unwrap(),
         Ok("http") => match std::env::var("LUDUS_BENCH_BASELINE") {
             Ok(baseline) => return http_against(&cfg, &baseline).await,
             Err(_) => return http_only(&cfg).await,
