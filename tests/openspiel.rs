@@ -339,3 +339,22 @@ async fn a_killed_bridge_is_started_again_and_a_finished_game_leaves_none() {
     play_out(&c, &id, &mut Agent(3), 40).await;
     assert!(bridges().is_empty(), "a finished game's bridge lingers: {:?}", bridges());
 }
+
+#[tokio::test]
+async fn the_random_policy_plays_a_legal_action_for_a_refused_move_and_verify_draws_it_again() {
+    let work = scratch();
+    let records_path = work.path().join("records.jsonl");
+    let cfg = config(work.path(), "whole_seeds = true\nillegal_moves = { attempts = 1, then = \"random\" }");
+    let c = stdio(&["--records", records_path.to_str().unwrap(), "--config", cfg.to_str().unwrap()], work.path()).await;
+    let (id, turn) = start(&c, json!({"game": "connect_four", "seed": 4})).await;
+    let r = c.call("openspiel_move", json!({"game_id": id, "action": "x9", "decision": turn["decision"]})).await;
+    assert_ne!(r.is_error, Some(true), "the policy plays instead: {}", text(&r));
+    assert!(text(&r).contains("illegal-move policy"), "{}", text(&r));
+    let after = r.structured_content.unwrap();
+    assert_eq!(after["history_actions"].as_array().unwrap().len(), 2, "one move each: {after}");
+    play_out(&c, &id, &mut Agent(4), 40).await;
+    let rec: Vec<Value> = records(&records_path).into_iter().filter(|r| r["record"] == format!("{id}/1")).collect();
+    assert_eq!(rec[0]["illegal_move_policy"]["fired"], 1, "{:?}", rec[0]);
+    let (code, printed) = verify(&[&records_path], &cfg);
+    assert_eq!(code, Some(0), "{printed}");
+}

@@ -87,12 +87,18 @@ class Match:
         self.seed = int(req.get("seed") or 0)
         self.state = self.game.new_initial_state()
         self.history = []
+        # Every action as [player, text] (chance is -1), kept as they are
+        # made; the plugin is sent only what it has not had.
+        self.actions = []
+        self.sent = 0
         self.forfeited = None
         for action in req.get("history") or []:
             self.apply(int(action))
         self.policy = None
 
     def apply(self, action):
+        player = int(self.state.current_player())
+        self.actions.append([player, self.state.action_to_string(player, action)])
         self.state.apply_action(action)
         self.history.append(action)
 
@@ -208,16 +214,6 @@ class Match:
         self.apply(self.action_of(seat, given))
         self.advance()
 
-    def log(self):
-        """Every action so far as [player, text]: chance is player -1."""
-        state = self.game.new_initial_state()
-        out = []
-        for action in self.history:
-            player = state.current_player()
-            out.append([int(player), state.action_to_string(player, action)])
-            state.apply_action(action)
-        return out
-
     def view(self, seat):
         state, view = self.state, {}
         for key, has, read in (("observation", self.has_obs, state.observation_string),
@@ -244,9 +240,13 @@ class Match:
             "views": [self.view(seat) for seat in range(len(self.seats))],
         }
         # What every seat may see: the whole game where nothing is hidden,
-        # and once it is over.
+        # and once it is over. The log from `log_from` on: the plugin keeps
+        # what it had (0: all of it, as after a rebuild or at the end of a
+        # game that hid it).
         if self.perfect or over:
-            snap["public"] = {"state": str(state), "log": self.log()}
+            start = self.sent if self.perfect else 0
+            snap["public"] = {"state": str(state), "log": self.actions[start:], "log_from": start}
+            self.sent = len(self.actions)
         return snap
 
     def returns(self):

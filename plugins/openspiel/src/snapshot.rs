@@ -42,8 +42,12 @@ pub struct View {
 pub struct Public {
     /// OpenSpiel's text of the whole state.
     pub state: String,
-    /// Every action as (player, text); chance is player -1.
+    /// Every action as (player, text); chance is player -1. The bridge
+    /// sends the entries from `log_from` on; [`Snapshot::follow`] joins them
+    /// to those kept.
     pub log: Vec<(i64, String)>,
+    #[serde(default)]
+    pub log_from: usize,
 }
 
 impl Snapshot {
@@ -55,6 +59,17 @@ impl Snapshot {
     /// The legal actions of `seat`: empty unless it is to move.
     pub fn legal(&self, seat: usize) -> &[(i64, String)] {
         self.views.get(seat).and_then(|v| v.legal.as_deref()).unwrap_or_default()
+    }
+
+    /// This snapshot, which follows `before`: its log joined to the entries
+    /// `before` kept (the bridge sends only the new ones).
+    pub fn follow(mut self, before: Option<&Snapshot>) -> Snapshot {
+        if let Some(public) = self.public.as_mut().filter(|p| p.log_from > 0) {
+            let kept = before.and_then(|b| b.public.as_ref()).map(|p| &p.log[..p.log.len().min(public.log_from)]).unwrap_or_default();
+            public.log.splice(0..0, kept.iter().cloned());
+            public.log_from = 0;
+        }
+        self
     }
 
     /// The history as lines: `seat 0: e4`, `chance: Deal J`.
@@ -107,5 +122,20 @@ mod tests {
         assert_eq!(parse(r#"{"id":4,"error":"no"}"#), Incoming::Answer { id: 4, result: Err("no".into()) });
         assert_eq!(parse(r#"{"notice":"installing"}"#), Incoming::Notice("installing".into()));
         assert!(matches!(parse("Warning! quoridor"), Incoming::Garbage(_)));
+    }
+
+    #[test]
+    fn a_log_sent_in_parts_is_joined_to_what_was_kept() {
+        let public = |log: &[(i64, &str)], from| Public {
+            state: String::new(),
+            log: log.iter().map(|(p, t)| (*p, t.to_string())).collect(),
+            log_from: from,
+        };
+        let first = Snapshot { public: Some(public(&[(0, "x(1,1)"), (1, "o(0,0)")], 0)), ..Snapshot::default() }.follow(None);
+        let next = Snapshot { public: Some(public(&[(0, "x(2,2)")], 2)), ..Snapshot::default() }.follow(Some(&first));
+        assert_eq!(next.history_lines().unwrap(), ["seat 0: x(1,1)", "seat 1: o(0,0)", "seat 0: x(2,2)"]);
+        // A rebuilt game's bridge sends everything again.
+        let rebuilt = Snapshot { public: Some(public(&[(0, "x(1,1)")], 0)), ..Snapshot::default() }.follow(Some(&next));
+        assert_eq!(rebuilt.history_lines().unwrap(), ["seat 0: x(1,1)"]);
     }
 }

@@ -220,7 +220,7 @@ impl Game {
     /// recorded and the bridge let go.
     fn take(&mut self, snap: Snapshot) {
         let ended = snap.over && !self.over();
-        self.snap = Some(snap);
+        self.snap = Some(snap.follow(self.snap.as_ref()));
         if ended {
             self.record_end();
             ludus_sdk::lifecycle::game_over();
