@@ -846,15 +846,28 @@ fn openspiel_costs(cfg: &Path) {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache"));
     let python = cache.join("ludus/openspiel-venv/bin/python");
-    let direct = std::process::Command::new(python).arg("-c").arg(OPENSPIEL_DIRECT).output().expect("the bridge's venv");
+    let bridge = cfg.parent().unwrap().join("cache/sidecars/openspiel/openspiel_bridge.py");
+    let direct = std::process::Command::new(python).arg("-c").arg(OPENSPIEL_DIRECT).arg(bridge).output().expect("the bridge's venv");
     let direct: Value = serde_json::from_slice(&direct.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&direct.stderr)));
     println!(
-        "| OpenSpiel move round trip against `random` (40 games each) | p50 | p95 | pyspiel directly p50 / p95 | ratio at p50 |\n|---|---|---|---|---|"
+        "| OpenSpiel move round trip against `random` (40 games each) | p50 | p95 | the bridge alone, p50 / p95 | pyspiel directly, p50 / p95 | at p50 |\n|---|---|---|---|---|---|"
     );
-    for ((game, (p50, p95)), d) in ["tic_tac_toe", "connect_four"].iter().zip(&ours).zip(["tic_tac_toe", "connect_four"]) {
-        let (d50, d95) = (direct[d][0].as_f64().unwrap(), direct[d][1].as_f64().unwrap());
-        println!("| {game} | {} | {} | {d50:.1} / {d95:.1} µs | {:.0}× |", us(*p50), us(*p95), p50.as_secs_f64() * 1e6 / d50.max(1e-9));
+    for (game, (p50, p95)) in ["tic_tac_toe", "connect_four"].iter().zip(&ours) {
+        let pair = |key: String| (direct[&key][0].as_f64().unwrap(), direct[&key][1].as_f64().unwrap());
+        let ((d50, d95), (b50, b95)) = (pair(game.to_string()), pair(format!("{game} bridge")));
+        let (ours50, ours95) = (p50.as_secs_f64() * 1e6, p95.as_secs_f64() * 1e6);
+        println!(
+            "| {game} | {ours50:.0} µs | {ours95:.0} µs | {b50:.0} / {b95:.0} µs | {d50:.1} / {d95:.1} µs | {:.0}× pyspiel, {:.1}× the bridge |",
+            ours50 / d50.max(1e-9),
+            ours50 / b50.max(1e-9)
+        );
     }
+
+    println!(
+        "| one Python process holding 200 connect-four games (a shared bridge) | {:.1} KiB a game, the process {:.1} MiB |",
+        direct["shared kib per game"].as_f64().unwrap(),
+        direct["process kib"].as_f64().unwrap() / 1024.0
+    );
 
     // Memory: 8 live games (a caller's process budget), each with its bridge.
     let pid = c.child.id();
@@ -894,8 +907,13 @@ fn openspiel_costs(cfg: &Path) {
 /// The bench's moves in `pyspiel` itself: the agent's action, the random
 /// reply, and the legal actions' texts an agent is shown.
 const OPENSPIEL_DIRECT: &str = r#"
-import json, random, time
+import json, random, subprocess, sys, time
 import pyspiel
+
+def percentiles(took):
+    took.sort()
+    return [took[len(took) // 2] * 1e6, took[len(took) * 95 // 100] * 1e6]
+
 out = {}
 for name in ["tic_tac_toe", "connect_four"]:
     game, took = pyspiel.load_game(name), []
@@ -913,8 +931,41 @@ for name in ["tic_tac_toe", "connect_four"]:
                 [state.action_to_string(state.current_player(), a) for a in state.legal_actions()]
                 state.observation_string(0)
             took.append(time.perf_counter() - t)
-    took.sort()
-    out[name] = [took[len(took) // 2] * 1e6, took[len(took) * 95 // 100] * 1e6]
+    out[name] = percentiles(took)
+    # The bridge alone, over its pipe: the requests the plugin sends.
+    bridge = subprocess.Popen([sys.executable, sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    def ask(request, n=[0]):
+        n[0] += 1
+        request["id"] = n[0]
+        bridge.stdin.write(json.dumps(request) + "\n")
+        bridge.stdin.flush()
+        return json.loads(bridge.stdout.readline())
+    took = []
+    for seed in range(40):
+        snap, step = ask({"op": "new", "game": name, "params": {}, "seats": ["agent", "random"], "seed": seed, "history": []})["ok"], 0
+        while not snap["over"]:
+            legal = snap["views"][0]["legal"]
+            step += 1
+            t = time.perf_counter()
+            snap = ask({"op": "move", "seat": 0, "action": legal[(step - 1) % len(legal)][1]})["ok"]
+            took.append(time.perf_counter() - t)
+    bridge.kill()
+    out[name + " bridge"] = percentiles(took)
+
+# One process holding many games (what a shared bridge would cost): the
+# resident memory 200 connect-four games mid-game add to this process.
+def rss_kib():
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS")).split()[1])
+game, rng, states = pyspiel.load_game("connect_four"), random.Random(0), []
+before = rss_kib()
+for _ in range(200):
+    state = game.new_initial_state()
+    for _ in range(10):
+        if not state.is_terminal():
+            state.apply_action(rng.choice(state.legal_actions()))
+    states.append(state)
+out["shared kib per game"] = (rss_kib() - before) / 200
+out["process kib"] = rss_kib()
 print(json.dumps(out))
 "#;
 
@@ -1186,7 +1237,7 @@ fn tool_list_bytes(cfg: &Path) {
     let (host, host_tools) = bytes(&["--no-builtin"]);
     let (all, all_tools) = bytes(&[]);
     eprintln!("tools/list, every game: {all} bytes, {all_tools} tools; the host's own tools alone: {host} bytes, {host_tools} tools");
-    for game in ["blocks_world", "cards", "checker_jumping", "chess", "hanoi", "river_crossing", "showdown"] {
+    for game in ["blocks_world", "cards", "checker_jumping", "chess", "hanoi", "openspiel", "river_crossing", "showdown"] {
         let (with, tools) = bytes(&["--games", game]);
         eprintln!("tools/list, {game} alone: {with} bytes ({} for its {} tools)", with - host, tools - host_tools);
     }
