@@ -59,6 +59,8 @@ pub struct Link {
     answers: HashMap<u64, Result<(), String>>,
     /// What the bridge last said it is busy with, and since when (ms).
     pub notice: Option<(String, u64)>,
+    /// The last request id sent before the running bridge was opened.
+    opened_at: u64,
 }
 
 /// What one bridge request has come to.
@@ -124,10 +126,16 @@ impl Game {
                 None => Step::Waiting,
             };
         }
-        if let Err(e) = self.connect() {
-            return Step::Done(Err(e));
-        }
-        match self.send(body) {
+        let sent = self.connect().and_then(|()| match self.send(body.clone()) {
+            Ok(id) => Ok(id),
+            // The bridge ended and its close has not reached us yet: nothing
+            // of this request was made; a new bridge rebuilds the game first.
+            Err(_) => {
+                self.link.channel = None;
+                self.connect().and_then(|()| self.send(body))
+            }
+        });
+        match sent {
             Ok(id) => {
                 // A call this caller abandoned is replaced; its answer is dropped when it comes.
                 self.link.calls.insert(caller.to_string(), (key.to_string(), id));
@@ -164,6 +172,7 @@ impl Game {
         }
         let channel = channels::open(ENDPOINT).map_err(|e| format!("the OpenSpiel engine cannot start: {e}"))?;
         self.link.channel = Some(channel);
+        self.link.opened_at = self.link.next_id;
         if self.snap.is_some() {
             let rebuild = self.new_request();
             self.send(rebuild)?;
@@ -208,10 +217,15 @@ impl Game {
     /// The bridge ended: the requests it had are refused, and the next one
     /// starts a new bridge, which rebuilds the game from its history (the
     /// game is as the last answer left it).
-    pub fn closed(&mut self, reason: &str) {
-        self.link.channel = None;
+    pub fn closed(&mut self, channel: u32, reason: &str) {
+        // A bridge already replaced: only the requests sent to it are lost.
+        let running = self.link.channel == Some(channel);
+        if running {
+            self.link.channel = None;
+        }
+        let opened_at = self.link.opened_at;
         let why = format!("the OpenSpiel engine stopped ({reason}); nothing of this call was made: call again");
-        for (_, id) in self.link.calls.values() {
+        for (_, id) in self.link.calls.values().filter(|(_, id)| running || *id <= opened_at) {
             self.link.answers.insert(*id, Err(why.clone()));
         }
     }

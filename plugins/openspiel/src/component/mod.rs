@@ -288,9 +288,9 @@ impl events::Guest for OpenSpiel {
         });
     }
 
-    fn on_closed(_channel: u32, reason: String) {
+    fn on_closed(channel: u32, reason: String) {
         let _ = with_game(|g| {
-            g.closed(&reason);
+            g.closed(channel, &reason);
             Ok(())
         });
     }
