@@ -908,14 +908,7 @@ async fn finished_games_leave_no_bridge_process() {
         assert_eq!(over["game_over"], true, "{over}");
         ids.push(id);
     }
-    let mut left = bridges();
-    for _ in 0..50 {
-        if left.is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        left = bridges();
-    }
+    let left = still_living(bridges).await;
     assert!(left.is_empty(), "bridges still running after their games ended: {left:?}");
     let last = c.ok("cards_get_game_state", json!({"game_id": ids[19]})).await;
     assert_eq!(last["game_over"], true, "the final state stays readable: {last}");

@@ -338,14 +338,7 @@ async fn a_killed_bridge_is_started_again_and_a_finished_game_leaves_none() {
     // Played to its end: its bridge is killed as the game ends (and gone
     // once the system has reaped it).
     play_out(&c, &id, &mut Agent(3), 40).await;
-    let mut left = bridges();
-    for _ in 0..50 {
-        if left.is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        left = bridges();
-    }
+    let left = still_living(bridges).await;
     assert!(left.is_empty(), "a finished game's bridge lingers: {left:?}");
 }
 

@@ -695,14 +695,7 @@ async fn finished_battles_leave_no_simulator_process() {
         assert_eq!(r["status"], "finished", "{r}");
         ids.push(id);
     }
-    let mut left = simulators();
-    for _ in 0..50 {
-        if left.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        left = simulators();
-    }
+    let left = still_living(simulators).await;
     assert!(left.is_empty(), "simulators still running after their battles ended: {left:?}");
     let s = c.ok("showdown_get_battle_state", json!({"battle_id": ids[19]})).await;
     assert_eq!(s["status"], "finished", "the final state stays readable: {s}");

@@ -370,6 +370,21 @@ pub fn install(dir: &Path, src: &Path, name: &str) {
     std::fs::rename(&tmp, dir.join(name)).unwrap();
 }
 
+/// The processes `living` lists, once they are gone or 5 s have passed: a
+/// game's processes are killed as it ends and gone once the system has
+/// reaped them.
+pub async fn still_living(living: impl Fn() -> Vec<u32>) -> Vec<u32> {
+    let mut left = living();
+    for _ in 0..50 {
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = living();
+    }
+    left
+}
+
 /// The join code of game `id`, as its creator's `ludus_sessions` shows it.
 pub async fn join_code(creator: &Client, id: &str) -> String {
     let sessions = creator.ok("ludus_sessions", json!({})).await;
