@@ -113,7 +113,7 @@ impl Ludus {
 /// The transport session a request came in: over HTTP its MCP session id
 /// (empty for a stateless request), otherwise the one client of stdio.
 fn transport_session(context: &RequestContext<RoleServer>) -> String {
-    match context.extensions.get::<axum::http::request::Parts>() {
+    match context.extensions.get::<http::request::Parts>() {
         Some(parts) => parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string(),
         None => STDIO_SESSION.to_string(),
     }
@@ -125,7 +125,7 @@ pub const STDIO_SESSION: &str = "stdio";
 /// The caller the HTTP transport filed with a request (rmcp hands the
 /// handler the request's HTTP parts in its extensions).
 pub fn caller_in(extensions: &Extensions) -> Option<Caller> {
-    extensions.get::<axum::http::request::Parts>().and_then(|parts| parts.extensions.get::<Caller>()).cloned()
+    extensions.get::<http::request::Parts>().and_then(|parts| parts.extensions.get::<Caller>()).cloned()
 }
 
 /// The caller name of an HTTP MCP session: not the session id itself

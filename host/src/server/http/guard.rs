@@ -9,10 +9,11 @@
 //! the operator issues tokens (`ludus token NAME`) and the config keeps only
 //! their SHA-256.
 
-use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use http::request::Parts;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 use sha2::{Digest, Sha256};
+
+use super::{Response, json_answer};
 
 use crate::config::Config;
 use crate::mcp::caller_for_session;
@@ -90,9 +91,9 @@ impl Guard {
     }
 
     fn host_allowed(&self, host: &str) -> bool {
-        let Ok(authority) = host.parse::<axum::http::uri::Authority>() else { return false };
+        let Ok(authority) = host.parse::<http::uri::Authority>() else { return false };
         let name = authority.host().trim_matches(['[', ']']).to_ascii_lowercase();
-        self.hosts.iter().any(|allowed| match allowed.parse::<axum::http::uri::Authority>() {
+        self.hosts.iter().any(|allowed| match allowed.parse::<http::uri::Authority>() {
             Ok(a) if a.port_u16().is_some() => a.host().trim_matches(['[', ']']) == name && a.port_u16() == authority.port_u16(),
             _ => allowed.trim_matches(['[', ']']) == name,
         })
@@ -160,9 +161,7 @@ impl Guard {
             "bearer_methods_supported": ["header"],
             "resource_name": "Ludus",
         });
-        let mut response = (StatusCode::OK, body.to_string()).into_response();
-        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        response
+        json_answer(StatusCode::OK, body.to_string())
     }
 }
 
@@ -194,7 +193,7 @@ struct Origin {
 /// An Origin header's scheme, host and port (the scheme's default when
 /// none is written, RFC 6454 §4).
 fn parse_origin(value: &str) -> Option<Origin> {
-    let uri = value.trim().parse::<axum::http::Uri>().ok()?;
+    let uri = value.trim().parse::<http::Uri>().ok()?;
     let scheme = uri.scheme_str()?.to_ascii_lowercase();
     let authority = uri.authority()?;
     let port = authority.port_u16().or(match scheme.as_str() {
@@ -218,10 +217,7 @@ fn parse_allowed(value: &str) -> Option<Allowed> {
 /// A refusal with its reason as a JSON-RPC error (no request id: the
 /// request was not read).
 pub fn refuse(status: StatusCode, why: &str) -> Response {
-    let body = crate::server::jsonrpc::error_reply(serde_json::Value::Null, -32000, why.to_string());
-    let mut response = (status, body).into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
+    json_answer(status, crate::server::jsonrpc::error_reply(serde_json::Value::Null, -32000, why.to_string()))
 }
 
 #[cfg(test)]
@@ -271,7 +267,7 @@ mod tests {
     fn tokens_name_the_caller_and_anything_else_is_challenged() {
         let g = guard(&[], &[("alice", "s3cret"), ("bob", "other")]);
         let parts = |auth: Option<&str>| {
-            let mut b = axum::http::Request::builder().uri("/mcp").header("host", "127.0.0.1:1");
+            let mut b = http::Request::builder().uri("/mcp").header("host", "127.0.0.1:1");
             if let Some(a) = auth {
                 b = b.header("authorization", a);
             }

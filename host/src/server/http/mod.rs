@@ -2,11 +2,12 @@
 //! thin JSON-RPC gate, with our session manager (`http::mcp_sessions`) answering
 //! tool calls on the direct lane.
 //!
-//! The accept loop (hyper directly rather than `axum::serve`) is here for the
-//! limits `axum::serve` cannot set: a cap on open connections, and a deadline
-//! for a request's headers, so half-open or idle connections cannot pile up.
-//! Each connection is then served on a thread of its own (`http::thread`), so
-//! a tool call's guest runs where its request was read, as on stdio.
+//! The accept loop is ours for the limits a ready-made server does not set:
+//! a cap on open connections, and a deadline for a request's headers, so
+//! half-open or idle connections cannot pile up. Each connection is then
+//! served by hyper on a thread of its own (`http::thread`), so a tool call's
+//! guest runs where its request was read, as on stdio; its service
+//! (`Connection`) hands every request to the gate, with no router between.
 //! The gate answers what rmcp answers badly: a body that is not JSON-RPC gets
 //! 400 with `-32700`/`-32600` (rmcp: 415 and plain text), a known method with
 //! unusable params gets `-32602` with the request's id (rmcp: "method not
@@ -21,16 +22,20 @@
 //! one buffer against a deadline that grows with its size, so a client
 //! trickling a body one byte at a time neither holds memory nor a slot.
 
+use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use anyhow::{Context as _, Result};
+use bytes::Bytes;
+use http::{HeaderValue, Method, StatusCode, header};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -59,7 +64,7 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
     let idle_limit = Duration::from_millis(registry.config.limits.mcp_session_idle_ms);
     let ludus = Ludus::new(registry.clone(), run.clone());
     let sessions = McpSessions::new(ludus.clone(), idle_limit, registry.config.server_name.clone());
-    let service = StreamableHttpService::new(move || Ok(ludus.another()), sessions.clone(), mcp_config(&registry, max_body, &ct));
+    let rmcp = StreamableHttpService::new(move || Ok(ludus.another()), sessions.clone(), mcp_config(&registry, max_body, &ct));
     let limits = &registry.config.limits;
     // A loopback server the operator issued no tokens for makes one for its
     // own user, as notebook servers do: a client that keeps no MCP session
@@ -72,6 +77,7 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
     }
     let proxies = TrustedProxies::parse(&registry.config.trusted_proxies).map_err(anyhow::Error::msg)?;
     let gate = Gate {
+        rmcp,
         sessions,
         guard,
         proxies: proxies.clone(),
@@ -81,7 +87,6 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
         min_body_rate: limits.http_min_body_rate.max(1),
     };
     let gate = Arc::new(gate);
-    let app = axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn_with_state(gate.clone(), check_request));
 
     let listener = listen(addr).with_context(|| format!("binding {addr}"))?;
     if !addr.ip().is_loopback() && !gate.guard.uses_tokens() {
@@ -133,7 +138,7 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
         }
-        let service = WithConn { inner: hyper_util::service::TowerToHyperService::new(app.clone()), conn: slot.conn.clone() };
+        let service = Connection { gate: gate.clone(), conn: slot.conn.clone() };
         let (ct, rt) = (ct.clone(), tokio::runtime::Handle::current());
         let serve = move || {
             // On this thread tokio's timers, spawns and channels still work;
@@ -151,22 +156,41 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
     }
 }
 
-/// Files the connection in each of its requests, for the gate.
-struct WithConn {
-    inner: hyper_util::service::TowerToHyperService<axum::Router>,
+/// Every answer over HTTP: a body of bytes, the type rmcp's service
+/// answers with, so its answers pass through as they are.
+pub type Response = http::Response<BoxBody<Bytes, Infallible>>;
+
+type Request = http::Request<Incoming>;
+
+/// An answer whose whole body is `body` (its length goes in the headers).
+fn whole(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response {
+    let mut response = http::Response::new(Full::new(body.into()).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+/// A JSON answer: a JSON-RPC response or error, or a document.
+pub fn json_answer(status: StatusCode, body: impl Into<Bytes>) -> Response {
+    whole(status, "application/json", body)
+}
+
+/// One connection's requests, each handed to the gate with the connection
+/// it came on. The answer's future runs on the connection's thread, so it
+/// need not be `Send`.
+struct Connection {
+    gate: Arc<Gate>,
     conn: ConnRef,
 }
 
-type Incoming = axum::http::Request<hyper::body::Incoming>;
+impl hyper::service::Service<Request> for Connection {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>>>>;
 
-impl hyper::service::Service<Incoming> for WithConn {
-    type Response = <hyper_util::service::TowerToHyperService<axum::Router> as hyper::service::Service<Incoming>>::Response;
-    type Error = <hyper_util::service::TowerToHyperService<axum::Router> as hyper::service::Service<Incoming>>::Error;
-    type Future = <hyper_util::service::TowerToHyperService<axum::Router> as hyper::service::Service<Incoming>>::Future;
-
-    fn call(&self, mut request: Incoming) -> Self::Future {
-        request.extensions_mut().insert(self.conn.clone());
-        self.inner.call(request)
+    fn call(&self, request: Request) -> Self::Future {
+        let (gate, conn) = (self.gate.clone(), self.conn.clone());
+        Box::pin(async move { Ok(gate.check_request(request, conn).await) })
     }
 }
 
@@ -228,6 +252,9 @@ fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> S
 }
 
 struct Gate {
+    /// rmcp's service: what the gate does not answer itself (`initialize`,
+    /// lists, resources, calls that stream, GET and DELETE).
+    rmcp: StreamableHttpService<Ludus, McpSessions>,
     sessions: Arc<McpSessions>,
     guard: Guard,
     /// Whose forwarded client address to believe.
@@ -239,54 +266,50 @@ struct Gate {
     min_body_rate: u64,
 }
 
-/// Every request, top down: the path, Host and Origin, the caller (bearer
-/// token), then what its method needs.
-async fn check_request(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
-    let (mut parts, body) = request.into_parts();
-    if let Err(refusal) = gate.guard.check_origin(&parts.headers) {
-        return refusal;
-    }
-    let path = parts.uri.path();
-    if gate.guard.uses_tokens() && parts.method == Method::GET && METADATA_PATHS.contains(&path) {
-        return gate.guard.metadata(&parts);
-    }
-    if path != "/mcp" {
-        return refuse(StatusCode::NOT_FOUND, "nothing here: the MCP endpoint is /mcp");
-    }
-    let caller = match gate.guard.caller(&parts) {
-        Ok(caller) => caller,
-        Err(challenge) => return challenge,
-    };
-    if let Err(refusal) = gate.check_session_owner(&parts, &caller) {
-        return refusal;
-    }
-    let conn = parts.extensions.get::<ConnRef>().cloned();
-    parts.extensions.insert(caller.clone());
-    let request = Request::from_parts(parts, body);
-    match *request.method() {
-        Method::POST => check_post(&gate, request, next, caller, conn).await,
-        Method::DELETE => check_delete(&gate, request, next).await,
-        Method::GET => {
-            match conn.as_ref().map(|c| c.stream(gate.proxies.client(c.address(), request.headers()), caller.token())).transpose() {
-                Ok(stream) => track(next.run(request).await, None, stream),
-                Err(why) => refuse(StatusCode::TOO_MANY_REQUESTS, &why.to_string()),
-            }
-        }
-        _ => next.run(request).await,
-    }
-}
-
 impl Gate {
+    /// Every request, top down: the path, Host and Origin, the caller
+    /// (bearer token), then what its method needs.
+    async fn check_request(&self, request: Request, conn: ConnRef) -> Response {
+        let (mut parts, body) = request.into_parts();
+        if let Err(refusal) = self.guard.check_origin(&parts.headers) {
+            return refusal;
+        }
+        let path = parts.uri.path();
+        if self.guard.uses_tokens() && parts.method == Method::GET && METADATA_PATHS.contains(&path) {
+            return self.guard.metadata(&parts);
+        }
+        if path != "/mcp" {
+            return refuse(StatusCode::NOT_FOUND, "nothing here: the MCP endpoint is /mcp");
+        }
+        let caller = match self.guard.caller(&parts) {
+            Ok(caller) => caller,
+            Err(challenge) => return challenge,
+        };
+        if let Err(refusal) = self.check_session_owner(&parts, &caller) {
+            return refusal;
+        }
+        parts.extensions.insert(caller.clone());
+        match parts.method {
+            Method::POST => self.check_post(parts, body, caller, conn).await,
+            Method::DELETE => self.check_delete(http::Request::from_parts(parts, body)).await,
+            Method::GET => match conn.stream(self.proxies.client(conn.address(), &parts.headers), caller.token()) {
+                Ok(stream) => track(self.rmcp.handle(http::Request::from_parts(parts, body)).await, None, Some(stream)),
+                Err(why) => refuse(StatusCode::TOO_MANY_REQUESTS, &why.to_string()),
+            },
+            _ => self.rmcp.handle(http::Request::from_parts(parts, body)).await,
+        }
+    }
+
     /// With bearer tokens, an MCP session is its creator's: another token
     /// naming it finds no such session.
-    fn check_session_owner(&self, parts: &axum::http::request::Parts, caller: &Caller) -> Result<(), Response> {
+    fn check_session_owner(&self, parts: &http::request::Parts, caller: &Caller) -> Result<(), Response> {
         let Caller::Token(name) = caller else { return Ok(()) };
         let Some(id) = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else { return Ok(()) };
         match self.sessions.owner(id) {
             Some(owner) if owner != *name => {
                 let reply =
                     jsonrpc::error_reply(serde_json::Value::Null, -32600, "no such MCP session (it ended, or never existed)".into());
-                Err(json_error(StatusCode::NOT_FOUND, reply))
+                Err(json_answer(StatusCode::NOT_FOUND, reply))
             }
             _ => Ok(()),
         }
@@ -294,11 +317,10 @@ impl Gate {
 
     /// Reads a body into one buffer as it arrives, within the size limit
     /// and a deadline that grows with the size declared (or the limit).
-    async fn read_body(&self, body: Body, declared: Option<usize>) -> Result<Vec<u8>, Response> {
-        use http_body_util::BodyExt;
+    async fn read_body(&self, body: Incoming, declared: Option<usize>) -> Result<Vec<u8>, Response> {
         let too_large = || {
             let why = format!("the request body is larger than {} bytes (this server's limit)", self.max_body);
-            closing(json_error(StatusCode::PAYLOAD_TOO_LARGE, jsonrpc::error_reply(serde_json::Value::Null, -32600, why)))
+            closing(json_answer(StatusCode::PAYLOAD_TOO_LARGE, jsonrpc::error_reply(serde_json::Value::Null, -32600, why)))
         };
         if declared.is_some_and(|n| n > self.max_body) {
             return Err(too_large());
@@ -316,7 +338,7 @@ impl Gate {
                          limits.http_min_body_rate bytes); the connection is closed",
                         allowed.as_secs()
                     );
-                    return Err(closing(json_error(
+                    return Err(closing(json_answer(
                         StatusCode::REQUEST_TIMEOUT,
                         jsonrpc::error_reply(serde_json::Value::Null, -32600, why),
                     )));
@@ -324,7 +346,7 @@ impl Gate {
                 Ok(None) => return Ok(bytes),
                 Ok(Some(Err(_))) => {
                     let why = "the request body was cut off".to_string();
-                    return Err(closing(json_error(StatusCode::BAD_REQUEST, jsonrpc::error_reply(serde_json::Value::Null, -32600, why))));
+                    return Err(closing(json_answer(StatusCode::BAD_REQUEST, jsonrpc::error_reply(serde_json::Value::Null, -32600, why))));
                 }
                 Ok(Some(Ok(frame))) => frame,
             };
@@ -344,92 +366,96 @@ fn closing(mut response: Response) -> Response {
     response
 }
 
-/// A POST body is read here (within the size limit and its deadline) and
-/// checked as JSON-RPC before rmcp sees it.
-async fn check_post(gate: &Arc<Gate>, request: Request, next: Next, caller: Caller, conn: Option<ConnRef>) -> Response {
-    let (parts, body) = request.into_parts();
-    let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
-    let bytes = match gate.read_body(body, declared).await {
-        Ok(b) => Bytes::from(b),
-        Err(refusal) => return refusal,
-    };
-    // From here the request is being answered: its connection keeps its place.
-    let answering = conn.as_ref().map(ConnRef::answering);
-    let message = match jsonrpc::classify(&bytes) {
-        Ok(m) => m,
-        Err(refusal) => {
-            // An error to a readable request is its answer; anything else (a
-            // broken notification too: it gets no answer) is 400.
-            let answered = refusal.code == -32602 && !refusal.notification;
-            let status = if answered { StatusCode::OK } else { StatusCode::BAD_REQUEST };
-            return json_error(status, refusal.reply);
-        }
-    };
-    let opens_session = !parts.headers.contains_key("mcp-session-id")
-        && matches!(&message, rmcp::model::JsonRpcMessage::Request(r) if matches!(r.request, rmcp::model::ClientRequest::InitializeRequest(_)));
-    if opens_session {
-        let open = gate.sessions.count().await;
-        if open >= gate.max_sessions {
-            let why = format!(
-                "this server already has {open} MCP sessions (limits.max_mcp_sessions); close one with DELETE, or wait for idle ones to expire"
-            );
-            return json_error(StatusCode::SERVICE_UNAVAILABLE, jsonrpc::error_reply(serde_json::Value::Null, -32000, why));
-        }
-        let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
-        if let (Caller::Token(name), Some(id)) = (&caller, response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok())) {
-            gate.sessions.set_owner(id, name);
-        }
-        return track(response, None, answering);
-    }
-    // A request of a session is in the session manager's in-flight table
-    // while its answer streams (`McpSessions::admit`), so the same id twice in
-    // flight is refused, and a `notifications/cancelled` finds the call it
-    // names. A client that goes away cancels its request: its answer stream
-    // is dropped (tests/http.rs checks both).
-    let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
-    let request_id = match &message {
-        rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.to_string()),
-        _ => None,
-    };
-    let (Some(session), Some(request_id)) = (session, request_id) else {
-        return track(next.run(Request::from_parts(parts, Body::from(bytes))).await, None, answering);
-    };
-    let Some(in_flight) = gate.sessions.admit(session.clone(), request_id) else {
-        let why = "this request id is already in flight in this session; give each request its own id";
-        return json_error(StatusCode::CONFLICT, jsonrpc::error_reply(serde_json::Value::Null, -32600, why.into()));
-    };
-    // A call that sends nothing before its answer is answered here, as
-    // plain JSON, when the client takes it and names a version rmcp knows:
-    // no second parse, no event stream, no trip through rmcp's service.
-    if let (rmcp::model::JsonRpcMessage::Request(request), true) = (message, takes_json(&parts.headers))
-        && let Ok(answered) = gate.sessions.answer_as_json(&session, request, caller).await
-    {
-        drop(in_flight);
-        let response = match answered {
-            // Whole already: nothing to hold while it is written, and its length goes in the headers.
-            Some(body) => {
-                let mut response = (StatusCode::OK, Bytes::from(body)).into_response();
-                response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                return response;
-            }
-            // Cancelled: an event stream that ends with no event, as rmcp's would.
-            None => {
-                let mut response =
-                    (StatusCode::OK, Body::from_stream(futures_util::stream::empty::<Result<Bytes, std::convert::Infallible>>()))
-                        .into_response();
-                response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-                response
+impl Gate {
+    /// A POST body is read here (within the size limit and its deadline)
+    /// and checked as JSON-RPC before rmcp sees it.
+    async fn check_post(&self, parts: http::request::Parts, body: Incoming, caller: Caller, conn: ConnRef) -> Response {
+        let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+        let bytes = match self.read_body(body, declared).await {
+            Ok(b) => Bytes::from(b),
+            Err(refusal) => return refusal,
+        };
+        // From here the request is being answered: its connection keeps its place.
+        let answering = conn.answering();
+        let message = match jsonrpc::classify(&bytes) {
+            Ok(m) => m,
+            Err(refusal) => {
+                // An error to a readable request is its answer; anything else (a
+                // broken notification too: it gets no answer) is 400.
+                let answered = refusal.code == -32602 && !refusal.notification;
+                let status = if answered { StatusCode::OK } else { StatusCode::BAD_REQUEST };
+                return json_answer(status, refusal.reply);
             }
         };
-        return track(response, None, answering);
+        let to_rmcp = |parts, bytes| self.rmcp.handle(http::Request::from_parts(parts, Full::new(bytes)));
+        let opens_session = !parts.headers.contains_key("mcp-session-id")
+            && matches!(&message, rmcp::model::JsonRpcMessage::Request(r) if matches!(r.request, rmcp::model::ClientRequest::InitializeRequest(_)));
+        if opens_session {
+            let open = self.sessions.count().await;
+            if open >= self.max_sessions {
+                let why = format!(
+                    "this server already has {open} MCP sessions (limits.max_mcp_sessions); close one with DELETE, or wait for idle ones to expire"
+                );
+                return json_answer(StatusCode::SERVICE_UNAVAILABLE, jsonrpc::error_reply(serde_json::Value::Null, -32000, why));
+            }
+            let response = to_rmcp(parts, bytes).await;
+            if let (Caller::Token(name), Some(id)) = (&caller, response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok())) {
+                self.sessions.set_owner(id, name);
+            }
+            return track(response, None, Some(answering));
+        }
+        // A request of a session is in the session manager's in-flight table
+        // while its answer streams (`McpSessions::admit`), so the same id twice in
+        // flight is refused, and a `notifications/cancelled` finds the call it
+        // names. A client that goes away cancels its request: its answer stream
+        // is dropped (tests/http.rs checks both).
+        let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
+        let request_id = match &message {
+            rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.to_string()),
+            _ => None,
+        };
+        let (Some(session), Some(request_id)) = (session, request_id) else {
+            return track(to_rmcp(parts, bytes).await, None, Some(answering));
+        };
+        let Some(in_flight) = self.sessions.admit(session.clone(), request_id) else {
+            let why = "this request id is already in flight in this session; give each request its own id";
+            return json_answer(StatusCode::CONFLICT, jsonrpc::error_reply(serde_json::Value::Null, -32600, why.into()));
+        };
+        // A call that sends nothing before its answer is answered here, as
+        // plain JSON, when the client takes it and names a version rmcp knows:
+        // no second parse, no event stream, no trip through rmcp's service.
+        if let (rmcp::model::JsonRpcMessage::Request(request), true) = (message, takes_json(&parts.headers))
+            && let Ok(answered) = self.sessions.answer_as_json(&session, request, caller).await
+        {
+            drop(in_flight);
+            return match answered {
+                Some(body) => json_answer(StatusCode::OK, body),
+                // Cancelled: an event stream with no event, as rmcp's would be.
+                None => whole(StatusCode::OK, "text/event-stream", Bytes::new()),
+            };
+        }
+        track(to_rmcp(parts, bytes).await, Some(in_flight), Some(answering))
     }
-    let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
-    track(response, Some(in_flight), answering)
+
+    async fn check_delete(&self, request: Request) -> Response {
+        let id = request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
+        if let Some(id) = &id
+            && !self.sessions.has_session(id).await.unwrap_or(false)
+        {
+            let reply = jsonrpc::error_reply(serde_json::Value::Null, -32600, format!("no MCP session {id} (it ended, or never existed)"));
+            return json_answer(StatusCode::NOT_FOUND, reply);
+        }
+        let mut response = self.rmcp.handle(request).await;
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
+        response
+    }
 }
 
 /// Whether the client accepts a plain JSON answer and names a protocol
 /// version rmcp knows (or none): else rmcp's service answers, and refuses.
-fn takes_json(headers: &axum::http::HeaderMap) -> bool {
+fn takes_json(headers: &http::HeaderMap) -> bool {
     let accepts = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).any(|v| v.contains("application/json"));
     let version = match headers.get("mcp-protocol-version").map(|v| v.to_str()) {
         None => true,
@@ -441,9 +467,8 @@ fn takes_json(headers: &axum::http::HeaderMap) -> bool {
 
 /// The response, with its body holding what must last as long as it streams.
 fn track(response: Response, in_flight: Option<Admitted>, answering: Option<Answering>) -> Response {
-    let (parts, body) = response.into_parts();
     let held = StreamHolds { _in_flight: in_flight, _answering: answering };
-    Response::from_parts(parts, Body::from_stream(Tracked { inner: body.into_data_stream(), held: Some(held) }))
+    response.map(|inner| Tracked { inner, held: Some(held) }.boxed())
 }
 
 /// What a streaming answer holds: its request's place in the in-flight
@@ -453,49 +478,34 @@ struct StreamHolds {
     _answering: Option<Answering>,
 }
 
-/// An answer's body that lets go of what it holds when it ends.
-struct Tracked<S> {
-    inner: S,
+/// An answer's body that lets go of what it holds when it ends (or is
+/// dropped: the client went away).
+struct Tracked<B> {
+    inner: B,
     held: Option<StreamHolds>,
 }
 
-impl<S: futures_util::Stream + Unpin> futures_util::Stream for Tracked<S> {
-    type Item = S::Item;
+impl<B: Body + Unpin> Body for Tracked<B> {
+    type Data = B::Data;
+    type Error = B::Error;
 
-    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<S::Item>> {
-        let next = std::pin::Pin::new(&mut self.inner).poll_next(cx);
-        if let std::task::Poll::Ready(None) = next {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        let next = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(None) = next {
             self.held = None;
         }
         next
     }
-}
 
-async fn check_delete(gate: &Gate, request: Request, next: Next) -> Response {
-    let id = request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
-    if let Some(id) = &id
-        && !gate.sessions.has_session(id).await.unwrap_or(false)
-    {
-        let reply = jsonrpc::error_reply(serde_json::Value::Null, -32600, format!("no MCP session {id} (it ended, or never existed)"));
-        return json_error(StatusCode::NOT_FOUND, reply);
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
     }
-    let mut response = next.run(request).await;
-    if response.status() == StatusCode::ACCEPTED {
-        *response.status_mut() = StatusCode::OK;
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
-    response
 }
 
-fn json_error(status: StatusCode, body: Vec<u8>) -> Response {
-    let mut response = (status, Bytes::from(body)).into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
-}
-
-/// A listening socket whose queue of connections not yet accepted is as long
-/// as the system allows (`net.core.somaxconn`): a burst of clients connecting
-/// at once would overflow a short one, and a client whose connection was
-/// dropped there waits a whole second for its retry.
 /// The token a loopback server without issued tokens accepts as its own
 /// user's (caller `local`), and the file that keeps it: read back at every
 /// start, so a client's URL and games stay the same; created (readable by
@@ -523,6 +533,10 @@ fn local_token() -> Result<(String, std::path::PathBuf)> {
     Ok((token, file))
 }
 
+/// A listening socket whose queue of connections not yet accepted is as long
+/// as the system allows (`net.core.somaxconn`): a burst of clients connecting
+/// at once would overflow a short one, and a client whose connection was
+/// dropped there waits a whole second for its retry.
 fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
     socket.set_reuseaddr(true)?;

@@ -7,7 +7,7 @@
 
 use std::net::IpAddr;
 
-use axum::http::HeaderMap;
+use http::HeaderMap;
 
 /// The operator's trusted proxies: addresses, or networks (`10.0.0.0/8`).
 #[derive(Clone, Debug, Default)]
@@ -109,7 +109,7 @@ mod tests {
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
-            h.append(axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+            h.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
         }
         h
     }
