@@ -22,7 +22,50 @@ use serde_json::{Map, Value};
 use crate::plugin::{Audience, Plugin, Role, SEED};
 use crate::records::MatchTag;
 use crate::registry::Registry;
-use crate::session::{Caller, Plan, Reply, Seeding};
+use crate::session::{Caller, Plan, Refusal, Reply, Seeding};
+
+/// Why a run file cannot be played, or a game of it cannot start. The
+/// texts name the file and match, and what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum ArenaError {
+    #[error("the run file {path} cannot be read: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("in the run file {path}: {source}")]
+    Parse { path: String, source: toml::de::Error },
+    #[error("in the run file {path}, match {id}: {why}")]
+    Match { path: String, id: String, why: MatchError },
+    #[error("the run file {path} has no [[match]]")]
+    Empty { path: String },
+    #[error("the game {0} is no longer loaded")]
+    GameGone(String),
+    #[error("{plugin} no longer has `{tool}`")]
+    ToolGone { plugin: String, tool: String },
+    #[error("starting game {game} of match {id}: {why}")]
+    Start { id: String, game: u32, why: Refusal },
+}
+
+/// What is wrong with one `[[match]]` of a run file.
+#[derive(Debug, thiserror::Error)]
+pub enum MatchError {
+    #[error("no game `{game}` is loaded (the games are {loaded})")]
+    UnknownGame { game: String, loaded: String },
+    #[error("`{tool}` is not a tool that starts a {plugin} game ({tools})")]
+    NotCreating { tool: String, plugin: String, tools: String },
+    #[error("say which tool starts its games with `create`: {tools}")]
+    WhichTool { tools: String },
+    #[error("`players` names one caller (against a built-in opponent) or two")]
+    Players,
+    #[error("the two players are one caller")]
+    OnePlayerTwice,
+    #[error("`games` is 1 or more")]
+    NoGames,
+    #[error("`games` is {0}: its games go in pairs (sides exchanged), so it must be even")]
+    OddGames(u32),
+    #[error("`swap` is for a match against a built-in opponent")]
+    SwapBetweenAgents,
+    #[error("its arguments do not fit `{tool}`: {why}")]
+    Arguments { tool: String, why: String },
+}
 
 /// The run file: its matches, in the order players meet them.
 #[derive(Deserialize)]
@@ -128,19 +171,19 @@ impl Run {
     /// does not start (an evaluation that would fail later fails now). The
     /// games whose records `records` holds were played by an earlier run of
     /// the server, and are not played again.
-    pub fn load(path: &Path, registry: &Registry, records: Option<&Path>) -> Result<Run, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("the run file {} cannot be read: {e}", path.display()))?;
-        let file: RunFile = toml::from_str(&text).map_err(|e| format!("in the run file {}: {e}", path.display()))?;
+    pub fn load(path: &Path, registry: &Registry, records: Option<&Path>) -> Result<Run, ArenaError> {
+        let shown = || path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ArenaError::Read { path: shown(), source })?;
+        let file: RunFile = toml::from_str(&text).map_err(|source| ArenaError::Parse { path: shown(), source })?;
         let run_secret = uuid::Uuid::new_v4().as_u64_pair().0;
         let mut games = Vec::new();
         for (n, spec) in file.matches.iter().enumerate() {
             let id = spec.id.clone().unwrap_or_else(|| format!("match-{}", n + 1));
-            let plan =
-                plan_match(spec, &id, registry, run_secret).map_err(|e| format!("in the run file {}, match {id}: {e}", path.display()))?;
+            let plan = plan_match(spec, &id, registry, run_secret).map_err(|why| ArenaError::Match { path: shown(), id, why })?;
             games.extend(plan);
         }
         if games.is_empty() {
-            return Err(format!("the run file {} has no [[match]]", path.display()));
+            return Err(ArenaError::Empty { path: shown() });
         }
         let done = records.map(recorded_games).unwrap_or_default();
         for planned in &mut games {
@@ -151,7 +194,7 @@ impl Run {
 
     /// The caller's next game: the first of its games in the run that is not
     /// over, started now if nobody has started it yet.
-    pub async fn next_for(&self, registry: &Arc<Registry>, caller: &Caller) -> Result<NextGame, String> {
+    pub async fn next_for(&self, registry: &Arc<Registry>, caller: &Caller) -> Result<NextGame, ArenaError> {
         let name = caller.name();
         let mut games = self.games.lock().await;
         let mine: Vec<usize> = (0..games.len()).filter(|&i| games[i].creator == name || games[i].joiner.as_deref() == Some(name)).collect();
@@ -209,29 +252,29 @@ fn recorded_games(path: &Path) -> std::collections::HashSet<(MatchTag, String)> 
 }
 
 /// The games of one match, in order.
-fn plan_match(spec: &MatchSpec, id: &str, registry: &Registry, run_secret: u64) -> Result<Vec<Planned>, String> {
+fn plan_match(spec: &MatchSpec, id: &str, registry: &Registry, run_secret: u64) -> Result<Vec<Planned>, MatchError> {
     let plugin = registry.plugin(&spec.game).ok_or_else(|| {
         let names: Vec<String> = registry.plugins().iter().map(|p| p.name.clone()).collect();
-        format!("no game `{}` is loaded (the games are {})", spec.game, names.join(", "))
+        MatchError::UnknownGame { game: spec.game.clone(), loaded: names.join(", ") }
     })?;
     let create = creating_tool(&plugin, spec.create.as_deref())?;
     let two_sides = plugin.has_seats();
     match (spec.players.as_slice(), two_sides) {
         ([_], _) | ([_, _], _) => {}
-        _ => return Err("`players` names one caller (against a built-in opponent) or two".into()),
+        _ => return Err(MatchError::Players),
     }
     if spec.players.len() == 2 && spec.players[0] == spec.players[1] {
-        return Err("the two players are one caller".into());
+        return Err(MatchError::OnePlayerTwice);
     }
     if spec.games == 0 {
-        return Err("`games` is 1 or more".into());
+        return Err(MatchError::NoGames);
     }
     let paired = (spec.players.len() == 2 && two_sides) || !spec.swap.is_empty();
     if paired && spec.games % 2 == 1 {
-        return Err(format!("`games` is {}: its games go in pairs (sides exchanged), so it must be even", spec.games));
+        return Err(MatchError::OddGames(spec.games));
     }
     if spec.players.len() == 2 && !two_sides && !spec.swap.is_empty() {
-        return Err("`swap` is for a match against a built-in opponent".into());
+        return Err(MatchError::SwapBetweenAgents);
     }
     let mut out = Vec::new();
     for k in 0..spec.games {
@@ -244,7 +287,7 @@ fn plan_match(spec: &MatchSpec, id: &str, registry: &Registry, run_secret: u64) 
         if create.params.iter().any(|f| f.json == SEED) {
             args.insert(SEED.into(), seed.into());
         }
-        create.convert_args(&args).map_err(|e| format!("its arguments do not fit `{}`: {e}", create.name))?;
+        create.convert_args(&args).map_err(|e| MatchError::Arguments { tool: create.name.clone(), why: e.to_string() })?;
         let secret = pair_secret(run_secret, id, pair);
         let tag = MatchTag { id: id.to_string(), pair, game: k + 1 };
         let base = Planned {
@@ -278,18 +321,18 @@ fn plan_match(spec: &MatchSpec, id: &str, registry: &Registry, run_secret: u64) 
 }
 
 /// The tool that starts a match's games: the one named, or the game's only one.
-fn creating_tool<'a>(plugin: &'a Plugin, named: Option<&str>) -> Result<&'a crate::plugin::ToolDef, String> {
+fn creating_tool<'a>(plugin: &'a Plugin, named: Option<&str>) -> Result<&'a crate::plugin::ToolDef, MatchError> {
     let creating: Vec<&crate::plugin::ToolDef> = plugin.tools.iter().filter(|t| t.role == Role::Creates).collect();
-    let names = || creating.iter().map(|t| format!("`{}`", t.name)).collect::<Vec<_>>().join(", ");
+    let tools = || creating.iter().map(|t| format!("`{}`", t.name)).collect::<Vec<_>>().join(", ");
     match named {
-        Some(name) => creating
-            .iter()
-            .find(|t| t.name == name)
-            .copied()
-            .ok_or_else(|| format!("`{name}` is not a tool that starts a {} game ({})", plugin.name, names())),
+        Some(name) => creating.iter().find(|t| t.name == name).copied().ok_or_else(|| MatchError::NotCreating {
+            tool: name.to_string(),
+            plugin: plugin.name.clone(),
+            tools: tools(),
+        }),
         None => match creating.as_slice() {
             [only] => Ok(only),
-            _ => Err(format!("say which tool starts its games with `create`: {}", names())),
+            _ => Err(MatchError::WhichTool { tools: tools() }),
         },
     }
 }
@@ -303,23 +346,21 @@ fn pair_secret(run_secret: u64, id: &str, pair: u32) -> u64 {
 }
 
 /// Starts a planned game for its creator: its id, and its join code while a seat is open.
-async fn start(registry: &Arc<Registry>, planned: &Planned) -> Result<(String, Option<String>), String> {
-    let plugin = registry.plugin(&planned.plugin).ok_or_else(|| format!("the game {} is no longer loaded", planned.plugin))?;
+async fn start(registry: &Arc<Registry>, planned: &Planned) -> Result<(String, Option<String>), ArenaError> {
+    let plugin = registry.plugin(&planned.plugin).ok_or_else(|| ArenaError::GameGone(planned.plugin.clone()))?;
     let index = plugin
         .tools
         .iter()
         .position(|t| t.name == planned.create)
-        .ok_or_else(|| format!("{} no longer has `{}`", plugin.name, planned.create))?;
+        .ok_or_else(|| ArenaError::ToolGone { plugin: plugin.name.clone(), tool: planned.create.clone() })?;
     let sessions = &registry.sessions;
     let secret = (!sessions.whole_seeds_for(&planned.creator)).then_some(planned.secret);
     let plan = Plan { seeding: Seeding { seed: planned.seed, chosen: true, secret, replay: false }, in_match: planned.tag.clone() };
     let creator = Caller::Token(planned.creator.clone());
-    let (id, reply) = sessions
-        .start_planned(plugin.clone(), index, &planned.args, creator, plan)
-        .await
-        .map_err(|e| format!("starting game {} of match {}: {e}", planned.tag.game, planned.tag.id))?;
-    if let Reply::Failed(e) = reply {
-        return Err(format!("starting game {} of match {}: {e}", planned.tag.game, planned.tag.id));
+    let failed = |why| ArenaError::Start { id: planned.tag.id.clone(), game: planned.tag.game, why };
+    let (id, reply) = sessions.start_planned(plugin.clone(), index, &planned.args, creator, plan).await.map_err(failed)?;
+    if let Reply::Failed(why) = reply {
+        return Err(failed(why));
     }
     let code = sessions.planned_state(&id, &plugin).await.and_then(|(_, code)| code);
     Ok((id, code))

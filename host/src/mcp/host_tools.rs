@@ -240,7 +240,7 @@ impl Ludus {
         }
         match run.next_for(&self.registry, caller).await {
             Ok(next) => Answer::json(serde_json::to_value(next).unwrap_or_default()),
-            Err(e) => Answer::error(e),
+            Err(e) => Answer::error(e.to_string()),
         }
     }
 

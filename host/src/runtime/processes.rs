@@ -23,6 +23,21 @@ struct Counts {
     per_caller: HashMap<String, usize>,
 }
 
+/// Which limit refuses more processes. The texts say what frees them.
+#[derive(Debug, thiserror::Error)]
+pub enum OverBudget {
+    #[error(
+        "the server already runs {running} game processes, its limit (limits.max_processes = {max}); a game that ends frees \
+         its processes at once, so finish one first, or ask the operator to raise the limit"
+    )]
+    Server { running: usize, max: usize },
+    #[error(
+        "your games already run {running} game processes, the limit for one caller (limits.max_processes_per_caller \
+         = {max}); a game that ends frees its processes at once, so finish one first, or ask the operator to raise the limit"
+    )]
+    Caller { running: usize, max: usize },
+}
+
 /// Processes counted against the budget while this lives.
 pub struct ProcessPermit {
     budget: Arc<ProcessBudget>,
@@ -46,22 +61,14 @@ impl ProcessBudget {
     }
 
     /// Counts `weight` processes for `caller`, or says which limit refuses them.
-    pub fn take(self: &Arc<Self>, caller: &str, weight: usize) -> Result<ProcessPermit, String> {
+    pub fn take(self: &Arc<Self>, caller: &str, weight: usize) -> Result<ProcessPermit, OverBudget> {
         let mut s = lock(&self.state);
         let mine = s.per_caller.get(caller).copied().unwrap_or(0);
         if s.total + weight > s.max_total {
-            return Err(format!(
-                "the server already runs {} game processes, its limit (limits.max_processes = {}); a game that ends frees \
-                 its processes at once, so finish one first, or ask the operator to raise the limit",
-                s.total, s.max_total
-            ));
+            return Err(OverBudget::Server { running: s.total, max: s.max_total });
         }
         if mine + weight > s.max_per_caller {
-            return Err(format!(
-                "your games already run {mine} game processes, the limit for one caller (limits.max_processes_per_caller \
-                 = {}); a game that ends frees its processes at once, so finish one first, or ask the operator to raise the limit",
-                s.max_per_caller
-            ));
+            return Err(OverBudget::Caller { running: mine, max: s.max_per_caller });
         }
         s.total += weight;
         *s.per_caller.entry(caller.to_string()).or_default() += weight;
@@ -90,9 +97,9 @@ mod tests {
     fn permits_count_by_weight_in_all_and_per_caller_until_dropped() {
         let budget = ProcessBudget::new(5, 3);
         let a = budget.take("a", 2).unwrap();
-        assert!(budget.take("a", 2).err().unwrap().contains("limits.max_processes_per_caller = 3"));
+        assert!(budget.take("a", 2).err().unwrap().to_string().contains("limits.max_processes_per_caller = 3"));
         let b = budget.take("b", 3).unwrap();
-        assert!(budget.take("c", 1).err().unwrap().contains("limits.max_processes = 5"));
+        assert!(budget.take("c", 1).err().unwrap().to_string().contains("limits.max_processes = 5"));
         drop(a);
         assert_eq!(budget.running(), 3);
         let _c = budget.take("c", 2).unwrap();

@@ -262,7 +262,7 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
     let registry = start(&opts).await?;
     busy_poll::configure(Duration::from_micros(registry.config.limits.busy_poll_us));
     let run = match &opts.run {
-        Some(path) => Some(Arc::new(crate::arena::Run::load(path, &registry, opts.records.as_deref()).map_err(anyhow::Error::msg)?)),
+        Some(path) => Some(Arc::new(crate::arena::Run::load(path, &registry, opts.records.as_deref())?)),
         None => None,
     };
     let sessions = registry.sessions.clone();

@@ -88,7 +88,7 @@ impl Channels {
             ));
         }
         let permit = match endpoint {
-            Endpoint::Process { weight, .. } => Some(grant.processes.take(&self.owner, *weight as usize)?),
+            Endpoint::Process { weight, .. } => Some(grant.processes.take(&self.owner, *weight as usize).map_err(|e| e.to_string())?),
             _ => None,
         };
         let table = Arc::downgrade(&self.table);
