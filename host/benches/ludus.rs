@@ -49,7 +49,7 @@
 //! run, memory per live game, and the MCTS levels' time per move.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -210,19 +210,23 @@ async fn http_load(url: &str, clients: usize, calls: usize) -> (f64, Duration, D
 /// process) answering every POST with a fixed SSE answer the size of a
 /// `hanoi_get_state` answer. Returns its URL; it serves until aborted.
 async fn http_floor_server(answer: String) -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
-    use axum::serve::{Listener, ListenerExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap().tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = axum::Router::new().route(
-        "/mcp",
-        axum::routing::post(move || {
+    let answer = bytes::Bytes::from(answer);
+    let serve = async move {
+        loop {
+            let (tcp, _) = listener.accept().await?;
+            let _ = tcp.set_nodelay(true);
             let answer = answer.clone();
-            async move { ([("content-type", "text/event-stream")], answer) }
-        }),
-    );
-    (format!("http://{addr}/mcp"), tokio::spawn(async move { axum::serve(listener, app).await }))
+            let service = hyper::service::service_fn(move |_| {
+                let mut response = http::Response::new(http_body_util::Full::new(answer.clone()));
+                response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/event-stream"));
+                async move { Ok::<_, std::convert::Infallible>(response) }
+            });
+            tokio::spawn(hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(tcp), service));
+        }
+    };
+    (format!("http://{addr}/mcp"), tokio::spawn(serve))
 }
 
 /// p50 and p99 of each kind of request (`clients[i]` posting `request(id)`),
@@ -244,17 +248,51 @@ async fn alternating_http(clients: &mut [RawHttp], kinds: &[(usize, &dyn Fn(u64)
     d.into_iter().map(percentiles).collect()
 }
 
-/// One request at a time, in turn, over HTTP: the floor (a minimal hyper
-/// server answering a `hanoi_get_state` answer's bytes), `ping` and
-/// `hanoi_get_state` to the server at `url`; (p50, p99) of each.
-async fn http_one_at_a_time(url: &str) -> [(Duration, Duration); 3] {
+/// The floor as a server process can reach it: a minimal C server
+/// (`benches/floor.c`: one thread, epoll, kept-alive connections) in a
+/// process of its own, as Ludus is, answering every request with `answer`.
+/// Compiled here with `cc`; the process ends when this drops.
+struct CFloor {
+    child: std::process::Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for CFloor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn c_floor(answer: &str) -> CFloor {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("floor");
+    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/floor.c");
+    let built = Command::new("cc").args(["-O2", "-o"]).arg(&exe).arg(source).status().expect("cc, to build the HTTP floor");
+    assert!(built.success(), "building {source}");
+    let body = dir.path().join("answer");
+    std::fs::write(&body, answer).unwrap();
+    let mut child = Command::new(&exe).arg(&body).stdout(Stdio::piped()).spawn().unwrap();
+    let mut port = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut port).unwrap();
+    CFloor { url: format!("http://127.0.0.1:{}/mcp", port.trim()), child, _dir: dir }
+}
+
+/// One request at a time, in turn, over HTTP: two floors answering a
+/// `hanoi_get_state` answer's bytes — a minimal hyper server in this
+/// process, and a minimal C server in a process of its own — then `ping`
+/// and `hanoi_get_state` to the server at `url`; (p50, p99) of each.
+async fn http_one_at_a_time(url: &str) -> [(Duration, Duration); 4] {
     let (mut raw, env) = http_hanoi_session(url).await;
     let (_, sample) = raw.post(&get_state(&env)(1)).await;
+    let c_floor = c_floor(&sample);
     let (floor_url, floor_server) = http_floor_server(sample).await;
-    let mut clients = [RawHttp::connect(&floor_url).await, raw];
+    let mut clients = [RawHttp::connect(&floor_url).await, RawHttp::connect(&c_floor.url).await, raw];
     let ping = |id| json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
     let get = get_state(&env);
-    let times = alternating_http(&mut clients, &[(0, &|_| json!({})), (1, &ping), (1, &get)]).await;
+    let times = alternating_http(&mut clients, &[(0, &|_| json!({})), (1, &|_| json!({})), (2, &ping), (2, &get)]).await;
     floor_server.abort();
     times.try_into().unwrap()
 }
@@ -262,7 +300,7 @@ async fn http_one_at_a_time(url: &str) -> [(Duration, Duration); 3] {
 /// `http_one_at_a_time` with everything on CPU 0: a server of its own
 /// confined there, and the client and the floor on a one-thread runtime
 /// on a thread confined there.
-fn http_on_cpu0(cfg: &Path) -> [(Duration, Duration); 3] {
+fn http_on_cpu0(cfg: &Path) -> [(Duration, Duration); 4] {
     common::on_cpu0_here(|| {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
@@ -1271,16 +1309,18 @@ async fn http_only(cfg: &Path) {
         resumable.as_secs_f64() / plain.as_secs_f64()
     );
     for round in 1..=3 {
-        let [(floor, _), (ping, _), (get, get99)] = http_one_at_a_time(&server.url).await;
+        let [(floor, _), (c_floor, _), (ping, _), (get, get99)] = http_one_at_a_time(&server.url).await;
         let (one, _, _) = http_load(&server.url, 1, 2_000).await;
         let (sixteen, _, _) = http_load(&server.url, 16, 250).await;
         let (rate, p50, p99) = http_load(&server.url, 200, 30).await;
         eprintln!(
-            "http round {round}: floor {}; ping {}; hanoi_get_state {} / {}; 16 clients {:.2}× one; 200 sessions {rate:.0} calls/s, p50 {} / p99 {}",
+            "http round {round}: floor {} (hyper, in process), {} (C, a process); ping {}; hanoi_get_state {} / {} ({:.2}× the C floor); 16 clients {:.2}× one; 200 sessions {rate:.0} calls/s, p50 {} / p99 {}",
             us(floor),
+            us(c_floor),
             us(ping),
             us(get),
             us(get99),
+            get.as_secs_f64() / c_floor.as_secs_f64(),
             sixteen / one,
             us(p50),
             us(p99)
@@ -1501,21 +1541,32 @@ async fn main() {
         "trivial session call over HTTP (rmcp client), p50 / p99",
         format!("{} / {} ({:.1}× stdio)", us(h50), us(h99), h50.as_secs_f64() / s50.as_secs_f64()),
     );
-    let [(f50, _), (p50, _), (w50, w99)] = http_one_at_a_time(&server.url).await;
-    row("HTTP floor: minimal keep-alive client against a minimal hyper server answering a fixed body, p50", us(f50));
+    let [(f50, _), (c50, _), (p50, _), (w50, w99)] = http_one_at_a_time(&server.url).await;
+    row(
+        "HTTP floors: minimal keep-alive client against a minimal hyper server in its process; a minimal C server in a process of its own, p50",
+        format!("{} ; {}", us(f50), us(c50)),
+    );
     row(
         "HTTP, minimal keep-alive client reading whole answers: `ping` p50; `hanoi_get_state` p50 / p99",
-        format!("{} ; {} / {} ({:.1}× the floor)", us(p50), us(w50), us(w99), w50.as_secs_f64() / f50.as_secs_f64()),
+        format!("{} ; {} / {} ({:.1}× the C floor)", us(p50), us(w50), us(w99), w50.as_secs_f64() / c50.as_secs_f64()),
     );
-    let [(f1, _), (p1, _), (w1, w1_99)] = tokio::task::spawn_blocking({
+    let [(f1, _), (c1, _), (p1, _), (w1, w1_99)] = tokio::task::spawn_blocking({
         let cfg = cfg.clone();
         move || http_on_cpu0(&cfg)
     })
     .await
     .unwrap();
     row(
-        "the same three on one core (client, minimal server and Ludus on CPU 0): floor p50; `ping` p50; `hanoi_get_state` p50 / p99",
-        format!("{} ; {} ; {} / {} ({:.1}× the floor)", us(f1), us(p1), us(w1), us(w1_99), w1.as_secs_f64() / f1.as_secs_f64()),
+        "the same on one core (client, floors and Ludus on CPU 0): floors p50; `ping` p50; `hanoi_get_state` p50 / p99",
+        format!(
+            "{} , {} ; {} ; {} / {} ({:.1}× the C floor)",
+            us(f1),
+            us(c1),
+            us(p1),
+            us(w1),
+            us(w1_99),
+            w1.as_secs_f64() / c1.as_secs_f64()
+        ),
     );
     let (one, _, _) = http_load(&server.url, 1, 2_000).await;
     let (sixteen, _, _) = http_load(&server.url, 16, 250).await;
