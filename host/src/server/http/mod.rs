@@ -293,7 +293,7 @@ impl Gate {
             Method::POST => self.check_post(parts, body, caller, conn).await,
             Method::DELETE => self.check_delete(http::Request::from_parts(parts, body)).await,
             Method::GET => match conn.stream(self.proxies.client(conn.address(), &parts.headers), caller.token()) {
-                Ok(stream) => track(self.rmcp.handle(http::Request::from_parts(parts, body)).await, None, Some(stream)),
+                Ok(stream) => track(self.rmcp.handle(http::Request::from_parts(parts, body)).await, None, stream),
                 Err(why) => refuse(StatusCode::TOO_MANY_REQUESTS, &why.to_string()),
             },
             _ => self.rmcp.handle(http::Request::from_parts(parts, body)).await,
@@ -402,7 +402,7 @@ impl Gate {
             if let (Caller::Token(name), Some(id)) = (&caller, response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok())) {
                 self.sessions.set_owner(id, name);
             }
-            return track(response, None, Some(answering));
+            return track(response, None, answering);
         }
         // A request of a session is in the session manager's in-flight table
         // while its answer streams (`McpSessions::admit`), so the same id twice in
@@ -415,7 +415,7 @@ impl Gate {
             _ => None,
         };
         let (Some(session), Some(request_id)) = (session, request_id) else {
-            return track(to_rmcp(parts, bytes).await, None, Some(answering));
+            return track(to_rmcp(parts, bytes).await, None, answering);
         };
         let Some(in_flight) = self.sessions.admit(session.clone(), request_id) else {
             let why = "this request id is already in flight in this session; give each request its own id";
@@ -434,7 +434,7 @@ impl Gate {
                 None => whole(StatusCode::OK, "text/event-stream", Bytes::new()),
             };
         }
-        track(to_rmcp(parts, bytes).await, Some(in_flight), Some(answering))
+        track(to_rmcp(parts, bytes).await, Some(in_flight), answering)
     }
 
     async fn check_delete(&self, request: Request) -> Response {
@@ -466,7 +466,7 @@ fn takes_json(headers: &http::HeaderMap) -> bool {
 }
 
 /// The response, with its body holding what must last as long as it streams.
-fn track(response: Response, in_flight: Option<Admitted>, answering: Option<Answering>) -> Response {
+fn track(response: Response, in_flight: Option<Admitted>, answering: Answering) -> Response {
     let held = StreamHolds { _in_flight: in_flight, _answering: answering };
     response.map(|inner| Tracked { inner, held: Some(held) }.boxed())
 }
@@ -475,7 +475,7 @@ fn track(response: Response, in_flight: Option<Admitted>, answering: Option<Answ
 /// table, and its connection's mark as answering.
 struct StreamHolds {
     _in_flight: Option<Admitted>,
-    _answering: Option<Answering>,
+    _answering: Answering,
 }
 
 /// An answer's body that lets go of what it holds when it ends (or is
