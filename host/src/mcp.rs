@@ -128,17 +128,6 @@ pub fn caller_in(extensions: &Extensions) -> Option<Caller> {
     extensions.get::<http::request::Parts>().and_then(|parts| parts.extensions.get::<Caller>()).cloned()
 }
 
-/// The caller name of an HTTP MCP session: not the session id itself
-/// (callers are shown to plugins and in `ludus_sessions`; the id is what
-/// authorises requests).
-pub fn caller_for_session(session_id: &str) -> String {
-    use sha2::{Digest, Sha256};
-    static KEY: std::sync::OnceLock<[u8; 16]> = std::sync::OnceLock::new();
-    let key = KEY.get_or_init(|| *uuid::Uuid::new_v4().as_bytes());
-    let digest = Sha256::new().chain_update(key).chain_update(session_id).finalize();
-    format!("client-{}", &crate::runtime::hex(&digest)[..12])
-}
-
 /// Where the direct lane sends a request's progress notifications.
 pub type Notify = Arc<dyn Fn(ServerJsonRpcMessage) + Send + Sync>;
 

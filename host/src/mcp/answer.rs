@@ -158,7 +158,8 @@ impl Answer {
     /// The JSON-RPC response to request `id` that carries this answer.
     pub fn into_response(self, id: RequestId) -> Vec<u8> {
         let Data::Record { value, plugin, tool } = &self.data else { return response(self.into_result(), id) };
-        let structured = serde_json::to_vec(&JsonOf::omitting(record_shape(plugin, *tool), value, is_content_field)).unwrap_or_default();
+        let mut structured = Vec::with_capacity(WRITE_ROOM);
+        let _ = serde_json::to_writer(&mut structured, &JsonOf::omitting(record_shape(plugin, *tool), value, is_content_field));
         let result = self.result(structured.len(), Some(Value::Null));
         if result.is_error == Some(true) {
             return response(result, id);
@@ -166,13 +167,16 @@ impl Answer {
         // rmcp writes the envelope (its field names are its business); the
         // structured content goes where it wrote a null for it. The pattern
         // cannot occur inside a string, where quotes are escaped.
-        let mut line = response(result, id);
+        let line = response(result, id);
         const PLACE: &[u8] = b"\"structuredContent\":null";
         match line.windows(PLACE.len()).rposition(|w| w == PLACE) {
             Some(at) => {
                 let null = at + PLACE.len() - 4;
-                line.splice(null..null + 4, structured);
-                line
+                let mut whole = Vec::with_capacity(line.len() - 4 + structured.len());
+                whole.extend_from_slice(&line[..null]);
+                whole.extend_from_slice(&structured);
+                whole.extend_from_slice(&line[null + 4..]);
+                whole
             }
             // Not where expected (rmcp writes it otherwise): set it in the
             // written response rather than keep a copy of the text for this.
@@ -271,8 +275,16 @@ pub fn brief(mut text: String) -> String {
 
 /// The response to `id` carrying `result`, as JSON.
 fn response(result: CallToolResult, id: RequestId) -> Vec<u8> {
-    serde_json::to_vec(&ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id)).unwrap_or_default()
+    let text: usize = result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.len()).sum();
+    let mut line = Vec::with_capacity(WRITE_ROOM + text + text / 8);
+    let _ = serde_json::to_writer(&mut line, &ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id));
+    line
 }
+
+/// Room to write an answer into besides its texts (which escaping may
+/// lengthen a little): grown from serde_json's default of 128 bytes, a
+/// `hanoi_get_state` answer was copied four times on its way out.
+const WRITE_ROOM: usize = 512;
 
 /// The length of `value` written as JSON, counted without writing it out
 /// (every call checks its arguments' and its answer's size).

@@ -16,7 +16,6 @@ use sha2::{Digest, Sha256};
 use super::{Response, json_answer};
 
 use crate::config::Config;
-use crate::mcp::caller_for_session;
 use crate::runtime::{hex, same_secret};
 use crate::session::Caller;
 
@@ -24,18 +23,60 @@ use crate::session::Caller;
 /// `/mcp` suffix names the resource's path).
 pub const METADATA_PATHS: [&str; 2] = ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"];
 
+/// Names the callers of MCP sessions that present no token: not the
+/// session id itself (callers are shown to plugins and in
+/// `ludus_sessions`; the id is what authorises requests) but a keyed hash
+/// of it, under a key each server draws at start.
+#[derive(Clone, Copy)]
+pub struct CallerNames {
+    key: [u8; 16],
+}
+
+impl CallerNames {
+    pub fn new() -> CallerNames {
+        CallerNames { key: *uuid::Uuid::new_v4().as_bytes() }
+    }
+
+    /// The caller of MCP session `session_id`.
+    pub fn of(&self, session_id: &str) -> Caller {
+        let digest = Sha256::new().chain_update(self.key).chain_update(session_id).finalize();
+        Caller::Connection(format!("client-{}", &hex(&digest[..6])))
+    }
+}
+
 pub struct Guard {
     /// (name, SHA-256 in lowercase hex) of each issued token.
     tokens: Vec<(String, String)>,
     origins: Vec<Allowed>,
-    hosts: Vec<String>,
+    hosts: Vec<AllowedHost>,
     /// The token a loopback server without issued tokens made for itself
     /// (`local_token`): accepted, not required.
     local: Option<String>,
+    names: CallerNames,
 }
 
 /// The caller a loopback server's own token stands for.
 pub const LOCAL_CALLER: &str = "local";
+
+/// An allowed Host: a name (lowercase, no brackets), and a port (None: any).
+struct AllowedHost {
+    name: String,
+    port: Option<u16>,
+}
+
+impl AllowedHost {
+    /// Read once at start, not on every request.
+    fn parse(allowed: &str) -> AllowedHost {
+        match allowed.parse::<http::uri::Authority>() {
+            Ok(a) if a.port_u16().is_some() => AllowedHost { name: unbracketed(a.host()), port: a.port_u16() },
+            _ => AllowedHost { name: unbracketed(allowed), port: None },
+        }
+    }
+}
+
+fn unbracketed(host: &str) -> String {
+    host.trim_matches(['[', ']']).to_ascii_lowercase()
+}
 
 /// An allowed Origin: scheme and host, and a port (None: any).
 struct Allowed {
@@ -45,12 +86,12 @@ struct Allowed {
 }
 
 impl Guard {
-    pub fn new(config: &Config) -> Guard {
+    pub fn new(config: &Config, names: CallerNames) -> Guard {
         let origins = config.allowed_origins.iter().filter_map(|o| parse_allowed(o)).collect();
-        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).into();
-        hosts.extend(config.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()));
+        let loopback = ["localhost", "127.0.0.1", "::1"].into_iter();
+        let hosts = loopback.chain(config.allowed_hosts.iter().map(String::as_str)).map(AllowedHost::parse).collect();
         let tokens = config.tokens.iter().map(|t| (t.name.clone(), t.sha256.to_ascii_lowercase())).collect();
-        Guard { tokens, origins, hosts, local: None }
+        Guard { tokens, origins, hosts, local: None, names }
     }
 
     /// Also accepts `token` (a loopback server's own, when the operator
@@ -92,11 +133,10 @@ impl Guard {
 
     fn host_allowed(&self, host: &str) -> bool {
         let Ok(authority) = host.parse::<http::uri::Authority>() else { return false };
-        let name = authority.host().trim_matches(['[', ']']).to_ascii_lowercase();
-        self.hosts.iter().any(|allowed| match allowed.parse::<http::uri::Authority>() {
-            Ok(a) if a.port_u16().is_some() => a.host().trim_matches(['[', ']']) == name && a.port_u16() == authority.port_u16(),
-            _ => allowed.trim_matches(['[', ']']) == name,
-        })
+        let name = authority.host().trim_matches(['[', ']']);
+        self.hosts
+            .iter()
+            .any(|allowed| allowed.name.eq_ignore_ascii_case(name) && allowed.port.is_none_or(|p| Some(p) == authority.port_u16()))
     }
 
     fn origin_allowed(&self, origin: &str) -> bool {
@@ -118,7 +158,7 @@ impl Guard {
                 return Err(self.challenge(parts, None));
             }
             let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
-            return Ok(session.map_or(Caller::Stateless, |id| Caller::Connection(caller_for_session(id))));
+            return Ok(session.map_or(Caller::Stateless, |id| self.names.of(id)));
         };
         let digest = hex(&Sha256::digest(token.as_bytes()));
         let local = self.local.iter().map(|hash| (LOCAL_CALLER, hash.as_str()));
@@ -237,7 +277,7 @@ mod tests {
                 whole_seeds: false,
             })
             .collect();
-        Guard::new(&config)
+        Guard::new(&config, CallerNames::new())
     }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
@@ -261,6 +301,17 @@ mod tests {
         assert!(exact.check_origin(&headers(&[("host", "localhost"), ("origin", "http://localhost:3000")])).is_ok());
         assert!(exact.check_origin(&headers(&[("host", "localhost"), ("origin", "http://localhost:3001")])).is_err());
         assert!(exact.check_origin(&headers(&[("host", "localhost"), ("origin", "null")])).is_err());
+    }
+
+    #[test]
+    fn allowed_hosts_match_their_port_when_they_name_one() {
+        let mut config = Config::default();
+        config.allowed_hosts = vec!["Games.Example:8443".into(), "[fd00::1]".into(), "lan-box".into()];
+        let g = Guard::new(&config, CallerNames::new());
+        let allowed = |host: &str| g.check_origin(&headers(&[("host", host)])).is_ok();
+        assert!(allowed("games.example:8443") && !allowed("games.example:80") && !allowed("games.example"));
+        assert!(allowed("[fd00::1]:9000") && allowed("LAN-BOX") && allowed("lan-box:1"));
+        assert!(!allowed("lan-box.evil") && !allowed("[fd00::2]:9000"));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! direct lane.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,9 +33,10 @@ use rmcp::transport::streamable_http_server::session::{ServerSseMessage, Session
 use sync_wrapper::SyncWrapper;
 use tokio_util::sync::CancellationToken;
 
+use super::guard::CallerNames;
 use super::resume::Resumable;
 use crate::locking::lock;
-use crate::mcp::{DirectAnswer, Ludus, Notify, caller_for_session, caller_in};
+use crate::mcp::{DirectAnswer, Ludus, Notify, caller_in};
 use crate::session::Caller;
 
 pub struct McpSessions {
@@ -50,10 +52,11 @@ pub struct McpSessions {
     server_name: Option<String>,
     /// Tool-call streams of the sessions whose clients can resume them.
     resumable: Resumable,
+    /// Names the callers of sessions that present no token (the gate's).
+    names: CallerNames,
+    /// A trim of freed memory is due shortly (MCP sessions were closed).
+    trim_due: Arc<AtomicBool>,
 }
-
-/// A trim of freed memory is due shortly (MCP sessions were closed).
-static TRIM_DUE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Every request of a session whose answer is still streaming, by (session,
 /// request id): the HTTP gate admits each one (`McpSessions::admit`, refusing an
@@ -65,7 +68,7 @@ impl McpSessions {
     /// MCP sessions for `ludus`'s registry that close after `idle_limit` without
     /// a request; the sweep runs on the current runtime for as long as the
     /// returned manager lives.
-    pub fn new(ludus: Ludus, idle_limit: Duration, server_name: Option<String>) -> Arc<McpSessions> {
+    pub fn new(ludus: Ludus, idle_limit: Duration, server_name: Option<String>, names: CallerNames) -> Arc<McpSessions> {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = None;
         // No SSE priming events (see `http::mcp_config`).
@@ -79,6 +82,8 @@ impl McpSessions {
             owners: Default::default(),
             server_name,
             resumable: Resumable::default(),
+            names,
+            trim_due: Arc::default(),
         });
         let weak = Arc::downgrade(&sessions);
         let every = (idle_limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
@@ -164,10 +169,11 @@ impl McpSessions {
         lock(&self.owners).remove(id);
         self.resumable.forget(id);
         self.ludus.clients().closed(id);
-        if !TRIM_DUE.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            tokio::spawn(async {
+        if !self.trim_due.swap(true, Ordering::Relaxed) {
+            let due = self.trim_due.clone();
+            tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                TRIM_DUE.store(false, std::sync::atomic::Ordering::Relaxed);
+                due.store(false, Ordering::Relaxed);
                 crate::runtime::release_freed_memory_after_sweep(true);
             });
         }
@@ -200,7 +206,7 @@ impl McpSessions {
         let ClientJsonRpcMessage::Request(request) = message else { return Err(message) };
         let key = (id.clone(), request.id.to_string());
         // The gate filed the caller with the request's HTTP parts.
-        let caller = caller_in(request.request.extensions()).unwrap_or_else(|| Caller::Connection(caller_for_session(id)));
+        let caller = caller_in(request.request.extensions()).unwrap_or_else(|| self.names.of(id));
         let ct = CancellationToken::new();
         let (progress_tx, progress_rx) = tokio::sync::mpsc::unbounded_channel::<ServerJsonRpcMessage>();
         let notify = Arc::new(move |m| {

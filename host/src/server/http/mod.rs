@@ -53,7 +53,7 @@ use crate::mcp::Ludus;
 use crate::registry::Registry;
 use crate::session::Caller;
 use conns::{Answering, ConnRef, Conns};
-use guard::{Guard, METADATA_PATHS, refuse};
+use guard::{CallerNames, Guard, METADATA_PATHS, refuse};
 use mcp_sessions::{Admitted, McpSessions};
 use proxies::TrustedProxies;
 use thread::{Socket, drive};
@@ -63,7 +63,8 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
     let max_body = registry.config.limits.max_argument_bytes + (64 << 10);
     let idle_limit = Duration::from_millis(registry.config.limits.mcp_session_idle_ms);
     let ludus = Ludus::new(registry.clone(), run.clone());
-    let sessions = McpSessions::new(ludus.clone(), idle_limit, registry.config.server_name.clone());
+    let names = CallerNames::new();
+    let sessions = McpSessions::new(ludus.clone(), idle_limit, registry.config.server_name.clone(), names);
     let rmcp = StreamableHttpService::new(move || Ok(ludus.another()), sessions.clone(), mcp_config(&registry, max_body, &ct));
     let limits = &registry.config.limits;
     // A loopback server the operator issued no tokens for makes one for its
@@ -71,7 +72,7 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
     // (a stateless 2026-07-28 client, the Python SDK's default) needs one to
     // keep its games from one request to the next.
     let local = (addr.ip().is_loopback() && registry.config.tokens.is_empty()).then(local_token).transpose()?;
-    let mut guard = Guard::new(&registry.config);
+    let mut guard = Guard::new(&registry.config, names);
     if let Some((token, _)) = &local {
         guard = guard.with_local_token(token);
     }
@@ -293,11 +294,23 @@ impl Gate {
             Method::POST => self.check_post(parts, body, caller, conn).await,
             Method::DELETE => self.check_delete(http::Request::from_parts(parts, body)).await,
             Method::GET => match conn.stream(self.proxies.client(conn.address(), &parts.headers), caller.token()) {
-                Ok(stream) => track(self.rmcp.handle(http::Request::from_parts(parts, body)).await, None, stream),
+                Ok(stream) => track(self.to_rmcp(http::Request::from_parts(parts, body)).await, None, stream),
                 Err(why) => refuse(StatusCode::TOO_MANY_REQUESTS, &why.to_string()),
             },
-            _ => self.rmcp.handle(http::Request::from_parts(parts, body)).await,
+            _ => self.to_rmcp(http::Request::from_parts(parts, body)).await,
         }
+    }
+
+    /// rmcp's answer to `request`. Its future is boxed: inline, its
+    /// kilobytes made every request's future as large, and hyper copies a
+    /// request's future into place before polling it, the requests the
+    /// gate answers itself too.
+    fn to_rmcp<B>(&self, request: http::Request<B>) -> Pin<Box<dyn Future<Output = Response> + '_>>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: std::fmt::Display,
+    {
+        Box::pin(self.rmcp.handle(request))
     }
 
     /// With bearer tokens, an MCP session is its creator's: another token
@@ -387,7 +400,7 @@ impl Gate {
                 return json_answer(status, refusal.reply);
             }
         };
-        let to_rmcp = |parts, bytes| self.rmcp.handle(http::Request::from_parts(parts, Full::new(bytes)));
+        let to_rmcp = |parts, bytes| self.to_rmcp(http::Request::from_parts(parts, Full::new(bytes)));
         let opens_session = !parts.headers.contains_key("mcp-session-id")
             && matches!(&message, rmcp::model::JsonRpcMessage::Request(r) if matches!(r.request, rmcp::model::ClientRequest::InitializeRequest(_)));
         if opens_session {
@@ -445,7 +458,7 @@ impl Gate {
             let reply = jsonrpc::error_reply(serde_json::Value::Null, -32600, format!("no MCP session {id} (it ended, or never existed)"));
             return json_answer(StatusCode::NOT_FOUND, reply);
         }
-        let mut response = self.rmcp.handle(request).await;
+        let mut response = self.to_rmcp(request).await;
         if response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::OK;
         }

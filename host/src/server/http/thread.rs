@@ -16,7 +16,7 @@
 
 use std::cell::Cell;
 use std::future::Future;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::{Pin, pin};
 use std::rc::Rc;
@@ -65,9 +65,22 @@ impl Socket {
 }
 
 impl tokio::io::AsyncRead for Socket {
+    /// Reads into the buffer's unfilled room as it is. hyper hands a fresh
+    /// view of its read buffer's spare capacity to every read, so going
+    /// through `initialize_unfilled` (as `Read::read` needs) zeroed all of
+    /// it each time: a fifth of the instructions of a `ping` over HTTP.
     fn poll_read(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let n = std::task::ready!(this.attempt(&this.interest.read, |mut tcp| tcp.read(buf.initialize_unfilled())))?;
+        // SAFETY: `unfilled_mut` is writable room; nothing is read from it.
+        let room = unsafe { buf.unfilled_mut() };
+        let n = std::task::ready!(this.attempt(&this.interest.read, |tcp| {
+            // SAFETY: read(2) writes at most `room.len()` bytes into `room`
+            // and reports how many it wrote.
+            let n = unsafe { libc::read(tcp.as_raw_fd(), room.as_mut_ptr().cast(), room.len()) };
+            if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+        }))?;
+        // SAFETY: read(2) initialised the first `n` bytes of the room.
+        unsafe { buf.assume_init(n) };
         buf.advance(n);
         Poll::Ready(Ok(()))
     }
@@ -147,6 +160,7 @@ impl Wake for Alarm {
 mod tests {
     use super::*;
     use std::time::Duration;
+    use std::io::Read;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     #[test]
