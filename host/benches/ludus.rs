@@ -767,6 +767,66 @@ fn idle_costs(cfg: &Path) {
         let _ = c.child.wait();
     }
     idle_chess(&dir, &base);
+    idle_chess_many(&dir, &base);
+}
+
+/// The second chess row of `LUDUS_BENCH=idle`: 10,000 games against the
+/// engine at level 1, started 500 at a time with the player to move (the
+/// engine has not thought yet), that leave memory after 1 s, with the
+/// default store file: the server's resident memory per game once they
+/// have left, then a move in the first game, which rebuilds it (its engine
+/// replies) and is answered as in memory.
+fn idle_chess_many(dir: &Path, base: &str) {
+    const GAMES: usize = 10_000;
+    let cache = base.lines().next().unwrap();
+    let file = dir.join("idle-chess-many.toml");
+    let limits = "max_sessions = 1000000\nmax_sessions_per_plugin = 1000000\nmax_sessions_per_caller = 1000000";
+    std::fs::write(&file, format!("{cache}\n[limits]\n{limits}\nunload_idle_after_ms = 1000\n")).unwrap();
+    let store = dir.join("chess-many.db");
+    let _ = std::fs::remove_file(&store);
+    let mut c = RawClient::serve(&["--store", store.to_str().unwrap()], &file);
+    let pid = c.child.id();
+    let create =
+        |id: usize| tool_call(id as u64, "chess_create_game", json!({"type": "computer", "difficulty": 1, "color": "white"})).to_string();
+    c.ask(&create(1));
+    let before = rss_kib(pid);
+    let started = Instant::now();
+    let mut games = Vec::with_capacity(GAMES);
+    for batch in 0..GAMES / 500 {
+        for i in 0..500 {
+            c.send(&create(batch * 500 + i + 10));
+        }
+        for _ in 0..500 {
+            let answer = read_answer(&mut c.output);
+            games.push(answer["result"]["structuredContent"]["game_id"].as_str().unwrap_or_else(|| panic!("{answer}")).to_string());
+        }
+    }
+    let made = started.elapsed();
+    std::thread::sleep(Duration::from_millis(3_000));
+    let after = rss_kib(pid);
+    eprintln!(
+        "idle chess, 10,000 games against the engine, default store file: started in {:.1} s ({:.0} per second); resident {:.0} MiB, {:.0} MiB before: {:.2} KiB per game",
+        made.as_secs_f64(),
+        GAMES as f64 / made.as_secs_f64(),
+        after as f64 / 1024.0,
+        before as f64 / 1024.0,
+        (after.saturating_sub(before)) as f64 / GAMES as f64
+    );
+    let mut id = GAMES + 100;
+    let mut ask = |c: &mut RawClient, name: &str, args: Value| {
+        id += 1;
+        c.ask(&tool_call(id as u64, name, args).to_string())["result"]["structuredContent"].clone()
+    };
+    let board = ask(&mut c, "chess_wait_for_next_turn", json!({"game_id": games[0]}));
+    let t = Instant::now();
+    let moved =
+        ask(&mut c, "chess_finish_turn", json!({"game_id": games[0], "move": board["legal_moves"][0], "decision": board["decision"]}));
+    let took = t.elapsed();
+    let reply = (0..200).map(|_| ask(&mut c, "chess_wait_for_next_turn", json!({"game_id": games[0]}))).find(|b| b["status"] != "waiting");
+    assert!(moved["fen"].is_string() && reply.is_some_and(|b| b["status"] == "your-turn"), "{moved}");
+    eprintln!("idle chess, 10,000 games: a move in the first game, out of memory, {} (the engine then replied)", us(took));
+    let _ = c.child.kill();
+    let _ = c.child.wait();
 }
 
 /// The chess row of `LUDUS_BENCH=idle`: 100 games against the engine at

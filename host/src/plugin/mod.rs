@@ -426,7 +426,7 @@ fn cap_mapped_sessions(plugin: &str, limits: &mut PluginLimits) {
         tracing::info!(
             plugin,
             "{plugin} maps its large data into each session (fast starts, little memory per session, more memory mappings): \
-             at most {allowed} of its sessions at vm.max_map_count {max_maps}"
+             at most {allowed} of its games in memory at once at vm.max_map_count {max_maps}"
         );
         limits.max_sessions = allowed;
     }

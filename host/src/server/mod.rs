@@ -197,13 +197,23 @@ fn session_limits(config: &crate::config::Config) -> SessionLimits {
     if let Some((allowed, max_maps)) = crate::runtime::instances_the_kernel_allows(false)
         && allowed < limits.max_sessions
     {
-        let note = format!(
-            "limits.max_sessions is {}, but vm.max_map_count ({max_maps}) leaves room for about {allowed} sessions; \
-             capping at {allowed} (raise it with `sysctl vm.max_map_count=262144` for more)",
-            limits.max_sessions
-        );
-        // The built-in default is capped quietly; an operator's own figure loudly.
-        if limits.max_sessions == crate::config::Limits::default().max_sessions {
+        // Where idle games leave memory, the limits count the games in
+        // memory, and the longest-idle ones make room for new ones: the
+        // map limit caps no game a user keeps, only how many run at once.
+        let note = match total.unload_after {
+            Some(_) => format!(
+                "vm.max_map_count ({max_maps}) leaves room for about {allowed} games in memory at once; past that, the \
+                 longest-idle games leave memory to make room (raise it with `sysctl vm.max_map_count=262144` for more at once)"
+            ),
+            None => format!(
+                "limits.max_sessions is {}, but vm.max_map_count ({max_maps}) leaves room for about {allowed} sessions; \
+                 capping at {allowed} (raise it with `sysctl vm.max_map_count=262144` for more)",
+                limits.max_sessions
+            ),
+        };
+        // The built-in default is capped quietly; an operator's own figure
+        // loudly, unless idle games make room.
+        if limits.max_sessions == crate::config::Limits::default().max_sessions || total.unload_after.is_some() {
             tracing::info!("{note}");
         } else {
             tracing::warn!("{note}");

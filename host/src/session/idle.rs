@@ -9,94 +9,18 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::dormant::Kept;
 use super::{Session, Sessions};
 use crate::locking::lock;
-use crate::plugin::Plugin;
-use crate::records::MatchTag;
 use crate::store::{Record, now_ms};
-
-/// A game out of memory, kept compactly: the few fields the table finds
-/// games by, and, when no store keeps the game (`store = "memory"`), its
-/// record (as JSON, in one allocation) and its state. With a store, the
-/// record and state are read back from it when the game is rebuilt or
-/// listed, so a game out of memory costs the table only this index.
-pub(super) struct Dormant {
-    kept: Option<Kept>,
-    pub plugin: Box<str>,
-    players: Box<[Box<str>]>,
-    pub created_by: Box<str>,
-    pub in_match: Option<MatchTag>,
-    /// When it expires (its last change plus its idle timeout), in ms since the epoch.
-    expires_at_ms: u64,
-    /// The plugin version it ran, for a game that left memory here: a
-    /// reload of the plugin meanwhile does not end it (a game runs on the
-    /// version it started on). None for a game read from the store at start.
-    pub version: Option<Arc<Plugin>>,
-}
-
-/// What no store keeps of a game out of memory.
-struct Kept {
-    record: Box<[u8]>,
-    state: Box<[u8]>,
-}
-
-impl Dormant {
-    /// `record`'s index; `state`: the game's state, kept here because no
-    /// store keeps it (the record is then kept too).
-    pub fn new(record: &Record, state: Option<Vec<u8>>, version: Option<Arc<Plugin>>) -> Dormant {
-        let kept = state.map(|state| Kept {
-            record: serde_json::to_vec(record).unwrap_or_default().into_boxed_slice(),
-            state: state.into_boxed_slice(),
-        });
-        Dormant {
-            kept,
-            plugin: record.plugin.as_str().into(),
-            players: record.players.iter().map(|p| p.as_str().into()).collect(),
-            created_by: record.created_by.as_str().into(),
-            in_match: record.in_match.clone(),
-            expires_at_ms: record.changed_at_ms.saturating_add(record.idle_timeout_ms),
-            version,
-        }
-    }
-
-    /// A game the session store keeps, read at start.
-    pub fn stored(record: &Record) -> Dormant {
-        Dormant::new(record, None, None)
-    }
-
-    /// No store keeps it: its record and state are here.
-    pub fn kept_here(&self) -> bool {
-        self.kept.is_some()
-    }
-
-    /// Its record, when it is kept here (none: not here, or it does not
-    /// read back, which the table wrote itself and so does not happen).
-    pub fn kept_record(&self) -> Option<Record> {
-        self.kept.as_ref().and_then(|k| serde_json::from_slice(&k.record).ok())
-    }
-
-    /// Its state, when it is kept here.
-    pub fn kept_state(&self) -> Option<Vec<u8>> {
-        self.kept.as_ref().map(|k| k.state.to_vec())
-    }
-
-    /// `caller` plays in it.
-    pub fn plays(&self, caller: &str) -> bool {
-        !caller.is_empty() && self.players.iter().any(|p| &**p == caller)
-    }
-
-    /// It has been idle past its timeout at `now_ms` (`Record::expired`).
-    pub fn expired(&self, now_ms: u64) -> bool {
-        now_ms > self.expires_at_ms
-    }
-}
 
 impl Sessions {
     /// The record of dormant game `id`: kept here, or read from the store.
     pub(super) fn dormant_record(&self, id: &str) -> Option<Record> {
-        let (here, kept) = lock(&self.dormant).get(id).map(|d| (d.kept_here(), d.kept_record()))?;
+        let table = lock(&self.dormant);
+        let here = table.get(id)?.kept_here();
         match here {
-            true => kept,
+            true => table.kept(id).and_then(|(record, _)| record),
             false => match self.store.as_ref()?.record(id) {
                 Ok(record) => record,
                 Err(e) => {
@@ -178,23 +102,25 @@ impl Sessions {
         if !untouched(&session, seen) || !live.by_id.get(&id).is_some_and(|s| Arc::ptr_eq(s, &session)) {
             return false;
         }
-        if let Some(dormant) = dormant {
-            table.insert(id.clone(), dormant);
+        if let Some((record, kept)) = dormant {
+            table.insert(&record, kept, Some(session.plugin.clone()));
         }
         live.remove(&id);
         true
     }
 
-    /// What the table keeps of `session` once it leaves memory (`state`:
-    /// its state, when no store keeps it).
-    fn dormant_of(&self, session: &Session, state: Option<Vec<u8>>) -> Dormant {
+    /// The record the table files `session` under once it leaves memory,
+    /// and, given its `state` (when no store keeps it), what it keeps of it.
+    fn dormant_of(&self, session: &Session, state: Option<Vec<u8>>) -> (Record, Option<Kept>) {
         // Its idle time runs from its last call, a read too, as it did in
         // memory (with a store, from the write just made: at most the
         // unload delay later).
         let mut record = session.record();
         let last_used = now_ms().saturating_sub(session.idle_for().as_millis() as u64);
         record.changed_at_ms = record.changed_at_ms.max(last_used);
-        Dormant::new(&record, state, Some(session.plugin.clone()))
+        // Written here, not under the table's lock.
+        let kept = state.map(|state| Kept { record: serde_json::to_vec(&record).unwrap_or_default(), state });
+        (record, kept)
     }
 }
 

@@ -7,6 +7,7 @@
 //! prompts. Why: docs/design/sessions.md, "A session's life".
 
 mod call;
+mod dormant;
 mod ended;
 mod idle;
 mod instance;
@@ -32,8 +33,8 @@ use crate::runtime::run_guest;
 use crate::store::{Record, SessionStore, Stored, now_ms};
 
 pub use call::{Listeners, Plan, Progress, Reply, WaitProgress};
+use dormant::DormantTable;
 use ended::EndedSessions;
-use idle::Dormant;
 pub use instance::{Home, Invocation, Names, Run, Seeding, Session, SessionError, SessionInfo};
 pub use limits::{SessionLimits, WholeSeeds};
 pub use refusal::Refusal;
@@ -105,7 +106,7 @@ pub struct Sessions {
     /// Sessions not in memory: stored ones read at start, and games that
     /// left memory while idle (`idle`); each rebuilt when a call first
     /// names it. Locked before `live` where both are held.
-    dormant: Mutex<HashMap<String, Dormant>>,
+    dormant: Mutex<DormantTable>,
     /// Games being rebuilt now, each behind its own gate: a second call on
     /// one waits for the first to rebuild it.
     reviving: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -174,7 +175,10 @@ impl Sessions {
             None => Vec::new(),
         };
         write_due_records(records.as_deref(), store.as_deref(), &mut stored);
-        let dormant = stored.iter().map(|r| (r.id.clone(), Dormant::stored(r))).collect();
+        let mut dormant = DormantTable::default();
+        for record in &stored {
+            dormant.insert(record, None, None);
+        }
         let sessions = Arc::new(Sessions {
             live: Mutex::default(),
             shared: Mutex::default(),
@@ -225,7 +229,7 @@ impl Sessions {
     pub fn list_for(&self, caller: &Caller) -> Vec<SessionInfo> {
         let name = caller.name();
         let mut v: Vec<SessionInfo> = lock(&self.live).by_id.values().filter(|s| s.is_player(name)).map(|s| s.info()).collect();
-        let mine: Vec<String> = lock(&self.dormant).iter().filter(|(_, d)| d.plays(name)).map(|(id, _)| id.clone()).collect();
+        let mine = lock(&self.dormant).ids_where(|d| d.plays(name));
         v.extend(mine.iter().filter_map(|id| self.dormant_record(id)).map(|r| SessionInfo::of_stored(&r)));
         if let Some(shared) = self.shared().filter(|_| !name.is_empty()) {
             match shared.records_of(name) {
@@ -261,7 +265,7 @@ impl Sessions {
         }
         drop(live);
         let dormant = lock(&self.dormant);
-        dormant.iter().find(|(_, d)| d.in_match.as_ref() == Some(tag) && &*d.created_by == creator).map(|(id, _)| id.clone())
+        dormant.ids_where(|d| d.in_match.as_ref() == Some(tag) && &*d.created_by == creator).pop()
     }
 
     /// Whether `caller`'s chosen seeds are whole seeds (`whole_seeds`).
@@ -316,7 +320,7 @@ impl Sessions {
         }
         // Games out of memory that no store keeps end too.
         let Some(records) = &self.records else { return };
-        let parked: Vec<Record> = lock(&self.dormant).values().filter_map(Dormant::kept_record).collect();
+        let parked = lock(&self.dormant).kept_records();
         for record in parked {
             results::record_stored_end(records, &record, why);
         }
@@ -349,7 +353,7 @@ impl Sessions {
         if self.shared().is_some() {
             return self.load_shared(id, plugin).await;
         }
-        if !lock(&self.dormant).contains_key(id) {
+        if !lock(&self.dormant).contains(id) {
             return;
         }
         let gate = lock(&self.reviving).entry(id.to_string()).or_default().clone();
@@ -366,10 +370,10 @@ impl Sessions {
     /// Rebuilds dormant game `id`, which stays dormant (a call finds it)
     /// until it is live.
     async fn revive_now(self: &Arc<Self>, id: &str, plugin: &Arc<Plugin>) {
-        let found = lock(&self.dormant)
-            .get(id)
-            .filter(|d| *d.plugin == plugin.name)
-            .map(|d| (d.kept_here().then(|| (d.kept_record(), d.kept_state().unwrap_or_default())), d.version.clone()));
+        let found = {
+            let table = lock(&self.dormant);
+            table.get(id).filter(|d| *d.plugin == plugin.name).map(|d| (table.kept(id), d.version.clone()))
+        };
         let Some((kept, version)) = found else { return };
         let gone = |why: &str| {
             lock(&self.dormant).remove(id);
@@ -437,6 +441,7 @@ impl Sessions {
         }
         self.expire_dormant();
         let unloaded = self.unload_idle();
+        lock(&self.dormant).tidy();
         crate::runtime::release_freed_memory_after_sweep(many || unloaded >= 100);
     }
 
@@ -444,7 +449,7 @@ impl Sessions {
     /// their timeout (idle time counts from their last change, across restarts).
     fn expire_dormant(&self) {
         let now = now_ms();
-        let stale: Vec<String> = lock(&self.dormant).iter().filter(|(_, d)| d.expired(now)).map(|(id, _)| id.clone()).collect();
+        let stale = lock(&self.dormant).ids_where(|d| d.expired(now));
         for id in stale {
             let record = self.dormant_record(&id);
             lock(&self.dormant).remove(&id);

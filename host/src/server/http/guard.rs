@@ -305,8 +305,8 @@ mod tests {
 
     #[test]
     fn allowed_hosts_match_their_port_when_they_name_one() {
-        let mut config = Config::default();
-        config.allowed_hosts = vec!["Games.Example:8443".into(), "[fd00::1]".into(), "lan-box".into()];
+        let config =
+            Config { allowed_hosts: vec!["Games.Example:8443".into(), "[fd00::1]".into(), "lan-box".into()], ..Default::default() };
         let g = Guard::new(&config, CallerNames::new());
         let allowed = |host: &str| g.check_origin(&headers(&[("host", host)])).is_ok();
         assert!(allowed("games.example:8443") && !allowed("games.example:80") && !allowed("games.example"));

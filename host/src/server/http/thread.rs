@@ -159,8 +159,8 @@ impl Wake for Alarm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
     use std::io::Read;
+    use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     #[test]
