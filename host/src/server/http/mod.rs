@@ -302,9 +302,9 @@ impl Gate {
     }
 
     /// rmcp's answer to `request`. Its future is boxed: inline, its
-    /// kilobytes made every request's future as large, and hyper copies a
-    /// request's future into place before polling it, the requests the
-    /// gate answers itself too.
+    /// kilobytes made every request's future as large (8.3 KB, not 3.5),
+    /// and `Connection::call` moves each request's future into its box,
+    /// the requests the gate answers itself too.
     fn to_rmcp<B>(&self, request: http::Request<B>) -> Pin<Box<dyn Future<Output = Response> + '_>>
     where
         B: Body<Data = Bytes> + Send + 'static,
