@@ -737,7 +737,7 @@ fn idle_costs(cfg: &Path) {
         }
         let made = started.elapsed();
         std::thread::sleep(Duration::from_millis(if unload > 0 { 3_000 } else { 500 }));
-        let after = rss_kib(pid);
+        let after = if unload > 0 { settled_rss_kib(pid) } else { rss_kib(pid) };
         eprintln!(
             "idle {label}: {games} games started and moved in {:.1} s ({:.0} per second); resident {:.0} MiB, {:.0} MiB before: {:.2} KiB per game",
             made.as_secs_f64(),
@@ -768,6 +768,22 @@ fn idle_costs(cfg: &Path) {
     }
     idle_chess(&dir, &base);
     idle_chess_many(&dir, &base);
+}
+
+/// The server's resident memory once the last games have left memory and
+/// their pages gone back: read every half second until two readings agree
+/// (at most ten), as the last sweeps may still be writing games out.
+fn settled_rss_kib(pid: u32) -> u64 {
+    let mut last = rss_kib(pid);
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = rss_kib(pid);
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    last
 }
 
 /// The second chess row of `LUDUS_BENCH=idle`: 10,000 games against the
@@ -803,7 +819,7 @@ fn idle_chess_many(dir: &Path, base: &str) {
     }
     let made = started.elapsed();
     std::thread::sleep(Duration::from_millis(3_000));
-    let after = rss_kib(pid);
+    let after = settled_rss_kib(pid);
     eprintln!(
         "idle chess, 10,000 games against the engine, default store file: started in {:.1} s ({:.0} per second); resident {:.0} MiB, {:.0} MiB before: {:.2} KiB per game",
         made.as_secs_f64(),

@@ -26,7 +26,8 @@ pub(super) struct Dormant {
     pub plugin: Arc<str>,
     players: Players,
     pub created_by: Arc<str>,
-    pub in_match: Option<MatchTag>,
+    /// Boxed: few games are in a match, and every entry would carry its room.
+    pub in_match: Option<Box<MatchTag>>,
     /// When it expires (its last change plus its idle timeout), in ms since the epoch.
     expires_at_ms: u64,
     /// The plugin version it ran, for a game that left memory here: a
@@ -104,7 +105,7 @@ impl DormantTable {
             plugin: self.names.get(&record.plugin),
             players,
             created_by,
-            in_match: record.in_match.clone(),
+            in_match: record.in_match.clone().map(Box::new),
             expires_at_ms: record.changed_at_ms.saturating_add(record.idle_timeout_ms),
             version,
         };
@@ -164,10 +165,11 @@ impl DormantTable {
 }
 
 /// A game's id: the number its 32 hex digits spell (no allocation of its
-/// own), or, for an id of another form, its text.
+/// own; as bytes, which a `u128`'s alignment would pad to 32), or, for an
+/// id of another form, its text.
 #[derive(Hash, PartialEq, Eq)]
 enum Id {
-    Hex(u128),
+    Hex([u8; 16]),
     Text(Box<str>),
 }
 
@@ -175,14 +177,14 @@ impl Id {
     fn of(id: &str) -> Id {
         let lower_hex = id.len() == 32 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
         match u128::from_str_radix(id, 16) {
-            Ok(n) if lower_hex => Id::Hex(n),
+            Ok(n) if lower_hex => Id::Hex(n.to_be_bytes()),
             _ => Id::Text(id.into()),
         }
     }
 
     fn text(&self) -> String {
         match self {
-            Id::Hex(n) => format!("{n:032x}"),
+            Id::Hex(n) => format!("{:032x}", u128::from_be_bytes(*n)),
             Id::Text(text) => text.to_string(),
         }
     }
@@ -328,6 +330,12 @@ mod tests {
         );
         table.remove(hex);
         assert!(!table.contains(hex) && table.len() == 3);
+    }
+
+    #[test]
+    fn an_entry_stays_small() {
+        // The table's room for 100,000 games is most of what they cost.
+        assert!(std::mem::size_of::<(Id, Dormant)>() <= 120, "{}", std::mem::size_of::<(Id, Dormant)>());
     }
 
     #[test]

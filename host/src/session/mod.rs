@@ -21,6 +21,7 @@ mod verify;
 mod wait;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -110,6 +111,8 @@ pub struct Sessions {
     /// Games being rebuilt now, each behind its own gate: a second call on
     /// one waits for the first to rebuild it.
     reviving: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Games that left memory since freed heap was last handed back.
+    unloaded_since_trim: AtomicUsize,
     /// Where games' result records go (none: the operator keeps none).
     records: Option<Arc<RecordsFile>>,
     limits: SessionLimits,
@@ -187,6 +190,7 @@ impl Sessions {
             store,
             dormant: Mutex::new(dormant),
             reviving: Mutex::default(),
+            unloaded_since_trim: AtomicUsize::new(0),
             records,
             limits,
             rt,
@@ -265,7 +269,7 @@ impl Sessions {
         }
         drop(live);
         let dormant = lock(&self.dormant);
-        dormant.ids_where(|d| d.in_match.as_ref() == Some(tag) && &*d.created_by == creator).pop()
+        dormant.ids_where(|d| d.in_match.as_deref() == Some(tag) && &*d.created_by == creator).pop()
     }
 
     /// Whether `caller`'s chosen seeds are whole seeds (`whole_seeds`).
@@ -442,7 +446,14 @@ impl Sessions {
         self.expire_dormant();
         let unloaded = self.unload_idle();
         lock(&self.dormant).tidy();
-        crate::runtime::release_freed_memory_after_sweep(many || unloaded >= 100);
+        // Counted across sweeps: the games of a burst leave over several,
+        // each with fewer than a hundred, and their heap stayed resident.
+        let since_trim = self.unloaded_since_trim.fetch_add(unloaded, Ordering::Relaxed) + unloaded;
+        let freed_much = many || since_trim >= 100;
+        if freed_much {
+            self.unloaded_since_trim.store(0, Ordering::Relaxed);
+        }
+        crate::runtime::release_freed_memory_after_sweep(freed_much);
     }
 
     /// Ends the stored sessions not rebuilt yet that have been idle past
