@@ -131,20 +131,27 @@ impl DormantTable {
         self.games.iter().filter(|(_, d)| pick(d)).map(|(id, _)| id.text()).collect()
     }
 
-    /// Game `id`'s record and state, when they are kept here (the record
-    /// None: it does not read back, which the table wrote itself and so
-    /// does not happen).
-    pub fn kept(&self, id: &str) -> Option<(Option<Record>, Vec<u8>)> {
-        let (place, json) = self.games.get(&Id::of(id))?.kept?;
-        let bytes = self.kept.get(place);
-        let (record, state) = bytes.split_at(json as usize);
+    /// `dormant`'s kept record (as JSON) and state, when they are kept here.
+    fn kept_bytes(&self, dormant: &Dormant) -> Option<(&[u8], &[u8])> {
+        let (place, json) = dormant.kept?;
+        Some(self.kept.get(place).split_at(json as usize))
+    }
+
+    /// `dormant`'s record, when it is kept here (None also when it does not
+    /// read back, which the table wrote itself and so does not happen).
+    pub fn kept_record(&self, dormant: &Dormant) -> Option<Record> {
+        serde_json::from_slice(self.kept_bytes(dormant)?.0).ok()
+    }
+
+    /// `dormant`'s record and state, when they are kept here.
+    pub fn kept(&self, dormant: &Dormant) -> Option<(Option<Record>, Vec<u8>)> {
+        let (record, state) = self.kept_bytes(dormant)?;
         Some((serde_json::from_slice(record).ok(), state.to_vec()))
     }
 
     /// The records kept here.
     pub fn kept_records(&self) -> Vec<Record> {
-        let kept = self.games.values().filter_map(|d| d.kept);
-        kept.filter_map(|(place, json)| serde_json::from_slice(&self.kept.get(place)[..json as usize]).ok()).collect()
+        self.games.values().filter_map(|d| self.kept_record(d)).collect()
     }
 
     /// Lets go of names no game uses any more, and moves the kept bytes
@@ -369,7 +376,7 @@ mod tests {
         table.tidy();
         assert!(room(&table) < full / 2, "tidying moved the kept bytes together: {} of {full}", room(&table));
         for i in (0..6000).step_by(10) {
-            let (record, kept_state) = table.kept(&format!("g{i}")).unwrap();
+            let (record, kept_state) = table.kept(table.get(&format!("g{i}")).unwrap()).unwrap();
             assert_eq!(record.unwrap().id, format!("g{i}"));
             assert_eq!(kept_state, state);
         }

@@ -17,10 +17,14 @@ use crate::store::{Record, now_ms};
 impl Sessions {
     /// The record of dormant game `id`: kept here, or read from the store.
     pub(super) fn dormant_record(&self, id: &str) -> Option<Record> {
-        let table = lock(&self.dormant);
-        let here = table.get(id)?.kept_here();
+        // The table's lock is not held while the store is read.
+        let (here, kept) = {
+            let table = lock(&self.dormant);
+            let dormant = table.get(id)?;
+            (dormant.kept_here(), table.kept_record(dormant))
+        };
         match here {
-            true => table.kept(id).and_then(|(record, _)| record),
+            true => kept,
             false => match self.store.as_ref()?.record(id) {
                 Ok(record) => record,
                 Err(e) => {

@@ -376,7 +376,7 @@ impl Sessions {
     async fn revive_now(self: &Arc<Self>, id: &str, plugin: &Arc<Plugin>) {
         let found = {
             let table = lock(&self.dormant);
-            table.get(id).filter(|d| *d.plugin == plugin.name).map(|d| (table.kept(id), d.version.clone()))
+            table.get(id).filter(|d| *d.plugin == plugin.name).map(|d| (table.kept(d), d.version.clone()))
         };
         let Some((kept, version)) = found else { return };
         let gone = |why: &str| {
