@@ -738,14 +738,7 @@ fn idle_costs(cfg: &Path) {
         let made = started.elapsed();
         std::thread::sleep(Duration::from_millis(if unload > 0 { 3_000 } else { 500 }));
         let after = if unload > 0 { settled_rss_kib(pid) } else { rss_kib(pid) };
-        eprintln!(
-            "idle {label}: {games} games started and moved in {:.1} s ({:.0} per second); resident {:.0} MiB, {:.0} MiB before: {:.2} KiB per game",
-            made.as_secs_f64(),
-            games as f64 / made.as_secs_f64(),
-            after as f64 / 1024.0,
-            before as f64 / 1024.0,
-            (after.saturating_sub(before)) as f64 / games as f64
-        );
+        eprintln!("idle {label}: {games} games started and moved {}", started_and_resident(games, made, before, after));
         // The first 1,000 games: out of memory by now (where games leave it).
         let mut timed = |round: &str| {
             let mut took = Vec::with_capacity(1_000);
@@ -768,6 +761,19 @@ fn idle_costs(cfg: &Path) {
     }
     idle_chess(&dir, &base);
     idle_chess_many(&dir, &base);
+}
+
+/// How fast `games` games were started (in `made`) and what the server's
+/// resident memory grew by (from `before` to `after`, KiB) for each.
+fn started_and_resident(games: usize, made: Duration, before: u64, after: u64) -> String {
+    format!(
+        "in {:.1} s ({:.0} per second); resident {:.0} MiB, {:.0} MiB before: {:.2} KiB per game",
+        made.as_secs_f64(),
+        games as f64 / made.as_secs_f64(),
+        after as f64 / 1024.0,
+        before as f64 / 1024.0,
+        after.saturating_sub(before) as f64 / games as f64
+    )
 }
 
 /// The server's resident memory once the last games have left memory and
@@ -821,12 +827,8 @@ fn idle_chess_many(dir: &Path, base: &str) {
     std::thread::sleep(Duration::from_millis(3_000));
     let after = settled_rss_kib(pid);
     eprintln!(
-        "idle chess, 10,000 games against the engine, default store file: started in {:.1} s ({:.0} per second); resident {:.0} MiB, {:.0} MiB before: {:.2} KiB per game",
-        made.as_secs_f64(),
-        GAMES as f64 / made.as_secs_f64(),
-        after as f64 / 1024.0,
-        before as f64 / 1024.0,
-        (after.saturating_sub(before)) as f64 / GAMES as f64
+        "idle chess, 10,000 games against the engine, default store file: started {}",
+        started_and_resident(GAMES, made, before, after)
     );
     let mut id = GAMES + 100;
     let mut ask = |c: &mut RawClient, name: &str, args: Value| {
