@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::cluster::{Service, redis, services_present};
+use common::cluster::{Service, redis, redis_cluster, services_present};
 use common::*;
 use serde_json::{Value, json};
 
@@ -93,11 +93,11 @@ async fn solve(front: String, token: String, n: u32, made: Arc<AtomicUsize>) -> 
 /// Each stored game: the server that wrote it last, and its version.
 fn last_writers(redis: &str) -> std::collections::HashMap<String, (String, u64)> {
     let mut con = redis::Client::open(redis).unwrap().get_connection().unwrap();
-    let keys: Vec<String> = redis::cmd("KEYS").arg("ludus:game:*").query(&mut con).unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("ludus:{*}:game").query(&mut con).unwrap();
     keys.iter()
         .map(|k| {
             let (server, version): (String, u64) = redis::cmd("HMGET").arg(k).arg("server").arg("version").query(&mut con).unwrap();
-            (k.trim_start_matches("ludus:game:").to_string(), (server, version))
+            (k.trim_start_matches("ludus:{").trim_end_matches("}:game").to_string(), (server, version))
         })
         .collect()
 }
@@ -311,10 +311,11 @@ async fn a_redis_laid_out_by_a_newer_ludus_stops_the_start_and_is_left_alone() {
     assert_eq!(String::from_utf8_lossy(&get.stdout).trim(), "99", "the store was changed");
 }
 
-/// The lease discipline itself, on a real Redis: a server whose lease was
-/// lost (it stalled past it) cannot write over the game the next holder
-/// wrote, a second server waits while the lease is held, and every write
-/// records its writer and bumps the version.
+/// The lease discipline itself, on a real Redis: a second server waits
+/// while the lease is held (writes keep it), the holder hands it to the
+/// server that asked for it, a server whose lease was lost (it stalled
+/// past it) cannot write over the game the next holder wrote, and every
+/// write records its writer and bumps the version.
 #[test]
 fn a_write_after_the_lease_was_lost_is_refused() {
     use ludus::store::{Record, RedisStore, SessionStore, SharedStore, StoreError};
@@ -347,17 +348,25 @@ fn a_write_after_the_lease_was_lost_is_refused() {
         standing: Default::default(),
         in_match: None,
     };
-    let first = a.lease("g1", Duration::from_secs(1)).unwrap();
+    let first = a.lease("g1", None, false, Duration::from_secs(1)).unwrap();
     assert_eq!(first.version, 0, "a new game is at version 0");
     // While a holds it, b waits and gives up with the holder named.
-    let busy = b.lease("g1", Duration::from_millis(200)).unwrap_err();
+    let busy = b.lease("g1", None, false, Duration::from_millis(200)).unwrap_err();
     assert!(matches!(&busy, StoreError::Busy { server, .. } if server == "a"), "{busy:?}");
     assert!(busy.to_string().contains("busy on server a"), "{busy}");
+    // A write keeps the lease: b still waits.
     assert_eq!(a.put(&record, b"one", Some(&first)).unwrap(), 1);
-    // The write gave the lease back: b takes it at once and sees version 1.
-    let second = b.lease("g1", Duration::from_millis(200)).unwrap();
+    assert!(b.lease("g1", None, false, Duration::from_millis(100)).is_err(), "a write gave the lease away");
+    // b asks for it, and a hands it over while b waits: b sees version 1.
+    let second = std::thread::scope(|scope| {
+        let asking = scope.spawn(|| b.lease("g1", None, true, Duration::from_secs(5)));
+        std::thread::sleep(Duration::from_millis(200));
+        a.release("g1", &first);
+        asking.join().unwrap()
+    })
+    .unwrap();
     assert_eq!(second.version, 1);
-    assert!(second.token > first.token, "tokens only grow");
+    assert_ne!(second.token, first.token, "each lease has a token of its own");
     // a, stalled with its old lease, cannot write; b can.
     let stale = a.put(&record, b"stale", Some(&first)).unwrap_err();
     assert!(matches!(&stale, StoreError::TakenOver(id) if id == "g1"), "a lost lease still wrote: {stale:?}");
@@ -365,6 +374,9 @@ fn a_write_after_the_lease_was_lost_is_refused() {
     let stored = a.load("g1").unwrap().unwrap();
     assert_eq!((stored.state.as_slice(), stored.version), (&b"two"[..], 2));
     assert_eq!(last_writers(&redis.url)["g1"], ("b".to_string(), 2));
+    // b renews what it holds; a new lease of a is still refused.
+    assert_eq!(b.lease("g1", Some(second.token), false, Duration::ZERO).unwrap().version, 2);
+    assert!(a.lease("g1", None, false, Duration::ZERO).is_err());
     // Unleased writes are refused outright, and the caller's games are listed.
     assert!(a.put(&record, b"x", None).is_err());
     assert_eq!(b.records_of("alice").unwrap().len(), 1);
@@ -425,4 +437,49 @@ async fn per_address_caps_count_each_client_behind_a_trusted_proxy() {
         }
         drop(streams);
     }
+}
+
+/// On a Redis Cluster of three shards, two servers share one caller's
+/// games: each game's keys share its id's hash tag (one shard, one script),
+/// the games spread over the shards, and every game goes on through the
+/// other server after a hand-over, its moves all there.
+#[tokio::test]
+async fn games_on_a_redis_cluster_spread_over_its_shards_and_move_between_servers() {
+    if !services_present() {
+        return;
+    }
+    let work = scratch();
+    let (alice, line) = issue_token("alice");
+    let cfg = config(work.path(), &line);
+    let cluster = redis_cluster(work.path(), 3);
+    let (s1, s2) = (server(work.path(), &cfg, &cluster.url, "s1").await, server(work.path(), &cfg, &cluster.url, "s2").await);
+    let (a, b) = (http_client_with_token(&s1, &alice).await, http_client_with_token(&s2, &alice).await);
+    let mut ids = Vec::new();
+    for _ in 0..12 {
+        let env = a.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].as_str().unwrap().to_string();
+        a.ok("hanoi_execute_move", json!({"env_id": env, "move": [1, 0, 2]})).await;
+        ids.push(env);
+    }
+    for env in &ids {
+        // Held by s1 until now: s2 asks for it, and it is s2's from here on.
+        let state = b.ok("hanoi_get_state", json!({"env_id": env})).await;
+        assert_eq!(state["moves_made"], 1, "{env}: {state}");
+        let moved = b.ok("hanoi_execute_move", json!({"env_id": env, "move": [2, 0, 1]})).await;
+        assert_eq!(moved["moves_made"], 2, "{env}: {moved}");
+        // And back through s1, which catches up with s2's move.
+        assert_eq!(a.ok("hanoi_get_state", json!({"env_id": env})).await["moves_made"], 2, "{env}");
+    }
+    // Each shard keeps the games whose ids hash to its slots: all of them
+    // together keep the twelve, more than one keeps some.
+    let per_shard: Vec<usize> = cluster
+        .nodes
+        .iter()
+        .map(|node| {
+            let mut con = redis::Client::open(node.url.as_str()).unwrap().get_connection().unwrap();
+            let keys: Vec<String> = redis::cmd("KEYS").arg("ludus:{*}:game").query(&mut con).unwrap();
+            keys.len()
+        })
+        .collect();
+    assert_eq!(per_shard.iter().sum::<usize>(), 12, "{per_shard:?}");
+    assert!(per_shard.iter().filter(|n| **n > 0).count() > 1, "the games all went to one shard: {per_shard:?}");
 }

@@ -183,7 +183,8 @@ pub struct Config {
     pub tokens: Vec<Token>,
     /// Where games are kept across restarts: a file path, or "memory" for
     /// nowhere (default: `sessions.db` in the data directory), or
-    /// `redis://HOST:PORT` for a store several servers share.
+    /// `redis://HOST:PORT` (or a Redis Cluster's
+    /// `redis+cluster://HOST:PORT,HOST:PORT…`) for a store several servers share.
     pub store: Option<String>,
     /// A JSON Lines file each ended game's result record is appended to
     /// (`ludus report` summarises it); none: no records.

@@ -45,7 +45,8 @@ enum Command {
         /// process only. Default: the config's `store`, else
         /// $XDG_DATA_HOME/ludus/sessions.db (~/.local/share/ludus/sessions.db).
         /// (`redis://HOST:PORT`: a Redis that several servers share, any of
-        /// them serving any game; see docs/operations.md, "Several servers".)
+        /// them serving any game; `redis+cluster://HOST:PORT,HOST:PORT`: a
+        /// Redis Cluster; see docs/operations.md, "Several servers".)
         #[arg(long, value_name = "PATH")]
         store: Option<String>,
         /// This server's name among several behind one proxy: its MCP

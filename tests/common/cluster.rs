@@ -80,6 +80,55 @@ pub fn redis(work: &Path) -> Service {
     Service { child, url: format!("redis://127.0.0.1:{port}") }
 }
 
+/// A Redis Cluster of `shards` masters (no replicas) in `work`, made with
+/// `redis-cli --cluster create`: its `redis+cluster://` address names them all.
+pub struct RedisCluster {
+    pub nodes: Vec<Service>,
+    pub url: String,
+}
+
+pub fn redis_cluster(work: &Path, shards: usize) -> RedisCluster {
+    let ports: Vec<u16> = (0..shards).map(|_| free_port()).collect();
+    let nodes: Vec<Service> = ports
+        .iter()
+        .map(|port| {
+            let dir = work.join(format!("redis-{port}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let child = Command::new(binary("redis-server").unwrap())
+                .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+                .args(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"])
+                .arg("--dir")
+                .arg(&dir)
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("starting redis-server");
+            wait_until_listening(*port, "redis-server");
+            Service { child, url: format!("redis://127.0.0.1:{port}") }
+        })
+        .collect();
+    let addresses: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let made = Command::new(binary("redis-cli").expect("redis-cli comes with redis-server"))
+        .args(["--cluster", "create"])
+        .args(&addresses)
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .output()
+        .expect("running redis-cli --cluster create");
+    assert!(made.status.success(), "redis-cli --cluster create: {}", String::from_utf8_lossy(&made.stdout));
+    // Every node agrees the slots are covered before the cluster takes writes.
+    let t = Instant::now();
+    for port in &ports {
+        loop {
+            let info = Command::new(binary("redis-cli").unwrap()).args(["-p", &port.to_string(), "CLUSTER", "INFO"]).output().unwrap();
+            if String::from_utf8_lossy(&info.stdout).contains("cluster_state:ok") {
+                break;
+            }
+            assert!(t.elapsed() < Duration::from_secs(20), "the Redis Cluster did not settle");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    RedisCluster { nodes, url: format!("redis+cluster://{}", addresses.join(",")) }
+}
+
 /// nginx in front of the servers at `urls` (`http://ADDR/mcp`, named s1,
 /// s2, … in order), configured in `dir` with `deploy/nginx-ludus.conf`
 /// where only the addresses change: the MCP endpoint it serves.

@@ -110,6 +110,9 @@ impl Sessions {
             table.insert(&record, kept, Some(session.plugin.clone()));
         }
         live.remove(&id);
+        drop((live, table));
+        // Another server may play it now without waiting for the lease to lapse.
+        session.hand_over();
         true
     }
 

@@ -31,7 +31,7 @@ use crate::plugin::{Audience, Plugin};
 use crate::records::RecordsFile;
 pub use crate::runtime::bindings::ludus::plugin::content::Body;
 use crate::runtime::run_guest;
-use crate::store::{Record, SessionStore, Stored, now_ms};
+use crate::store::{Notice, Record, SessionStore, Stored, now_ms};
 
 pub use call::{Listeners, Plan, Progress, Reply, WaitProgress};
 use dormant::DormantTable;
@@ -198,9 +198,11 @@ impl Sessions {
         sessions.expire_dormant();
         if let Some(shared) = sessions.store.as_deref().and_then(|s| s.shared()) {
             let table = Arc::downgrade(&sessions);
-            shared.watch(Box::new(move |id, version| {
-                if let Some(table) = table.upgrade() {
-                    table.changed_elsewhere(id, version);
+            shared.watch(Box::new(move |notice| {
+                let Some(table) = table.upgrade() else { return };
+                match notice {
+                    Notice::Changed { id, version } => table.changed_elsewhere(id, version),
+                    Notice::Wanted { id } => table.wanted(id),
                 }
             }));
         }
@@ -316,11 +318,19 @@ impl Sessions {
     }
 
     /// The server stops: the games that are not kept for its restart (no
-    /// store, or a game that cannot be stored) end, with their records.
+    /// store, or a game that cannot be stored) end, with their records; the
+    /// leases of games other servers share are given up.
     pub fn stopping(&self, why: &str) {
         let ending: Vec<Arc<Session>> = lock(&self.live).by_id.values().filter(|s| !s.is_kept()).cloned().collect();
         for session in ending {
             session.record_end(why);
+        }
+        // Games other servers share go to them now, not when their leases lapse.
+        if self.shared().is_some() {
+            let held: Vec<Arc<Session>> = lock(&self.live).by_id.values().cloned().collect();
+            for session in held {
+                session.hand_over();
+            }
         }
         // Games out of memory that no store keeps end too.
         let Some(records) = &self.records else { return };

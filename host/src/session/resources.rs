@@ -103,6 +103,10 @@ impl Sessions {
         audience: Audience,
         caller: &Caller,
     ) -> Result<tokio::sync::watch::Receiver<u64>, Refusal> {
-        Ok(self.readable(plugin, uri, id, audience, caller).await?.waits.changed.subscribe())
+        let session = self.readable(plugin, uri, id, audience, caller).await?;
+        let changes = session.waits.changed.subscribe();
+        let game = session.clone();
+        let _ = run_guest(&session.plugin.event_pace, move || game.follow_changes(game.plugin.limits.idle_timeout)).await;
+        Ok(changes)
     }
 }

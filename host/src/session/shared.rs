@@ -1,6 +1,7 @@
 //! The session table on a store other servers share: games started
-//! elsewhere are loaded when a call names them, and another server's change
-//! stops this server's copy and wakes the calls waiting on it. Why:
+//! elsewhere are loaded when a call names them, another server's change
+//! stops this server's copy and wakes the calls waiting on it, and a game
+//! another server asks for is handed over. Why:
 //! docs/design/several-servers.md.
 
 use std::sync::Arc;
@@ -18,9 +19,23 @@ impl Sessions {
     /// wake, so they run again on the game as it is now.
     pub(super) fn changed_elsewhere(&self, id: &str, version: u64) {
         let Some(session) = lock(&self.live).by_id.get(id).cloned() else { return };
-        if session.is_older_than(version) {
+        if session.outdated_by(version) {
             session.stop_io();
             session.bump();
+            // Whoever listens here (a subscriber, a call waiting again) hears of the next change too.
+            if session.waits.changed.receiver_count() > 0 {
+                self.rt.spawn_blocking(move || session.follow_changes(session.plugin.limits.idle_timeout));
+            }
+        }
+    }
+
+    /// Another server waits for game `id`, which this server holds: it is
+    /// handed over once the call running on it is done (on a thread of the
+    /// blocking pool, not the store's listener, which that call may need).
+    pub(super) fn wanted(&self, id: &str) {
+        let Some(session) = lock(&self.live).by_id.get(id).cloned() else { return };
+        if session.start_hand_over() {
+            self.rt.spawn_blocking(move || session.hand_over());
         }
     }
 
@@ -72,6 +87,7 @@ impl Sessions {
     pub(super) fn let_go(&self, id: &str, why: &str) {
         if let Some(session) = lock(&self.live).remove(id) {
             session.stop_io();
+            session.hand_over();
             lock(&self.gone).record(id, why);
         }
     }

@@ -105,6 +105,9 @@ impl Step {
             s.count_call(false);
         }
         let is_final = inv.wait.is_none() || self.timed_out;
+        if !is_final {
+            s.follow_changes(tool.max_wait);
+        }
         let refused = matches!(inv.value, Some(Val::Result(Err(_))));
         if is_final && !refused {
             // A `joins` tool's final success takes the seat; a decision's

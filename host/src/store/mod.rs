@@ -7,17 +7,19 @@
 //! durable: docs/design/durability.md.
 
 mod error;
+mod group_commit;
 mod redis;
 mod sqlite;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
 pub use error::StoreError;
-pub use redis::{LEASE, RedisStore};
+pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
 
 /// What the host keeps of a session besides the game's own state.
@@ -111,8 +113,8 @@ impl Record {
 /// A place sessions are written to and read back from.
 pub trait SessionStore: Send + Sync {
     /// Writes (or replaces) a session: its record and its game's state. A
-    /// shared store writes only under the game's `lease`, gives the lease
-    /// back with the write, and answers the version written (a local store: 0).
+    /// shared store writes only under the game's `lease`, and answers the
+    /// version written (a local store: 0).
     fn put(&self, record: &Record, state: &[u8], lease: Option<&Lease>) -> Result<u64, StoreError>;
     /// Forgets a session (it ended or expired).
     fn remove(&self, id: &str) -> Result<(), StoreError>;
@@ -131,36 +133,84 @@ pub trait SessionStore: Send + Sync {
     }
 }
 
-/// A store other servers share: any of them may run a game, one at a time
-/// (each call or event under the game's lease), and each learns when
-/// another one changed a game.
+/// A store other servers share: any of them may run a game, one at a time.
+/// The server that plays a game holds its lease until the game goes idle,
+/// the server stops, or another server asks for it; it renews the lease as
+/// calls come, and each of its writes is fenced by it.
 pub trait SharedStore: Send + Sync {
-    /// Takes game `id`'s lease, waiting up to `wait` while another server holds it.
-    fn lease(&self, id: &str, wait: Duration) -> Result<Lease, StoreError>;
-    /// The version game `id` is stored at (0: not stored).
-    fn version(&self, id: &str) -> Result<u64, StoreError>;
-    /// Gives the lease back (a write gives it back too; it also expires by
-    /// itself, `LEASE` after it was taken).
+    /// Takes game `id`'s lease for this server, or renews the one it holds
+    /// (`token`), waiting up to `wait` while another server holds it; when
+    /// `ask`, that server is asked to hand it over (it does once its call
+    /// on the game is done).
+    fn lease(&self, id: &str, token: Option<u64>, ask: bool, wait: Duration) -> Result<Lease, StoreError>;
+    /// Gives the lease up: to the server waiting for it, if one asked, else
+    /// to whoever takes it next. It also expires by itself, `LEASE` after
+    /// it was last taken or renewed.
     fn release(&self, id: &str, lease: &Lease);
+    /// Has every write of game `id` announced to the servers for at least
+    /// `how_long` (this server holds calls waiting on it, which another
+    /// server's move must wake).
+    fn follow(&self, id: &str, how_long: Duration) -> Result<(), StoreError>;
     /// A stored game: its record, its state and its version.
     fn load(&self, id: &str) -> Result<Option<Stored>, StoreError>;
     /// The stored games `caller` plays in.
     fn records_of(&self, caller: &str) -> Result<Vec<Record>, StoreError>;
-    /// Calls `changed(id, version)`, from a thread of its own, whenever
-    /// another server wrote a game.
-    fn watch(&self, changed: OnChange);
+    /// Calls `notice`, from a thread of its own, whenever another server
+    /// wrote a game that is followed, or asks for one this server holds.
+    fn watch(&self, notice: OnNotice);
 }
 
-/// What a shared store calls when another server wrote a game: its id and new version.
-pub type OnChange = Box<dyn Fn(&str, u64) + Send + Sync>;
+/// What a shared store tells a server about the others.
+#[derive(Debug, PartialEq)]
+pub enum Notice<'a> {
+    /// Another server wrote game `id` (one a server follows), which is now at `version`.
+    Changed { id: &'a str, version: u64 },
+    /// Another server waits for game `id`, whose lease this server holds.
+    Wanted { id: &'a str },
+}
 
-/// A game's lease, held by this server for one call or event.
+/// What a shared store calls with each [`Notice`].
+pub type OnNotice = Box<dyn Fn(Notice) + Send + Sync>;
+
+/// How long a lease lasts when its server neither renews nor gives it up
+/// (it died): the longest a call or event may run under it, with room to
+/// spare. A server renews the leases it uses once a third of this has gone.
+pub const LEASE: Duration = Duration::from_secs(15);
+
+/// How long before a lease would lapse in the store its holder stops
+/// counting on it: room for the two clocks to run apart.
+const LEASE_MARGIN: Duration = Duration::from_secs(2);
+
+/// A game's lease, held by this server while it plays the game.
 #[derive(Debug)]
 pub struct Lease {
-    /// Unique and increasing over all leases: stored with each write (`fence`).
+    /// Unique over all leases: what makes a write this holder's.
     pub token: u64,
-    /// The game's stored version when the lease was taken (0: never written).
+    /// The game's stored version: when the lease was taken, then as each
+    /// write under it left it (0: never written).
     pub version: u64,
+    /// When it was last taken or renewed, by this server's clock as the
+    /// request went out (the store's clock starts it later).
+    pub renewed: Instant,
+    /// The players last written to the callers' index under it, and when
+    /// (a shared store's index of who plays what expires by itself).
+    pub indexed: Mutex<Option<(u64, Instant)>>,
+}
+
+impl Lease {
+    pub fn new(token: u64, version: u64, renewed: Instant) -> Lease {
+        Lease { token, version, renewed, indexed: Mutex::new(None) }
+    }
+
+    /// Whether it certainly still holds: no other server can have taken it.
+    pub fn is_fresh(&self) -> bool {
+        self.renewed.elapsed() < LEASE - LEASE_MARGIN
+    }
+
+    /// Whether the next call renews it.
+    pub fn renewal_due(&self) -> bool {
+        self.renewed.elapsed() > LEASE / 3
+    }
 }
 
 /// A game as a shared store holds it.
@@ -179,7 +229,8 @@ pub enum StoreSpec {
     File(PathBuf),
     /// The default: `sessions.db` in the data directory.
     Default,
-    /// A Redis server that several Ludus servers share (`redis://HOST:PORT`).
+    /// A Redis server that several Ludus servers share (`redis://HOST:PORT`),
+    /// or a Redis Cluster (`redis+cluster://HOST:PORT,HOST:PORT…`).
     Redis(String),
 }
 
@@ -188,7 +239,7 @@ impl StoreSpec {
         match text {
             "memory" => StoreSpec::Memory,
             "" | "default" => StoreSpec::Default,
-            url if url.starts_with("redis://") || url.starts_with("rediss://") || url.starts_with("redis+unix://") => {
+            url if ["redis://", "rediss://", "redis+unix://", redis::CLUSTER_SCHEME].iter().any(|scheme| url.starts_with(scheme)) => {
                 StoreSpec::Redis(url.to_string())
             }
             path => StoreSpec::File(PathBuf::from(path)),

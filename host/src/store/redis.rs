@@ -1,95 +1,233 @@
 //! The store several servers share: Redis (`--store redis://HOST:PORT`).
-//! Any server can run any game, one at a time: a server takes a game's
-//! lease for each call or event it runs on it, and its write goes in only
-//! while it still holds that lease (the check and the write are one Lua
-//! script, so a server that stalled past its lease cannot overwrite what the
-//! next holder wrote). Each write bumps the game's version and tells the
-//! other servers (pub/sub), so they let go of their stale copy and wake
-//! the calls they hold waiting on it. Why this way: docs/design/several-servers.md.
+//! A game is active on one server at a time: that server holds the game's
+//! lease while it plays it (renewing it as calls come, giving it up when
+//! the game goes idle, the server stops, or another server asks for it),
+//! answers reads from memory, and writes each change through in one round
+//! trip before answering. The write goes in only while the writer still
+//! holds the lease (the check and the write are one Lua script, so a server
+//! that stalled past its lease cannot overwrite what the next holder
+//! wrote). Each write bumps the game's version; while a server holds calls
+//! waiting on a game, the game's writes are announced (pub/sub), so that
+//! server wakes them when another one changed it. Why:
+//! docs/design/several-servers.md.
 //!
-//! Keys (all under `ludus:`): `game:{id}` a hash of `record` (JSON),
-//! `state` (the game's bytes), `version`, `fence` (the lease token of the
-//! last write) and `server` (its writer), expiring after the game's idle
-//! timeout; `lease:{id}`
-//! the holder (`server token`); `caller:{name}` the ids a caller plays in;
-//! `tokens` the counter lease tokens come from; `format` the layout.
+//! Keys: a game's keys share its id as their hash tag, so that a Redis
+//! Cluster keeps them on one shard and one script may touch them all:
+//! `ludus:{id}:game` a hash of `record` (JSON), `state` (the game's bytes),
+//! `version`, `server` (its
+//! last writer) and `followed` (until when writes are announced), expiring after the game's idle timeout; `ludus:{id}:lease` the
+//! holder (`server token`); `ludus:{id}:next` the holder of a server
+//! waiting for it. Besides: `ludus:caller:{name}` the ids a caller plays
+//! in; `ludus:format` the layout.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use redis::{Client, Connection, RedisResult, Script};
+use redis::cluster::{ClusterClient, ClusterConnection};
+use redis::{Client, Cmd, Connection, ConnectionLike, RedisResult, Script, Value};
 
-use super::{Lease, OnChange, Record, SessionStore, SharedStore, StoreError, Stored};
+use super::group_commit::GroupCommit;
+use super::{LEASE, Lease, Notice, OnNotice, Record, SessionStore, SharedStore, StoreError, Stored};
 use crate::locking::lock;
 
-/// The layout this build writes (`ludus:format`).
-const FORMAT: u64 = 1;
+/// The layout this build writes (`ludus:format`): 2 since a game's keys
+/// share its hash tag (1 read `ludus:game:ID` and one lease counter).
+const FORMAT: u64 = 2;
 /// Where writes are announced: `server version id`.
 const CHANGED: &str = "ludus:changed";
-/// How long a lease lasts when its server dies holding it: the longest a
-/// call or event may run under it, with room to spare.
-pub const LEASE: Duration = Duration::from_secs(15);
+/// Where a server hears that another one waits for a game it holds:
+/// `ludus:want:SERVER`, the game's id.
+const WANT: &str = "ludus:want:";
+/// How long a lease handed to a waiting server lasts until that server
+/// takes it up (it asks again every few milliseconds while it waits).
+const HANDED: Duration = Duration::from_secs(2);
+/// The longest pause between two tries for a lease another server holds.
+const MOST_PAUSE: Duration = Duration::from_millis(10);
 
 pub struct RedisStore {
     url: String,
-    client: Client,
+    link: Link,
     /// Connections not in use (one per thread that talks to Redis at once).
-    idle: Mutex<Vec<Connection>>,
+    idle: Mutex<Vec<Con>>,
     server: String,
+    /// Where lease tokens come from: a random start, then counting, so that
+    /// no two leases of this process (or, but for a one in 2^64 chance, of
+    /// two servers given one name) are the same.
+    tokens: AtomicU64,
     take: Script,
     give_back: Script,
     write: Script,
+    follow: Script,
+    /// Writes of games (`put`) on their way, together (`group_commit.rs`).
+    writes: GroupCommit<redis::Cmd, Result<i64, String>>,
 }
 
-/// Takes the lease if no one holds it: `{token, version}`, or `{0, holder}`.
+/// Takes or renews the lease for `holder`: `{1, version}`, or `{0, holder}`
+/// when another server holds it, which is then asked for it if `ask`.
+/// KEYS: lease, game, next. ARGV: holder, lease ms, ask, id, handed ms.
 const TAKE: &str = r"
 local holder = redis.call('GET', KEYS[1])
-if holder then return {0, holder} end
-local token = redis.call('INCR', KEYS[3])
-redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. token, 'PX', ARGV[2])
-return {token, tonumber(redis.call('HGET', KEYS[2], 'version') or '0')}
+if holder and holder ~= ARGV[1] then
+  if ARGV[3] == '1' then
+    redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[5])
+    redis.call('PUBLISH', 'ludus:want:' .. string.match(holder, '^(.*) '), ARGV[4])
+  end
+  return {0, holder}
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
+return {1, tonumber(redis.call('HGET', KEYS[2], 'version') or '0')}
 ";
 
-/// Gives the lease back if it is still this holder's.
+/// Gives the lease up if it is still this holder's: to the server waiting
+/// for it, if one is, else to nobody.
+/// KEYS: lease, next. ARGV: holder, handed ms.
 const GIVE_BACK: &str = r"
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local waiting = redis.call('GET', KEYS[2])
+if waiting then
+  redis.call('SET', KEYS[1], waiting, 'PX', ARGV[2])
+  redis.call('DEL', KEYS[2])
+else
+  redis.call('DEL', KEYS[1])
+end
+return 1
 ";
 
-/// Writes the game if the lease is still this holder's, and gives the lease
-/// back: the game's new version, or -1.
-/// ARGV: holder, token, record, state, idle ms, server, id, players...
+/// Writes the game as `version` if the lease is still this holder's (only
+/// the holder writes, so it knows the next version): the version, or -1.
+/// The write is announced only while a server follows the game (it holds
+/// calls waiting on it): most games have no one to tell.
+/// KEYS: lease, game. ARGV: holder, record, state, version, idle ms, server, id.
 const WRITE: &str = r"
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-local version = redis.call('HINCRBY', KEYS[2], 'version', 1)
-redis.call('HSET', KEYS[2], 'record', ARGV[3], 'state', ARGV[4], 'fence', ARGV[2], 'server', ARGV[6])
+local followed = redis.call('HGET', KEYS[2], 'followed')
+redis.call('HSET', KEYS[2], 'record', ARGV[2], 'state', ARGV[3], 'version', ARGV[4], 'server', ARGV[6])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
-redis.call('DEL', KEYS[1])
-for i = 8, #ARGV do
-  local index = 'ludus:caller:' .. ARGV[i]
-  redis.call('SADD', index, ARGV[7])
-  if redis.call('PTTL', index) < tonumber(ARGV[5]) then redis.call('PEXPIRE', index, ARGV[5]) end
+if followed then
+  local now = redis.call('TIME')
+  if tonumber(followed) >= tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) then
+    redis.call('PUBLISH', 'ludus:changed', ARGV[6] .. ' ' .. ARGV[4] .. ' ' .. ARGV[7])
+  end
 end
-redis.call('PUBLISH', KEYS[3], ARGV[6] .. ' ' .. version .. ' ' .. ARGV[7])
-return version
+return tonumber(ARGV[4])
+";
+
+/// Has the game's writes announced for the next `ms` milliseconds at least
+/// (by Redis's clock, which every server's writes read), if it is stored.
+/// KEYS: game. ARGV: ms.
+const FOLLOW: &str = r"
+local now = redis.call('TIME')
+local until_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + tonumber(ARGV[1])
+if tonumber(redis.call('HGET', KEYS[1], 'followed') or '0') < until_ms and redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'followed', until_ms)
+end
+return 1
 ";
 
 fn game_key(id: &str) -> String {
-    format!("ludus:game:{id}")
+    format!("ludus:{{{id}}}:game")
 }
 
 fn lease_key(id: &str) -> String {
-    format!("ludus:lease:{id}")
+    format!("ludus:{{{id}}}:lease")
+}
+
+fn next_key(id: &str) -> String {
+    format!("ludus:{{{id}}}:next")
+}
+
+fn caller_key(caller: &str) -> String {
+    format!("ludus:caller:{caller}")
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+/// Where the games are: one Redis, or a Redis Cluster
+/// (`redis+cluster://HOST:PORT,HOST:PORT…`), whose shards each keep the
+/// games whose ids hash to their slots.
+enum Link {
+    One(Client),
+    Cluster { client: ClusterClient, first: String },
+}
+
+/// A connection to either.
+enum Con {
+    One(Connection),
+    Cluster(Box<ClusterConnection>),
+}
+
+/// The scheme of a Redis Cluster's address.
+pub const CLUSTER_SCHEME: &str = "redis+cluster://";
+
+impl Link {
+    fn open(url: &str) -> RedisResult<Link> {
+        let Some(nodes) = url.strip_prefix(CLUSTER_SCHEME) else { return Client::open(url).map(Link::One) };
+        let nodes: Vec<String> = nodes.split(',').map(|node| format!("redis://{}", node.trim())).collect();
+        let client = ClusterClient::builder(nodes.clone())
+            .connection_timeout(Duration::from_secs(5))
+            .response_timeout(Duration::from_secs(20))
+            .build()?;
+        Ok(Link::Cluster { client, first: nodes[0].clone() })
+    }
+
+    fn connect(&self) -> RedisResult<Con> {
+        match self {
+            Link::One(client) => client.get_connection_with_timeout(Duration::from_secs(5)).map(Con::One),
+            Link::Cluster { client, .. } => client.get_connection().map(|c| Con::Cluster(Box::new(c))),
+        }
+    }
+
+    /// A client to listen on: any node of a cluster hears every PUBLISH.
+    fn listener(&self) -> RedisResult<Client> {
+        match self {
+            Link::One(client) => Ok(client.clone()),
+            Link::Cluster { first, .. } => Client::open(first.as_str()),
+        }
+    }
+}
+
+impl Con {
+    fn like(&mut self) -> &mut dyn ConnectionLike {
+        match self {
+            Con::One(con) => con,
+            Con::Cluster(con) => con.as_mut(),
+        }
+    }
+
+    /// Sends `commands` in one round trip (per shard, on a cluster); their answers, in order.
+    fn pipeline(&mut self, commands: impl IntoIterator<Item = Cmd>) -> RedisResult<Vec<Value>> {
+        match self {
+            Con::One(con) => {
+                let mut pipe = redis::pipe();
+                for command in commands {
+                    pipe.add_command(command);
+                }
+                pipe.query(con)
+            }
+            Con::Cluster(con) => {
+                let mut pipe = redis::cluster::cluster_pipe();
+                for command in commands {
+                    pipe.add_command(command);
+                }
+                pipe.query(con.as_mut())
+            }
+        }
+    }
 }
 
 impl RedisStore {
-    /// Connects to the Redis at `url` as server `server`, refusing one whose
-    /// Ludus keys were laid out by a newer build.
+    /// Connects to the Redis (or Redis Cluster) at `url` as server
+    /// `server`, refusing one whose Ludus keys were laid out by a newer
+    /// build, and moving games laid out by an older one to this layout.
     pub fn open(url: &str, server: &str) -> Result<RedisStore, StoreError> {
         let fail = |e: redis::RedisError| StoreError::Open { store: url.to_string(), why: e.to_string() };
-        let client = Client::open(url).map_err(fail)?;
-        let mut con = client.get_connection_with_timeout(Duration::from_secs(5)).map_err(fail)?;
-        let format: Option<u64> = redis::cmd("GET").arg("ludus:format").query(&mut con).map_err(fail)?;
+        let link = Link::open(url).map_err(fail)?;
+        let mut con = link.connect().map_err(fail)?;
+        let format: Option<u64> = redis::cmd("GET").arg("ludus:format").query(con.like()).map_err(fail)?;
         match format {
             Some(f) if f > FORMAT => {
                 return Err(StoreError::Open {
@@ -97,28 +235,32 @@ impl RedisStore {
                     why: format!("it was written by a newer Ludus (layout {f}; this build knows {FORMAT}); it is left as it is"),
                 });
             }
-            Some(_) => {}
-            None => redis::cmd("SET").arg("ludus:format").arg(FORMAT).arg("NX").exec(&mut con).map_err(fail)?,
+            Some(FORMAT) => {}
+            Some(_) => relayout(con.like()).map_err(fail)?,
+            None => redis::cmd("SET").arg("ludus:format").arg(FORMAT).arg("NX").exec(con.like()).map_err(fail)?,
         }
         Ok(RedisStore {
             url: url.to_string(),
-            client,
+            link,
             idle: Mutex::new(vec![con]),
             server: server.to_string(),
+            tokens: AtomicU64::new(uuid::Uuid::new_v4().as_u64_pair().0 >> 1),
             take: Script::new(TAKE),
             give_back: Script::new(GIVE_BACK),
             write: Script::new(WRITE),
+            follow: Script::new(FOLLOW),
+            writes: GroupCommit::default(),
         })
     }
 
     /// Runs `f` on an idle connection (a new one when none is idle); a
     /// connection that failed is not reused.
-    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> RedisResult<T>) -> Result<T, StoreError> {
+    fn with<T>(&self, f: impl FnOnce(&mut Con) -> RedisResult<T>) -> Result<T, StoreError> {
         let doing = || format!("Redis at {}", self.url);
         let popped = lock(&self.idle).pop();
         let mut con = match popped {
             Some(con) => con,
-            None => self.client.get_connection_with_timeout(Duration::from_secs(5)).map_err(|e| StoreError::backend(doing(), e))?,
+            None => self.link.connect().map_err(|e| StoreError::backend(doing(), e))?,
         };
         let out = f(&mut con);
         match &out {
@@ -131,24 +273,92 @@ impl RedisStore {
     fn holder(&self, token: u64) -> String {
         format!("{} {token}", self.server)
     }
+
+    /// Adds the game to its players' index (who plays what, for
+    /// `records_of`) when its players changed under this lease, or half its
+    /// idle time after it last did: the index expires by itself, and most
+    /// writes leave it as it is.
+    fn index(&self, record: &Record, lease: &Lease) -> Result<(), StoreError> {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        record.players.hash(&mut hasher);
+        let players = hasher.finish();
+        let idle = Duration::from_millis(record.idle_timeout_ms.max(1));
+        let mut indexed = lock(&lease.indexed);
+        if indexed.is_some_and(|(said, at)| said == players && at.elapsed() < idle / 2) {
+            return Ok(());
+        }
+        let mut commands = Vec::new();
+        for player in &record.players {
+            let key = caller_key(player);
+            commands.push(redis::cmd("SADD").arg(&key).arg(&record.id).clone());
+            commands.push(redis::cmd("PEXPIRE").arg(&key).arg(millis(idle)).arg("GT").clone());
+            commands.push(redis::cmd("PEXPIRE").arg(&key).arg(millis(idle)).arg("NX").clone());
+        }
+        self.with(|con| con.pipeline(commands))?;
+        *indexed = Some((players, Instant::now()));
+        Ok(())
+    }
+}
+
+impl RedisStore {
+    /// Sends a batch of writes in one round trip (loading the write script
+    /// first when Redis lost it, as a restarted Redis has): each write's
+    /// answer, in order.
+    fn send_writes(&self, batch: Vec<Cmd>) -> Vec<Result<i64, String>> {
+        let count = batch.len();
+        let mut sent = self.with(|con| con.pipeline(batch.iter().cloned()));
+        // A Redis that restarted has lost its scripts: loaded again, the batch goes once more.
+        if sent.is_err() && self.with(|con| self.write.load(con.like())).is_ok() {
+            sent = self.with(|con| con.pipeline(batch.iter().cloned()));
+        }
+        match sent {
+            Ok(values) => values.into_iter().map(|v| redis::from_redis_value::<i64>(v).map_err(|e| e.to_string())).collect(),
+            Err(e) => vec![Err(e.to_string()); count],
+        }
+    }
+}
+
+/// A write that failed, as Redis or the connection said.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Failed(String);
+
+/// Moves the games of layout 1 (`ludus:game:ID`) to this one. Every
+/// server of the older build must be stopped first: they read the old keys.
+fn relayout(con: &mut dyn ConnectionLike) -> RedisResult<()> {
+    let old: Vec<String> = redis::cmd("KEYS").arg("ludus:game:*").query(con)?;
+    for key in &old {
+        let id = key.trim_start_matches("ludus:game:");
+        redis::cmd("RENAMENX").arg(key).arg(game_key(id)).exec(con)?;
+    }
+    redis::cmd("DEL").arg("ludus:tokens").exec(con)?;
+    redis::cmd("SET").arg("ludus:format").arg(FORMAT).exec(con)?;
+    tracing::info!(games = old.len(), "the games in Redis were moved to layout {FORMAT}");
+    Ok(())
 }
 
 impl SessionStore for RedisStore {
     fn put(&self, record: &Record, state: &[u8], lease: Option<&Lease>) -> Result<u64, StoreError> {
         let Some(lease) = lease else { return Err(StoreError::NoLease) };
         let json = serde_json::to_string(record).map_err(|e| StoreError::backend(format!("writing session {}", record.id), e))?;
-        let version: i64 = self.with(|con| {
-            let mut call = self.write.key(lease_key(&record.id));
-            call.key(game_key(&record.id)).key(CHANGED);
-            call.arg(self.holder(lease.token)).arg(lease.token).arg(&json).arg(state);
-            call.arg(record.idle_timeout_ms.max(1)).arg(&self.server).arg(&record.id).arg(&record.players);
-            call.invoke(con)
-        })?;
-        u64::try_from(version).map_err(|_| StoreError::TakenOver(record.id.clone()))
+        let mut write = redis::cmd("EVALSHA");
+        write.arg(self.write.get_hash()).arg(2).arg(lease_key(&record.id)).arg(game_key(&record.id));
+        write.arg(self.holder(lease.token)).arg(&json).arg(state).arg(lease.version + 1);
+        write.arg(record.idle_timeout_ms.max(1)).arg(&self.server).arg(&record.id);
+        let version = self.writes.submit(write, |batch| self.send_writes(batch));
+        let version =
+            version.map_err(|why| StoreError::backend(format!("writing game {} to Redis at {}", record.id, self.url), Failed(why)))?;
+        let version = u64::try_from(version).map_err(|_| StoreError::TakenOver(record.id.clone()))?;
+        // After the write: a refused write indexes nothing.
+        if let Err(e) = self.index(record, lease) {
+            tracing::warn!(session = record.id, "indexing a game by its players: {e} (it is listed again after its next write)");
+        }
+        Ok(version)
     }
 
     fn remove(&self, id: &str) -> Result<(), StoreError> {
-        self.with(|con| redis::cmd("DEL").arg(game_key(id)).exec(con))
+        self.with(|con| redis::cmd("DEL").arg(game_key(id)).arg(lease_key(id)).arg(next_key(id)).exec(con.like()))
     }
 
     /// Games are looked up by id when a call names them (`load`): another
@@ -158,11 +368,11 @@ impl SessionStore for RedisStore {
     }
 
     fn state(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.with(|con| redis::cmd("HGET").arg(game_key(id)).arg("state").query(con))
+        self.with(|con| redis::cmd("HGET").arg(game_key(id)).arg("state").query(con.like()))
     }
 
     fn record(&self, id: &str) -> Result<Option<Record>, StoreError> {
-        let json: Option<String> = self.with(|con| redis::cmd("HGET").arg(game_key(id)).arg("record").query(con))?;
+        let json: Option<String> = self.with(|con| redis::cmd("HGET").arg(game_key(id)).arg("record").query(con.like()))?;
         let Some(json) = json else { return Ok(None) };
         serde_json::from_str(&json).map(Some).map_err(|e| StoreError::Unreadable { id: id.to_string(), why: e.to_string() })
     }
@@ -177,63 +387,74 @@ impl SessionStore for RedisStore {
 }
 
 impl SharedStore for RedisStore {
-    fn lease(&self, id: &str, wait: Duration) -> Result<Lease, StoreError> {
+    fn lease(&self, id: &str, token: Option<u64>, ask: bool, wait: Duration) -> Result<Lease, StoreError> {
+        let token = token.unwrap_or_else(|| self.tokens.fetch_add(1, Ordering::Relaxed));
+        let holder = self.holder(token);
         let until = Instant::now() + wait;
-        let mut pause = Duration::from_millis(1);
+        // A hand-over takes a fraction of a millisecond: the first tries come soon.
+        let mut pause = Duration::from_micros(200);
         loop {
-            let (token, second): (u64, redis::Value) = self.with(|con| {
+            let sent = Instant::now();
+            let (taken, second): (u64, redis::Value) = self.with(|con| {
                 self.take
                     .key(lease_key(id))
                     .key(game_key(id))
-                    .key("ludus:tokens")
-                    .arg(&self.server)
-                    .arg(LEASE.as_millis() as u64)
-                    .invoke(con)
+                    .key(next_key(id))
+                    .arg(&holder)
+                    .arg(millis(LEASE))
+                    .arg(u8::from(ask))
+                    .arg(id)
+                    .arg(millis(HANDED))
+                    .invoke(con.like())
             })?;
-            if token > 0 {
+            if taken == 1 {
                 let version = redis::from_redis_value(second).map_err(|e| StoreError::backend(format!("taking game {id}'s lease"), e))?;
-                return Ok(Lease { token, version });
+                return Ok(Lease::new(token, version, sent));
             }
             if Instant::now() >= until {
                 let holder: String = redis::from_redis_value(second).unwrap_or_default();
-                let server = holder.split(' ').next().unwrap_or("another server");
+                let server = holder.rsplit_once(' ').map_or("another server", |(server, _)| server);
                 return Err(StoreError::Busy { id: id.to_string(), server: server.to_string(), waited_s: wait.as_secs() });
             }
             std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(50));
+            pause = (pause * 2).min(MOST_PAUSE);
         }
-    }
-
-    fn version(&self, id: &str) -> Result<u64, StoreError> {
-        let version: Option<u64> = self.with(|con| redis::cmd("HGET").arg(game_key(id)).arg("version").query(con))?;
-        Ok(version.unwrap_or(0))
     }
 
     fn release(&self, id: &str, lease: &Lease) {
-        if let Err(e) = self.with(|con| self.give_back.key(lease_key(id)).arg(self.holder(lease.token)).invoke::<i64>(con)) {
-            tracing::warn!(session = id, "giving back a game's lease: {e} (it expires by itself)");
+        let given = self.with(|con| {
+            self.give_back.key(lease_key(id)).key(next_key(id)).arg(self.holder(lease.token)).arg(millis(HANDED)).invoke::<i64>(con.like())
+        });
+        if let Err(e) = given {
+            tracing::warn!(session = id, "giving up a game's lease: {e} (it expires by itself)");
         }
+    }
+
+    fn follow(&self, id: &str, how_long: Duration) -> Result<(), StoreError> {
+        self.with(|con| self.follow.key(game_key(id)).arg(millis(how_long)).invoke::<i64>(con.like())).map(drop)
     }
 
     fn load(&self, id: &str) -> Result<Option<Stored>, StoreError> {
         let (record, state, version): (Option<String>, Option<Vec<u8>>, Option<u64>) =
-            self.with(|con| redis::cmd("HMGET").arg(game_key(id)).arg("record").arg("state").arg("version").query(con))?;
+            self.with(|con| redis::cmd("HMGET").arg(game_key(id)).arg("record").arg("state").arg("version").query(con.like()))?;
         let (Some(record), Some(state)) = (record, state) else { return Ok(None) };
         let record = serde_json::from_str(&record).map_err(|e| StoreError::Unreadable { id: id.to_string(), why: e.to_string() })?;
         Ok(Some(Stored { record, state, version: version.unwrap_or(0) }))
     }
 
     fn records_of(&self, caller: &str) -> Result<Vec<Record>, StoreError> {
-        let index = format!("ludus:caller:{caller}");
-        let ids: Vec<String> = self.with(|con| redis::cmd("SMEMBERS").arg(&index).query(con))?;
+        let index = caller_key(caller);
+        let ids: Vec<String> = self.with(|con| redis::cmd("SMEMBERS").arg(&index).query(con.like()))?;
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut pipe = redis::pipe();
-        for id in &ids {
-            pipe.cmd("HGET").arg(game_key(id)).arg("record");
-        }
-        let records: Vec<Option<String>> = self.with(|con| pipe.query(con))?;
+        let reads: Vec<Cmd> = ids.iter().map(|id| redis::cmd("HGET").arg(game_key(id)).arg("record").clone()).collect();
+        let records = self.with(|con| con.pipeline(reads))?;
+        let records: Vec<Option<String>> = records
+            .into_iter()
+            .map(redis::from_redis_value)
+            .collect::<Result<_, _>>()
+            .map_err(|e| StoreError::backend(format!("reading {caller}'s games"), e))?;
         let mut out = Vec::new();
         let mut gone = Vec::new();
         for (id, record) in ids.iter().zip(records) {
@@ -244,23 +465,33 @@ impl SharedStore for RedisStore {
             }
         }
         if !gone.is_empty() {
-            let _ = self.with(|con| redis::cmd("SREM").arg(&index).arg(&gone).exec(con));
+            let _ = self.with(|con| redis::cmd("SREM").arg(&index).arg(&gone).exec(con.like()));
         }
         Ok(out)
     }
 
-    fn watch(&self, changed: OnChange) {
-        let (client, me, url) = (self.client.clone(), self.server.clone(), self.url.clone());
+    fn watch(&self, notice: OnNotice) {
+        let client = match self.link.listener() {
+            Ok(client) => client,
+            Err(e) => return tracing::error!("cannot listen to Redis at {}: {e}", self.url),
+        };
+        let (me, url) = (self.server.clone(), self.url.clone());
+        let wanted = format!("{WANT}{me}");
         let listen = move || -> RedisResult<()> {
             let mut con = client.get_connection_with_timeout(Duration::from_secs(5))?;
             let mut sub = con.as_pubsub();
-            sub.subscribe(CHANGED)?;
+            sub.subscribe(&[CHANGED, wanted.as_str()])?;
             loop {
-                let payload: String = sub.get_message()?.get_payload()?;
+                let message = sub.get_message()?;
+                let payload: String = message.get_payload()?;
+                if message.get_channel_name() == wanted {
+                    notice(Notice::Wanted { id: &payload });
+                    continue;
+                }
                 let mut words = payload.splitn(3, ' ');
                 let (Some(server), Some(version), Some(id)) = (words.next(), words.next(), words.next()) else { continue };
                 if server != me {
-                    changed(id, version.parse().unwrap_or(u64::MAX));
+                    notice(Notice::Changed { id, version: version.parse().unwrap_or(u64::MAX) });
                 }
             }
         };

@@ -1,6 +1,10 @@
-//! A session on a store other servers share: each call or event runs under
-//! the game's lease, on a copy brought up to date first when another server
-//! changed the game. Why: docs/design/several-servers.md.
+//! A session on a store other servers share. The server that plays a game
+//! holds its lease while it does: calls and events run on its copy without
+//! asking the store (reads answer from memory), each change is written
+//! through under the lease, and the lease is renewed as calls come. A call
+//! on a game another server holds asks that server to hand it over, then
+//! brings this copy up to date from the store before it runs. Why:
+//! docs/design/several-servers.md.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -8,7 +12,7 @@ use std::time::Duration;
 
 use super::{Session, SessionError, cannot_rebuild};
 use crate::locking::lock;
-use crate::store::{LEASE, SharedStore};
+use crate::store::{LEASE, SharedStore, StoreError};
 
 /// What runs on a game (`Session::leased`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -21,54 +25,42 @@ pub enum Run {
     Event,
 }
 
+/// How long a call waits for a game another server holds: its lease
+/// lapses within `LEASE` even when that server died holding it.
+const WAIT: Duration = Duration::from_secs(LEASE.as_secs() + 1);
+
 impl Session {
     /// The store, when other servers share it.
     fn shared(&self) -> Option<&dyn SharedStore> {
         self.kept.store.as_deref().and_then(|s| s.shared())
     }
 
-    /// Runs `f` (a call or an event, with the write after it) under the
-    /// game's lease when other servers share the store, after bringing
-    /// this copy up to date if another server changed the game since. An
-    /// event finds an outdated copy a leftover instead (the game runs on
-    /// another server now): it is not delivered (`SessionError::Elsewhere`),
-    /// and the copy's timers and processes stop. A read on an up-to-date copy takes no lease (it
-    /// changes nothing; one round trip instead of two). Without a shared
-    /// store, just runs `f`.
+    /// Runs `f` (a call or an event, with the write after it) with this
+    /// server holding the game's lease when other servers share the store,
+    /// after bringing this copy up to date if another server changed the
+    /// game since. An event on a copy whose game runs elsewhere now is a
+    /// leftover: it is not delivered (`SessionError::Elsewhere`), and the
+    /// copy's timers and processes stop. Without a shared store, just runs `f`.
     pub fn leased<R>(self: &Arc<Self>, kind: Run, f: impl FnOnce() -> R) -> Result<R, SessionError> {
         let Some(shared) = self.shared() else { return Ok(f()) };
         let _one_at_a_time = lock(&self.kept.leasing);
-        let id = self.id();
-        let known = self.kept.version.load(Ordering::Relaxed);
-        if kind == Run::Read && shared.version(&id)? == known {
-            return Ok(f());
-        }
-        let lease = shared.lease(&id, LEASE + Duration::from_secs(1))?;
-        let behind = lease.version != known;
+        let behind = match self.hold(shared, kind != Run::Event) {
+            Ok(behind) => behind,
+            Err(StoreError::Busy { .. }) if kind == Run::Event => {
+                self.stop_io();
+                return Err(SessionError::Elsewhere);
+            }
+            Err(e) => return Err(e.into()),
+        };
         if behind {
-            let caught_up = if kind == Run::Event { Err(SessionError::Elsewhere) } else { self.catch_up(shared, &id) };
+            let caught_up = if kind == Run::Event { Err(SessionError::Elsewhere) } else { self.catch_up(shared, &self.id()) };
             if let Err(why) = caught_up {
-                shared.release(&id, &lease);
+                self.give_up_lease();
                 self.stop_io();
                 return Err(why);
             }
         }
-        lock(&self.kept.written).lease = Some(lease);
         let out = f();
-        // A copy that caught up is where the game runs now: a write (even
-        // of what it read) tells the server it came from to let go of its own.
-        let unwritten = || {
-            let written = lock(&self.kept.written);
-            written.digest.is_none() && written.lease.is_some()
-        };
-        if behind && unwritten() {
-            let _ = self.persist();
-        }
-        // A write gives the lease back itself.
-        let left = lock(&self.kept.written).lease.take();
-        if let Some(lease) = left {
-            shared.release(&id, &lease);
-        }
         // The game as another server left it may have its record due.
         if behind {
             self.settle_recovered();
@@ -76,24 +68,100 @@ impl Session {
         Ok(out)
     }
 
-    /// Takes the game's lease again for one more write in this call or
-    /// event (its own write gave the lease back). Without a shared store,
-    /// nothing to take.
+    /// Makes sure this server holds the game's lease: nothing to do while
+    /// it holds a fresh one; renewed once a third of it has gone; else
+    /// taken, asking the server that holds it to hand it over when `ask`
+    /// (an event does not ask: it waits for nobody). Whether the stored
+    /// game is ahead of this copy.
+    fn hold(&self, shared: &dyn SharedStore, ask: bool) -> Result<bool, StoreError> {
+        let held = {
+            let written = lock(&self.kept.written);
+            match &written.lease {
+                Some(lease) if !lease.renewal_due() => return Ok(false),
+                Some(lease) => Some((lease.token, lease.is_fresh())),
+                None => None,
+            }
+        };
+        let wait = if ask { WAIT } else { Duration::ZERO };
+        let lease = match shared.lease(&self.id(), held.map(|(token, _)| token), ask, wait) {
+            Ok(lease) => lease,
+            // A lease still fresh holds whatever the store said: the call goes on.
+            Err(e) if held.is_some_and(|(_, fresh)| fresh) => {
+                tracing::warn!(plugin = self.plugin.name, session = self.id(), "renewing a game's lease: {e}");
+                return Ok(false);
+            }
+            Err(e) => {
+                lock(&self.kept.written).lease = None;
+                return Err(e);
+            }
+        };
+        let behind = lease.version != self.kept.version.load(Ordering::Relaxed);
+        lock(&self.kept.written).lease = Some(lease);
+        Ok(behind)
+    }
+
+    /// Makes sure this server holds the game's lease for one more write in
+    /// this call or event (a renamed game's lease is taken anew). Without a
+    /// shared store, nothing to take.
     pub(super) fn relet(&self) -> Result<(), SessionError> {
         let Some(shared) = self.shared() else { return Ok(()) };
-        let mut written = lock(&self.kept.written);
-        if written.lease.is_none() {
-            written.lease = Some(shared.lease(&self.id(), LEASE + Duration::from_secs(1))?);
-        }
+        self.hold(shared, true)?;
         Ok(())
     }
 
-    /// Gives back a lease a failed write left held.
-    pub(super) fn let_lease_go(&self) {
+    /// Gives the game's lease up, if this server holds it: the game goes to
+    /// the server waiting for it, or to whichever takes it next.
+    pub(super) fn give_up_lease(&self) {
         let held = lock(&self.kept.written).lease.take();
         if let (Some(shared), Some(lease)) = (self.shared(), held) {
             shared.release(&self.id(), &lease);
         }
+    }
+
+    /// Another server asked for the game: once the call running on it is
+    /// done, its timers and processes stop here and the lease goes to that
+    /// server (which rebuilds the game from the store, where every change
+    /// already is). A later call here asks for it back.
+    pub fn hand_over(&self) {
+        if self.shared().is_none() {
+            return;
+        }
+        let _one_at_a_time = lock(&self.kept.leasing);
+        self.kept.handing_over.store(false, Ordering::Relaxed);
+        if lock(&self.kept.written).lease.is_some() {
+            self.stop_io();
+            self.give_up_lease();
+            tracing::debug!(plugin = self.plugin.name, session = self.id(), "handed the game to the server that asked for it");
+        }
+    }
+
+    /// Whether a hand-over is to be started (none is on its way already).
+    pub fn start_hand_over(&self) -> bool {
+        !self.kept.handing_over.swap(true, Ordering::Relaxed)
+    }
+
+    /// A call on the game waits here (up to `how_long`): where servers
+    /// share the store, another server's move must wake it, so the game's
+    /// writes are announced for that long.
+    pub fn follow_changes(&self, how_long: Duration) {
+        let Some(shared) = self.shared() else { return };
+        if let Err(e) = shared.follow(&self.id(), how_long) {
+            tracing::warn!(
+                plugin = self.plugin.name,
+                session = self.id(),
+                "asking for a game's changes: {e} (a move on another server wakes its waiting calls only at their deadline)"
+            );
+        }
+    }
+
+    /// Another server wrote the game (`version`): this copy is outdated and
+    /// holds no lease, whatever it thought.
+    pub fn outdated_by(&self, version: u64) -> bool {
+        if self.kept.version.load(Ordering::Relaxed) >= version {
+            return false;
+        }
+        lock(&self.kept.written).lease = None;
+        true
     }
 
     /// Replaces this copy with the game as another server stored it: a new

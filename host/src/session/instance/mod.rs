@@ -607,10 +607,14 @@ impl SessionControl for Session {
             return Err(e);
         }
         lock(&self.ledger).id = name.to_string();
-        // The next write stores it under its new name.
+        // The next write stores it under its new name (and its new lease,
+        // where servers share the store: the old one went with the old name).
         self.forget_as(&old);
-        lock(&self.kept.written).digest = None;
-        Ok(())
+        let mut written = lock(&self.kept.written);
+        written.digest = None;
+        written.lease = None;
+        drop(written);
+        self.relet().map_err(|e| e.to_string())
     }
 
     fn set_timer(self: Arc<Self>, delay_ms: u32) -> u64 {

@@ -2,7 +2,7 @@
 //! game's state and the host's [`Record`]), removed when it ends, and its
 //! games' result records written once each.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -18,11 +18,12 @@ pub(super) struct Kept {
     pub store: Option<Arc<dyn SessionStore>>,
     /// Where its games' result records go (none: the operator keeps none).
     pub records: Option<Arc<RecordsFile>>,
-    /// One call or event of this process at a time between taking the lease
-    /// and knowing the version it wrote: events do not take the call turn,
-    /// and an event that took the lease the instant a call's write gave it
-    /// back would see the stored version ahead of this copy's and drop itself.
+    /// One call, event or hand-over of this process at a time on a game in
+    /// a shared store: events do not take the call turn, and a hand-over
+    /// waits for the call running on the game to have written.
     pub leasing: Mutex<()>,
+    /// Another server asked for the game and its hand-over is on its way.
+    pub handing_over: AtomicBool,
     pub written: Mutex<Written>,
     /// In a store other servers share, the stored version this copy is (0:
     /// never written). Not under `written`: the store's notices read it
@@ -36,13 +37,20 @@ pub(super) struct Written {
     /// A digest of what was last written (a call that changed nothing
     /// writes nothing); none: write at the next chance.
     pub digest: Option<u64>,
-    /// The game's lease while a call or event runs (a shared store's).
+    /// The game's lease while this server plays it (a shared store's).
     pub lease: Option<Lease>,
 }
 
 impl Kept {
     pub fn new(store: Option<Arc<dyn SessionStore>>, records: Option<Arc<RecordsFile>>) -> Kept {
-        Kept { store, records, leasing: Mutex::new(()), written: Mutex::new(Written::default()), version: AtomicU64::new(0) }
+        Kept {
+            store,
+            records,
+            leasing: Mutex::new(()),
+            handing_over: AtomicBool::new(false),
+            written: Mutex::new(Written::default()),
+            version: AtomicU64::new(0),
+        }
     }
 }
 
@@ -102,13 +110,17 @@ impl Session {
             Ok(version) => {
                 written.digest = Some(digest);
                 self.set_version(version);
-                // A shared store's write gave the lease back with it.
-                written.lease = None;
+                // The next write under the lease follows this one.
+                if let Some(lease) = written.lease.as_mut() {
+                    lease.version = version;
+                }
                 Ok(())
             }
             Err(e) if store.shared().is_some() => {
-                // This copy went where the stored game did not: it is not the game any more.
+                // This copy went where the stored game did not: it is not
+                // the game any more, and the lease is another server's.
                 written.digest = None;
+                written.lease = None;
                 self.set_version(u64::MAX);
                 Err(SessionError::NotMade(e))
             }
@@ -166,7 +178,6 @@ impl Session {
         }
         if let Err(e) = self.relet().and_then(|()| self.persist()) {
             tracing::warn!(plugin = self.plugin.name, session = line.record, "the record was written but not marked so in the store: {e}");
-            self.let_lease_go();
         }
     }
 
@@ -200,10 +211,5 @@ impl Session {
     /// Sets the stored version this copy is (a shared store's).
     pub fn set_version(&self, version: u64) {
         self.kept.version.store(version, Ordering::Relaxed);
-    }
-
-    /// Whether a shared store's notice of `version` makes this copy stale.
-    pub fn is_older_than(&self, version: u64) -> bool {
-        self.kept.version.load(Ordering::Relaxed) < version
     }
 }
