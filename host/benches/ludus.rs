@@ -1131,6 +1131,17 @@ async fn cluster_costs(cfg: &Path) {
         );
     }
     let s2 = serve(&["--store", &redis.url, "--name", "s2"]).await;
+    let [_, _, r] = &mut clients;
+    redis_cpu_per_call(&redis.url, r, &[("hanoi_get_state", &get_r), ("hanoi_execute_move", &move_r)]).await;
+    redis_cpu_under_load("Redis", &[&redis.url], &s1.url, 100, 30).await;
+    {
+        // The same on a Redis Cluster of three shards.
+        let shards = cluster::redis_cluster(&work, 3);
+        let on_shards = serve(&["--store", &shards.url, "--name", "c1"]).await;
+        let nodes: Vec<&str> = shards.nodes.iter().map(|n| n.url.as_str()).collect();
+        redis_cpu_under_load("a Redis Cluster of 3 shards", &nodes, &on_shards.url, 100, 30).await;
+    }
+    hand_over_costs(cfg, &redis.url).await;
     let one = cluster::nginx(&work.join("nginx-one"), &[&s1.url]);
     let two = cluster::nginx(&work.join("nginx-two"), &[&s1.url, &s2.url]);
     for round in 1..=3 {
@@ -1139,6 +1150,136 @@ async fn cluster_costs(cfg: &Path) {
             eprintln!("cluster round {round}, nginx in front of {name}: 200 sessions {rate:.0} calls/s, p50 {} / p99 {}", us(p50), us(p99));
         }
     }
+}
+
+/// Redis's CPU (user and system, `INFO cpu`, in seconds) and the commands
+/// it ran (`INFO stats`), so far.
+fn redis_usage(con: &mut redis::Connection) -> (f64, u64) {
+    let info: String = redis::cmd("INFO").arg("everything").query(con).unwrap();
+    let field = |name: &str| {
+        info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')).unwrap_or_else(|| panic!("no {name} in INFO")).trim()
+    };
+    let cpu = field("used_cpu_user").parse::<f64>().unwrap() + field("used_cpu_sys").parse::<f64>().unwrap();
+    (cpu, field("total_commands_processed").parse().unwrap())
+}
+
+/// What Redis spent inside its scripts so far (`INFO commandstats`:
+/// `EVALSHA`'s microseconds and calls).
+fn script_usage(con: &mut redis::Connection) -> (u64, u64) {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(con).unwrap();
+    let Some(line) = info.lines().find_map(|l| l.strip_prefix("cmdstat_evalsha:")) else { return (0, 0) };
+    let field = |name: &str| line.split(',').find_map(|f| f.strip_prefix(name)?.strip_prefix('=')?.parse().ok()).unwrap_or(0);
+    (field("usec"), field("calls"))
+}
+
+/// Redis's CPU per move under load: `sessions` MCP sessions on `server`,
+/// each on its own connection and game, each making `calls` moves at once;
+/// `nodes` are the Redis processes (one, or a cluster's shards), whose CPU
+/// is added up. `what` names the store in the line printed.
+async fn redis_cpu_under_load(what: &str, nodes: &[&str], server: &str, sessions: usize, calls: usize) {
+    let mut cons: Vec<redis::Connection> = nodes.iter().map(|url| redis::Client::open(*url).unwrap().get_connection().unwrap()).collect();
+    let usage = |cons: &mut [redis::Connection]| {
+        cons.iter_mut().fold((0.0, 0, 0), |(cpu, us, n), con| {
+            let (c, _) = redis_usage(con);
+            let (u, k) = script_usage(con);
+            (cpu + c, us + u, n + k)
+        })
+    };
+    let mut ready = Vec::new();
+    for _ in 0..sessions {
+        ready.push(http_hanoi_session(server).await);
+    }
+    // What the Redis processes spend with nothing asked (their timers, a
+    // cluster's gossip) is not the moves': measured over a second first.
+    let (idle_from, _, _) = usage(&mut cons);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (cpu, script_us, scripts) = usage(&mut cons);
+    let idle_per_s = cpu - idle_from;
+    let t = Instant::now();
+    let tasks: Vec<_> = ready
+        .into_iter()
+        .map(|(mut c, env)| {
+            tokio::spawn(async move {
+                let moves = move |id: u64| {
+                    let to = if id.is_multiple_of(2) { json!([1, 0, 1]) } else { json!([1, 1, 0]) };
+                    tool_call(id, "hanoi_execute_move", json!({"env_id": env, "move": to}))
+                };
+                round_trips(&mut c, moves, calls).await
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let took = t.elapsed();
+    let (cpu_after, script_us_after, scripts_after) = usage(&mut cons);
+    let n = (sessions * calls) as f64;
+    eprintln!(
+        "cluster: {what} per hanoi_execute_move, {sessions} sessions at once: {:.2} µs of CPU ({:.2} µs with its idle CPU); {:.2} µs inside the script by INFO commandstats (wall time); {:.0} moves/s",
+        (cpu_after - cpu - idle_per_s * took.as_secs_f64()) * 1e6 / n,
+        (cpu_after - cpu) * 1e6 / n,
+        (script_us_after - script_us) as f64 / (scripts_after - scripts).max(1) as f64,
+        n / took.as_secs_f64()
+    );
+}
+
+/// Redis's CPU and commands per call of each kind, 3,000 calls each through
+/// `c` on a game its server already holds (the rounds before warmed it),
+/// with two servers listening to the store.
+async fn redis_cpu_per_call(url: &str, c: &mut RawHttp, kinds: &[(&str, &dyn Fn(u64) -> Value)]) {
+    let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+    for (name, request) in kinds {
+        let (cpu, commands) = redis_usage(&mut con);
+        let t = Instant::now();
+        round_trips(c, request, 3_000).await;
+        let took = t.elapsed();
+        let (cpu_after, commands_after) = redis_usage(&mut con);
+        eprintln!(
+            "cluster: Redis per {name}: {:.2} µs of CPU, {:.2} commands (3,000 calls in {:.2} s)",
+            (cpu_after - cpu) * 1e6 / 3_000.0,
+            (commands_after - commands - 1) as f64 / 3_000.0,
+            took.as_secs_f64()
+        );
+    }
+}
+
+/// A config admitting one bearer token (`ludus token bench`) next to
+/// `cfg`'s settings, and the token.
+fn token_config(cfg: &Path) -> (PathBuf, String) {
+    let out = std::process::Command::new(BIN).args(["token", "bench"]).output().unwrap();
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let token = printed.lines().map(str::trim).find(|l| l.starts_with("ludus_")).expect("a token").to_string();
+    let path = cfg.with_file_name("bench-token.toml");
+    std::fs::write(&path, std::fs::read_to_string(cfg).unwrap() + "\n" + &printed[printed.find("[[tokens]]").unwrap()..]).unwrap();
+    (path, token)
+}
+
+/// One game, one caller, two servers on the Redis: `hanoi_get_state`
+/// through one server and then the other, in turn (each call finds the
+/// game held by the other server, which hands it over), against the same
+/// calls through one server (where the game stays).
+async fn hand_over_costs(cfg: &Path, redis: &str) {
+    let (with_token, token) = token_config(cfg);
+    let serve = |name: &'static str| {
+        let args = ["--http", "127.0.0.1:0", "--store", redis, "--name", name];
+        http_server_of(common::serve_command(&args, &with_token))
+    };
+    let (h1, h2) = (serve("h1").await, serve("h2").await);
+    let mut a = RawHttp::initialize_with(&h1.url, "2025-06-18", Some(&token)).await;
+    let (_, text) = a.post(&tool_call(1, "hanoi_init_simulator", json!({"n": 3}))).await;
+    let env = rpc_result(&text)["structuredContent"]["env_id"].clone();
+    let b = RawHttp::initialize_with(&h2.url, "2025-06-18", Some(&token)).await;
+    let read = get_state(&env);
+    let mut clients = [a, b];
+    let moving = alternating_http(&mut clients, &[(0, &read), (1, &read)]).await;
+    let staying = alternating_http(&mut clients, &[(0, &read)]).await;
+    let pair = |(p50, p99): (Duration, Duration)| format!("{} / {}", us(p50), us(p99));
+    eprintln!(
+        "cluster: hanoi_get_state p50 / p99 on a game handed over between two servers at every call: {} (through h1), {} (through h2); staying on one server: {}",
+        pair(moving[0]),
+        pair(moving[1]),
+        pair(staying[0])
+    );
 }
 
 /// `LUDUS_BENCH=stdio LUDUS_BENCH_BASELINE=/path/to/ludus`: this build

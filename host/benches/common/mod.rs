@@ -97,6 +97,8 @@ pub struct RawHttp {
     pub session: Option<String>,
     /// The protocol version it negotiated (sent on every later request).
     pub version: &'static str,
+    /// A bearer token sent with every request (none: an anonymous caller).
+    pub token: Option<String>,
 }
 
 impl RawHttp {
@@ -105,7 +107,7 @@ impl RawHttp {
         let (host, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
         let tcp = tokio::net::TcpStream::connect(host).await.unwrap();
         tcp.set_nodelay(true).unwrap();
-        RawHttp { stream: tokio::io::BufReader::new(tcp), host: host.to_string(), path, session: None, version: "2025-06-18" }
+        RawHttp { stream: tokio::io::BufReader::new(tcp), host: host.to_string(), path, session: None, version: "2025-06-18", token: None }
     }
 
     /// Opens an MCP session on this connection.
@@ -116,8 +118,14 @@ impl RawHttp {
     /// Opens an MCP session of protocol `version` (from 2025-11-25 its tool
     /// calls answer on resumable streams: a priming event, ids).
     pub async fn initialize_as(url: &str, version: &'static str) -> RawHttp {
+        RawHttp::initialize_with(url, version, None).await
+    }
+
+    /// Opens an MCP session as the caller `token` names.
+    pub async fn initialize_with(url: &str, version: &'static str, token: Option<&str>) -> RawHttp {
         let mut c = RawHttp::connect(url).await;
         c.version = version;
+        c.token = token.map(str::to_string);
         let init = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
         let (headers, _) = c.post(&init).await;
@@ -138,6 +146,9 @@ impl RawHttp {
         );
         if let Some(id) = &self.session {
             request += &format!("mcp-session-id: {id}\r\nmcp-protocol-version: {}\r\n", self.version);
+        }
+        if let Some(token) = &self.token {
+            request += &format!("authorization: Bearer {token}\r\n");
         }
         request += "\r\n";
         let mut bytes = request.into_bytes();
