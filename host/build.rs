@@ -1,6 +1,6 @@
 //! Builds the game components (wasm32-wasip2) and packages them with their
 //! WIT docs into `$OUT_DIR/components`: the bundled games that `server/bundled.rs`
-//! embeds and, for tests and benchmarks only (feature `test-fixtures`, which
+//! embeds (each with what the server's engine compiles of it) and, for tests and benchmarks only (feature `test-fixtures`, which
 //! the crate's dev-dependency on itself turns on), the SDK example and the
 //! test fixtures they load. `cargo build --release` and `cargo install` build
 //! the games alone.
@@ -10,6 +10,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "src/runtime/engine.rs"]
+mod engine;
 
 /// (crate, WIT dir relative to the workspace, features, output name). One
 /// cargo run builds each distinct feature set; `-` marks a set of its own with
@@ -74,7 +77,32 @@ fn main() {
             ludus_pack::pack_file(&input, &dirs, &out.join(format!("{name}.wasm"))).unwrap_or_else(|e| panic!("packaging {krate}: {e:#}"));
         }
     }
+    precompile(&out, GAMES.iter().map(|c| c.3));
     println!("cargo:rustc-env=LUDUS_WASM_DIR={}", out.display());
+}
+
+/// Compiles each bundled game for this machine with the server's engine
+/// settings (`src/runtime/engine.rs`) into `NAME.cwasm.lz4` beside it: the
+/// server loads those in milliseconds where a first start would compile
+/// for a second or two (`Runtime::compile_bundled`). Built for another
+/// target, the files are empty, and the server compiles at start.
+fn precompile<'a>(out: &Path, names: impl Iterator<Item = &'a str>) {
+    let native = std::env::var("TARGET").ok() == std::env::var("HOST").ok();
+    let engines = native.then(|| {
+        let engine = |mapped| wasmtime::Engine::new(&engine::config(mapped)).expect("the engine settings are valid");
+        (engine(false), engine(true))
+    });
+    for name in names {
+        let wasm = std::fs::read(out.join(format!("{name}.wasm"))).unwrap();
+        let artifact = match &engines {
+            Some((copied, mapped)) => {
+                let engine = if engine::maps_data(&wasm) { mapped } else { copied };
+                engine.precompile_component(&wasm).unwrap_or_else(|e| panic!("compiling {name} ahead of time: {e:#}"))
+            }
+            None => Vec::new(),
+        };
+        std::fs::write(out.join(format!("{name}.cwasm.lz4")), lz4_flex::compress_prepend_size(&artifact)).unwrap();
+    }
 }
 
 /// A fresh machine has no wasm32-wasip2 standard library: add it with rustup,

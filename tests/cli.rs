@@ -254,3 +254,44 @@ fn the_binary_carries_each_bundled_game_once() {
         assert_eq!(copies, 1, "{game}'s component is in the binary {copies} times");
     }
 }
+
+/// The `.cwasm` files under `dir`: components the server compiled and cached.
+fn compiled_in(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(compiled_in(&path));
+        } else if path.extension().is_some_and(|e| e == "cwasm") {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// A first start with an empty cache compiles no bundled game: each is
+/// loaded from what was compiled of it when Ludus was built, so the first
+/// `tools/list` lists them all at once. A compile would have left the
+/// compiled component in the cache, as a game from the plugins directory
+/// does (the second half shows that the cache check can see one).
+#[tokio::test]
+async fn an_empty_cache_serves_every_bundled_game_without_compiling_one() {
+    let work = scratch();
+    let c = stdio(&[], work.path()).await;
+    let names = c.tool_names().await;
+    for game in ["blocks_world", "cards", "checker_jumping", "chess", "hanoi", "openspiel", "river_crossing", "showdown"] {
+        assert!(names.iter().any(|n| n.starts_with(&format!("{game}_"))), "{game} is not listed: {names:?}");
+    }
+    let started = c.ok("hanoi_init_simulator", serde_json::json!({"n": 3})).await;
+    assert!(started["env_id"].is_string(), "{started}");
+    c.close().await;
+    let cache = work.path().join("cache");
+    assert_eq!(compiled_in(&cache), Vec::<std::path::PathBuf>::new(), "a bundled game was compiled at start");
+
+    let plugins = plugins_dir(work.path(), &["hello"]);
+    let c = stdio(&["--no-builtin", "--plugins", plugins.to_str().unwrap()], work.path()).await;
+    assert!(c.tool_names().await.iter().any(|n| n.starts_with("hello_")));
+    c.close().await;
+    assert_eq!(compiled_in(&cache).len(), 1, "the plugins directory's game was not compiled and cached");
+}

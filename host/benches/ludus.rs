@@ -12,8 +12,8 @@
 //! - resident memory of the server with 10,000 live puzzle sessions;
 //! - hot-reload latency from a rename into the plugins directory to the
 //!   `tools/list_changed` notification;
-//! - cold start to ready (first `tools/list` answered), with an empty and a
-//!   warm component cache;
+//! - a first start to ready (first `tools/list` answered) with an empty
+//!   component cache, and each game's first call (`LUDUS_BENCH=start` alone);
 //! - one `cards_choose_action` round trip of Magic on the phase bridge (two
 //!   agents over HTTP), which needs python3 3.11+ and installs the engine on
 //!   first use (skipped with the reason when it cannot).
@@ -1282,6 +1282,40 @@ async fn hand_over_costs(cfg: &Path, redis: &str) {
     );
 }
 
+/// `LUDUS_BENCH=start`: a first start, its component cache emptied before
+/// (three starts), to the first `tools/list` answered; after the last, the
+/// first call that starts a game of each puzzle and chess against the
+/// second one (the first instantiates a game of a freshly loaded component).
+async fn start_costs(cfg: &Path, cache: &Path) {
+    let mut starts = Vec::new();
+    for round in 0..3 {
+        let _ = std::fs::remove_dir_all(cache);
+        let t = Instant::now();
+        let (c, _) = stdio_client(&[], cfg).await;
+        let tools = c.list_all_tools().await.unwrap();
+        starts.push(t.elapsed());
+        eprintln!("start: empty cache to first tools/list: {:.1} ms ({} tools)", t.elapsed().as_secs_f64() * 1e3, tools.len());
+        if round == 2 {
+            let firsts = [
+                ("hanoi_init_simulator", json!({"n": 3})),
+                ("blocks_world_init_simulator", json!({"n": 3})),
+                ("checker_jumping_init_simulator", json!({"n": 2})),
+                ("river_crossing_init_simulator", json!({"n": 3})),
+                ("chess_create_game", json!({"type": "computer", "color": "white", "difficulty": 1})),
+            ];
+            for (tool, args) in firsts {
+                let t = Instant::now();
+                call(&c, tool, args.clone()).await;
+                let first = t.elapsed();
+                let t = Instant::now();
+                call(&c, tool, args).await;
+                eprintln!("start: {tool} first call {} against the next {}", us(first), us(t.elapsed()));
+            }
+        }
+        let _ = c.cancel().await;
+    }
+}
+
 /// `LUDUS_BENCH=stdio LUDUS_BENCH_BASELINE=/path/to/ludus`: this build
 /// against another binary of Ludus in one run: `ping` and `hanoi_get_state`
 /// one at a time over stdio to each, asked in turn, three rounds, so a
@@ -1587,6 +1621,7 @@ async fn main() {
         Ok("pace") => return tokio::task::spawn_blocking(move || pace(&cfg)).await.unwrap(),
         Ok("tools") => return tokio::task::spawn_blocking(move || tool_list_bytes(&cfg)).await.unwrap(),
         Ok("cluster") => return cluster_costs(&cfg).await,
+        Ok("start") => return start_costs(&cfg, &cache).await,
         Ok("verify") => return tokio::task::spawn_blocking(move || verify_costs(&cfg)).await.unwrap(),
         Ok("idle") => return tokio::task::spawn_blocking(move || idle_costs(&cfg)).await.unwrap(),
         Ok("openspiel") => return tokio::task::spawn_blocking(move || openspiel_costs(&cfg)).await.unwrap(),
@@ -1602,24 +1637,8 @@ async fn main() {
         rows.push((k.to_string(), v));
     };
 
-    // Cold start, empty cache first (compiles the built-in games), then warm.
-    let mut cold = Vec::new();
-    for i in 0..4 {
-        if i == 0 {
-            let _ = std::fs::remove_dir_all(&cache);
-        }
-        let t = Instant::now();
-        let (c, _) = stdio_client(&[], &cfg).await;
-        c.list_all_tools().await.unwrap();
-        cold.push(t.elapsed());
-        let _ = c.cancel().await;
-    }
-    let warm = cold[1..].iter().sum::<Duration>() / 3;
-    row("cold start to first tools/list, empty component cache", format!("{:.0} ms", cold[0].as_secs_f64() * 1e3));
-    row(
-        "cold start to first tools/list, warm cache (mean of 3)",
-        format!("{:.0} ms ({:.1}× faster)", warm.as_secs_f64() * 1e3, cold[0].as_secs_f64() / warm.as_secs_f64()),
-    );
+    // A first start, with an empty component cache.
+    start_costs(&cfg, &cache).await;
 
     // The minimal client of the speed issue: plain pipes, one line each way.
     let ([(floor, _), (ping, _), (g50, g99)], rate, in_order) = tokio::task::spawn_blocking({

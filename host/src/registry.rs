@@ -311,7 +311,17 @@ fn check_collisions(st: &State, p: &Plugin) -> Result<(), LoadError> {
 impl Registry {
     /// Loads a component from bytes (blocking: compiles).
     pub fn load(&self, bytes: &[u8], source: Source) -> Result<Plugin, LoadError> {
-        let plugin = Plugin::load(&self.runtime, &self.config, bytes, source)?;
+        self.served(Plugin::load(&self.runtime, &self.config, bytes, source)?)
+    }
+
+    /// Loads a bundled game, with what was compiled of it when Ludus was
+    /// built (blocking: compiles where that does not load).
+    pub fn load_bundled(&self, bytes: &[u8], precompiled: &[u8]) -> Result<Plugin, LoadError> {
+        self.served(Plugin::load_bundled(&self.runtime, &self.config, bytes, precompiled)?)
+    }
+
+    /// `plugin`, unless the operator disabled it or serves other games.
+    fn served(&self, plugin: Plugin) -> Result<Plugin, LoadError> {
         if self.config.plugins.get(&plugin.name).is_some_and(|c| c.disabled) {
             return Err(LoadError::Disabled(plugin.name));
         }

@@ -294,6 +294,23 @@ impl Plugin {
     /// Loads a component. Errors are complete sentences for the operator.
     pub fn load(runtime: &Arc<Runtime>, config: &Config, bytes: &[u8], source: Source) -> Result<Plugin, LoadError> {
         let component = runtime.compile(bytes).map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;
+        Plugin::of_component(runtime, config, bytes, component, source)
+    }
+
+    /// A bundled game, with what `build.rs` compiled of it (`Runtime::compile_bundled`).
+    pub fn load_bundled(runtime: &Arc<Runtime>, config: &Config, bytes: &[u8], precompiled: &[u8]) -> Result<Plugin, LoadError> {
+        let component = runtime.compile_bundled(bytes, precompiled).map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;
+        Plugin::of_component(runtime, config, bytes, component, Source::Builtin)
+    }
+
+    /// The plugin `component` (compiled from `bytes`) is.
+    fn of_component(
+        runtime: &Arc<Runtime>,
+        config: &Config,
+        bytes: &[u8],
+        component: Component,
+        source: Source,
+    ) -> Result<Plugin, LoadError> {
         let imports = imports_of(&component);
         let linker = capability::linker(component.engine()).map_err(|e| LoadError::Host(format!("{e:#}")))?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {

@@ -21,11 +21,13 @@ use wasmtime::{Engine, Store};
 pub mod bindings;
 pub mod clock;
 mod digest;
+mod engine;
 mod memory;
 pub mod processes;
 mod speed;
 
 pub use digest::{hex, same_secret, sha256_hex};
+pub use engine::{MAPPED_DATA_BYTES, data_bytes};
 pub use memory::{
     MemoryLimiter, instances_the_kernel_allows, limit_allocator_arenas, maps_for_instances, maps_per_instance, note_thread_end,
     release_freed_memory_after_sweep,
@@ -49,31 +51,6 @@ pub struct Runtime {
     cache_dir: Option<PathBuf>,
 }
 
-/// Data segments from which a component's instances map their memory's
-/// initial contents copy-on-write instead of copying them.
-///
-/// A copy costs two memory mappings fewer per instance (2.03 against 4.08),
-/// and the kernel's map limit is what caps live sessions: right for the
-/// puzzles' few KB. Chess carries 4.4 MB of move tables: copied, every new
-/// game spent 2.5 ms writing them (most are never read) and kept them
-/// resident, and the first move after it found every cache cold.
-pub const MAPPED_DATA_BYTES: usize = 1 << 20;
-
-/// Bytes of active data segments in a component's core modules (a copy of
-/// each starts an instance's linear memory); 0 for what does not parse.
-pub fn data_bytes(wasm: &[u8]) -> usize {
-    let mut total = 0;
-    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
-        let Ok(wasmparser::Payload::DataSection(reader)) = payload else { continue };
-        for data in reader.into_iter().flatten() {
-            if matches!(data.kind, wasmparser::DataKind::Active { .. }) {
-                total += data.data.len();
-            }
-        }
-    }
-    total
-}
-
 impl Runtime {
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Arc<Runtime>> {
         let (copied, mapped) = (Engine::new(&config(false))?, Engine::new(&config(true))?);
@@ -92,7 +69,7 @@ impl Runtime {
 
     /// The engine for a component of these bytes (see `MAPPED_DATA_BYTES`).
     fn engine_for(&self, bytes: &[u8]) -> &Engine {
-        if data_bytes(bytes) >= MAPPED_DATA_BYTES { &self.mapped } else { &self.copied }
+        if engine::maps_data(bytes) { &self.mapped } else { &self.copied }
     }
 
     /// Compiles a component, or loads it from the cache of precompiled
@@ -119,16 +96,31 @@ impl Runtime {
         }
         Ok(component)
     }
+
+    /// A bundled game: `precompiled` is what `build.rs` compiled of `bytes`
+    /// when this binary was built, LZ4-compressed. It loads in milliseconds
+    /// where the engine's settings, wasmtime and the CPU's features are
+    /// those it was compiled for (wasmtime checks); elsewhere the game is
+    /// compiled (or read from the cache) as any component is.
+    pub fn compile_bundled(&self, bytes: &[u8], precompiled: &[u8]) -> Result<Component> {
+        let artifact = lz4_flex::decompress_size_prepended(precompiled).unwrap_or_default();
+        if !artifact.is_empty() {
+            // SAFETY: `artifact` is `Engine::precompile_component`'s output
+            // for these very bytes, made by `build.rs` and embedded in this
+            // binary beside them; `deserialize` refuses an artifact of
+            // another wasmtime, other settings or another CPU.
+            match unsafe { Component::deserialize(self.engine_for(bytes), &artifact) } {
+                Ok(component) => return Ok(component),
+                Err(e) => tracing::info!("a built-in game was compiled for another machine or settings ({e:#}); compiling it here"),
+            }
+        }
+        self.compile(bytes)
+    }
 }
 
-/// The engine settings both engines share; `mapped` is how an instance's
-/// memory gets its data segments (`MAPPED_DATA_BYTES`).
+/// The engine settings (`engine.rs`), and what only a running server sets.
 fn config(mapped: bool) -> wasmtime::Config {
-    let mut config = wasmtime::Config::new();
-    config.epoch_interruption(true);
-    config.wasm_component_model(true);
-    config.max_wasm_stack(2 << 20);
-    config.memory_init_cow(mapped);
+    let mut config = engine::config(mapped);
     // LUDUS_PERF_MAP=1 writes /tmp/perf-PID.map, so `perf report` names
     // the games' own functions (profiling a game; off by default).
     if std::env::var_os("LUDUS_PERF_MAP").is_some() {

@@ -14,6 +14,26 @@ pub static BUNDLED: &[(&str, &[u8])] = &[
     ("showdown", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/showdown.wasm"))),
 ];
 
+/// What `build.rs` compiled of each game for this machine, LZ4-compressed
+/// (empty where it could not: another target than its own), loaded instead
+/// of compiling at start where it fits the running engine
+/// (`Runtime::compile_bundled`).
+pub static PRECOMPILED: &[(&str, &[u8])] = &[
+    ("blocks_world", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/blocks_world.cwasm.lz4"))),
+    ("cards", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/cards.cwasm.lz4"))),
+    ("checker_jumping", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/checker_jumping.cwasm.lz4"))),
+    ("chess", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/chess.cwasm.lz4"))),
+    ("hanoi", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/hanoi.cwasm.lz4"))),
+    ("openspiel", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/openspiel.cwasm.lz4"))),
+    ("river_crossing", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/river_crossing.cwasm.lz4"))),
+    ("showdown", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/showdown.cwasm.lz4"))),
+];
+
+/// What was compiled of the built-in game `name`, compressed (empty: nothing).
+pub fn precompiled(name: &str) -> &'static [u8] {
+    PRECOMPILED.iter().find(|(n, _)| *n == name).map_or(&[], |(_, bytes)| *bytes)
+}
+
 /// The component of the built-in game `name`.
 pub fn component(name: &str) -> Option<&'static [u8]> {
     BUNDLED.iter().find(|(n, _)| *n == name).map(|(_, bytes)| *bytes)

@@ -21,7 +21,6 @@ use rmcp::ServiceExt;
 
 use crate::config::{Config, Endpoint};
 use crate::mcp::Ludus;
-use crate::plugin::Source;
 use crate::registry::Registry;
 use crate::runtime::Runtime;
 use crate::session::{SessionLimits, Sessions};
@@ -68,7 +67,7 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
                 continue;
             }
             let r = registry.clone();
-            let plugin = tokio::task::spawn_blocking(move || r.load(bytes, Source::Builtin)).await?;
+            let plugin = tokio::task::spawn_blocking(move || r.load_bundled(bytes, bundled::precompiled(name))).await?;
             let plugin = plugin.map_err(|e| anyhow::anyhow!("built-in game {name} failed to load: {e}"))?;
             registry.add_builtin(plugin).map_err(|e| anyhow::anyhow!("built-in game {name}: {e}"))?;
         }
