@@ -483,3 +483,54 @@ async fn games_on_a_redis_cluster_spread_over_its_shards_and_move_between_server
     assert_eq!(per_shard.iter().sum::<usize>(), 12, "{per_shard:?}");
     assert!(per_shard.iter().filter(|n| **n > 0).count() > 1, "the games all went to one shard: {per_shard:?}");
 }
+
+/// The holder of game `id`'s lease in Redis (`server token`), if any.
+fn lease_holder(redis: &str, id: &str) -> Option<String> {
+    let mut con = redis::Client::open(redis).unwrap().get_connection().unwrap();
+    redis::cmd("GET").arg(format!("ludus:{{{id}}}:lease")).query(&mut con).unwrap()
+}
+
+/// A server holds the lease of a game it plays, and gives it up when the
+/// game leaves its memory and when it stops (SIGTERM, as a service manager
+/// stops it), so that another server takes the game at once instead of
+/// after the lease lapses.
+#[tokio::test]
+async fn a_server_gives_its_games_up_when_they_go_idle_and_when_it_stops() {
+    if !services_present() {
+        return;
+    }
+    let work = scratch();
+    let (alice, line) = issue_token("alice");
+    let cfg = config(work.path(), &format!("{line}\n[limits]\nunload_idle_after_ms = 300"));
+    let redis = redis(work.path());
+    let s1 = server(work.path(), &cfg, &redis.url, "s1").await;
+    let a = http_client_with_token(&s1, &alice).await;
+    let idle = a.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].as_str().unwrap().to_string();
+    let holder = lease_holder(&redis.url, &idle).unwrap_or_default();
+    assert!(holder.starts_with("s1 "), "the server playing the game does not hold its lease: {holder:?}");
+    // Idle past the delay, the game leaves memory at the reaper's next sweep (every second).
+    let t = Instant::now();
+    while lease_holder(&redis.url, &idle).is_some() {
+        assert!(t.elapsed() < Duration::from_secs(10), "the lease of a game gone idle was kept");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A game in use when the server stops.
+    let active = a.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].as_str().unwrap().to_string();
+    a.ok("hanoi_execute_move", json!({"env_id": active, "move": [1, 0, 2]})).await;
+    assert!(lease_holder(&redis.url, &active).is_some_and(|h| h.starts_with("s1 ")));
+    let pid = s1.pid().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let t = Instant::now();
+    while std::fs::metadata(format!("/proc/{pid}/task")).is_ok()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().split_whitespace().nth(2).is_some_and(|s| s == "Z")
+    {
+        assert!(t.elapsed() < Duration::from_secs(10), "the server did not stop on SIGTERM");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(lease_holder(&redis.url, &active), None, "the stopped server kept its game's lease");
+    // Another server plays it on, at once, from where it was.
+    let s2 = server(work.path(), &cfg, &redis.url, "s2").await;
+    let b = http_client_with_token(&s2, &alice).await;
+    assert_eq!(b.ok("hanoi_get_state", json!({"env_id": active})).await["moves_made"], 1);
+    assert!(lease_holder(&redis.url, &active).is_some_and(|h| h.starts_with("s2 ")));
+}

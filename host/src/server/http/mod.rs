@@ -107,9 +107,17 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
 
     let header_timeout = Duration::from_millis(limits.http_header_timeout_ms);
     let conns = Conns::new(limits, proxies);
+    // Ctrl-C, or SIGTERM from a service manager (systemd, docker stop): the
+    // server stops as it should (records written, shared games' leases given up).
     let shutdown = ct.clone();
     tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            },
+            Err(_) => drop(tokio::signal::ctrl_c().await),
+        }
         shutdown.cancel();
     });
     loop {
