@@ -12,24 +12,31 @@
 //! docs/design/several-servers.md.
 //!
 //! Keys: a game's keys share its id as their hash tag, so that a Redis
-//! Cluster keeps them on one shard and one script may touch them all:
-//! `ludus:{id}:game` a hash of `record` (JSON), `state` (the game's bytes),
-//! `version`, `server` (its
-//! last writer) and `followed` (until when writes are announced), expiring after the game's idle timeout; `ludus:{id}:lease` the
-//! holder (`server token`); `ludus:{id}:next` the holder of a server
-//! waiting for it. Besides: `ludus:caller:{name}` the ids a caller plays
-//! in; `ludus:format` the layout.
+//! Cluster keeps them on one shard and one script may touch them all
+//! (`scripts.rs`): `ludus:{id}:game` a hash of `record` (JSON), `state`
+//! (the game's bytes), `version`, `server` (its last writer) and `followed`
+//! (until when writes are announced), expiring after the game's idle
+//! timeout; `ludus:{id}:lease` the holder (`server token`);
+//! `ludus:{id}:next` the holder of a server waiting for it. Besides:
+//! `ludus:caller:{name}` the ids a caller plays in; `ludus:format` the
+//! layout. The connection, to one Redis or a Redis Cluster: `link.rs`.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use redis::cluster::{ClusterClient, ClusterConnection};
-use redis::{Client, Cmd, Connection, ConnectionLike, RedisResult, Script, Value};
+use redis::{Cmd, ConnectionLike, RedisResult, Script};
 
 use super::group_commit::GroupCommit;
 use super::{LEASE, Lease, Notice, OnNotice, Record, SessionStore, SharedStore, StoreError, Stored};
 use crate::locking::lock;
+
+mod link;
+mod scripts;
+
+pub use link::CLUSTER_SCHEME;
+use link::{Con, Link};
+use scripts::{FOLLOW, GIVE_BACK, TAKE, WRITE, caller_key, game_key, lease_key, millis, next_key};
 
 /// The layout this build writes (`ludus:format`): 2 since a game's keys
 /// share its hash tag (1 read `ludus:game:ID` and one lease counter).
@@ -61,162 +68,6 @@ pub struct RedisStore {
     follow: Script,
     /// Writes of games (`put`) on their way, together (`group_commit.rs`).
     writes: GroupCommit<redis::Cmd, Result<i64, String>>,
-}
-
-/// Takes or renews the lease for `holder`: `{1, version}`, or `{0, holder}`
-/// when another server holds it, which is then asked for it if `ask`.
-/// KEYS: lease, game, next. ARGV: holder, lease ms, ask, id, handed ms.
-const TAKE: &str = r"
-local holder = redis.call('GET', KEYS[1])
-if holder and holder ~= ARGV[1] then
-  if ARGV[3] == '1' then
-    redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[5])
-    redis.call('PUBLISH', 'ludus:want:' .. string.match(holder, '^(.*) '), ARGV[4])
-  end
-  return {0, holder}
-end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
-return {1, tonumber(redis.call('HGET', KEYS[2], 'version') or '0')}
-";
-
-/// Gives the lease up if it is still this holder's: to the server waiting
-/// for it, if one is, else to nobody.
-/// KEYS: lease, next. ARGV: holder, handed ms.
-const GIVE_BACK: &str = r"
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local waiting = redis.call('GET', KEYS[2])
-if waiting then
-  redis.call('SET', KEYS[1], waiting, 'PX', ARGV[2])
-  redis.call('DEL', KEYS[2])
-else
-  redis.call('DEL', KEYS[1])
-end
-return 1
-";
-
-/// Writes the game as `version` if the lease is still this holder's (only
-/// the holder writes, so it knows the next version): the version, or -1.
-/// The write is announced only while a server follows the game (it holds
-/// calls waiting on it): most games have no one to tell.
-/// KEYS: lease, game. ARGV: holder, record, state, version, idle ms, server, id.
-const WRITE: &str = r"
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-local followed = redis.call('HGET', KEYS[2], 'followed')
-redis.call('HSET', KEYS[2], 'record', ARGV[2], 'state', ARGV[3], 'version', ARGV[4], 'server', ARGV[6])
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
-if followed then
-  local now = redis.call('TIME')
-  if tonumber(followed) >= tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) then
-    redis.call('PUBLISH', 'ludus:changed', ARGV[6] .. ' ' .. ARGV[4] .. ' ' .. ARGV[7])
-  end
-end
-return tonumber(ARGV[4])
-";
-
-/// Has the game's writes announced for the next `ms` milliseconds at least
-/// (by Redis's clock, which every server's writes read), if it is stored.
-/// KEYS: game. ARGV: ms.
-const FOLLOW: &str = r"
-local now = redis.call('TIME')
-local until_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + tonumber(ARGV[1])
-if tonumber(redis.call('HGET', KEYS[1], 'followed') or '0') < until_ms and redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('HSET', KEYS[1], 'followed', until_ms)
-end
-return 1
-";
-
-fn game_key(id: &str) -> String {
-    format!("ludus:{{{id}}}:game")
-}
-
-fn lease_key(id: &str) -> String {
-    format!("ludus:{{{id}}}:lease")
-}
-
-fn next_key(id: &str) -> String {
-    format!("ludus:{{{id}}}:next")
-}
-
-fn caller_key(caller: &str) -> String {
-    format!("ludus:caller:{caller}")
-}
-
-fn millis(d: Duration) -> u64 {
-    d.as_millis() as u64
-}
-
-/// Where the games are: one Redis, or a Redis Cluster
-/// (`redis+cluster://HOST:PORT,HOST:PORT…`), whose shards each keep the
-/// games whose ids hash to their slots.
-enum Link {
-    One(Client),
-    Cluster { client: ClusterClient, first: String },
-}
-
-/// A connection to either.
-enum Con {
-    One(Connection),
-    Cluster(Box<ClusterConnection>),
-}
-
-/// The scheme of a Redis Cluster's address.
-pub const CLUSTER_SCHEME: &str = "redis+cluster://";
-
-impl Link {
-    fn open(url: &str) -> RedisResult<Link> {
-        let Some(nodes) = url.strip_prefix(CLUSTER_SCHEME) else { return Client::open(url).map(Link::One) };
-        let nodes: Vec<String> = nodes.split(',').map(|node| format!("redis://{}", node.trim())).collect();
-        let client = ClusterClient::builder(nodes.clone())
-            .connection_timeout(Duration::from_secs(5))
-            .response_timeout(Duration::from_secs(20))
-            .build()?;
-        Ok(Link::Cluster { client, first: nodes[0].clone() })
-    }
-
-    fn connect(&self) -> RedisResult<Con> {
-        match self {
-            Link::One(client) => client.get_connection_with_timeout(Duration::from_secs(5)).map(Con::One),
-            Link::Cluster { client, .. } => client.get_connection().map(|c| Con::Cluster(Box::new(c))),
-        }
-    }
-
-    /// A client to listen on: any node of a cluster hears every PUBLISH.
-    fn listener(&self) -> RedisResult<Client> {
-        match self {
-            Link::One(client) => Ok(client.clone()),
-            Link::Cluster { first, .. } => Client::open(first.as_str()),
-        }
-    }
-}
-
-impl Con {
-    fn like(&mut self) -> &mut dyn ConnectionLike {
-        match self {
-            Con::One(con) => con,
-            Con::Cluster(con) => con.as_mut(),
-        }
-    }
-
-    /// Sends `commands` in one round trip (per shard, on a cluster); their answers, in order.
-    fn pipeline(&mut self, commands: impl IntoIterator<Item = Cmd>) -> RedisResult<Vec<Value>> {
-        match self {
-            Con::One(con) => {
-                let mut pipe = redis::pipe();
-                for command in commands {
-                    pipe.add_command(command);
-                }
-                pipe.query(con)
-            }
-            Con::Cluster(con) => {
-                let mut pipe = redis::cluster::cluster_pipe();
-                for command in commands {
-                    pipe.add_command(command);
-                }
-                pipe.query(con.as_mut())
-            }
-        }
-    }
 }
 
 impl RedisStore {
