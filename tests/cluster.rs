@@ -311,6 +311,44 @@ async fn a_redis_laid_out_by_a_newer_ludus_stops_the_start_and_is_left_alone() {
     assert_eq!(String::from_utf8_lossy(&get.stdout).trim(), "99", "the store was changed");
 }
 
+/// A Redis laid out by the previous layout (games under `ludus:game:ID`)
+/// is moved to this one when a server opens it: its games load, at the
+/// version they were, and the layout is marked.
+#[test]
+fn a_redis_of_the_previous_layout_has_its_games_moved() {
+    use ludus::store::{RedisStore, SharedStore};
+    if !services_present() {
+        return;
+    }
+    let work = scratch();
+    let redis = redis(work.path());
+    let mut con = redis::Client::open(redis.url.as_str()).unwrap().get_connection().unwrap();
+    let record = json!({
+        "id": "old1", "plugin": "hanoi", "plugin_version": "0.1.0", "plugin_sha256": "ab", "seed": 7, "created_by": "alice",
+        "created_at_ms": 1, "players": ["alice"], "join_code": null, "over": false, "renamed": false, "calls": 3,
+        "changed_at_ms": 2, "idle_timeout_ms": 60000
+    });
+    let _: () = redis::cmd("SET").arg("ludus:format").arg(1).query(&mut con).unwrap();
+    let _: () = redis::cmd("SET").arg("ludus:tokens").arg(41).query(&mut con).unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("ludus:game:old1")
+        .arg("record")
+        .arg(record.to_string())
+        .arg("state")
+        .arg("kept")
+        .arg("version")
+        .arg(3)
+        .query(&mut con)
+        .unwrap();
+    let store = RedisStore::open(&redis.url, "s1").unwrap();
+    let stored = store.load("old1").unwrap().expect("the game of layout 1 is gone");
+    assert_eq!((stored.record.calls, stored.state.as_slice(), stored.version), (3, &b"kept"[..], 3));
+    let format: u64 = redis::cmd("GET").arg("ludus:format").query(&mut con).unwrap();
+    assert_eq!(format, 2);
+    let old: Vec<String> = redis::cmd("KEYS").arg("ludus:game:*").query(&mut con).unwrap();
+    assert!(old.is_empty(), "keys of layout 1 are left: {old:?}");
+}
+
 /// The lease discipline itself, on a real Redis: a second server waits
 /// while the lease is held (writes keep it), the holder hands it to the
 /// server that asked for it, a server whose lease was lost (it stalled
