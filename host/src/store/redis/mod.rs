@@ -21,8 +21,8 @@
 //! `ludus:caller:{name}` the ids a caller plays in; `ludus:format` the
 //! layout. The connection, to one Redis or a Redis Cluster: `link.rs`.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use redis::{Cmd, ConnectionLike, RedisResult, Script};
@@ -46,11 +46,39 @@ const CHANGED: &str = "ludus:changed";
 /// Where a server hears that another one waits for a game it holds:
 /// `ludus:want:SERVER`, the game's id.
 const WANT: &str = "ludus:want:";
+/// Where a server hears that a lease it asked for was handed to it:
+/// `ludus:given:SERVER`.
+const GIVEN: &str = "ludus:given:";
 /// How long a lease handed to a waiting server lasts until that server
-/// takes it up (it asks again every few milliseconds while it waits).
+/// takes it up (it tries again as soon as it hears, else within 10 ms).
 const HANDED: Duration = Duration::from_secs(2);
 /// The longest pause between two tries for a lease another server holds.
 const MOST_PAUSE: Duration = Duration::from_millis(10);
+
+/// Rings when a lease this server asked for was handed to it: a call
+/// waiting for a game tries again at once instead of at its next pause.
+#[derive(Default)]
+struct Handed {
+    rings: Mutex<u64>,
+    rang: Condvar,
+}
+
+impl Handed {
+    fn rings(&self) -> u64 {
+        *lock(&self.rings)
+    }
+
+    fn ring(&self) {
+        *lock(&self.rings) += 1;
+        self.rang.notify_all();
+    }
+
+    /// Waits until it rang after `seen` rings, or `pause` has passed.
+    fn wait(&self, seen: u64, pause: Duration) {
+        let rings = lock(&self.rings);
+        let _ = self.rang.wait_timeout_while(rings, pause, |rings| *rings == seen);
+    }
+}
 
 pub struct RedisStore {
     url: String,
@@ -66,6 +94,8 @@ pub struct RedisStore {
     give_back: Script,
     write: Script,
     follow: Script,
+    /// Leases handed to this server (heard by the listener of `watch`).
+    handed: Arc<Handed>,
     /// Writes of games (`put`) on their way, together (`group_commit.rs`).
     writes: GroupCommit<redis::Cmd, Result<i64, String>>,
 }
@@ -100,6 +130,7 @@ impl RedisStore {
             give_back: Script::new(GIVE_BACK),
             write: Script::new(WRITE),
             follow: Script::new(FOLLOW),
+            handed: Arc::default(),
             writes: GroupCommit::default(),
         })
     }
@@ -242,9 +273,9 @@ impl SharedStore for RedisStore {
         let token = token.unwrap_or_else(|| self.tokens.fetch_add(1, Ordering::Relaxed));
         let holder = self.holder(token);
         let until = Instant::now() + wait;
-        // A hand-over takes a fraction of a millisecond: the first tries come soon.
-        let mut pause = Duration::from_micros(200);
+        let mut pause = Duration::from_millis(1);
         loop {
+            let seen = self.handed.rings();
             let sent = Instant::now();
             let (taken, second): (u64, redis::Value) = self.with(|con| {
                 self.take
@@ -267,7 +298,7 @@ impl SharedStore for RedisStore {
                 let server = holder.rsplit_once(' ').map_or("another server", |(server, _)| server);
                 return Err(StoreError::Busy { id: id.to_string(), server: server.to_string(), waited_s: wait.as_secs() });
             }
-            std::thread::sleep(pause);
+            self.handed.wait(seen, pause);
             pause = (pause * 2).min(MOST_PAUSE);
         }
     }
@@ -326,14 +357,18 @@ impl SharedStore for RedisStore {
             Ok(client) => client,
             Err(e) => return tracing::error!("cannot listen to Redis at {}: {e}", self.url),
         };
-        let (me, url) = (self.server.clone(), self.url.clone());
-        let wanted = format!("{WANT}{me}");
+        let (me, url, handed) = (self.server.clone(), self.url.clone(), self.handed.clone());
+        let (wanted, given) = (format!("{WANT}{me}"), format!("{GIVEN}{me}"));
         let listen = move || -> RedisResult<()> {
             let mut con = client.get_connection_with_timeout(Duration::from_secs(5))?;
             let mut sub = con.as_pubsub();
-            sub.subscribe(&[CHANGED, wanted.as_str()])?;
+            sub.subscribe(&[CHANGED, wanted.as_str(), given.as_str()])?;
             loop {
                 let message = sub.get_message()?;
+                if message.get_channel_name() == given {
+                    handed.ring();
+                    continue;
+                }
                 let payload: String = message.get_payload()?;
                 if message.get_channel_name() == wanted {
                     notice(Notice::Wanted { id: &payload });

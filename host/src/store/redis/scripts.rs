@@ -23,7 +23,8 @@ return {1, tonumber(redis.call('HGET', KEYS[2], 'version') or '0')}
 ";
 
 /// Gives the lease up if it is still this holder's: to the server waiting
-/// for it, if one is, else to nobody.
+/// for it, if one is (and tells that server, which is trying for it), else
+/// to nobody.
 /// KEYS: lease, next. ARGV: holder, handed ms.
 pub const GIVE_BACK: &str = r"
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
@@ -31,6 +32,7 @@ local waiting = redis.call('GET', KEYS[2])
 if waiting then
   redis.call('SET', KEYS[1], waiting, 'PX', ARGV[2])
   redis.call('DEL', KEYS[2])
+  redis.call('PUBLISH', 'ludus:given:' .. string.match(waiting, '^(.*) '), KEYS[1])
 else
   redis.call('DEL', KEYS[1])
 end
