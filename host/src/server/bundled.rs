@@ -1,42 +1,43 @@
 //! The games built into the binary: the default set, served with no plugins
 //! directory. `build.rs` compiles and packages them (docs embedded).
 
+/// A built-in game: its component, and what `build.rs` compiled of it for
+/// this machine, LZ4-compressed (empty where it could not: another target
+/// than its own), which the server loads instead of compiling at start
+/// where it fits the running engine (`Runtime::compile_bundled`).
+pub struct Game {
+    pub name: &'static str,
+    pub wasm: &'static [u8],
+    pub precompiled: &'static [u8],
+}
+
+/// The game `build.rs` built and compiled as `$name`.
+macro_rules! game {
+    ($name:literal) => {
+        Game {
+            name: $name,
+            wasm: include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/", $name, ".wasm")),
+            precompiled: include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/", $name, ".cwasm.lz4")),
+        }
+    };
+}
+
 /// A `static`, not a `const`: every use of a constant gets its own copy of
 /// the bytes, and five uses put the 8 MB of games into the binary five times.
-pub static BUNDLED: &[(&str, &[u8])] = &[
-    ("blocks_world", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/blocks_world.wasm"))),
-    ("cards", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/cards.wasm"))),
-    ("checker_jumping", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/checker_jumping.wasm"))),
-    ("chess", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/chess.wasm"))),
-    ("hanoi", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/hanoi.wasm"))),
-    ("openspiel", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/openspiel.wasm"))),
-    ("river_crossing", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/river_crossing.wasm"))),
-    ("showdown", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/showdown.wasm"))),
+pub static BUNDLED: &[Game] = &[
+    game!("blocks_world"),
+    game!("cards"),
+    game!("checker_jumping"),
+    game!("chess"),
+    game!("hanoi"),
+    game!("openspiel"),
+    game!("river_crossing"),
+    game!("showdown"),
 ];
-
-/// What `build.rs` compiled of each game for this machine, LZ4-compressed
-/// (empty where it could not: another target than its own), loaded instead
-/// of compiling at start where it fits the running engine
-/// (`Runtime::compile_bundled`).
-pub static PRECOMPILED: &[(&str, &[u8])] = &[
-    ("blocks_world", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/blocks_world.cwasm.lz4"))),
-    ("cards", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/cards.cwasm.lz4"))),
-    ("checker_jumping", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/checker_jumping.cwasm.lz4"))),
-    ("chess", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/chess.cwasm.lz4"))),
-    ("hanoi", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/hanoi.cwasm.lz4"))),
-    ("openspiel", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/openspiel.cwasm.lz4"))),
-    ("river_crossing", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/river_crossing.cwasm.lz4"))),
-    ("showdown", include_bytes!(concat!(env!("LUDUS_WASM_DIR"), "/showdown.cwasm.lz4"))),
-];
-
-/// What was compiled of the built-in game `name`, compressed (empty: nothing).
-pub fn precompiled(name: &str) -> &'static [u8] {
-    PRECOMPILED.iter().find(|(n, _)| *n == name).map_or(&[], |(_, bytes)| *bytes)
-}
 
 /// The component of the built-in game `name`.
 pub fn component(name: &str) -> Option<&'static [u8]> {
-    BUNDLED.iter().find(|(n, _)| *n == name).map(|(_, bytes)| *bytes)
+    BUNDLED.iter().find(|g| g.name == name).map(|g| g.wasm)
 }
 
 /// A program a bundled game runs as a channel process, shipped inside the

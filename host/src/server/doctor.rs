@@ -27,12 +27,13 @@ pub struct Verdict {
 pub fn check(config: &Config) -> Vec<Verdict> {
     BUNDLED
         .iter()
-        .map(|(game, _)| {
-            let settings = config.plugins.get(*game);
+        .map(|bundled| {
+            let game = bundled.name;
+            let settings = config.plugins.get(game);
             if settings.is_some_and(|p| p.disabled) {
                 return Verdict { game, ready: false, detail: "turned off in the config (disabled = true)".into() };
             }
-            match SIDECARS.iter().find(|car| car.plugin == *game) {
+            match SIDECARS.iter().find(|car| car.plugin == game) {
                 None => Verdict { game, ready: true, detail: "ready (needs nothing else)".into() },
                 Some(car) => match settings.and_then(|p| p.channels.get(car.endpoint)) {
                     Some(Endpoint::Disabled(_)) => {

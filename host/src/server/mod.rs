@@ -62,12 +62,13 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     let registry = Registry::new(runtime, config, sessions.clone());
 
     if opts.builtins {
-        for (name, bytes) in bundled::BUNDLED {
-            if registry.config.plugins.get(*name).is_some_and(|p| p.disabled) || !registry.config.serves(name) {
+        for game in bundled::BUNDLED {
+            let name = game.name;
+            if registry.config.plugins.get(name).is_some_and(|p| p.disabled) || !registry.config.serves(name) {
                 continue;
             }
             let r = registry.clone();
-            let plugin = tokio::task::spawn_blocking(move || r.load_bundled(bytes, bundled::precompiled(name))).await?;
+            let plugin = tokio::task::spawn_blocking(move || r.load_bundled(game.wasm, game.precompiled)).await?;
             let plugin = plugin.map_err(|e| anyhow::anyhow!("built-in game {name} failed to load: {e}"))?;
             registry.add_builtin(plugin).map_err(|e| anyhow::anyhow!("built-in game {name}: {e}"))?;
         }
@@ -104,7 +105,7 @@ async fn scan_plugins(registry: &Arc<Registry>, dir: &std::path::Path, builtins:
         .config
         .games
         .as_ref()
-        .is_some_and(|games| games.iter().any(|g| !builtins || !bundled::BUNDLED.iter().any(|(name, _)| name == g)));
+        .is_some_and(|games| games.iter().any(|g| !builtins || !bundled::BUNDLED.iter().any(|b| b.name == g)));
     registry.set_scanning(true);
     let scan = tokio::task::spawn_blocking(move || {
         let started = Instant::now();
@@ -139,7 +140,7 @@ async fn scan_plugins(registry: &Arc<Registry>, dir: &std::path::Path, builtins:
 /// built-in ones; with one, a name not built in may be a plugin there, and a
 /// table that matches nothing once the directory is read is warned about.
 fn check_plugin_tables(config: &Config, builtins: bool, directory: bool) -> Result<()> {
-    let builtin: Vec<&str> = bundled::BUNDLED.iter().map(|(name, _)| *name).collect();
+    let builtin: Vec<&str> = bundled::BUNDLED.iter().map(|g| g.name).collect();
     let unknown: Vec<&String> = config.plugins.keys().filter(|name| !builtin.contains(&name.as_str())).collect();
     if unknown.is_empty() || directory {
         return Ok(());
@@ -161,7 +162,7 @@ fn check_games_found(registry: &Registry, builtins: bool) -> Result<()> {
     if missing.is_empty() {
         return Ok(());
     }
-    let builtin: Vec<&str> = if builtins { bundled::BUNDLED.iter().map(|(name, _)| *name).collect() } else { Vec::new() };
+    let builtin: Vec<&str> = if builtins { bundled::BUNDLED.iter().map(|g| g.name).collect() } else { Vec::new() };
     bail!(
         "--games (or `games` in the config) names {}, which this server does not have; the built-in games are {}{}",
         missing.iter().map(|g| format!("`{g}`")).collect::<Vec<_>>().join(", "),
