@@ -280,7 +280,7 @@ async fn an_empty_cache_serves_every_bundled_game_without_compiling_one() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
     let names = c.tool_names().await;
-    for game in ["blocks_world", "cards", "checker_jumping", "chess", "hanoi", "openspiel", "river_crossing", "showdown"] {
+    for game in BUILT_IN_GAMES {
         assert!(names.iter().any(|n| n.starts_with(&format!("{game}_"))), "{game} is not listed: {names:?}");
     }
     let started = c.ok("hanoi_init_simulator", serde_json::json!({"n": 3})).await;

@@ -311,6 +311,33 @@ async fn a_redis_laid_out_by_a_newer_ludus_stops_the_start_and_is_left_alone() {
     assert_eq!(String::from_utf8_lossy(&get.stdout).trim(), "99", "the store was changed");
 }
 
+/// The record of a Hanoi game `id` that alice started, as a store keeps it.
+fn hanoi_record(id: &str) -> ludus::store::Record {
+    ludus::store::Record {
+        id: id.into(),
+        plugin: "hanoi".into(),
+        plugin_version: "0.1.0".into(),
+        plugin_sha256: "ab".into(),
+        seed: 7,
+        seed_chosen: false,
+        secret: Some(11),
+        replay: false,
+        created_by: "alice".into(),
+        created_at_ms: 1,
+        players: vec!["alice".into()],
+        join_code: None,
+        over: false,
+        renamed: false,
+        calls: 1,
+        changed_at_ms: 2,
+        idle_timeout_ms: 60_000,
+        last_calls: Default::default(),
+        seats: Vec::new(),
+        standing: Default::default(),
+        in_match: None,
+    }
+}
+
 /// A Redis laid out by the previous layout (games under `ludus:game:ID`)
 /// is moved to this one when a server opens it: its games load, at the
 /// version they were, and the layout is marked.
@@ -323,17 +350,13 @@ fn a_redis_of_the_previous_layout_has_its_games_moved() {
     let work = scratch();
     let redis = redis(work.path());
     let mut con = redis::Client::open(redis.url.as_str()).unwrap().get_connection().unwrap();
-    let record = json!({
-        "id": "old1", "plugin": "hanoi", "plugin_version": "0.1.0", "plugin_sha256": "ab", "seed": 7, "created_by": "alice",
-        "created_at_ms": 1, "players": ["alice"], "join_code": null, "over": false, "renamed": false, "calls": 3,
-        "changed_at_ms": 2, "idle_timeout_ms": 60000
-    });
+    let record = ludus::store::Record { calls: 3, ..hanoi_record("old1") };
     let _: () = redis::cmd("SET").arg("ludus:format").arg(1).query(&mut con).unwrap();
     let _: () = redis::cmd("SET").arg("ludus:tokens").arg(41).query(&mut con).unwrap();
     let _: () = redis::cmd("HSET")
         .arg("ludus:game:old1")
         .arg("record")
-        .arg(record.to_string())
+        .arg(serde_json::to_string(&record).unwrap())
         .arg("state")
         .arg("kept")
         .arg("version")
@@ -356,36 +379,14 @@ fn a_redis_of_the_previous_layout_has_its_games_moved() {
 /// write records its writer and bumps the version.
 #[test]
 fn a_write_after_the_lease_was_lost_is_refused() {
-    use ludus::store::{Record, RedisStore, SessionStore, SharedStore, StoreError};
+    use ludus::store::{RedisStore, SessionStore, SharedStore, StoreError};
     if !services_present() {
         return;
     }
     let work = scratch();
     let redis = redis(work.path());
     let (a, b) = (RedisStore::open(&redis.url, "a").unwrap(), RedisStore::open(&redis.url, "b").unwrap());
-    let record = Record {
-        id: "g1".into(),
-        plugin: "hanoi".into(),
-        plugin_version: "0.1.0".into(),
-        plugin_sha256: "ab".into(),
-        seed: 7,
-        seed_chosen: false,
-        secret: Some(11),
-        replay: false,
-        created_by: "alice".into(),
-        created_at_ms: 1,
-        players: vec!["alice".into()],
-        join_code: None,
-        over: false,
-        renamed: false,
-        calls: 1,
-        changed_at_ms: 2,
-        idle_timeout_ms: 60_000,
-        last_calls: Default::default(),
-        seats: Vec::new(),
-        standing: Default::default(),
-        in_match: None,
-    };
+    let record = hanoi_record("g1");
     let first = a.lease("g1", None, false, Duration::from_secs(1)).unwrap();
     assert_eq!(first.version, 0, "a new game is at version 0");
     // While a holds it, b waits and gives up with the holder named.

@@ -53,7 +53,7 @@ async fn golden_schemas_of_the_bundled_games() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
     let tools = c.tools().await;
-    for game in ["blocks_world", "cards", "checker_jumping", "chess", "hanoi", "openspiel", "river_crossing", "showdown"] {
+    for game in BUILT_IN_GAMES {
         let mine: Vec<Value> =
             tools.iter().filter(|t| t.name.starts_with(&format!("{game}_"))).map(|t| serde_json::to_value(t).unwrap()).collect();
         let got = serde_json::to_string_pretty(&mine).unwrap() + "\n";

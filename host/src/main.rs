@@ -275,7 +275,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let _guard = rt.enter();
             let builtin = ludus::server::bundled::component(&file.to_string_lossy()).filter(|_| !file.exists());
             if builtin.is_none() && !file.exists() {
-                let names: Vec<&str> = ludus::server::bundled::BUNDLED.iter().map(|(name, _)| *name).collect();
+                let names: Vec<&str> = ludus::server::bundled::BUNDLED.iter().map(|g| g.name).collect();
                 anyhow::bail!(
                     "{}: no such file, and no built-in game of that name (the built-in games are {})",
                     file.display(),

@@ -129,6 +129,10 @@ fn cache_config(dir: &Path) -> PathBuf {
     path
 }
 
+/// The games built into the binary, as the tests expect them.
+pub const BUILT_IN_GAMES: [&str; 8] =
+    ["blocks_world", "cards", "checker_jumping", "chess", "hanoi", "openspiel", "river_crossing", "showdown"];
+
 pub fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
