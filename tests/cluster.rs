@@ -573,3 +573,32 @@ async fn a_server_gives_its_games_up_when_they_go_idle_and_when_it_stops() {
     assert_eq!(b.ok("hanoi_get_state", json!({"env_id": active})).await["moves_made"], 1);
     assert!(lease_holder(&redis.url, &active).is_some_and(|h| h.starts_with("s2 ")));
 }
+
+/// A game handed to another server and back before that server changed it
+/// runs on where it came back to, timers and all: the chess engine,
+/// thinking when a read through the other server took the game, replies
+/// once the game is back (its copy is rebuilt from the store though its
+/// version did not move).
+#[tokio::test]
+async fn a_game_handed_away_and_back_keeps_its_engine_thinking() {
+    if !services_present() {
+        return;
+    }
+    let work = scratch();
+    let (alice, line) = issue_token("alice");
+    let cfg = config(work.path(), &line);
+    let redis = redis(work.path());
+    let (s1, s2) = (server(work.path(), &cfg, &redis.url, "s1").await, server(work.path(), &cfg, &redis.url, "s2").await);
+    let (a, b) = (http_client_with_token(&s1, &alice).await, http_client_with_token(&s2, &alice).await);
+    let start = json!({"type": "computer", "color": "white", "difficulty": 1, "seed": 3});
+    let mut board = a.ok("chess_create_game", start).await;
+    let id = board["game_id"].as_str().unwrap().to_string();
+    for _ in 0..5 {
+        let mv = board["legal_moves"][0].as_str().unwrap().to_string();
+        a.ok("chess_finish_turn", json!({"game_id": id, "move": mv, "decision": board["decision"]})).await;
+        // While the engine thinks on s1, a read through s2 takes the game there, and the wait through s1 takes it back.
+        b.read_resource(&format!("chess://game/{id}/fen")).await.unwrap();
+        board = a.ok("chess_wait_for_next_turn", json!({"game_id": id})).await;
+        assert_eq!(board["status"], "your-turn", "the engine's reply never came: {board}");
+    }
+}

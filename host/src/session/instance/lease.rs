@@ -47,7 +47,7 @@ impl Session {
         let behind = match self.hold(shared, kind != Run::Event) {
             Ok(behind) => behind,
             Err(StoreError::Busy { .. }) if kind == Run::Event => {
-                self.stop_io();
+                self.leave_copy();
                 return Err(SessionError::Elsewhere);
             }
             Err(e) => return Err(e.into()),
@@ -129,10 +129,22 @@ impl Session {
         let _one_at_a_time = lock(&self.kept.leasing);
         self.kept.handing_over.store(false, Ordering::Relaxed);
         if lock(&self.kept.written).lease.is_some() {
-            self.stop_io();
+            self.leave_copy();
             self.give_up_lease();
             tracing::debug!(plugin = self.plugin.name, session = self.id(), "handed the game to the server that asked for it");
         }
+    }
+
+    /// The game runs on another server now: this copy's timers and
+    /// processes stop, and it counts as behind the store whatever its
+    /// version, so the next call here rebuilds it (`catch_up`, which starts
+    /// them again from the stored state) even when nobody wrote the game in
+    /// between: else a copy handed away and back, or revived while a dead
+    /// server's lease lapsed, would run on with its timers gone (a chess
+    /// engine that never replies).
+    fn leave_copy(&self) {
+        self.stop_io();
+        self.set_version(0);
     }
 
     /// Whether a hand-over is to be started (none is on its way already).
