@@ -14,28 +14,6 @@ use super::{Session, Sessions};
 use crate::locking::lock;
 use crate::store::{Record, now_ms};
 
-impl Sessions {
-    /// The record of dormant game `id`: kept here, or read from the store.
-    pub(super) fn dormant_record(&self, id: &str) -> Option<Record> {
-        // The table's lock is not held while the store is read.
-        let (here, kept) = {
-            let table = lock(&self.dormant);
-            let dormant = table.get(id)?;
-            (dormant.kept_here(), table.kept_record(dormant))
-        };
-        match here {
-            true => kept,
-            false => match self.store.as_ref()?.record(id) {
-                Ok(record) => record,
-                Err(e) => {
-                    tracing::warn!(session = id, "reading a game out of memory from the store: {e}");
-                    None
-                }
-            },
-        }
-    }
-}
-
 /// The share of live games that leave memory at once when a new game
 /// would not fit (at least `MIN_ROOM`): one pass over the table makes room
 /// for many starts.
@@ -90,43 +68,49 @@ impl Sessions {
     /// call finds it in one or the other.
     fn unload(&self, session: Arc<Session>, seen: Instant) -> bool {
         let id = session.id();
-        // A shared store has every change already, and other servers load
-        // it from there: the game only leaves this table.
-        let dormant = match &self.store {
-            _ if self.shared().is_some() => None,
+        let shared = self.shared().is_some();
+        // A store has every change once it is written whole; a shared one
+        // had it already, and other servers load it from there. With no
+        // store, the game's state is kept here.
+        let kept = match &self.store {
+            _ if shared => None,
             Some(_) if session.persist_whole().is_err() => return false,
-            Some(_) => Some(self.dormant_of(&session, None)),
+            Some(_) => None,
             None => match session.saved_state() {
-                Some(state) => Some(self.dormant_of(&session, Some(state))),
+                Some(state) => Some(self.kept_of(&session, state)),
                 None => return false,
             },
         };
-        let mut table = lock(&self.dormant);
-        let mut live = lock(&self.live);
-        if !untouched(&session, seen) || !live.by_id.get(&id).is_some_and(|s| Arc::ptr_eq(s, &session)) {
+        // The version is held for its rebuilding here (a shared store's
+        // games are rebuilt on the version loaded then).
+        let version = Some(&session.plugin).filter(|_| !shared);
+        let leave = || {
+            let mut live = lock(&self.live);
+            if !untouched(&session, seen) || !live.by_id.get(&id).is_some_and(|s| Arc::ptr_eq(s, &session)) {
+                return false;
+            }
+            live.remove(&id);
+            true
+        };
+        if !self.dormant.park(kept, version, leave) {
             return false;
         }
-        if let Some((record, kept)) = dormant {
-            table.insert(&record, kept, Some(session.plugin.clone()));
-        }
-        live.remove(&id);
-        drop((live, table));
         // Another server may play it now without waiting for the lease to lapse.
         session.hand_over();
         true
     }
 
-    /// The record the table files `session` under once it leaves memory,
-    /// and, given its `state` (when no store keeps it), what it keeps of it.
-    fn dormant_of(&self, session: &Session, state: Option<Vec<u8>>) -> (Record, Option<Kept>) {
+    /// What the table keeps of `session` once it leaves memory with its
+    /// `state` (no store keeps it): its record and the state.
+    fn kept_of(&self, session: &Session, state: Vec<u8>) -> (Record, Kept) {
         // Its idle time runs from its last call, a read too, as it did in
-        // memory (with a store, from the write just made: at most the
-        // unload delay later).
+        // memory (a store's copy was just written: at most the unload
+        // delay later).
         let mut record = session.record();
         let last_used = now_ms().saturating_sub(session.idle_for().as_millis() as u64);
         record.changed_at_ms = record.changed_at_ms.max(last_used);
         // Written here, not under the table's lock.
-        let kept = state.map(|state| Kept { record: serde_json::to_vec(&record).unwrap_or_default(), state });
+        let kept = Kept { record: serde_json::to_vec(&record).unwrap_or_default(), state };
         (record, kept)
     }
 }

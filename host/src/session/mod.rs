@@ -34,7 +34,7 @@ use crate::runtime::run_guest;
 use crate::store::{Notice, Record, SessionStore, Stored, now_ms};
 
 pub use call::{Listeners, Plan, Progress, Reply, WaitProgress};
-use dormant::DormantTable;
+use dormant::{DormantGames, Found};
 use ended::EndedSessions;
 pub use instance::{Home, Invocation, Names, Run, Seeding, Session, SessionError, SessionInfo};
 pub use limits::{SessionLimits, WholeSeeds};
@@ -104,10 +104,10 @@ pub struct Sessions {
     /// Where sessions of durable games are kept across restarts (none:
     /// in memory only).
     store: Option<Arc<dyn SessionStore>>,
-    /// Sessions not in memory: stored ones read at start, and games that
-    /// left memory while idle (`idle`); each rebuilt when a call first
-    /// names it. Locked before `live` where both are held.
-    dormant: Mutex<DormantTable>,
+    /// Sessions not in memory: stored ones not rebuilt since the start,
+    /// and games that left memory while idle (`idle`); each rebuilt when a
+    /// call first names it. Its table is locked before `live` where both are held.
+    dormant: DormantGames,
     /// Games being rebuilt now, each behind its own gate: a second call on
     /// one waits for the first to rebuild it.
     reviving: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -173,22 +173,14 @@ impl Sessions {
         records: Option<Arc<RecordsFile>>,
     ) -> Result<Arc<Sessions>, crate::store::StoreError> {
         let store: Option<Arc<dyn SessionStore>> = store.map(Arc::from);
-        let mut stored = match &store {
-            Some(store) => store.records()?,
-            None => Vec::new(),
-        };
-        write_due_records(records.as_deref(), store.as_deref(), &mut stored);
-        let mut dormant = DormantTable::default();
-        for record in &stored {
-            dormant.insert(record, None, None);
-        }
+        write_due_records(records.as_deref(), store.as_deref())?;
         let sessions = Arc::new(Sessions {
             live: Mutex::default(),
             shared: Mutex::default(),
             gone: Mutex::default(),
             waits: Mutex::default(),
+            dormant: DormantGames::new(store.clone()),
             store,
-            dormant: Mutex::new(dormant),
             reviving: Mutex::default(),
             unloaded_since_trim: AtomicUsize::new(0),
             records,
@@ -207,7 +199,7 @@ impl Sessions {
             }));
         }
         if let Some(store) = &sessions.store {
-            tracing::info!(store = store.describe(), sessions = lock(&sessions.dormant).len(), "games are kept in the session store");
+            tracing::info!(store = store.describe(), sessions = sessions.dormant.len(), "games are kept in the session store");
         }
         Ok(sessions)
     }
@@ -235,8 +227,10 @@ impl Sessions {
     pub fn list_for(&self, caller: &Caller) -> Vec<SessionInfo> {
         let name = caller.name();
         let mut v: Vec<SessionInfo> = lock(&self.live).by_id.values().filter(|s| s.is_player(name)).map(|s| s.info()).collect();
-        let mine = lock(&self.dormant).ids_where(|d| d.plays(name));
-        v.extend(mine.iter().filter_map(|id| self.dormant_record(id)).map(|r| SessionInfo::of_stored(&r)));
+        let mut mine = self.dormant.ids_of(name);
+        // A store lists the games in memory too: those are listed above.
+        mine.retain(|id| !self.is_live(id));
+        v.extend(mine.iter().filter_map(|id| self.dormant.record(id)).map(|r| SessionInfo::of_stored(&r)));
         if let Some(shared) = self.shared().filter(|_| !name.is_empty()) {
             match shared.records_of(name) {
                 Ok(records) => {
@@ -270,8 +264,7 @@ impl Sessions {
             return Some(s.id());
         }
         drop(live);
-        let dormant = lock(&self.dormant);
-        dormant.ids_where(|d| d.in_match.as_deref() == Some(tag) && &*d.created_by == creator).pop()
+        self.dormant.started_for(tag, creator)
     }
 
     /// Whether `caller`'s chosen seeds are whole seeds (`whole_seeds`).
@@ -288,8 +281,8 @@ impl Sessions {
             }
             return Ok(s.clone());
         }
-        if let Some(d) = lock(&self.dormant).get(id).filter(|d| *d.plugin != plugin.name) {
-            return Err(other(&d.plugin));
+        if let Some(is) = self.dormant.plugin_of(id).filter(|is| *is != plugin.name) {
+            return Err(other(&is));
         }
         match lock(&self.gone).why(id) {
             Some(why) => Err(Refusal::Gone { param: param.into(), id: id.into(), why: why.to_string() }),
@@ -334,7 +327,7 @@ impl Sessions {
         }
         // Games out of memory that no store keeps end too.
         let Some(records) = &self.records else { return };
-        let parked = lock(&self.dormant).kept_records();
+        let parked = self.dormant.kept_records();
         for record in parked {
             results::record_stored_end(records, &record, why);
         }
@@ -347,10 +340,16 @@ impl Sessions {
 
     fn end(&self, id: &str, why: &str) -> Option<Arc<Session>> {
         let session = lock(&self.live).remove(id)?;
+        // Marked gone before its stored copy goes: a call meanwhile must not
+        // rebuild it from there.
+        lock(&self.gone).record(id, why);
         session.stop_io();
         session.forget();
-        lock(&self.gone).record(id, why);
         Some(session)
+    }
+
+    fn is_live(&self, id: &str) -> bool {
+        lock(&self.live).by_id.contains_key(id)
     }
 
     /// Where a session started or rebuilt here lives.
@@ -367,7 +366,7 @@ impl Sessions {
         if self.shared().is_some() {
             return self.load_shared(id, plugin).await;
         }
-        if !lock(&self.dormant).contains(id) {
+        if self.is_live(id) || lock(&self.gone).why(id).is_some() || !self.dormant.contains(id) {
             return;
         }
         let gate = lock(&self.reviving).entry(id.to_string()).or_default().clone();
@@ -384,42 +383,37 @@ impl Sessions {
     /// Rebuilds dormant game `id`, which stays dormant (a call finds it)
     /// until it is live.
     async fn revive_now(self: &Arc<Self>, id: &str, plugin: &Arc<Plugin>) {
-        let found = {
-            let table = lock(&self.dormant);
-            table.get(id).filter(|d| *d.plugin == plugin.name).map(|d| (table.kept(d), d.version.clone()))
-        };
-        let Some((kept, version)) = found else { return };
-        let gone = |why: &str| {
-            lock(&self.dormant).remove(id);
-            lock(&self.gone).record(id, why);
-        };
-        let (record, state) = match (kept, &self.store) {
-            (Some((Some(record), state)), _) => (record, state),
-            (Some((None, _)), _) | (None, None) => return gone("what was kept of it could not be read back"),
-            (None, Some(store)) => match (store.record(id), store.state(id)) {
-                (Ok(Some(record)), Ok(Some(state))) => (record, state),
-                (Err(e), _) | (_, Err(e)) => return gone(&format!("its stored copy could not be read: {e}")),
-                _ => return gone("its stored copy was removed"),
-            },
+        // A call before this one at the gate rebuilt it.
+        if self.is_live(id) {
+            return;
+        }
+        let (record, state) = match self.dormant.read(id) {
+            Found::Nowhere => return,
+            Found::Unreadable(why) => {
+                self.dormant.forget(id, None);
+                return lock(&self.gone).record(id, &why);
+            }
+            // Another game's: `get` says so.
+            Found::Game(record, _) if record.plugin != plugin.name => return,
+            Found::Game(record, state) => (record, state),
         };
         let ends = |why: &str| {
-            lock(&self.dormant).remove(id);
+            self.dormant.forget(id, Some(&record.plugin_sha256));
             self.end_stored(&record, why);
         };
         // The version it left memory on, though a reload replaced it since.
-        let plugin = version.as_ref().filter(|v| v.sha256 == record.plugin_sha256).unwrap_or(plugin);
+        let version = self.dormant.version(&record.plugin_sha256);
+        let plugin = version.as_ref().unwrap_or(plugin);
         if record.plugin_sha256 != plugin.sha256 {
             let why = format!("it ran {}, which this server no longer has, and a game does not move to another version", build_of(&record));
             return ends(&why);
         }
         let (p, me, rt, stub) = (plugin.clone(), self.clone(), self.rt.clone(), record.clone());
-        let revive = move || Session::revive(p, Stored { record: stub, state, version: 0 }, me.home(), rt);
+        let revive = move || Session::revive(p, Stored { record: *stub, state, version: 0 }, me.home(), rt);
         match run_guest(&plugin.start_pace, revive).await {
             Ok(Ok(session)) => {
                 tracing::debug!(plugin = plugin.name, session = id, "rebuilt a game out of memory");
-                let mut dormant = lock(&self.dormant);
-                lock(&self.live).insert(session);
-                dormant.remove(id);
+                self.dormant.back(id, Some(&record.plugin_sha256), || lock(&self.live).insert(session));
             }
             outcome => ends(&ran(outcome).err().map(|e| e.to_string()).unwrap_or_default()),
         }
@@ -455,7 +449,7 @@ impl Sessions {
         }
         self.expire_dormant();
         let unloaded = self.unload_idle();
-        lock(&self.dormant).tidy();
+        self.dormant.tidy();
         // Counted across sweeps: the games of a burst leave over several,
         // each with fewer than a hundred, and their heap stayed resident.
         let since_trim = self.unloaded_since_trim.fetch_add(unloaded, Ordering::Relaxed) + unloaded;
@@ -469,11 +463,13 @@ impl Sessions {
     /// Ends the stored sessions not rebuilt yet that have been idle past
     /// their timeout (idle time counts from their last change, across restarts).
     fn expire_dormant(&self) {
-        let now = now_ms();
-        let stale = lock(&self.dormant).ids_where(|d| d.expired(now));
+        let mut stale = self.dormant.expired(now_ms());
+        // A store's expiry is by its last write: a game in memory may have
+        // been read since, and the live table expires it by its last call.
+        stale.retain(|id| !self.is_live(id) && !lock(&self.reviving).contains_key(id));
         for id in stale {
-            let record = self.dormant_record(&id);
-            lock(&self.dormant).remove(&id);
+            let record = self.dormant.record(&id);
+            self.dormant.forget(&id, record.as_ref().map(|r| r.plugin_sha256.as_str()));
             match record {
                 Some(r) => self.end_stored(&r, &expiry_reason(r.idle_timeout_ms)),
                 None => {
@@ -507,20 +503,19 @@ impl Names for Sessions {
 /// Writes the records a restart found due: games whose end was stored but
 /// whose record was not marked written (the server stopped in between; the
 /// records file's tail says whether the line went out).
-fn write_due_records(records: Option<&RecordsFile>, store: Option<&dyn SessionStore>, stored: &mut [Record]) {
+fn write_due_records(records: Option<&RecordsFile>, store: Option<&dyn SessionStore>) -> Result<(), crate::store::StoreError> {
     // On a store other servers share, the server that ends a game writes its record.
-    let (Some(records), Some(store)) = (records, store) else { return };
-    if store.shared().is_some() {
-        return;
-    }
-    for record in stored.iter_mut().filter(|r| r.standing.due()) {
-        records.append_once(&results::result_record(record, results::GAME_ENDED, record.changed_at_ms));
+    let (Some(records), Some(store)) = (records, store) else { return Ok(()) };
+    let Some(index) = store.index() else { return Ok(()) };
+    for mut record in index.due()? {
+        records.append_once(&results::result_record(&record, results::GAME_ENDED, record.changed_at_ms));
         record.standing.recorded = true;
-        let written = store.state(&record.id).and_then(|state| store.put(record, &state.unwrap_or_default(), None));
+        let written = store.state(&record.id).and_then(|state| store.put(&record, &state.unwrap_or_default(), None));
         if let Err(e) = written {
             tracing::warn!(session = record.id, "the game's record was written but could not be marked so in the store: {e}");
         }
     }
+    Ok(())
 }
 
 /// The tool that takes a seat in this plugin's games, if any.

@@ -18,6 +18,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::records::MatchTag;
+
 pub use error::StoreError;
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
@@ -118,8 +120,6 @@ pub trait SessionStore: Send + Sync {
     fn put(&self, record: &Record, state: &[u8], lease: Option<&Lease>) -> Result<u64, StoreError>;
     /// Forgets a session (it ended or expired).
     fn remove(&self, id: &str) -> Result<(), StoreError>;
-    /// Every stored session's record (read once at start).
-    fn records(&self) -> Result<Vec<Record>, StoreError>;
     /// A stored session's game state.
     fn state(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError>;
     /// A stored session's record (a game out of memory is listed and
@@ -131,6 +131,30 @@ pub trait SessionStore: Send + Sync {
     fn shared(&self) -> Option<&dyn SharedStore> {
         None
     }
+    /// The same store, when it indexes its games for the one server that
+    /// uses it (a shared store's games are found through [`SharedStore`]).
+    fn index(&self) -> Option<&dyn GameIndex> {
+        None
+    }
+}
+
+/// How one server finds the games a store of its own keeps, without
+/// keeping anything of them in memory: a game out of memory is found by
+/// id (`SessionStore::record`), by player, by match, by expiry.
+pub trait GameIndex: Send + Sync {
+    /// The ids of the stored games `caller` plays in.
+    fn ids_of(&self, caller: &str) -> Result<Vec<String>, StoreError>;
+    /// The stored game a run started for `creator` as `tag`.
+    fn started_for(&self, tag: &MatchTag, creator: &str) -> Result<Option<String>, StoreError>;
+    /// The ids of the stored games idle past their timeout at `now_ms`
+    /// (by their last write: a game in memory may have been read since).
+    fn expired(&self, now_ms: u64) -> Result<Vec<String>, StoreError>;
+    /// Whether game `id` is stored.
+    fn contains(&self, id: &str) -> Result<bool, StoreError>;
+    /// The stored games whose result record is due (a restart writes them).
+    fn due(&self) -> Result<Vec<Record>, StoreError>;
+    /// How many games it keeps.
+    fn count(&self) -> Result<u64, StoreError>;
 }
 
 /// A store other servers share: any of them may run a game, one at a time.

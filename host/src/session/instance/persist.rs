@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use super::{Session, SessionError};
 use crate::locking::lock;
@@ -39,6 +39,8 @@ pub(super) struct Written {
     pub digest: Option<u64>,
     /// The game's lease while this server plays it (a shared store's).
     pub lease: Option<Lease>,
+    /// When the last write went in.
+    pub at: Option<Instant>,
 }
 
 impl Kept {
@@ -109,6 +111,7 @@ impl Session {
         match store.put(&record, &state, written.lease.as_ref()) {
             Ok(version) => {
                 written.digest = Some(digest);
+                written.at = Some(Instant::now());
                 self.set_version(version);
                 // The next write under the lease follows this one.
                 if let Some(lease) = written.lease.as_mut() {

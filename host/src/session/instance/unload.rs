@@ -41,9 +41,17 @@ impl Session {
 
     /// Writes the session to its store whole, as it is now: a game
     /// leaving memory is read back from there, counts that change no
-    /// stored digest (calls that only read) included.
+    /// stored digest (calls that only read) included. When no call ran on
+    /// it since its last write, the store has it whole already.
     pub fn persist_whole(&self) -> Result<(), SessionError> {
-        lock(&self.kept.written).digest = None;
+        {
+            let mut written = lock(&self.kept.written);
+            let last_used = self.last_used();
+            if written.digest.is_some() && written.at.is_some_and(|at| at >= last_used) {
+                return Ok(());
+            }
+            written.digest = None;
+        }
         self.persist()
     }
 }

@@ -245,10 +245,6 @@ impl SessionStore for RedisStore {
 
     /// Games are looked up by id when a call names them (`load`): another
     /// server may start one at any time, so nothing is read at start.
-    fn records(&self) -> Result<Vec<Record>, StoreError> {
-        Ok(Vec::new())
-    }
-
     fn state(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         self.with(|con| redis::cmd("HGET").arg(game_key(id)).arg("state").query(con.like()))
     }

@@ -1,5 +1,6 @@
-//! The table of games out of memory (`idle`), kept without a heap
-//! allocation of each game's own.
+//! The table of games out of memory that no store keeps (`store =
+//! "memory"`): their records and states, kept without a heap allocation of
+//! each game's own.
 //!
 //! Why: games leave memory while others are being started, so each small
 //! allocation a dormant entry made landed in a hole that a freed instance
@@ -14,15 +15,13 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::plugin::Plugin;
 use crate::records::MatchTag;
 use crate::store::Record;
 
 /// A game out of memory: the few fields the table finds games by.
 pub(super) struct Dormant {
-    /// Where its record (JSON) and then its state are, when no store keeps
-    /// them; and the record's length.
-    kept: Option<(Place, u32)>,
+    /// Where its record (JSON) and then its state are, and the record's length.
+    kept: (Place, u32),
     pub plugin: Arc<str>,
     players: Players,
     pub created_by: Arc<str>,
@@ -30,15 +29,11 @@ pub(super) struct Dormant {
     pub in_match: Option<Box<MatchTag>>,
     /// When it expires (its last change plus its idle timeout), in ms since the epoch.
     expires_at_ms: u64,
-    /// The plugin version it ran, for a game that left memory here: a
-    /// reload of the plugin meanwhile does not end it (a game runs on the
-    /// version it started on). None for a game read from the store at start.
-    pub version: Option<Arc<Plugin>>,
 }
 
 /// What the table keeps of a game no store keeps: its record as the JSON
 /// a store would write, and its state.
-pub(super) struct Kept {
+pub(crate) struct Kept {
     pub record: Vec<u8>,
     pub state: Vec<u8>,
 }
@@ -50,11 +45,6 @@ enum Players {
 }
 
 impl Dormant {
-    /// No store keeps it: its record and state are here.
-    pub fn kept_here(&self) -> bool {
-        self.kept.is_some()
-    }
-
     /// `caller` plays in it.
     pub fn plays(&self, caller: &str) -> bool {
         !caller.is_empty()
@@ -91,10 +81,9 @@ impl DormantTable {
         self.games.contains_key(&Id::of(id))
     }
 
-    /// Files `record`'s game; `kept`: what is kept here of it, because no
-    /// store keeps it.
-    pub fn insert(&mut self, record: &Record, kept: Option<Kept>, version: Option<Arc<Plugin>>) {
-        let kept = kept.map(|k| (self.kept.put(&[&k.record, &k.state]), k.record.len() as u32));
+    /// Files `record`'s game with what is kept of it.
+    pub fn insert(&mut self, record: &Record, kept: Kept) {
+        let kept = (self.kept.put(&[&kept.record, &kept.state]), kept.record.len() as u32);
         let created_by = self.names.get(&record.created_by);
         let players = match record.players.as_slice() {
             [only] if *only == record.created_by => Players::Creator,
@@ -107,7 +96,6 @@ impl DormantTable {
             created_by,
             in_match: record.in_match.clone().map(Box::new),
             expires_at_ms: record.changed_at_ms.saturating_add(record.idle_timeout_ms),
-            version,
         };
         if let Some(old) = self.games.insert(Id::of(&record.id), dormant) {
             self.release(old);
@@ -121,9 +109,7 @@ impl DormantTable {
     }
 
     fn release(&mut self, gone: Dormant) {
-        if let Some((place, _)) = gone.kept {
-            self.kept.free(place);
-        }
+        self.kept.free(gone.kept.0);
     }
 
     /// The ids of the games `pick` picks.
@@ -131,22 +117,22 @@ impl DormantTable {
         self.games.iter().filter(|(_, d)| pick(d)).map(|(id, _)| id.text()).collect()
     }
 
-    /// `dormant`'s kept record (as JSON) and state, when they are kept here.
-    fn kept_bytes(&self, dormant: &Dormant) -> Option<(&[u8], &[u8])> {
-        let (place, json) = dormant.kept?;
-        Some(self.kept.get(place).split_at(json as usize))
+    /// `dormant`'s kept record (as JSON) and state.
+    fn kept_bytes(&self, dormant: &Dormant) -> (&[u8], &[u8]) {
+        let (place, json) = dormant.kept;
+        self.kept.get(place).split_at(json as usize)
     }
 
-    /// `dormant`'s record, when it is kept here (None also when it does not
-    /// read back, which the table wrote itself and so does not happen).
+    /// `dormant`'s record (None when it does not read back, which the
+    /// table wrote itself and so does not happen).
     pub fn kept_record(&self, dormant: &Dormant) -> Option<Record> {
-        serde_json::from_slice(self.kept_bytes(dormant)?.0).ok()
+        serde_json::from_slice(self.kept_bytes(dormant).0).ok()
     }
 
-    /// `dormant`'s record and state, when they are kept here.
-    pub fn kept(&self, dormant: &Dormant) -> Option<(Option<Record>, Vec<u8>)> {
-        let (record, state) = self.kept_bytes(dormant)?;
-        Some((serde_json::from_slice(record).ok(), state.to_vec()))
+    /// `dormant`'s record and state.
+    pub fn kept(&self, dormant: &Dormant) -> (Option<Record>, Vec<u8>) {
+        let (record, state) = self.kept_bytes(dormant);
+        (serde_json::from_slice(record).ok(), state.to_vec())
     }
 
     /// The records kept here.
@@ -162,9 +148,7 @@ impl DormantTable {
         if self.kept.wasteful() {
             let mut fresh = Chunks::default();
             for dormant in self.games.values_mut() {
-                if let Some((place, _)) = &mut dormant.kept {
-                    *place = fresh.put(&[self.kept.get(*place)]);
-                }
+                dormant.kept.0 = fresh.put(&[self.kept.get(dormant.kept.0)]);
             }
             self.kept = fresh;
         }
@@ -315,12 +299,16 @@ mod tests {
         r
     }
 
+    fn kept(id: &str) -> Kept {
+        Kept { record: serde_json::to_vec(&record(id, &["alice"])).unwrap(), state: b"state".to_vec() }
+    }
+
     #[test]
     fn ids_of_any_form_find_their_games() {
         let mut table = DormantTable::default();
         let hex = "721990845b704a0ab4235c744765f1c5";
         for id in [hex, "0000000000000000000000000000000a", "box-1-721990845b704a0ab4235c744765f1c5", "ABCDEF00000000000000000000000000"] {
-            table.insert(&record(id, &["alice"]), None, None);
+            table.insert(&record(id, &["alice"]), kept(id));
             assert!(table.contains(id), "{id}");
         }
         assert!(!table.contains("721990845B704A0AB4235C744765F1C5"), "ids are matched exactly, as text");
@@ -348,9 +336,9 @@ mod tests {
     #[test]
     fn players_and_expiry_read_as_the_record_says() {
         let mut table = DormantTable::default();
-        table.insert(&record("a", &["alice"]), None, None);
-        table.insert(&record("b", &["bob", "alice"]), None, None);
-        table.insert(&record("c", &[]), None, None);
+        table.insert(&record("a", &["alice"]), kept("a"));
+        table.insert(&record("b", &["bob", "alice"]), kept("b"));
+        table.insert(&record("c", &[]), kept("c"));
         let (a, b, c) = (table.get("a").unwrap(), table.get("b").unwrap(), table.get("c").unwrap());
         assert!(a.plays("alice") && !a.plays("bob") && !a.plays(""));
         assert!(b.plays("alice") && b.plays("bob") && &*b.created_by == "bob");
@@ -365,7 +353,7 @@ mod tests {
         let state = vec![7u8; 300];
         for i in 0..6000 {
             let r = record(&format!("g{i}"), &["alice"]);
-            table.insert(&r, Some(Kept { record: serde_json::to_vec(&r).unwrap(), state: state.clone() }), None);
+            table.insert(&r, Kept { record: serde_json::to_vec(&r).unwrap(), state: state.clone() });
         }
         let room = |t: &DormantTable| t.kept.chunks.iter().map(|c| c.bytes.capacity()).sum::<usize>();
         let full = room(&table);
@@ -376,7 +364,7 @@ mod tests {
         table.tidy();
         assert!(room(&table) < full / 2, "tidying moved the kept bytes together: {} of {full}", room(&table));
         for i in (0..6000).step_by(10) {
-            let (record, kept_state) = table.kept(table.get(&format!("g{i}")).unwrap()).unwrap();
+            let (record, kept_state) = table.kept(table.get(&format!("g{i}")).unwrap());
             assert_eq!(record.unwrap().id, format!("g{i}"));
             assert_eq!(kept_state, state);
         }
