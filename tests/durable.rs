@@ -473,25 +473,35 @@ async fn idle_games_leave_memory_and_come_back_as_they_were() {
 }
 
 /// A kill -9 while games are out of memory loses none: each one read back
-/// after the restart is as it was when it left, and plays on.
+/// after the restart is as it was when it left, and plays on. The store
+/// finds them for their players (the server keeps nothing of them): a game
+/// Bob joined is listed for him and for Alice, before the kill and after.
 #[tokio::test]
 async fn games_out_of_memory_survive_a_kill() {
     let work = scratch();
-    let setup = Setup::new(work.path(), &["alice"], "[limits]\nunload_idle_after_ms = 300\n");
+    let setup = Setup::new(work.path(), &["alice", "bob"], "[limits]\nunload_idle_after_ms = 300\n");
     let server = setup.serve(&[]).await;
     let a = setup.client(&server, 0).await;
+    let b = setup.client(&server, 1).await;
     let mut games = Vec::new();
     for _ in 0..3 {
         let id = a.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].clone();
         a.ok("hanoi_execute_move", json!({"env_id": id, "move": [1, 0, 2], "decision": 1})).await;
         games.push(id);
     }
+    let shared = a.ok("chess_create_game", json!({"type": "agent", "color": "white"})).await["game_id"].as_str().unwrap().to_string();
+    let code = join_code(&a, &shared).await;
+    b.ok("chess_join_game", json!({"game_id": shared, "join_code": code})).await;
     until_out_of_memory(&a).await;
+    assert_eq!(session_ids(&b.ok("ludus_sessions", json!({})).await), [shared.as_str()], "the joiner's game, out of memory");
     kill9(server);
 
     let server = setup.serve(&[]).await;
     let a = setup.client(&server, 0).await;
-    assert_eq!(session_ids(&a.ok("ludus_sessions", json!({})).await).len(), 3);
+    let b = setup.client(&server, 1).await;
+    assert_eq!(session_ids(&b.ok("ludus_sessions", json!({})).await), [shared.as_str()]);
+    assert_eq!(session_ids(&a.ok("ludus_sessions", json!({})).await).len(), 4);
+    b.ok("chess_wait_for_next_turn", json!({"game_id": shared})).await;
     for id in games {
         let state = a.ok("hanoi_get_state", json!({"env_id": id})).await;
         assert_eq!((&state["state"], &state["decision"]), (&json!([[3, 2], [], [1]]), &json!(2)), "{state}");
