@@ -29,14 +29,15 @@
 //! for a quick client, a slow one and none; `LUDUS_BENCH=tools` the bytes
 //! of `tools/list` per game; `LUDUS_BENCH=http` only the HTTP rows of the
 //! minimal and concurrent clients (three rounds); with
-//! `LUDUS_BENCH_BASELINE=/path/to/ludus` as well (with `http`, `stdio` or `pace`), those against another build
+//! `LUDUS_BENCH_BASELINE=/path/to/ludus` as well (with `http`, `stdio`, `pace`, `store` or `million`), those against another build
 //! of Ludus in the same run (before and after a change). `LUDUS_BENCH=store`
 //! measures what keeping games across restarts costs: a changing call and a
 //! read-only one with the session store against `--store memory`, and the
 //! time from a restart to the first answered call with 10,000 stored games.
 //! `LUDUS_BENCH=idle` measures games that leave memory while idle: memory
 //! per game with 100,000 puzzles, and the first call on a puzzle or a chess
-//! game out of memory.
+//! game out of memory; `LUDUS_BENCH=million` a million puzzles kept in the
+//! store file, with the server's memory flat (`million/`).
 //! `LUDUS_BENCH=verify` measures `ludus verify` per record of each game
 //! (Hanoi, chess against the engine, an offline Showdown battle when the
 //! tests' simulator package is installed) and what the action log adds to
@@ -65,6 +66,7 @@ mod common;
 // Redis and nginx as the tests start them (`LUDUS_BENCH=cluster`).
 #[path = "../../tests/common/cluster.rs"]
 mod cluster;
+mod million;
 
 use common::{BIN, RawClient, RawHttp, percentiles, read_answer, rpc_result, rss_kib, tool_call};
 
@@ -609,12 +611,15 @@ fn stdio_only(cfg: &Path) {
 /// starting a server to its first answered call on a stored game, with
 /// 10,000 games in its store and with an empty one.
 fn store_costs(cfg: &Path) {
-    let hanoi = |args: &[&str]| {
-        let mut c = RawClient::serve(args, cfg);
+    let dir = cfg.parent().unwrap().join("restart");
+    std::fs::create_dir_all(&dir).unwrap();
+    let hanoi = |bin: &str, store: &str| {
+        let mut c = RawClient::initialize(common::serve_command_of(bin, &["--store", store], cfg));
         let env = new_puzzle(&mut c);
         (c, env)
     };
-    let ((memory, memory_env), (stored, stored_env)) = (hanoi(&["--store", "memory"]), hanoi(&[]));
+    let (file, old_file) = (dir.join("moves.db"), dir.join("baseline-moves.db"));
+    let ((memory, memory_env), (stored, stored_env)) = (hanoi(BIN, "memory"), hanoi(BIN, file.to_str().unwrap()));
     // Disk 1 to peg 1 and back: every call a legal change.
     let move_line = |env: String| {
         move |id: usize| {
@@ -626,11 +631,20 @@ fn store_costs(cfg: &Path) {
     };
     let (move_memory, move_stored) = (move_line(memory_env.clone()), move_line(stored_env.clone()));
     let (get_memory, get_stored) = (get_state_line(&memory_env), get_state_line(&stored_env));
-    let mut clients = [memory, stored];
+    let mut clients = vec![memory, stored];
+    // Another build's stored moves beside these, in the same run
+    // (`LUDUS_BENCH_BASELINE=/path/to/ludus`).
+    let baseline = std::env::var("LUDUS_BENCH_BASELINE").ok().map(|bin| hanoi(&bin, old_file.to_str().unwrap()));
+    let move_baseline = baseline.as_ref().map(|(_, env)| move_line(env.clone()));
+    clients.extend(baseline.map(|(c, _)| c));
     for round in 1..=3 {
-        let kinds: [(usize, &dyn Fn(usize) -> String); 4] = [(0, &move_memory), (1, &move_stored), (0, &get_memory), (1, &get_stored)];
-        let [(mm, mm99), (ms, ms99), (gm, gm99), (gs, gs99)]: [(Duration, Duration); 4] =
-            common::alternating(&mut clients, &kinds).try_into().unwrap();
+        let mut kinds: Vec<(usize, &dyn Fn(usize) -> String)> =
+            vec![(0, &move_memory), (1, &move_stored), (0, &get_memory), (1, &get_stored)];
+        if let Some(line) = &move_baseline {
+            kinds.push((2, line));
+        }
+        let times = common::alternating(&mut clients, &kinds);
+        let [(mm, mm99), (ms, ms99), (gm, gm99), (gs, gs99)] = times[..4] else { unreachable!() };
         eprintln!(
             "store round {round}: hanoi_execute_move memory {} / {}, stored {} / {} ({:.2}× at p50); hanoi_get_state memory {} / {}, stored {} / {}",
             us(mm),
@@ -643,14 +657,20 @@ fn store_costs(cfg: &Path) {
             us(gs),
             us(gs99)
         );
+        if let Some(&(bs, bs99)) = times.get(4) {
+            eprintln!(
+                "store round {round}: hanoi_execute_move stored, baseline build {} / {}: this build {:.2}× at p50",
+                us(bs),
+                us(bs99),
+                ms.as_secs_f64() / bs.as_secs_f64()
+            );
+        }
     }
     for mut c in clients {
         let _ = c.child.kill();
     }
 
     // A store with 10,000 puzzles, left by a killed server.
-    let dir = cfg.parent().unwrap().join("restart");
-    std::fs::create_dir_all(&dir).unwrap();
     let (full, empty) = (dir.join("full.db"), dir.join("empty.db"));
     let mut c = RawClient::serve(&["--store", full.to_str().unwrap()], cfg);
     let mut last = String::new();
@@ -779,7 +799,7 @@ fn started_and_resident(games: usize, made: Duration, before: u64, after: u64) -
 /// The server's resident memory once the last games have left memory and
 /// their pages gone back: read every half second until two readings agree
 /// (at most ten), as the last sweeps may still be writing games out.
-fn settled_rss_kib(pid: u32) -> u64 {
+pub fn settled_rss_kib(pid: u32) -> u64 {
     let mut last = rss_kib(pid);
     for _ in 0..20 {
         std::thread::sleep(Duration::from_millis(500));
@@ -1624,6 +1644,7 @@ async fn main() {
         Ok("start") => return start_costs(&cfg, &cache).await,
         Ok("verify") => return tokio::task::spawn_blocking(move || verify_costs(&cfg)).await.unwrap(),
         Ok("idle") => return tokio::task::spawn_blocking(move || idle_costs(&cfg)).await.unwrap(),
+        Ok("million") => return tokio::task::spawn_blocking(move || million::million_stored(&cfg)).await.unwrap(),
         Ok("openspiel") => return tokio::task::spawn_blocking(move || openspiel_costs(&cfg)).await.unwrap(),
         Ok("http") => match std::env::var("LUDUS_BENCH_BASELINE") {
             Ok(baseline) => return http_against(&cfg, &baseline).await,
