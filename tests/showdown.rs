@@ -91,10 +91,18 @@ fn check_evaluation(e: &serde_json::Map<String, Value>, action: &str, legal: &[V
 /// The battle's result record says what the battle said: its winner, from
 /// the creator's side, and the optimality of each scored decision in order.
 fn check_record(records: &Path, id: &str, played: &Played) {
-    let text = std::fs::read_to_string(records).unwrap();
-    let mine: Vec<Value> =
-        text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["record"] == format!("{id}/1")).collect();
-    assert_eq!(mine.len(), 1, "{text}");
+    // Written as the event that ended the battle settles, which a read of
+    // the battle may see finished a moment before: waited for a while.
+    let (mut text, mut mine) = (String::new(), Vec::new());
+    for _ in 0..50 {
+        text = std::fs::read_to_string(records).unwrap_or_default();
+        mine = text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["record"] == format!("{id}/1")).collect();
+        if !mine.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(mine.len(), 1, "the record of {id} in: {text}");
     let r = &mine[0];
     let f = &r["figures"];
     assert_eq!((&r["game"], &r["parameters"]["format"]), (&json!("showdown"), &json!("gen9randombattle")), "{r}");
