@@ -605,8 +605,10 @@ fn stdio_only(cfg: &Path) {
 }
 
 /// `LUDUS_BENCH=store`: over stdio, one call at a time, a server keeping its
-/// games in the default store file against one with `--store memory`, asked
-/// in turn: `hanoi_execute_move` (a change, written before it is answered)
+/// games in the default store file against one with `--store memory` (and
+/// another build's on a store file, with `LUDUS_BENCH_BASELINE`), asked in
+/// turn, four rounds of servers started afresh:
+/// `hanoi_execute_move` (a change, written before it is answered)
 /// and `hanoi_get_state` (read-only, nothing written). Then the time from
 /// starting a server to its first answered call on a stored game, with
 /// 10,000 games in its store and with an empty one.
@@ -619,7 +621,13 @@ fn store_costs(cfg: &Path) {
         (c, env)
     };
     let (file, old_file) = (dir.join("moves.db"), dir.join("baseline-moves.db"));
-    let ((memory, memory_env), (stored, stored_env)) = (hanoi(BIN, "memory"), hanoi(BIN, file.to_str().unwrap()));
+    // The servers: this build in memory, this build on a store file, and
+    // another build on one (`LUDUS_BENCH_BASELINE=/path/to/ludus`).
+    let mut servers: Vec<(&str, String, String)> =
+        vec![("memory", BIN.to_string(), "memory".to_string()), ("stored", BIN.to_string(), file.display().to_string())];
+    if let Ok(bin) = std::env::var("LUDUS_BENCH_BASELINE") {
+        servers.push(("baseline", bin, old_file.display().to_string()));
+    }
     // Disk 1 to peg 1 and back: every call a legal change.
     let move_line = |env: String| {
         move |id: usize| {
@@ -629,24 +637,27 @@ fn store_costs(cfg: &Path) {
             )
         }
     };
-    let (move_memory, move_stored) = (move_line(memory_env.clone()), move_line(stored_env.clone()));
-    let (get_memory, get_stored) = (get_state_line(&memory_env), get_state_line(&stored_env));
-    let mut clients = vec![memory, stored];
-    // Another build's stored moves beside these, in the same run
-    // (`LUDUS_BENCH_BASELINE=/path/to/ludus`).
-    let baseline = std::env::var("LUDUS_BENCH_BASELINE").ok().map(|bin| hanoi(&bin, old_file.to_str().unwrap()));
-    let move_baseline = baseline.as_ref().map(|(_, env)| move_line(env.clone()));
-    clients.extend(baseline.map(|(c, _)| c));
-    for round in 1..=3 {
-        let mut kinds: Vec<(usize, &dyn Fn(usize) -> String)> =
-            vec![(0, &move_memory), (1, &move_stored), (0, &get_memory), (1, &get_stored)];
-        if let Some(line) = &move_baseline {
+    for round in 1..=4 {
+        // Started afresh each round, a different one first: two servers
+        // started once differed by up to 2× with the same build.
+        let order: Vec<usize> = (0..servers.len()).map(|k| (k + round) % servers.len()).collect();
+        let mut started: Vec<Option<(RawClient, String)>> = (0..servers.len()).map(|_| None).collect();
+        for &k in &order {
+            started[k] = Some(hanoi(&servers[k].1, &servers[k].2));
+        }
+        let (clients, envs): (Vec<RawClient>, Vec<String>) = started.into_iter().map(Option::unwrap).unzip();
+        let mut clients = clients;
+        let moves: Vec<_> = envs.iter().map(|env| move_line(env.clone())).collect();
+        let (get_memory, get_stored) = (get_state_line(&envs[0]), get_state_line(&envs[1]));
+        let mut kinds: Vec<(usize, &dyn Fn(usize) -> String)> = vec![(0, &moves[0]), (1, &moves[1]), (0, &get_memory), (1, &get_stored)];
+        if let Some(line) = moves.get(2) {
             kinds.push((2, line));
         }
         let times = common::alternating(&mut clients, &kinds);
         let [(mm, mm99), (ms, ms99), (gm, gm99), (gs, gs99)] = times[..4] else { unreachable!() };
         eprintln!(
-            "store round {round}: hanoi_execute_move memory {} / {}, stored {} / {} ({:.2}× at p50); hanoi_get_state memory {} / {}, stored {} / {}",
+            "store round {round} ({} started first): hanoi_execute_move memory {} / {}, stored {} / {} ({:.2}× at p50); hanoi_get_state memory {} / {}, stored {} / {}",
+            servers[order[0]].0,
             us(mm),
             us(mm99),
             us(ms),
@@ -665,9 +676,10 @@ fn store_costs(cfg: &Path) {
                 ms.as_secs_f64() / bs.as_secs_f64()
             );
         }
-    }
-    for mut c in clients {
-        let _ = c.child.kill();
+        for mut c in clients {
+            let _ = c.child.kill();
+            let _ = c.child.wait();
+        }
     }
 
     // A store with 10,000 puzzles, left by a killed server.
