@@ -226,10 +226,14 @@ impl Sessions {
     /// what they run are the players' business).
     pub fn list_for(&self, caller: &Caller) -> Vec<SessionInfo> {
         let name = caller.name();
-        let mut v: Vec<SessionInfo> = lock(&self.live).by_id.values().filter(|s| s.is_player(name)).map(|s| s.info()).collect();
+        // Asked before the live table is locked (a store's query is I/O); a
+        // store lists the games in memory too, which the live table lists.
         let mut mine = self.dormant.ids_of(name);
-        // A store lists the games in memory too: those are listed above.
-        mine.retain(|id| !self.is_live(id));
+        let mut v: Vec<SessionInfo> = {
+            let live = lock(&self.live);
+            mine.retain(|id| !live.by_id.contains_key(id));
+            live.by_id.values().filter(|s| s.is_player(name)).map(|s| s.info()).collect()
+        };
         v.extend(mine.iter().filter_map(|id| self.dormant.record(id)).map(|r| SessionInfo::of_stored(&r)));
         if let Some(shared) = self.shared().filter(|_| !name.is_empty()) {
             match shared.records_of(name) {
@@ -466,7 +470,10 @@ impl Sessions {
         let mut stale = self.dormant.expired(now_ms());
         // A store's expiry is by its last write: a game in memory may have
         // been read since, and the live table expires it by its last call.
-        stale.retain(|id| !self.is_live(id) && !lock(&self.reviving).contains_key(id));
+        {
+            let (live, reviving) = (lock(&self.live), lock(&self.reviving));
+            stale.retain(|id| !live.by_id.contains_key(id) && !reviving.contains_key(id));
+        }
         for id in stale {
             let record = self.dormant.record(&id);
             self.dormant.forget(&id, record.as_ref().map(|r| r.plugin_sha256.as_str()));
