@@ -1635,26 +1635,52 @@ async fn http_only(cfg: &Path) {
 }
 
 /// `LUDUS_BENCH=http LUDUS_BENCH_BASELINE=/path/to/ludus`: this build against
-/// another binary of Ludus in one run — `hanoi_get_state` one at a time over
-/// a kept-alive connection to each, asked in turn, then 200 concurrent
-/// sessions on each, in turn, three times — so a change is measured before
-/// and after on the same moments of the machine.
+/// another binary of Ludus in one run, eight rounds: both servers started
+/// afresh (in turn which first, with `--store memory`), then
+/// `hanoi_get_state` one at a time over a kept-alive connection to each,
+/// asked in turn, then 200 concurrent sessions on each, in turn; the median
+/// ratio of the rounds. Two servers started once differed by a fifth with
+/// the same binary on both sides.
 async fn http_against(cfg: &Path, baseline: &str) {
-    let args = ["--http", "127.0.0.1:0"];
-    let old = http_server_of(common::serve_command_of(baseline, &args, cfg)).await;
-    let new = http_server(cfg).await;
-    let ((old_client, old_env), (new_client, new_env)) = (http_hanoi_session(&old.url).await, http_hanoi_session(&new.url).await);
-    let (get_old, get_new) = (get_state(&old_env), get_state(&new_env));
-    let mut clients = [old_client, new_client];
-    let [(o50, o99), (n50, n99)]: [(Duration, Duration); 2] =
-        alternating_http(&mut clients, &[(0, &get_old), (1, &get_new)]).await.try_into().unwrap();
-    eprintln!("http hanoi_get_state one at a time: baseline {} / {}; this build {} / {}", us(o50), us(o99), us(n50), us(n99));
-    for round in 1..=3 {
+    let args = ["--http", "127.0.0.1:0", "--store", "memory"];
+    // Each server lands in one of two speeds for its life (on 2 cores a
+    // connection's `hanoi_get_state` took 31 or 44 µs, whichever build):
+    // eight starts of each.
+    const ROUNDS: usize = 8;
+    let mut ratios = Vec::new();
+    for round in 1..=ROUNDS {
+        let baseline_first = round % 2 == 1;
+        let (old, new) = if baseline_first {
+            let old = http_server_of(common::serve_command_of(baseline, &args, cfg)).await;
+            (old, http_server_of(common::serve_command(&args, cfg)).await)
+        } else {
+            let new = http_server_of(common::serve_command(&args, cfg)).await;
+            (http_server_of(common::serve_command_of(baseline, &args, cfg)).await, new)
+        };
+        let ((old_client, old_env), (new_client, new_env)) = (http_hanoi_session(&old.url).await, http_hanoi_session(&new.url).await);
+        let (get_old, get_new) = (get_state(&old_env), get_state(&new_env));
+        let mut clients = [old_client, new_client];
+        let [(o50, o99), (n50, n99)]: [(Duration, Duration); 2] =
+            alternating_http(&mut clients, &[(0, &get_old), (1, &get_new)]).await.try_into().unwrap();
+        let ratio = n50.as_secs_f64() / o50.as_secs_f64();
+        ratios.push(ratio);
+        let first = if baseline_first { "baseline" } else { "this build" };
+        eprintln!(
+            "http round {round} ({first} started first): hanoi_get_state one at a time: baseline {} / {}; this build {} / {} ({ratio:.2}×)",
+            us(o50),
+            us(o99),
+            us(n50),
+            us(n99)
+        );
         for (name, server) in [("baseline", &old), ("this build", &new)] {
             let (rate, p50, p99) = http_load(&server.url, 200, 30).await;
-            eprintln!("http 200 sessions, round {round}, {name}: {rate:.0} calls/s, p50 {} / p99 {}", us(p50), us(p99));
+            eprintln!("http round {round}, 200 sessions, {name}: {rate:.0} calls/s, p50 {} / p99 {}", us(p50), us(p99));
         }
     }
+    // The median: one round in a run may place a server's threads badly.
+    ratios.sort_by(f64::total_cmp);
+    let median = (ratios[ROUNDS / 2 - 1] + ratios[ROUNDS / 2]) / 2.0;
+    eprintln!("http: this build's hanoi_get_state p50, the median of the {ROUNDS} rounds: {median:.2}× the baseline's");
 }
 
 #[tokio::main(flavor = "multi_thread")]
