@@ -104,8 +104,7 @@ impl Sessions {
     /// `state` (no store keeps it): its record and the state.
     fn kept_of(&self, session: &Session, state: Vec<u8>) -> (Record, Kept) {
         // Its idle time runs from its last call, a read too, as it did in
-        // memory (a store's copy was just written: at most the unload
-        // delay later).
+        // memory.
         let mut record = session.record();
         let last_used = now_ms().saturating_sub(session.idle_for().as_millis() as u64);
         record.changed_at_ms = record.changed_at_ms.max(last_used);
