@@ -45,7 +45,8 @@ async fn until_records(path: &Path, count: usize) -> Vec<Value> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("fewer than {count} records: {:#?}", records(path));
+    let found: Vec<String> = records(path).iter().map(|r| format!("{} {} ({})", r["game"], r["record"], r["ended"])).collect();
+    panic!("fewer than {count} records after 10 s: {found:#?}");
 }
 
 #[tokio::test]
@@ -403,21 +404,25 @@ async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
             a.ok("chess_finish_turn", json!({"game_id": game, "move": mv})).await;
         }
     }
+    assert!(final_fen.is_string(), "the chess game did not end in 400 turns");
     // A Showdown battle against the random bot, first available action each time.
     let battle = common::showdown::offline(&a, "random", 5).await;
     let instead = a.call("showdown_make_move", json!({"battle_id": battle, "action": "splash-of-nothing"})).await;
     let said = text(&instead);
     assert_ne!(instead.is_error, Some(true), "{said}");
     assert!(said.contains("played a random legal move for you: `showdown_make_move` {\"action\":"), "{said}");
+    let mut finished = false;
     for _ in 0..600 {
         let s = a.ok("showdown_get_battle_state", json!({"battle_id": battle})).await;
         if s["status"] == "finished" {
+            finished = true;
             break;
         }
         if let Some(action) = s["available_actions"].as_array().and_then(|v| v.first()).and_then(Value::as_str) {
             a.ok("showdown_make_move", json!({"battle_id": battle, "action": action})).await;
         }
     }
+    assert!(finished, "the battle did not end in 600 turns");
     // A Magic game on phase, conceded at its first decision.
     let mut st = a.ok("cards_start_game", json!({"seed": 5})).await;
     let magic = st["game_id"].clone();
@@ -425,7 +430,8 @@ async fn the_report_summarises_real_records_and_its_page_loads_in_chromium() {
         st = a.ok("cards_wait_for_action", json!({"game_id": magic})).await;
     }
     a.ok("cards_choose_action", json!({"game_id": magic, "answer": false})).await;
-    a.ok("cards_concede", json!({"game_id": magic})).await;
+    let conceded = a.ok("cards_concede", json!({"game_id": magic})).await;
+    assert_eq!(conceded["game_over"], true, "{conceded}");
     let all = until_records(&file, 9).await;
     assert!(all.iter().any(|r| r["game"] == "chess" && r["parameters"]["level"] == 1), "{all:#?}");
     assert!(
