@@ -166,7 +166,12 @@ async fn latency(c: &Client, n: usize) -> (Duration, Duration) {
 
 /// A minimal client's MCP session with one Hanoi puzzle: (client, env id).
 async fn http_hanoi_session(url: &str) -> (RawHttp, Value) {
-    let mut c = RawHttp::initialize(url).await;
+    http_hanoi_session_as(url, "2025-06-18").await
+}
+
+/// The same for a client of protocol `version`.
+async fn http_hanoi_session_as(url: &str, version: &'static str) -> (RawHttp, Value) {
+    let mut c = RawHttp::initialize_as(url, version).await;
     let (_, text) = c.post(&tool_call(1, "hanoi_init_simulator", json!({"n": 3}))).await;
     let env = rpc_result(&text)["structuredContent"]["env_id"].clone();
     (c, env)
@@ -1647,7 +1652,7 @@ async fn http_against(cfg: &Path, baseline: &str) {
     // connection's `hanoi_get_state` took 31 or 44 µs, whichever build):
     // eight starts of each.
     const ROUNDS: usize = 8;
-    let mut ratios = Vec::new();
+    let (mut ratios, mut streamed_ratios) = (Vec::new(), Vec::new());
     for round in 1..=ROUNDS {
         let baseline_first = round % 2 == 1;
         let (old, new) = if baseline_first {
@@ -1658,19 +1663,28 @@ async fn http_against(cfg: &Path, baseline: &str) {
             (http_server_of(common::serve_command_of(baseline, &args, cfg)).await, new)
         };
         let ((old_client, old_env), (new_client, new_env)) = (http_hanoi_session(&old.url).await, http_hanoi_session(&new.url).await);
+        // The same from a 2025-11-25 client, whose calls answer on resumable streams.
+        let ((old_streams, old_env2), (new_streams, new_env2)) =
+            (http_hanoi_session_as(&old.url, "2025-11-25").await, http_hanoi_session_as(&new.url, "2025-11-25").await);
         let (get_old, get_new) = (get_state(&old_env), get_state(&new_env));
-        let mut clients = [old_client, new_client];
-        let [(o50, o99), (n50, n99)]: [(Duration, Duration); 2] =
-            alternating_http(&mut clients, &[(0, &get_old), (1, &get_new)]).await.try_into().unwrap();
+        let (get_old2, get_new2) = (get_state(&old_env2), get_state(&new_env2));
+        let mut clients = [old_client, new_client, old_streams, new_streams];
+        let [(o50, o99), (n50, n99), (os50, _), (ns50, _)]: [(Duration, Duration); 4] =
+            alternating_http(&mut clients, &[(0, &get_old), (1, &get_new), (2, &get_old2), (3, &get_new2)]).await.try_into().unwrap();
         let ratio = n50.as_secs_f64() / o50.as_secs_f64();
         ratios.push(ratio);
+        let streamed = ns50.as_secs_f64() / os50.as_secs_f64();
+        streamed_ratios.push(streamed);
         let first = if baseline_first { "baseline" } else { "this build" };
         eprintln!(
-            "http round {round} ({first} started first): hanoi_get_state one at a time: baseline {} / {}; this build {} / {} ({ratio:.2}×)",
+            "http round {round} ({first} started first): hanoi_get_state one at a time: baseline {} / {}; this build {} / {} ({ratio:.2}×); \
+             from a 2025-11-25 client (resumable streams), p50: baseline {}, this build {} ({streamed:.2}×)",
             us(o50),
             us(o99),
             us(n50),
-            us(n99)
+            us(n99),
+            us(os50),
+            us(ns50)
         );
         for (name, server) in [("baseline", &old), ("this build", &new)] {
             let (rate, p50, p99) = http_load(&server.url, 200, 30).await;
@@ -1678,9 +1692,15 @@ async fn http_against(cfg: &Path, baseline: &str) {
         }
     }
     // The median: one round in a run may place a server's threads badly.
-    ratios.sort_by(f64::total_cmp);
-    let median = (ratios[ROUNDS / 2 - 1] + ratios[ROUNDS / 2]) / 2.0;
-    eprintln!("http: this build's hanoi_get_state p50, the median of the {ROUNDS} rounds: {median:.2}× the baseline's");
+    let median = |mut r: Vec<f64>| {
+        r.sort_by(f64::total_cmp);
+        (r[ROUNDS / 2 - 1] + r[ROUNDS / 2]) / 2.0
+    };
+    eprintln!(
+        "http: this build's hanoi_get_state p50, the median of the {ROUNDS} rounds: {:.2}× the baseline's; from a 2025-11-25 client {:.2}×",
+        median(ratios),
+        median(streamed_ratios)
+    );
 }
 
 #[tokio::main(flavor = "multi_thread")]

@@ -1,19 +1,19 @@
 //! MCP sessions over HTTP: rmcp's local session manager, with tool calls and
 //! pings answered on the direct lane, and idle expiry done here.
 //!
-//! rmcp still opens and closes sessions, runs `initialize` and every other
-//! request, and checks each POST (Origin, Host, protocol version, session id)
-//! before it reaches `create_stream`. What changes is where a tool call goes
-//! after that: into the connection's own thread (`Ludus::answer_directly`),
-//! not through the session's worker task and back. The answer is the same
-//! one-message SSE stream rmcp would send, progress notifications first;
-//! or, for a call that can send nothing before its answer on a session
-//! whose streams are not resumable, plain JSON (`answer_as_json`, which the
-//! gate calls before rmcp sees the request).
+//! rmcp still opens and closes sessions and runs `initialize`, the lists,
+//! resources and subscriptions. A session's tool call or ping does not reach
+//! it: the gate hands it to `McpSessions::answer`, which runs it in the
+//! connection's own thread (`Ludus::answer_directly`) and answers as plain
+//! JSON when nothing is sent before the answer and the session's streams
+//! are not resumable, or as a stream of events (progress, log lines and
+//! questions first, then the answer) that the gate writes. Only a call the
+//! gate leaves to rmcp's checks (one naming protocol 2026-07-28) comes back
+//! here through rmcp's `create_stream`, to the same lane.
 //!
-//! Expiry moved here because the session's worker no longer sees every
-//! request: its own idle timer would close a session that is busy on the
-//! direct lane.
+//! Expiry is here because rmcp's session worker does not see the calls:
+//! its own idle timer would close a session that is busy on the direct
+//! lane.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -115,25 +115,33 @@ impl McpSessions {
         Some(Admitted { table: self.in_flight.clone(), key })
     }
 
-    /// A tool call or ping answered as plain JSON (`application/json`, one
-    /// body with its length) when nothing is sent before its answer
-    /// (`Ludus::answers_alone`) and its session's streams are not
+    /// A tool call or ping of session `id`, answered here: as plain JSON
+    /// (one body with its length) when nothing is sent before its answer
+    /// (`Ludus::answers_alone`) and the session's streams are not
     /// resumable (a 2025-11-25 client's calls stream, so that they can be
-    /// resumed); the request back otherwise, for rmcp's service. It must
-    /// have been admitted (`admit`): a `notifications/cancelled` finds it
-    /// there (and then it has no answer: None), and a client that goes
-    /// away drops it, which cancels it.
-    pub async fn answer_as_json(
+    /// resumed); otherwise as an event stream, progress and the game's log
+    /// lines first. The request back when it is for rmcp's service (another
+    /// method, or a session that does not exist, which rmcp refuses). It
+    /// must have been admitted (`admit`): a `notifications/cancelled`
+    /// finds it there (a cancelled call has no answer), and a client that
+    /// goes away drops it, which cancels it.
+    pub async fn answer(
         &self,
         id: &SessionId,
         request: JsonRpcRequest<ClientRequest>,
         caller: Caller,
-    ) -> Result<Option<Vec<u8>>, JsonRpcRequest<ClientRequest>> {
-        let alone = !self.resumable.holds(id) && self.ludus.answers_alone(id, &request.request);
-        if !alone || !self.inner.has_session(id).await.unwrap_or(false) {
+    ) -> Result<Answered, JsonRpcRequest<ClientRequest>> {
+        if !self.inner.has_session(id).await.unwrap_or(false) {
             return Err(request);
         }
         self.touch(id);
+        if self.resumable.holds(id) || !self.ludus.answers_alone(id, &request.request) {
+            let call = self.direct_stream(id, request, caller)?;
+            return Ok(Answered::Events(match self.resumable.open(id, call) {
+                Ok(resumable) => Box::pin(resumable),
+                Err(call) => Box::pin(call),
+            }));
+        }
         let key = (id.clone(), request.id.to_string());
         let ct = CancellationToken::new();
         let notify: Notify = Arc::new(|m| tracing::debug!("a message of a call answered as JSON is dropped: {m:?}"));
@@ -145,7 +153,7 @@ impl McpSessions {
         let _cancel_if_dropped = ct.drop_guard();
         let answer = answer.await;
         // MCP: a cancelled request gets no answer.
-        Ok((!cancelled.is_cancelled()).then(|| answer.into_line()))
+        Ok(Answered::Json((!cancelled.is_cancelled()).then(|| answer.into_line())))
     }
 
     fn touch(&self, id: &SessionId) {
@@ -197,22 +205,20 @@ impl McpSessions {
     }
 
     /// A tool call or ping as a one-answer stream (progress first), or the
-    /// message back when it is for rmcp.
+    /// request back when it is for rmcp.
     fn direct_stream(
         &self,
         id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, ClientJsonRpcMessage> {
-        let ClientJsonRpcMessage::Request(request) = message else { return Err(message) };
+        request: JsonRpcRequest<ClientRequest>,
+        caller: Caller,
+    ) -> Result<DirectStream, JsonRpcRequest<ClientRequest>> {
         let key = (id.clone(), request.id.to_string());
-        // The gate filed the caller with the request's HTTP parts.
-        let caller = caller_in(request.request.extensions()).unwrap_or_else(|| self.names.of(id));
         let ct = CancellationToken::new();
         let (progress_tx, progress_rx) = tokio::sync::mpsc::unbounded_channel::<ServerJsonRpcMessage>();
         let notify = Arc::new(move |m| {
             let _ = progress_tx.send(m);
         });
-        let answer = self.ludus.answer_directly(Some(caller), id, request, ct.clone(), notify).map_err(ClientJsonRpcMessage::Request)?;
+        let answer = self.ludus.answer_directly(Some(caller), id, request, ct.clone(), notify)?;
         // The gate admitted the request; from now on a cancellation reaches it.
         if let Some(slot) = lock(&self.in_flight).get_mut(&key) {
             *slot = Some(ct.clone());
@@ -281,6 +287,17 @@ impl Stream for DirectStream {
     }
 }
 
+/// How the gate's lane answered a session's request.
+pub enum Answered {
+    /// Plain JSON: the JSON-RPC response, or none (the call was cancelled).
+    Json(Option<Vec<u8>>),
+    /// An event stream: progress, log lines and questions, then the answer.
+    Events(Events),
+}
+
+/// A call's events, in order, as they come.
+pub type Events = Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync>>;
+
 /// A request in the in-flight table until its answer ends or is dropped.
 pub struct Admitted {
     table: InFlight,
@@ -342,12 +359,20 @@ impl SessionManager for McpSessions {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id);
-        match self.direct_stream(id, message) {
+        // What the gate does not answer itself (`McpSessions::answer`) but
+        // rmcp's checks let through: a tool call of a session that names
+        // a protocol version from 2026-07-28 on in its headers or its
+        // `_meta`. The gate filed the caller with the request's HTTP parts.
+        let ClientJsonRpcMessage::Request(request) = message else {
+            return Ok(self.inner.create_stream(id, message).await?.right_stream());
+        };
+        let caller = caller_in(request.request.extensions()).unwrap_or_else(|| self.names.of(id));
+        match self.direct_stream(id, request, caller) {
             Ok(direct) => Ok(match self.resumable.open(id, direct) {
                 Ok(resumable) => resumable.left_stream().left_stream(),
                 Err(direct) => direct.right_stream().left_stream(),
             }),
-            Err(message) => Ok(self.inner.create_stream(id, message).await?.right_stream()),
+            Err(request) => Ok(self.inner.create_stream(id, ClientJsonRpcMessage::Request(request)).await?.right_stream()),
         }
     }
 

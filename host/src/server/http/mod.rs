@@ -1,6 +1,8 @@
-//! MCP over Streamable HTTP: rmcp's service behind our own accept loop and a
-//! thin JSON-RPC gate, with our session manager (`http::mcp_sessions`) answering
-//! tool calls on the direct lane.
+//! MCP over Streamable HTTP: our own accept loop and a JSON-RPC gate that
+//! answers every session's tool calls and pings itself (through
+//! `http::mcp_sessions`, as plain JSON or an event stream it writes), with
+//! rmcp's service behind it for `initialize`, the lists, resources and
+//! subscriptions.
 //!
 //! The accept loop is ours for the limits a ready-made server does not set:
 //! a cap on open connections, and a deadline for a request's headers, so
@@ -32,13 +34,16 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use bytes::Bytes;
+use futures_util::StreamExt;
 use http::{HeaderValue, Method, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::model::{ClientRequest, GetMeta, JsonRpcRequest, ProtocolVersion};
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use sse_stream::{Sse, SseBody};
 use tokio_util::sync::CancellationToken;
 
 mod conns;
@@ -54,7 +59,7 @@ use crate::registry::Registry;
 use crate::session::Caller;
 use conns::{Answering, ConnRef, Conns};
 use guard::{CallerNames, Guard, METADATA_PATHS, refuse};
-use mcp_sessions::{Admitted, McpSessions};
+use mcp_sessions::{Admitted, Answered, Events, McpSessions};
 use proxies::TrustedProxies;
 use thread::{Socket, drive};
 
@@ -442,17 +447,18 @@ impl Gate {
             let why = "this request id is already in flight in this session; give each request its own id";
             return json_answer(StatusCode::CONFLICT, jsonrpc::error_reply(serde_json::Value::Null, -32600, why.into()));
         };
-        // A call that sends nothing before its answer is answered here, as
-        // plain JSON, when the client takes it and names a version rmcp knows:
-        // no second parse, no event stream, no trip through rmcp's service.
-        if let (rmcp::model::JsonRpcMessage::Request(request), true) = (message, takes_json(&parts.headers))
-            && let Ok(answered) = self.sessions.answer_as_json(&session, request, caller).await
+        // A tool call or ping is answered here, as plain JSON or on an event
+        // stream of our own, when its headers are what rmcp's service takes:
+        // no second parse, no trip through rmcp's service.
+        if let rmcp::model::JsonRpcMessage::Request(request) = message
+            && answers_here(&parts.headers, &request)
+            && let Ok(answered) = self.sessions.answer(&session, request, caller).await
         {
-            drop(in_flight);
             return match answered {
-                Some(body) => json_answer(StatusCode::OK, body),
-                // Cancelled: an event stream with no event, as rmcp's would be.
-                None => whole(StatusCode::OK, "text/event-stream", Bytes::new()),
+                Answered::Json(Some(body)) => json_answer(StatusCode::OK, body),
+                // Cancelled: an event stream with no event, as the other route's would be.
+                Answered::Json(None) => whole(StatusCode::OK, "text/event-stream", Bytes::new()),
+                Answered::Events(events) => track(event_stream(events), Some(in_flight), answering),
             };
         }
         track(to_rmcp(parts, bytes).await, Some(in_flight), answering)
@@ -474,16 +480,52 @@ impl Gate {
     }
 }
 
-/// Whether the client accepts a plain JSON answer and names a protocol
-/// version rmcp knows (or none): else rmcp's service answers, and refuses.
-fn takes_json(headers: &http::HeaderMap) -> bool {
-    let accepts = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).any(|v| v.contains("application/json"));
+/// Whether a session's request may be answered by the gate rather than
+/// by rmcp's service: it sends JSON, accepts JSON and event streams, and
+/// names no protocol version from 2026-07-28 on (in its headers or its
+/// `_meta`), whose standard headers and per-request metadata rmcp checks.
+/// An Accept header with parameters (quality weights) is left to rmcp's
+/// reading too. Whatever is not answered here goes to rmcp's service,
+/// which refuses it with its own status and text, or runs the call on
+/// the same lane (`McpSessions::create_stream`).
+fn answers_here(headers: &http::HeaderMap, request: &JsonRpcRequest<ClientRequest>) -> bool {
+    let is = |value: &str, kind: &str| value.trim().eq_ignore_ascii_case(kind);
+    let sends_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| is(v.split_once(';').map_or(v, |(essence, _)| essence), JSON));
+    let accept: Vec<&str> = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).collect();
+    let plain = accept.iter().all(|v| !v.contains([';', '"']));
+    let accepts = |kind: &str| accept.iter().flat_map(|v| v.split(',')).any(|m| is(m, kind));
+    let version_before_2026 =
+        |v: &str| v < ProtocolVersion::STANDARD_HEADERS.as_str() && ProtocolVersion::KNOWN_VERSIONS.iter().any(|k| k.as_str() == v);
     let version = match headers.get("mcp-protocol-version").map(|v| v.to_str()) {
         None => true,
-        Some(Ok(v)) => rmcp::model::ProtocolVersion::KNOWN_VERSIONS.iter().any(|k| k.as_str() == v),
+        Some(Ok(v)) => version_before_2026(v),
         Some(Err(_)) => false,
     };
-    accepts && version
+    sends_json && plain && accepts(JSON) && accepts(EVENT_STREAM) && version && request.request.get_meta().protocol_version().is_none()
+}
+
+const JSON: &str = "application/json";
+const EVENT_STREAM: &str = "text/event-stream";
+
+/// A call's answer as an event stream: each message one event, its data
+/// the message's JSON, with its event id and retry hint when it has them
+/// (a resumable stream's); a priming event has empty data.
+fn event_stream(events: Events) -> Response {
+    let frames = events.map(|m| {
+        let data = m.message.as_ref().map_or(String::new(), |m| serde_json::to_string(m).expect("a JSON-RPC message is JSON"));
+        let retry = m.retry.map(|r| r.as_millis() as u64);
+        Ok::<_, Infallible>(Sse { event: None, data: Some(data), id: m.event_id, retry })
+    });
+    let mut response = http::Response::new(SseBody::new(frames).boxed());
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Proxies such as nginx pass each event on as it comes.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
 }
 
 /// The response, with its body holding what must last as long as it streams.
@@ -564,4 +606,52 @@ fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     socket.bind(addr)?;
     let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn").ok().and_then(|s| s.trim().parse().ok());
     socket.listen(somaxconn.unwrap_or(4096))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(meta: serde_json::Value) -> JsonRpcRequest<ClientRequest> {
+        let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "hanoi_get_state", "arguments": {}, "_meta": meta}});
+        serde_json::from_value(call).unwrap()
+    }
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        for (name, value) in pairs {
+            h.append(*name, HeaderValue::from_static(value));
+        }
+        h
+    }
+
+    const PLAIN: [(&str, &str); 3] = [
+        ("content-type", "application/json; charset=utf-8"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+
+    #[test]
+    fn the_gate_answers_what_rmcps_service_would_take_and_leaves_the_rest_to_it() {
+        assert!(answers_here(&headers(&PLAIN), &call(serde_json::json!({}))));
+        assert!(answers_here(&headers(&PLAIN[..2]), &call(serde_json::json!({}))), "no version: 2025-03-26");
+        assert!(answers_here(
+            &headers(&[PLAIN[0], ("accept", "text/event-stream"), ("accept", "application/json")]),
+            &call(serde_json::json!({}))
+        ));
+        let others: [&[(&str, &str)]; 6] = [
+            &[("content-type", "text/plain"), PLAIN[1]],
+            &[PLAIN[0], ("accept", "application/json")],
+            &[PLAIN[0], ("accept", "application/json, text/event-stream;q=0")],
+            &[PLAIN[0], PLAIN[1], ("mcp-protocol-version", "2026-07-28")],
+            &[PLAIN[0], PLAIN[1], ("mcp-protocol-version", "1999-01-01")],
+            &[PLAIN[1]],
+        ];
+        for h in others {
+            assert!(!answers_here(&headers(h), &call(serde_json::json!({}))), "{h:?}");
+        }
+        let versioned = call(serde_json::json!({"io.modelcontextprotocol/protocolVersion": "2025-11-25"}));
+        assert!(!answers_here(&headers(&PLAIN), &versioned), "a version in `_meta` is rmcp's to check");
+    }
 }
