@@ -1643,8 +1643,9 @@ async fn http_only(cfg: &Path) {
 /// another binary of Ludus in one run, eight rounds: both servers started
 /// afresh (in turn which first, with `--store memory`), then
 /// `hanoi_get_state` one at a time over a kept-alive connection to each,
-/// asked in turn, then 200 concurrent sessions on each, in turn; the median
-/// ratio of the rounds. Two servers started once differed by a fifth with
+/// from a 2025-06-18 client (plain JSON answers) and a 2025-11-25 one
+/// (resumable streams), asked in turn, then 200 concurrent sessions on
+/// each, in turn; the median ratio of the rounds. Two servers started once differed by a fifth with
 /// the same binary on both sides.
 async fn http_against(cfg: &Path, baseline: &str) {
     let args = ["--http", "127.0.0.1:0", "--store", "memory"];

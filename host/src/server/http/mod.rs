@@ -35,7 +35,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use http::{HeaderValue, Method, StatusCode, header};
+use http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
@@ -489,25 +489,33 @@ impl Gate {
 /// which refuses it with its own status and text, or runs the call on
 /// the same lane (`McpSessions::create_stream`).
 fn answers_here(headers: &http::HeaderMap, request: &JsonRpcRequest<ClientRequest>) -> bool {
-    let is = |value: &str, kind: &str| value.trim().eq_ignore_ascii_case(kind);
-    let sends_json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| is(v.split_once(';').map_or(v, |(essence, _)| essence), JSON));
-    let accept: Vec<&str> = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).collect();
-    let plain = accept.iter().all(|v| !v.contains([';', '"']));
-    let accepts = |kind: &str| accept.iter().flat_map(|v| v.split(',')).any(|m| is(m, kind));
-    let version_before_2026 =
-        |v: &str| v < ProtocolVersion::STANDARD_HEADERS.as_str() && ProtocolVersion::KNOWN_VERSIONS.iter().any(|k| k.as_str() == v);
-    let version = match headers.get("mcp-protocol-version").map(|v| v.to_str()) {
+    let sends_json = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+        let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
+        essence.trim_ascii().eq_ignore_ascii_case(JSON)
+    });
+    let (mut json, mut events) = (false, false);
+    for value in headers.get_all(header::ACCEPT) {
+        // Parameters and quoted strings are left to rmcp's reading, and so
+        // is a value that is not visible ASCII (rmcp skips it).
+        let Ok(value) = value.to_str() else { return false };
+        if value.bytes().any(|b| b == b';' || b == b'"') {
+            return false;
+        }
+        for kind in value.as_bytes().split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+            json |= kind.eq_ignore_ascii_case(JSON.as_bytes());
+            events |= kind.eq_ignore_ascii_case(EVENT_STREAM.as_bytes());
+        }
+    }
+    let version = match headers.get(MCP_PROTOCOL_VERSION).map(|v| v.to_str()) {
         None => true,
-        Some(Ok(v)) => version_before_2026(v),
+        Some(Ok(v)) => v < ProtocolVersion::STANDARD_HEADERS.as_str() && ProtocolVersion::KNOWN_VERSIONS.iter().any(|k| k.as_str() == v),
         Some(Err(_)) => false,
     };
-    sends_json && plain && accepts(JSON) && accepts(EVENT_STREAM) && version && request.request.get_meta().protocol_version().is_none()
+    sends_json && json && events && version && request.request.get_meta().protocol_version().is_none()
 }
 
 const JSON: &str = "application/json";
+const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 const EVENT_STREAM: &str = "text/event-stream";
 
 /// A call's answer as an event stream: each message one event, its data
