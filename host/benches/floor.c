@@ -3,6 +3,11 @@
 // gives) is answered with the same bytes, read from the file named on the
 // command line. `LUDUS_BENCH=http` compiles it with `cc -O2` and runs it as
 // a process of its own, as Ludus is. Prints its port on stdout.
+//
+// With a second argument N, it also does what Ludus's connection threads
+// do by default (`limits.busy_poll_us`): after answering, it looks for the
+// next request without sleeping for N microseconds, yielding its CPU
+// between looks, before it sleeps in epoll_wait.
 #define _GNU_SOURCE
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -11,7 +16,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sched.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct { int fd, len; char buf[65536]; } Conn;
@@ -50,8 +57,16 @@ int main(int argc, char **argv) {
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
     epoll_ctl(ep, EPOLL_CTL_ADD, ls, &ev);
     struct epoll_event events[64];
+    long watch_ns = argc > 2 ? atol(argv[2]) * 1000 : 0, watch_until = 0;
     for (;;) {
-        int k = epoll_wait(ep, events, 64, -1);
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long now = t.tv_sec * 1000000000L + t.tv_nsec;
+        int k = epoll_wait(ep, events, 64, now < watch_until ? 0 : -1);
+        if (k == 0) {
+            sched_yield();
+            continue;
+        }
         for (int i = 0; i < k; i++) {
             Conn *c = events[i].data.ptr;
             if (!c) {
@@ -70,6 +85,8 @@ int main(int argc, char **argv) {
             int used;
             while ((used = whole_request(c)) > 0) {
                 if (write(c->fd, answer, answer_len) != answer_len) break;
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                watch_until = t.tv_sec * 1000000000L + t.tv_nsec + watch_ns;
                 memmove(c->buf, c->buf + used, c->len - used);
                 c->len -= used;
             }

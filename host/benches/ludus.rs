@@ -30,7 +30,9 @@
 //! of `tools/list` per game; `LUDUS_BENCH=http` only the HTTP rows of the
 //! minimal and concurrent clients (three rounds); with
 //! `LUDUS_BENCH_BASELINE=/path/to/ludus` as well (with `http`, `stdio`, `pace`, `store` or `million`), those against another build
-//! of Ludus in the same run (before and after a change). `LUDUS_BENCH=store`
+//! of Ludus in the same run (before and after a change);
+//! `LUDUS_BENCH_BUSY_POLL_US=N` runs the servers with `limits.busy_poll_us`
+//! N instead of its default. `LUDUS_BENCH=store`
 //! measures what keeping games across restarts costs: a changing call and a
 //! read-only one with the session store against `--store memory`, and the
 //! time from a restart to the first answered call with 10,000 stored games.
@@ -103,8 +105,10 @@ fn config_file(dir: &Path, cache: &Path) -> PathBuf {
     std::fs::write(
         &p,
         format!(
-            "cache_dir = {:?}\n[limits]\nmax_sessions = 100000\nmax_sessions_per_plugin = 100000\nmax_sessions_per_caller = 100000\n",
-            cache.display().to_string()
+            "cache_dir = {:?}\n[limits]\nmax_sessions = 100000\nmax_sessions_per_plugin = 100000\nmax_sessions_per_caller = 100000\n{}",
+            cache.display().to_string(),
+            // `LUDUS_BENCH_BUSY_POLL_US`: the servers' `limits.busy_poll_us` (default 100).
+            std::env::var("LUDUS_BENCH_BUSY_POLL_US").map(|v| format!("busy_poll_us = {v}\n")).unwrap_or_default()
         ),
     )
     .unwrap();
@@ -272,7 +276,7 @@ impl Drop for CFloor {
     }
 }
 
-fn c_floor(answer: &str) -> CFloor {
+fn c_floor(answer: &str, watch_us: u64) -> CFloor {
     use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("floor");
@@ -281,33 +285,91 @@ fn c_floor(answer: &str) -> CFloor {
     assert!(built.success(), "building {source}");
     let body = dir.path().join("answer");
     std::fs::write(&body, answer).unwrap();
-    let mut child = Command::new(&exe).arg(&body).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child = Command::new(&exe).arg(&body).arg(watch_us.to_string()).stdout(Stdio::piped()).spawn().unwrap();
     let mut port = String::new();
     std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut port).unwrap();
     CFloor { url: format!("http://127.0.0.1:{}/mcp", port.trim()), child, _dir: dir }
 }
 
-/// One request at a time, in turn, over HTTP: two floors answering a
-/// `hanoi_get_state` answer's bytes — a minimal hyper server in this
-/// process, and a minimal C server in a process of its own — then `ping`
-/// and `hanoi_get_state` to the server at `url`; (p50, p99) of each.
-async fn http_one_at_a_time(url: &str) -> [(Duration, Duration); 4] {
+/// (p50, p99) of a series of round trips.
+type P50P99 = (Duration, Duration);
+
+/// Round trips one at a time over HTTP to the floors and to Ludus.
+struct OneAtATime {
+    /// A minimal hyper server in this process.
+    hyper: P50P99,
+    /// A minimal C server in a process of its own, asked in turn with the rest.
+    c: P50P99,
+    /// The same asked alone first, while nothing else runs: no other
+    /// server's thread is watching for its next request then, so each
+    /// side's CPU may go idle between requests, as on a quiet machine.
+    c_alone: P50P99,
+    /// The C server watching for the next request for 100 µs after each
+    /// answer, as Ludus's connection threads do by default; asked alone
+    /// too, since its watching would take CPU from the others (on one
+    /// core, all of it).
+    c_watching: P50P99,
+    ping: P50P99,
+    get: P50P99,
+}
+
+/// One request at a time over HTTP: the floors answering a
+/// `hanoi_get_state` answer's bytes (a minimal C server in a process of
+/// its own, alone and then watching like Ludus, each asked on its own;
+/// then a minimal hyper server in this process and the C server again),
+/// then `ping` and `hanoi_get_state` to the server at `url`, the last four
+/// asked in turn.
+async fn http_one_at_a_time(url: &str) -> OneAtATime {
     let (mut raw, env) = http_hanoi_session(url).await;
     let (_, sample) = raw.post(&get_state(&env)(1)).await;
-    let c_floor = c_floor(&sample);
+    let c_floor = c_floor(&sample, 0);
+    let c_alone = alone(&c_floor.url).await;
+    let c_watching = alone(&c_floor_watching(&sample).url).await;
     let (floor_url, floor_server) = http_floor_server(sample).await;
     let mut clients = [RawHttp::connect(&floor_url).await, RawHttp::connect(&c_floor.url).await, raw];
     let ping = |id| json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
     let get = get_state(&env);
-    let times = alternating_http(&mut clients, &[(0, &|_| json!({})), (1, &|_| json!({})), (2, &ping), (2, &get)]).await;
+    let floor = |_| json!({});
+    let times = alternating_http(&mut clients, &[(0, &floor), (1, &floor), (2, &ping), (2, &get)]).await;
     floor_server.abort();
-    times.try_into().unwrap()
+    OneAtATime { hyper: times[0], c: times[1], c_alone, c_watching, ping: times[2], get: times[3] }
+}
+
+/// 3,000 round trips to the floor at `url` (after 500 not counted), asked
+/// while nothing else is.
+async fn alone(url: &str) -> P50P99 {
+    let mut times = round_trips(&mut RawHttp::connect(url).await, |_| json!({}), 3_500).await;
+    percentiles(times.split_off(500))
+}
+
+/// The C floor watching for 100 µs after each answer (it ends when dropped).
+fn c_floor_watching(answer: &str) -> CFloor {
+    c_floor(answer, 100)
+}
+
+impl OneAtATime {
+    /// `hanoi_get_state`'s p50 over the C floor's, asked in turn, and over
+    /// the watching C floor's.
+    fn ratios(&self) -> (f64, f64) {
+        let get = self.get.0.as_secs_f64();
+        (get / self.c.0.as_secs_f64(), get / self.c_watching.0.as_secs_f64())
+    }
+
+    fn floors(&self) -> String {
+        format!(
+            "floors: C alone {}, C watching 100 µs alone {}; hyper in process {}, C {} in turn",
+            us(self.c_alone.0),
+            us(self.c_watching.0),
+            us(self.hyper.0),
+            us(self.c.0)
+        )
+    }
 }
 
 /// `http_one_at_a_time` with everything on CPU 0: a server of its own
 /// confined there, and the client and the floor on a one-thread runtime
 /// on a thread confined there.
-fn http_on_cpu0(cfg: &Path) -> [(Duration, Duration); 4] {
+fn http_on_cpu0(cfg: &Path) -> OneAtATime {
     common::on_cpu0_here(|| {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
@@ -1620,18 +1682,17 @@ async fn http_only(cfg: &Path) {
         resumable.as_secs_f64() / plain.as_secs_f64()
     );
     for round in 1..=3 {
-        let [(floor, _), (c_floor, _), (ping, _), (get, get99)] = http_one_at_a_time(&server.url).await;
+        let t = http_one_at_a_time(&server.url).await;
         let (one, _, _) = http_load(&server.url, 1, 2_000).await;
         let (sixteen, _, _) = http_load(&server.url, 16, 250).await;
         let (rate, p50, p99) = http_load(&server.url, 200, 30).await;
+        let (c, watching) = t.ratios();
         eprintln!(
-            "http round {round}: floor {} (hyper, in process), {} (C, a process); ping {}; hanoi_get_state {} / {} ({:.2}× the C floor); 16 clients {:.2}× one; 200 sessions {rate:.0} calls/s, p50 {} / p99 {}",
-            us(floor),
-            us(c_floor),
-            us(ping),
-            us(get),
-            us(get99),
-            get.as_secs_f64() / c_floor.as_secs_f64(),
+            "http round {round}: {}; ping {}; hanoi_get_state {} / {} ({c:.2}× the C floor in turn, {watching:.2}× the watching one); 16 clients {:.2}× one; 200 sessions {rate:.0} calls/s, p50 {} / p99 {}",
+            t.floors(),
+            us(t.ping.0),
+            us(t.get.0),
+            us(t.get.1),
             sixteen / one,
             us(p50),
             us(p99)
@@ -1880,31 +1941,31 @@ async fn main() {
         "trivial session call over HTTP (rmcp client), p50 / p99",
         format!("{} / {} ({:.1}× stdio)", us(h50), us(h99), h50.as_secs_f64() / s50.as_secs_f64()),
     );
-    let [(f50, _), (c50, _), (p50, _), (w50, w99)] = http_one_at_a_time(&server.url).await;
+    let t = http_one_at_a_time(&server.url).await;
     row(
         "HTTP floors: minimal keep-alive client against a minimal hyper server in its process; a minimal C server in a process of its own, p50",
-        format!("{} ; {}", us(f50), us(c50)),
+        t.floors(),
     );
+    let (c, watching) = t.ratios();
     row(
         "HTTP, minimal keep-alive client reading whole answers: `ping` p50; `hanoi_get_state` p50 / p99",
-        format!("{} ; {} / {} ({:.1}× the C floor)", us(p50), us(w50), us(w99), w50.as_secs_f64() / c50.as_secs_f64()),
+        format!("{} ; {} / {} ({c:.2}× the C floor in turn, {watching:.2}× the watching one)", us(t.ping.0), us(t.get.0), us(t.get.1)),
     );
-    let [(f1, _), (c1, _), (p1, _), (w1, w1_99)] = tokio::task::spawn_blocking({
+    let t1 = tokio::task::spawn_blocking({
         let cfg = cfg.clone();
         move || http_on_cpu0(&cfg)
     })
     .await
     .unwrap();
+    let (c1, watching1) = t1.ratios();
     row(
         "the same on one core (client, floors and Ludus on CPU 0): floors p50; `ping` p50; `hanoi_get_state` p50 / p99",
         format!(
-            "{} , {} ; {} ; {} / {} ({:.1}× the C floor)",
-            us(f1),
-            us(c1),
-            us(p1),
-            us(w1),
-            us(w1_99),
-            w1.as_secs_f64() / c1.as_secs_f64()
+            "{} ; {} ; {} / {} ({c1:.2}× the C floor in turn, {watching1:.2}× the watching one)",
+            t1.floors(),
+            us(t1.ping.0),
+            us(t1.get.0),
+            us(t1.get.1)
         ),
     );
     let (one, _, _) = http_load(&server.url, 1, 2_000).await;
