@@ -34,14 +34,14 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use bytes::Bytes;
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
 use http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::model::{ClientRequest, GetMeta, JsonRpcRequest, ProtocolVersion};
-use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionManager};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sse_stream::{Sse, SseBody};
 use tokio_util::sync::CancellationToken;
@@ -59,7 +59,7 @@ use crate::registry::Registry;
 use crate::session::Caller;
 use conns::{Answering, ConnRef, Conns};
 use guard::{CallerNames, Guard, METADATA_PATHS, refuse};
-use mcp_sessions::{Admitted, Answered, Events, McpSessions};
+use mcp_sessions::{Admitted, Answered, McpSessions};
 use proxies::TrustedProxies;
 use thread::{Socket, drive};
 
@@ -91,6 +91,7 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
         max_sessions: limits.max_mcp_sessions,
         body_time: Duration::from_millis(limits.http_body_timeout_ms),
         min_body_rate: limits.http_min_body_rate.max(1),
+        stopping: ct.clone(),
     };
     let gate = Arc::new(gate);
 
@@ -267,8 +268,11 @@ fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> S
 
 struct Gate {
     /// rmcp's service: what the gate does not answer itself (`initialize`,
-    /// lists, resources, calls that stream, GET and DELETE).
+    /// lists, resources and subscriptions, GET and DELETE).
     rmcp: StreamableHttpService<Ludus, McpSessions>,
+    /// Cancelled when the server stops: the event streams the gate writes
+    /// end then, as rmcp's do.
+    stopping: CancellationToken,
     sessions: Arc<McpSessions>,
     guard: Guard,
     /// Whose forwarded client address to believe.
@@ -458,7 +462,10 @@ impl Gate {
                 Answered::Json(Some(body)) => json_answer(StatusCode::OK, body),
                 // Cancelled: an event stream with no event, as the other route's would be.
                 Answered::Json(None) => whole(StatusCode::OK, "text/event-stream", Bytes::new()),
-                Answered::Events(events) => track(event_stream(events), Some(in_flight), answering),
+                Answered::Events(events) => {
+                    let events = events.take_until(self.stopping.clone().cancelled_owned());
+                    track(event_stream(events), Some(in_flight), answering)
+                }
             };
         }
         track(to_rmcp(parts, bytes).await, Some(in_flight), answering)
@@ -521,7 +528,7 @@ const EVENT_STREAM: &str = "text/event-stream";
 /// A call's answer as an event stream: each message one event, its data
 /// the message's JSON, with its event id and retry hint when it has them
 /// (a resumable stream's); a priming event has empty data.
-fn event_stream(events: Events) -> Response {
+fn event_stream(events: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static) -> Response {
     let frames = events.map(|m| {
         let data = m.message.as_ref().map_or(String::new(), |m| serde_json::to_string(m).expect("a JSON-RPC message is JSON"));
         let retry = m.retry.map(|r| r.as_millis() as u64);
