@@ -521,9 +521,21 @@ impl Session {
     /// The game is over (`lifecycle.game-over`): its channels close now (its
     /// processes are killed, their budget freed); its state stays readable.
     fn end_game(&self) {
-        let was_over = std::mem::replace(&mut lock(&self.ledger).over, true);
+        let (was_over, told) = {
+            let mut ledger = lock(&self.ledger);
+            (std::mem::replace(&mut ledger.over, true), ledger.standing.is_final())
+        };
         if !was_over {
             tracing::debug!(plugin = self.plugin.name, session = self.id(), "the game is over; closing its channels");
+            // A plugin's slip that would otherwise show only as a result
+            // record missing (or abandoned) when the session ends.
+            if !told {
+                tracing::warn!(
+                    plugin = self.plugin.name,
+                    session = self.id(),
+                    "the game said it is over without telling its result (`outcome.tell` with a verdict): its result record waits for one"
+                );
+            }
         }
         self.channels.close_all();
     }
