@@ -472,7 +472,17 @@ impl Session {
         if let Some(seats) = said.seats {
             ledger.seats = seats;
         }
+        let game = ledger.standing.game;
         let lost = said.told.is_some_and(|told| ledger.standing.tell_in_call(told, &said.caller, now_ms()));
+        if ledger.standing.game != game {
+            tracing::debug!(
+                plugin = self.plugin.name,
+                session = self.id(),
+                caller = said.caller,
+                "a statement of play after a recorded game begins game {}",
+                ledger.standing.game
+            );
+        }
         if lost {
             ledger.lose_by_policy(&said.caller, &self.created_by);
         }
