@@ -136,11 +136,7 @@ impl McpSessions {
         }
         self.touch(id);
         if self.resumable.holds(id) || !self.ludus.answers_alone(id, &request.request) {
-            let call = self.direct_stream(id, request, caller)?;
-            return Ok(Answered::Events(match self.resumable.open(id, call) {
-                Ok(resumable) => Box::pin(resumable),
-                Err(call) => Box::pin(call),
-            }));
+            return self.events(id, request, caller).map(Answered::Events);
         }
         let key = (id.clone(), request.id.to_string());
         let ct = CancellationToken::new();
@@ -202,6 +198,21 @@ impl McpSessions {
             self.forget(&id);
             let _ = self.inner.close_session(&id).await;
         }
+    }
+
+    /// A tool call or ping as its events, resumable when the session's
+    /// streams are; the request back when it is for rmcp.
+    fn events(
+        &self,
+        id: &SessionId,
+        request: JsonRpcRequest<ClientRequest>,
+        caller: Caller,
+    ) -> Result<Events, JsonRpcRequest<ClientRequest>> {
+        let call = self.direct_stream(id, request, caller)?;
+        Ok(match self.resumable.open(id, call) {
+            Ok(resumable) => Box::pin(resumable),
+            Err(call) => Box::pin(call),
+        })
     }
 
     /// A tool call or ping as a one-answer stream (progress first), or the
@@ -367,11 +378,8 @@ impl SessionManager for McpSessions {
             return Ok(self.inner.create_stream(id, message).await?.right_stream());
         };
         let caller = caller_in(request.request.extensions()).unwrap_or_else(|| self.names.of(id));
-        match self.direct_stream(id, request, caller) {
-            Ok(direct) => Ok(match self.resumable.open(id, direct) {
-                Ok(resumable) => resumable.left_stream().left_stream(),
-                Err(direct) => direct.right_stream().left_stream(),
-            }),
+        match self.events(id, request, caller) {
+            Ok(events) => Ok(events.left_stream()),
             Err(request) => Ok(self.inner.create_stream(id, ClientJsonRpcMessage::Request(request)).await?.right_stream()),
         }
     }
