@@ -600,8 +600,8 @@ async fn a_game_handed_away_and_back_keeps_its_engine_thinking() {
         b.read_resource(&format!("chess://game/{id}/fen")).await.unwrap();
         board = a.ok("chess_wait_for_next_turn", json!({"game_id": id})).await;
         // The engine's reply came: our turn again, or its move ended the game
-        // (once in CI-like runs it mated at move 4: which moves it plays
-        // here is not the same from run to run).
+        // (once it mated at move 4). Its moves differ from run to run: the
+        // server mixes a secret of its own into the seed asked for.
         let mated_by_engine = board["status"] == "game-over" && board["turn"] == "white";
         assert!(board["status"] == "your-turn" || mated_by_engine, "the engine's reply never came: {board}");
         if mated_by_engine {

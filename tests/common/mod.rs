@@ -169,8 +169,15 @@ pub fn stdio_command(args: &[&str], work: &Path) -> tokio::process::Command {
     if !args.contains(&"--config") {
         cmd.arg("--config").arg(cache_config(work));
     }
-    cmd.env("LUDUS_LOG", "warn");
+    cmd.env("LUDUS_LOG", server_log());
     cmd
+}
+
+/// The log filter the tests' servers run with: warnings only, unless
+/// `LUDUS_TEST_LOG` names another (`LUDUS_TEST_LOG=ludus::session=debug`
+/// to read a failing run's session log).
+fn server_log() -> String {
+    std::env::var("LUDUS_TEST_LOG").unwrap_or_else(|_| "warn".into())
 }
 
 /// `ludus verify RECORDS --config CONFIG`: its exit code and what it printed
@@ -218,7 +225,7 @@ pub async fn http_server_env(args: &[&str], work: &Path, env: &[(&str, &str)]) -
     if !args.contains(&"--config") {
         cmd.arg("--config").arg(cache_config(work));
     }
-    cmd.env("LUDUS_LOG", "warn").envs(env.iter().copied()).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true);
+    cmd.env("LUDUS_LOG", server_log()).envs(env.iter().copied()).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true);
     let mut child = cmd.spawn().expect("spawning ludus");
     let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let mut client_url = None;
