@@ -444,9 +444,17 @@ impl Session {
         guest.flush(&self.plugin.name, &self.output);
         match outcome {
             Ok((r, said)) => {
-                drop(guest);
                 let wait = said.wait;
-                self.take_said(said);
+                // Taken before the next call or event can run: statements
+                // enter the game's standing in the order they were made. (A
+                // final verdict overtaken by the statement of play of the
+                // call before it would leave the game unfinished, its record
+                // never written.)
+                let ends = self.take_said(said);
+                drop(guest);
+                if ends {
+                    self.end_game();
+                }
                 Ok((r, wait))
             }
             Err((e, memory_hit)) => {
@@ -465,9 +473,10 @@ impl Session {
 
     /// Takes what the game told the host in a call: where it stands, its
     /// seats, that it is over. A player the illegal-move policy makes lose
-    /// (its refused moves counted from the game's own counts) loses here,
-    /// and the game is over.
-    fn take_said(&self, said: guest::Said) {
+    /// (its refused moves counted from the game's own counts) loses here.
+    /// True when the game is over now (the caller ends it, `end_game`,
+    /// once it has let go of the guest). Called with the guest's lock held.
+    fn take_said(&self, said: guest::Said) -> bool {
         let mut ledger = lock(&self.ledger);
         if let Some(seats) = said.seats {
             ledger.seats = seats;
@@ -475,9 +484,10 @@ impl Session {
         let game = ledger.standing.game;
         let lost = said.told.is_some_and(|told| ledger.standing.tell_in_call(told, &said.caller, now_ms()));
         if ledger.standing.game != game {
+            // The ledger is held: its id is read from it (`self.id()` would lock it again).
             tracing::debug!(
                 plugin = self.plugin.name,
-                session = self.id(),
+                session = ledger.id,
                 caller = said.caller,
                 "a statement of play after a recorded game begins game {}",
                 ledger.standing.game
@@ -486,10 +496,7 @@ impl Session {
         if lost {
             ledger.lose_by_policy(&said.caller, &self.created_by);
         }
-        drop(ledger);
-        if said.over || lost {
-            self.end_game();
-        }
+        said.over || lost
     }
 
     /// Who lost the game under the illegal-move policy, and the policy.
