@@ -31,8 +31,8 @@ mod logging;
 mod prompts;
 mod resources;
 mod tools;
-pub use answer::Answer;
 use answer::json_len;
+pub use answer::{Answer, Peer};
 use host_tools::host_tools;
 
 /// Clients that ignore list_changed re-list after this long.
@@ -144,18 +144,19 @@ pub enum Direct {
 }
 
 impl Direct {
-    pub fn into_message(self) -> ServerJsonRpcMessage {
+    /// The answer as a message, for `peer`.
+    pub fn into_message(self, peer: Peer) -> ServerJsonRpcMessage {
         match self {
             Direct::Message(m) => m,
-            Direct::Tool(id, answer) => ServerJsonRpcMessage::response(ServerResult::CallToolResult(answer.into_result()), id),
+            Direct::Tool(id, answer) => ServerJsonRpcMessage::response(ServerResult::CallToolResult(answer.into_result_for(peer)), id),
         }
     }
 
-    /// The answer as one line of JSON (without its newline).
-    pub fn into_line(self) -> Vec<u8> {
+    /// The answer as one line of JSON (without its newline), for `peer`.
+    pub fn into_line(self, peer: Peer) -> Vec<u8> {
         match self {
             Direct::Message(m) => serde_json::to_vec(&m).unwrap_or_default(),
-            Direct::Tool(id, answer) => answer.into_response(id),
+            Direct::Tool(id, answer) => answer.into_response(id, peer),
         }
     }
 }

@@ -9,6 +9,10 @@
 //! `serde_json::Value` for it, writing that out and dropping it was a third
 //! of what Ludus itself spent on a `hanoi_get_state` (one-core profile).
 //!
+//! A result carries `resultType` from protocol 2026-07-28 on, and not
+//! before (rmcp's handler leaves it out for peers of earlier versions): the
+//! writers take the [`Peer`] they write for.
+//!
 //! The text convention (`convention`): a record's `text` field is what the
 //! agent reads and its other fields are `structuredContent`; any other value
 //! is its own text (a string) or its JSON.
@@ -25,6 +29,16 @@ use crate::capability::content::{block_json, block_of_val};
 use crate::plugin::schema::{JsonOf, Shape};
 use crate::plugin::{Plugin, ok_shape};
 use crate::session::Reply;
+
+/// Whom an answer is written for, by the protocol its request came in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peer {
+    /// A client of an MCP session (stdio, or HTTP after `initialize`),
+    /// which negotiated a version before 2026-07-28: no `resultType`.
+    Legacy,
+    /// A stateless client of 2026-07-28 or later: `resultType: "complete"`.
+    Stateless,
+}
 
 /// What a call answers, in no wire form yet.
 pub struct Answer {
@@ -142,7 +156,8 @@ impl Answer {
         Answer { error: false, text, own_text, notes: Vec::new(), embedded, blocks, data, limit }
     }
 
-    /// As rmcp's result.
+    /// As rmcp's result, for rmcp's handler (which leaves out `resultType`
+    /// for peers that negotiated a version before 2026-07-28).
     pub fn into_result(mut self) -> CallToolResult {
         let structured = match std::mem::replace(&mut self.data, Data::None) {
             Data::None => None,
@@ -155,12 +170,17 @@ impl Answer {
         self.result(size, structured)
     }
 
-    /// The JSON-RPC response to request `id` that carries this answer.
-    pub fn into_response(self, id: RequestId) -> Vec<u8> {
-        let Data::Record { value, plugin, tool } = &self.data else { return response(self.into_result(), id) };
+    /// As the result `peer` reads.
+    pub fn into_result_for(self, peer: Peer) -> CallToolResult {
+        shaped_for(peer, self.into_result())
+    }
+
+    /// The JSON-RPC response to request `id` that carries this answer, as `peer` reads it.
+    pub fn into_response(self, id: RequestId, peer: Peer) -> Vec<u8> {
+        let Data::Record { value, plugin, tool } = &self.data else { return response(self.into_result_for(peer), id) };
         let mut structured = Vec::with_capacity(WRITE_ROOM);
         let _ = serde_json::to_writer(&mut structured, &JsonOf::omitting(record_shape(plugin, *tool), value, is_content_field));
-        let result = self.result(structured.len(), Some(Value::Null));
+        let result = shaped_for(peer, self.result(structured.len(), Some(Value::Null)));
         if result.is_error == Some(true) {
             return response(result, id);
         }
@@ -210,6 +230,15 @@ impl Answer {
         r.structured_content = structured;
         r
     }
+}
+
+/// `result` as `peer` reads it: rmcp's results say `resultType` (2026-07-28);
+/// a legacy peer's leave it out, as rmcp's handler does for them.
+fn shaped_for(peer: Peer, mut result: CallToolResult) -> CallToolResult {
+    if peer == Peer::Legacy {
+        result.result_type = None;
+    }
+    result
 }
 
 /// The text field of a record with the text convention, taken out of it.
@@ -334,11 +363,18 @@ mod tests {
     fn the_direct_response_is_the_one_rmcp_would_write_byte_for_byte() {
         let (plugin, tool) = hanoi(&Default::default());
         for text in ["Tower of Hanoi, 3 disks.\npeg 0: 3 2 1", "quotes \" and \\\\ and \"structuredContent\":null inside"] {
-            let direct = Answer::of(reply(&plugin, tool, &snapshot(text))).into_response(RequestId::Number(7));
-            let general = Answer::of(reply(&plugin, tool, &snapshot(text))).into_result();
-            let rmcp =
-                serde_json::to_vec(&ServerJsonRpcMessage::response(ServerResult::CallToolResult(general), RequestId::Number(7))).unwrap();
-            assert_eq!(String::from_utf8(direct.clone()).unwrap(), String::from_utf8(rmcp).unwrap());
+            for peer in [Peer::Legacy, Peer::Stateless] {
+                let direct = Answer::of(reply(&plugin, tool, &snapshot(text))).into_response(RequestId::Number(7), peer);
+                // What rmcp's handler sends: `resultType` for a 2026-07-28 peer only.
+                let mut general = ServerResult::CallToolResult(Answer::of(reply(&plugin, tool, &snapshot(text))).into_result());
+                if peer == Peer::Legacy {
+                    general.strip_result_type_for_legacy_peer();
+                }
+                let rmcp = serde_json::to_vec(&ServerJsonRpcMessage::response(general, RequestId::Number(7))).unwrap();
+                assert_eq!(String::from_utf8(direct.clone()).unwrap(), String::from_utf8(rmcp).unwrap(), "{peer:?}");
+                assert_eq!(direct.windows(12).any(|w| w == b"\"resultType\""), peer == Peer::Stateless);
+            }
+            let direct = Answer::of(reply(&plugin, tool, &snapshot(text))).into_response(RequestId::Number(7), Peer::Legacy);
             let direct: Value = serde_json::from_slice(&direct).unwrap();
             assert_eq!(direct["result"]["content"][0]["text"], text);
             assert_eq!(direct["result"]["structuredContent"]["state"], json!([[3, 2, 1], [], []]));
@@ -361,9 +397,10 @@ mod tests {
         let mut config = crate::config::Config::default();
         config.limits.max_result_bytes = 100;
         let (small, tool) = hanoi(&config);
-        let direct: Value =
-            serde_json::from_slice(&Answer::of(reply(&small, tool, &snapshot(&"x".repeat(200)))).into_response(RequestId::Number(1)))
-                .unwrap();
+        let direct: Value = serde_json::from_slice(
+            &Answer::of(reply(&small, tool, &snapshot(&"x".repeat(200)))).into_response(RequestId::Number(1), Peer::Legacy),
+        )
+        .unwrap();
         assert_eq!(direct["result"]["isError"], true);
         assert!(direct["result"]["content"][0]["text"].as_str().unwrap().contains("over this server's limit of 100 bytes"), "{direct}");
         let general = Answer::of(reply(&small, tool, &snapshot(&"x".repeat(200)))).into_result();

@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 use super::guard::CallerNames;
 use super::resume::Resumable;
 use crate::locking::lock;
-use crate::mcp::{DirectAnswer, Ludus, Notify, caller_in};
+use crate::mcp::{DirectAnswer, Ludus, Notify, Peer, caller_in};
 use crate::session::Caller;
 
 pub struct McpSessions {
@@ -149,7 +149,7 @@ impl McpSessions {
         let _cancel_if_dropped = ct.drop_guard();
         let answer = answer.await;
         // MCP: a cancelled request gets no answer.
-        Ok(Answered::Json((!cancelled.is_cancelled()).then(|| answer.into_line())))
+        Ok(Answered::Json((!cancelled.is_cancelled()).then(|| answer.into_line(Peer::Legacy))))
     }
 
     fn touch(&self, id: &SessionId) {
@@ -291,7 +291,7 @@ impl Stream for DirectStream {
             Poll::Pending => Poll::Pending,
             Poll::Ready(m) => {
                 self.answer = None;
-                self.made = Some(m.into_message());
+                self.made = Some(m.into_message(Peer::Legacy));
                 self.poll_next(cx)
             }
         }

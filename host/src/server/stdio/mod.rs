@@ -45,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 use super::busy_poll::{self, Doorbell};
 use super::jsonrpc::{classify, error_reply};
 use crate::locking::lock;
-use crate::mcp::{DirectAnswer, Ludus, Notify, STDIO_SESSION};
+use crate::mcp::{DirectAnswer, Ludus, Notify, Peer, STDIO_SESSION};
 use output::{Output, Sink};
 
 mod output;
@@ -217,7 +217,7 @@ impl Reader {
         // enter the runtime themselves, which they may not do inside it. A
         // future that is not done moves to a task, which polls it with a real waker.
         if let Poll::Ready(answer) = answer.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-            self.output.send(answer.into_line());
+            self.output.send(answer.into_line(Peer::Legacy));
             self.input.get_mut().answered = true;
             return;
         }
@@ -231,7 +231,7 @@ impl Reader {
                 // Rung first: the reader's wake-up overlaps the write and the
                 // client's, so it is watching when the next request comes.
                 bell.ring();
-                output.send(answer.into_line());
+                output.send(answer.into_line(Peer::Legacy));
             }
         });
     }
