@@ -47,6 +47,7 @@ async fn a_call_that_sends_nothing_first_is_answered_as_plain_json() {
     assert!(answer.headers().get("content-length").is_some(), "{:?}", answer.headers());
     let started: Value = answer.json().await.unwrap();
     assert_eq!(started["id"], 1, "{started}");
+    assert!(started["result"].get("resultType").is_none(), "2025-06-18 results have no resultType: {started}");
     let env = started["result"]["structuredContent"]["env_id"].as_str().unwrap().to_string();
 
     let state = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -55,6 +56,41 @@ async fn a_call_that_sends_nothing_first_is_answered_as_plain_json() {
     assert_eq!(answer.headers()["content-type"], "text/event-stream", "asked for progress: an event stream");
     let body = answer.text().await.unwrap();
     assert!(body.starts_with("data: ") && body.contains("\"id\":2") && body.contains("TowerOfHanoi"), "{body}");
+}
+
+/// A stateless 2026-07-28 call (no MCP session) whose headers rmcp's
+/// service would take is answered by the gate as plain JSON, its result
+/// saying `resultType` as that protocol's do (rmcp's service answers on an
+/// event stream). What rmcp would refuse still reaches rmcp: a `Mcp-Name`
+/// that is not the body's tool gets its 400.
+#[tokio::test]
+async fn a_stateless_call_is_answered_as_plain_json_with_its_result_type() {
+    let work = scratch();
+    let server = http_server(&[], work.path()).await;
+    let url = server.client_url.clone().expect("a loopback server prints a URL with its token");
+    let http = reqwest::Client::new();
+    let call = |name: &str, named: &str, args: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name, "arguments": args,
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}});
+        http.post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", named)
+            .body(body.to_string())
+    };
+    let answer = call("hanoi_init_simulator", "hanoi_init_simulator", json!({"n": 3})).send().await.unwrap();
+    assert_eq!(answer.headers()["content-type"], "application/json");
+    let started: Value = answer.json().await.unwrap();
+    assert_eq!((started["id"].clone(), started["result"]["resultType"].clone()), (json!(7), json!("complete")), "{started}");
+    let env = started["result"]["structuredContent"]["env_id"].clone();
+    let state: Value = call("hanoi_get_state", "hanoi_get_state", json!({"env_id": env})).send().await.unwrap().json().await.unwrap();
+    assert_eq!(state["result"]["structuredContent"]["moves_made"], 0, "the game is the caller's from one request to the next: {state}");
+    let refused = call("hanoi_get_state", "hanoi_execute_move", json!({"env_id": env})).send().await.unwrap();
+    assert_eq!(refused.status(), 400);
+    let said = refused.text().await.unwrap();
+    assert!(said.contains("Mcp-Name header `hanoi_execute_move` does not match body value `hanoi_get_state`"), "{said}");
 }
 
 #[tokio::test]

@@ -1656,30 +1656,42 @@ fn tool_list_bytes(cfg: &Path) {
 
 /// `LUDUS_BENCH=http`: the minimal HTTP client's round trips and the
 /// concurrent-client rows, three rounds on one server.
-/// `hanoi_get_state` one at a time, in turn, from a client of 2025-06-18 and
-/// one of 2025-11-25 (whose calls answer on resumable streams): p50 of each.
-async fn http_resumable_cost(url: &str) -> (Duration, Duration) {
-    let mut old = RawHttp::initialize_as(url, "2025-06-18").await;
-    let mut new = RawHttp::initialize_as(url, "2025-11-25").await;
-    let mut env = Vec::new();
-    for c in [&mut old, &mut new] {
-        let (_, text) = c.post(&tool_call(1, "hanoi_init_simulator", json!({"n": 3}))).await;
-        env.push(rpc_result(&text)["structuredContent"]["env_id"].clone());
-    }
-    let (get_old, get_new) = (get_state(&env[0]), get_state(&env[1]));
-    let mut clients = [old, new];
-    let times = alternating_http(&mut clients, &[(0, &get_old), (1, &get_new)]).await;
-    (times[0].0, times[1].0)
+/// `hanoi_get_state` one at a time, in turn, from a client of 2025-06-18,
+/// one of 2025-11-25 (whose calls answer on resumable streams) and a
+/// stateless one of 2026-07-28 (no session): p50 of each.
+async fn http_client_kinds(url: &str, cfg: &Path) -> [Duration; 3] {
+    let (old, env_old) = http_hanoi_session_as(url, "2025-06-18").await;
+    let (new, env_new) = http_hanoi_session_as(url, "2025-11-25").await;
+    let (stateless, env_stateless) = http_hanoi_stateless(url, cfg).await;
+    let (get_old, get_new, get_stateless) = (get_state(&env_old), get_state(&env_new), get_state(&env_stateless));
+    let mut clients = [old, new, stateless];
+    let times = alternating_http(&mut clients, &[(0, &get_old), (1, &get_new), (2, &get_stateless)]).await;
+    [times[0].0, times[1].0, times[2].0]
+}
+
+/// A stateless 2026-07-28 client with one Hanoi puzzle, as the loopback
+/// server's own user (the token it keeps next to the games).
+async fn http_hanoi_stateless(url: &str, cfg: &Path) -> (RawHttp, Value) {
+    let file = cfg.parent().unwrap_or(Path::new(".")).join("data/ludus/local-http-token");
+    let token = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let mut c = RawHttp::stateless(url, token.trim()).await;
+    let (_, text) = c.post(&tool_call(1, "hanoi_init_simulator", json!({"n": 3}))).await;
+    let env = rpc_result(&text)["structuredContent"]["env_id"].clone();
+    assert!(env.is_string(), "{text}");
+    (c, env)
 }
 
 async fn http_only(cfg: &Path) {
     let server = http_server(cfg).await;
-    let (plain, resumable) = http_resumable_cost(&server.url).await;
+    let [plain, resumable, stateless] = http_client_kinds(&server.url, cfg).await;
     eprintln!(
-        "http, hanoi_get_state p50 in turn: a 2025-06-18 client {}, a 2025-11-25 client (resumable stream) {} ({:.2}×)",
+        "http, hanoi_get_state p50 in turn: a 2025-06-18 client {}, a 2025-11-25 client (resumable stream) {} ({:.2}×), \
+         a stateless 2026-07-28 client {} ({:.2}×)",
         us(plain),
         us(resumable),
-        resumable.as_secs_f64() / plain.as_secs_f64()
+        resumable.as_secs_f64() / plain.as_secs_f64(),
+        us(stateless),
+        stateless.as_secs_f64() / plain.as_secs_f64()
     );
     for round in 1..=3 {
         let t = http_one_at_a_time(&server.url).await;
@@ -1704,8 +1716,8 @@ async fn http_only(cfg: &Path) {
 /// another binary of Ludus in one run, eight rounds: both servers started
 /// afresh (in turn which first, with `--store memory`), then
 /// `hanoi_get_state` one at a time over a kept-alive connection to each,
-/// from a 2025-06-18 client (plain JSON answers) and a 2025-11-25 one
-/// (resumable streams), asked in turn, then 200 concurrent sessions on
+/// from a 2025-06-18 client (plain JSON answers), a 2025-11-25 one
+/// (resumable streams) and a stateless 2026-07-28 one, asked in turn, then 200 concurrent sessions on
 /// each, in turn; the median ratio of the rounds. Two servers started once differed by a fifth with
 /// the same binary on both sides.
 async fn http_against(cfg: &Path, baseline: &str) {
@@ -1714,7 +1726,7 @@ async fn http_against(cfg: &Path, baseline: &str) {
     // connection's `hanoi_get_state` took 31 or 44 µs, whichever build):
     // eight starts of each.
     const ROUNDS: usize = 8;
-    let (mut ratios, mut streamed_ratios) = (Vec::new(), Vec::new());
+    let (mut ratios, mut streamed_ratios, mut stateless_ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 1..=ROUNDS {
         let baseline_first = round % 2 == 1;
         let (old, new) = if baseline_first {
@@ -1728,25 +1740,36 @@ async fn http_against(cfg: &Path, baseline: &str) {
         // The same from a 2025-11-25 client, whose calls answer on resumable streams.
         let ((old_streams, old_env2), (new_streams, new_env2)) =
             (http_hanoi_session_as(&old.url, "2025-11-25").await, http_hanoi_session_as(&new.url, "2025-11-25").await);
+        // And from a stateless 2026-07-28 client (no session).
+        let ((old_stateless, old_env3), (new_stateless, new_env3)) =
+            (http_hanoi_stateless(&old.url, cfg).await, http_hanoi_stateless(&new.url, cfg).await);
         let (get_old, get_new) = (get_state(&old_env), get_state(&new_env));
         let (get_old2, get_new2) = (get_state(&old_env2), get_state(&new_env2));
-        let mut clients = [old_client, new_client, old_streams, new_streams];
-        let [(o50, o99), (n50, n99), (os50, _), (ns50, _)]: [(Duration, Duration); 4] =
-            alternating_http(&mut clients, &[(0, &get_old), (1, &get_new), (2, &get_old2), (3, &get_new2)]).await.try_into().unwrap();
+        let (get_old3, get_new3) = (get_state(&old_env3), get_state(&new_env3));
+        let mut clients = [old_client, new_client, old_streams, new_streams, old_stateless, new_stateless];
+        let kinds: [(usize, &dyn Fn(u64) -> Value); 6] =
+            [(0, &get_old), (1, &get_new), (2, &get_old2), (3, &get_new2), (4, &get_old3), (5, &get_new3)];
+        let [(o50, o99), (n50, n99), (os50, _), (ns50, _), (ol50, _), (nl50, _)]: [(Duration, Duration); 6] =
+            alternating_http(&mut clients, &kinds).await.try_into().unwrap();
         let ratio = n50.as_secs_f64() / o50.as_secs_f64();
         ratios.push(ratio);
         let streamed = ns50.as_secs_f64() / os50.as_secs_f64();
         streamed_ratios.push(streamed);
+        let stateless = nl50.as_secs_f64() / ol50.as_secs_f64();
+        stateless_ratios.push(stateless);
         let first = if baseline_first { "baseline" } else { "this build" };
         eprintln!(
             "http round {round} ({first} started first): hanoi_get_state one at a time: baseline {} / {}; this build {} / {} ({ratio:.2}×); \
-             from a 2025-11-25 client (resumable streams), p50: baseline {}, this build {} ({streamed:.2}×)",
+             p50 from a 2025-11-25 client (resumable streams): baseline {}, this build {} ({streamed:.2}×); \
+             from a stateless 2026-07-28 client: baseline {}, this build {} ({stateless:.2}×)",
             us(o50),
             us(o99),
             us(n50),
             us(n99),
             us(os50),
-            us(ns50)
+            us(ns50),
+            us(ol50),
+            us(nl50)
         );
         for (name, server) in [("baseline", &old), ("this build", &new)] {
             let (rate, p50, p99) = http_load(&server.url, 200, 30).await;
@@ -1759,9 +1782,11 @@ async fn http_against(cfg: &Path, baseline: &str) {
         (r[ROUNDS / 2 - 1] + r[ROUNDS / 2]) / 2.0
     };
     eprintln!(
-        "http: this build's hanoi_get_state p50, the median of the {ROUNDS} rounds: {:.2}× the baseline's; from a 2025-11-25 client {:.2}×",
+        "http: this build's hanoi_get_state p50, the median of the {ROUNDS} rounds: {:.2}× the baseline's; from a 2025-11-25 client {:.2}×; \
+         from a stateless 2026-07-28 client {:.2}×",
         median(ratios),
-        median(streamed_ratios)
+        median(streamed_ratios),
+        median(stateless_ratios)
     );
 }
 

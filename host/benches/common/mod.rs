@@ -134,10 +134,35 @@ impl RawHttp {
         c
     }
 
+    /// A stateless client of 2026-07-28 (the official Python SDK's
+    /// default): no session; each request names the protocol in its
+    /// headers and `_meta`, with the standard headers (`Mcp-Method`,
+    /// `Mcp-Name`), as the caller `token` names.
+    pub async fn stateless(url: &str, token: &str) -> RawHttp {
+        let mut c = RawHttp::connect(url).await;
+        c.version = STATELESS;
+        c.token = Some(token.to_string());
+        c
+    }
+
     /// POSTs a JSON-RPC message; returns the answer's headers and body.
     pub async fn post(&mut self, body: &Value) -> (String, String) {
         use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
-        let body = serde_json::to_vec(body).unwrap();
+        let stateless = self.session.is_none() && self.version == STATELESS;
+        let mut standard = String::new();
+        let body = if stateless {
+            let mut body = body.clone();
+            let method = body["method"].as_str().unwrap_or_default().to_string();
+            standard = format!("mcp-protocol-version: {STATELESS}\r\nmcp-method: {method}\r\n");
+            if let Some(name) = body["params"]["name"].as_str() {
+                standard += &format!("mcp-name: {name}\r\n");
+            }
+            body["params"]["_meta"] = serde_json::json!({"io.modelcontextprotocol/protocolVersion": STATELESS,
+                "io.modelcontextprotocol/clientCapabilities": {}, "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"}});
+            serde_json::to_vec(&body).unwrap()
+        } else {
+            serde_json::to_vec(body).unwrap()
+        };
         let mut request = format!(
             "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
             self.path,
@@ -150,6 +175,7 @@ impl RawHttp {
         if let Some(token) = &self.token {
             request += &format!("authorization: Bearer {token}\r\n");
         }
+        request += &standard;
         request += "\r\n";
         let mut bytes = request.into_bytes();
         bytes.extend_from_slice(&body);
@@ -184,6 +210,9 @@ impl RawHttp {
         (headers, String::from_utf8(out).unwrap())
     }
 }
+
+/// The protocol of stateless clients (`RawHttp::stateless`).
+const STATELESS: &str = "2026-07-28";
 
 fn header(headers: &str, name: &str) -> Option<String> {
     headers.lines().find_map(|l| {

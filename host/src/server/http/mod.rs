@@ -1,7 +1,8 @@
 //! MCP over Streamable HTTP: our own accept loop and a JSON-RPC gate that
-//! answers every session's tool calls and pings itself (through
-//! `http::mcp_sessions`, as plain JSON or an event stream it writes), with
-//! rmcp's service behind it for `initialize`, the lists, resources and
+//! answers tool calls and pings itself: every session's (through
+//! `http::mcp_sessions`, as plain JSON or an event stream it writes) and a
+//! stateless client's that sends nothing before its answer (`http::lane`),
+//! with rmcp's service behind it for `initialize`, the lists, resources and
 //! subscriptions.
 //!
 //! The accept loop is ours for the limits a ready-made server does not set:
@@ -35,12 +36,11 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use http::{HeaderValue, Method, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::model::{ClientRequest, GetMeta, JsonRpcRequest, ProtocolVersion};
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionManager};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sse_stream::{Sse, SseBody};
@@ -48,6 +48,7 @@ use tokio_util::sync::CancellationToken;
 
 mod conns;
 mod guard;
+mod lane;
 mod mcp_sessions;
 mod proxies;
 mod resume;
@@ -59,6 +60,7 @@ use crate::registry::Registry;
 use crate::session::Caller;
 use conns::{Answering, ConnRef, Conns};
 use guard::{CallerNames, Guard, METADATA_PATHS, refuse};
+use lane::{EVENT_STREAM, answer_stateless, answers_here, answers_stateless};
 use mcp_sessions::{Admitted, Answered, McpSessions};
 use proxies::TrustedProxies;
 use thread::{Socket, drive};
@@ -70,7 +72,8 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
     let ludus = Ludus::new(registry.clone(), run.clone());
     let names = CallerNames::new();
     let sessions = McpSessions::new(ludus.clone(), idle_limit, registry.config.server_name.clone(), names);
-    let rmcp = StreamableHttpService::new(move || Ok(ludus.another()), sessions.clone(), mcp_config(&registry, max_body, &ct));
+    let handlers = ludus.clone();
+    let rmcp = StreamableHttpService::new(move || Ok(handlers.another()), sessions.clone(), mcp_config(&registry, max_body, &ct));
     let limits = &registry.config.limits;
     // A loopback server the operator issued no tokens for makes one for its
     // own user, as notebook servers do: a client that keeps no MCP session
@@ -84,6 +87,7 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
     let proxies = TrustedProxies::parse(&registry.config.trusted_proxies).map_err(anyhow::Error::msg)?;
     let gate = Gate {
         rmcp,
+        ludus,
         sessions,
         guard,
         proxies: proxies.clone(),
@@ -270,6 +274,8 @@ struct Gate {
     /// rmcp's service: what the gate does not answer itself (`initialize`,
     /// lists, resources and subscriptions, GET and DELETE).
     rmcp: StreamableHttpService<Ludus, McpSessions>,
+    /// The handler of requests without a session (stateless clients').
+    ludus: Ludus,
     /// Cancelled when the server stops: the event streams the gate writes
     /// end then, as rmcp's do.
     stopping: CancellationToken,
@@ -444,7 +450,18 @@ impl Gate {
             rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.to_string()),
             _ => None,
         };
-        let (Some(session), Some(request_id)) = (session, request_id) else {
+        let Some(session) = session else {
+            // A stateless client's tool call or ping, answered here as
+            // plain JSON when rmcp's service would take it as it is.
+            if let rmcp::model::JsonRpcMessage::Request(request) = message
+                && answers_stateless(&parts.headers, &request)
+                && let Ok(body) = answer_stateless(&self.ludus, request, caller).await
+            {
+                return json_answer(StatusCode::OK, body);
+            }
+            return track(to_rmcp(parts, bytes).await, None, answering);
+        };
+        let Some(request_id) = request_id else {
             return track(to_rmcp(parts, bytes).await, None, answering);
         };
         let Some(in_flight) = self.sessions.admit(session.clone(), request_id) else {
@@ -486,44 +503,6 @@ impl Gate {
         response
     }
 }
-
-/// Whether a session's request may be answered by the gate rather than
-/// by rmcp's service: it sends JSON, accepts JSON and event streams, and
-/// names no protocol version from 2026-07-28 on (in its headers or its
-/// `_meta`), whose standard headers and per-request metadata rmcp checks.
-/// An Accept header with parameters (quality weights) is left to rmcp's
-/// reading too. Whatever is not answered here goes to rmcp's service,
-/// which refuses it with its own status and text, or runs the call on
-/// the same lane (`McpSessions::create_stream`).
-fn answers_here(headers: &http::HeaderMap, request: &JsonRpcRequest<ClientRequest>) -> bool {
-    let sends_json = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
-        let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
-        essence.trim_ascii().eq_ignore_ascii_case(JSON)
-    });
-    let (mut json, mut events) = (false, false);
-    for value in headers.get_all(header::ACCEPT) {
-        // Parameters and quoted strings are left to rmcp's reading, and so
-        // is a value that is not visible ASCII (rmcp skips it).
-        let Ok(value) = value.to_str() else { return false };
-        if value.bytes().any(|b| b == b';' || b == b'"') {
-            return false;
-        }
-        for kind in value.as_bytes().split(|&b| b == b',').map(<[u8]>::trim_ascii) {
-            json |= kind.eq_ignore_ascii_case(JSON.as_bytes());
-            events |= kind.eq_ignore_ascii_case(EVENT_STREAM.as_bytes());
-        }
-    }
-    let version = match headers.get(MCP_PROTOCOL_VERSION).map(|v| v.to_str()) {
-        None => true,
-        Some(Ok(v)) => v < ProtocolVersion::STANDARD_HEADERS.as_str() && ProtocolVersion::KNOWN_VERSIONS.iter().any(|k| k.as_str() == v),
-        Some(Err(_)) => false,
-    };
-    sends_json && json && events && version && request.request.get_meta().protocol_version().is_none()
-}
-
-const JSON: &str = "application/json";
-const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
-const EVENT_STREAM: &str = "text/event-stream";
 
 /// A call's answer as an event stream: each message one event, its data
 /// the message's JSON, with its event id and retry hint when it has them
@@ -621,52 +600,4 @@ fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     socket.bind(addr)?;
     let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn").ok().and_then(|s| s.trim().parse().ok());
     socket.listen(somaxconn.unwrap_or(4096))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn call(meta: serde_json::Value) -> JsonRpcRequest<ClientRequest> {
-        let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "hanoi_get_state", "arguments": {}, "_meta": meta}});
-        serde_json::from_value(call).unwrap()
-    }
-
-    fn headers(pairs: &[(&'static str, &'static str)]) -> http::HeaderMap {
-        let mut h = http::HeaderMap::new();
-        for (name, value) in pairs {
-            h.append(*name, HeaderValue::from_static(value));
-        }
-        h
-    }
-
-    const PLAIN: [(&str, &str); 3] = [
-        ("content-type", "application/json; charset=utf-8"),
-        ("accept", "application/json, text/event-stream"),
-        ("mcp-protocol-version", "2025-11-25"),
-    ];
-
-    #[test]
-    fn the_gate_answers_what_rmcps_service_would_take_and_leaves_the_rest_to_it() {
-        assert!(answers_here(&headers(&PLAIN), &call(serde_json::json!({}))));
-        assert!(answers_here(&headers(&PLAIN[..2]), &call(serde_json::json!({}))), "no version: 2025-03-26");
-        assert!(answers_here(
-            &headers(&[PLAIN[0], ("accept", "text/event-stream"), ("accept", "application/json")]),
-            &call(serde_json::json!({}))
-        ));
-        let others: [&[(&str, &str)]; 6] = [
-            &[("content-type", "text/plain"), PLAIN[1]],
-            &[PLAIN[0], ("accept", "application/json")],
-            &[PLAIN[0], ("accept", "application/json, text/event-stream;q=0")],
-            &[PLAIN[0], PLAIN[1], ("mcp-protocol-version", "2026-07-28")],
-            &[PLAIN[0], PLAIN[1], ("mcp-protocol-version", "1999-01-01")],
-            &[PLAIN[1]],
-        ];
-        for h in others {
-            assert!(!answers_here(&headers(h), &call(serde_json::json!({}))), "{h:?}");
-        }
-        let versioned = call(serde_json::json!({"io.modelcontextprotocol/protocolVersion": "2025-11-25"}));
-        assert!(!answers_here(&headers(&PLAIN), &versioned), "a version in `_meta` is rmcp's to check");
-    }
 }

@@ -1,0 +1,208 @@
+//! Which requests the gate answers on the direct lane, and its answer to a
+//! stateless client's.
+//!
+//! The gate answers a request itself only when rmcp's service would take
+//! it as it is; everything else goes to rmcp, which refuses it with its own
+//! status and text, or (a request it accepts) runs it. So the rules here
+//! are a strict part of rmcp's checks, never a looser copy of them:
+//! - a session's tool call or ping (`answers_here`), answered through
+//!   `McpSessions::answer`;
+//! - a stateless 2026-07-28 tool call or ping (`answers_stateless`), the
+//!   official Python SDK's default, answered by `answer_stateless`.
+
+use http::{HeaderMap, HeaderName, header};
+use rmcp::model::{ClientRequest, GetMeta, JsonRpcRequest, ProtocolVersion};
+use tokio_util::sync::CancellationToken;
+
+use crate::mcp::{Ludus, Notify, Peer};
+use crate::session::Caller;
+
+const JSON: &str = "application/json";
+pub const EVENT_STREAM: &str = "text/event-stream";
+const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+
+/// Whether a session's request may be answered by the gate rather than
+/// by rmcp's service: it sends JSON, accepts JSON and event streams, and
+/// names no protocol version from 2026-07-28 on (in its headers or its
+/// `_meta`), whose standard headers and per-request metadata rmcp checks.
+pub fn answers_here(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>) -> bool {
+    let version = match headers.get(MCP_PROTOCOL_VERSION).map(|v| v.to_str()) {
+        None => true,
+        Some(Ok(v)) => v < ProtocolVersion::STANDARD_HEADERS.as_str() && is_known(v),
+        Some(Err(_)) => false,
+    };
+    media_types_taken(headers) && version && request.request.get_meta().protocol_version().is_none()
+}
+
+/// Whether a request without a session is a stateless tool call or ping
+/// that rmcp's service would take as it is: the media types as above; one
+/// `MCP-Protocol-Version` of 2026-07-28 or later that rmcp knows, the same
+/// as the `_meta`'s, whose other required key (the client's capabilities)
+/// is there too; and the standard headers (SEP-2243) with exactly the
+/// body's method and, for a tool call, its tool's name, as plain text (a
+/// Base64-wrapped one is left to rmcp's decoding). Ludus's tool schemas
+/// mark no argument as a header (`x-mcp-header`), so no `Mcp-Param-*`
+/// header is checked by rmcp either.
+pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>) -> bool {
+    let (method, name) = match &request.request {
+        ClientRequest::CallToolRequest(call) => ("tools/call", Some(call.params.name.as_ref())),
+        ClientRequest::PingRequest(_) => ("ping", None),
+        _ => return false,
+    };
+    let Some(version) = one(headers, &MCP_PROTOCOL_VERSION) else { return false };
+    let meta = request.request.get_meta();
+    media_types_taken(headers)
+        && version >= ProtocolVersion::STANDARD_HEADERS.as_str()
+        && is_known(version)
+        && meta.protocol_version().is_some_and(|v| v.as_str() == version)
+        && meta.missing_required_keys(&ProtocolVersion::V_2026_07_28).is_empty()
+        && one(headers, &MCP_METHOD) == Some(method)
+        && name.is_none_or(|name| one(headers, &MCP_NAME) == Some(name))
+}
+
+/// A stateless tool call or ping (`answers_stateless`), answered as one
+/// JSON body (`resultType` and all, as a 2026-07-28 client reads it);
+/// the request back when it can send something before its answer
+/// (progress, the game's questions to its client), which rmcp's service
+/// streams. A client that goes away drops the future, which cancels the
+/// call.
+pub async fn answer_stateless(
+    ludus: &Ludus,
+    request: JsonRpcRequest<ClientRequest>,
+    caller: Caller,
+) -> Result<Vec<u8>, JsonRpcRequest<ClientRequest>> {
+    // No session: no log level set, nobody to stream to.
+    const NO_SESSION: &str = "";
+    if !ludus.answers_alone(NO_SESSION, &request.request) {
+        return Err(request);
+    }
+    let ct = CancellationToken::new();
+    let notify: Notify = std::sync::Arc::new(|m| tracing::debug!("a message of a stateless call is dropped: {m:?}"));
+    let answer = ludus.answer_directly(Some(caller), NO_SESSION, request, ct.clone(), notify)?;
+    let _cancel_if_dropped = ct.drop_guard();
+    Ok(answer.await.into_line(Peer::Stateless))
+}
+
+/// It sends JSON and accepts both JSON and event streams, as rmcp's
+/// service requires. An Accept header with parameters (quality weights),
+/// quoted strings or bytes that are not visible ASCII is left to rmcp's
+/// reading.
+fn media_types_taken(headers: &HeaderMap) -> bool {
+    let sends_json = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+        let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
+        essence.trim_ascii().eq_ignore_ascii_case(JSON)
+    });
+    let (mut json, mut events) = (false, false);
+    for value in headers.get_all(header::ACCEPT) {
+        let Ok(value) = value.to_str() else { return false };
+        if value.bytes().any(|b| b == b';' || b == b'"') {
+            return false;
+        }
+        for kind in value.as_bytes().split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+            json |= kind.eq_ignore_ascii_case(JSON.as_bytes());
+            events |= kind.eq_ignore_ascii_case(EVENT_STREAM.as_bytes());
+        }
+    }
+    sends_json && json && events
+}
+
+fn is_known(version: &str) -> bool {
+    ProtocolVersion::KNOWN_VERSIONS.iter().any(|k| k.as_str() == version)
+}
+
+/// The header's value when it is there exactly once, as text.
+fn one<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
+    let mut values = headers.get_all(name).iter();
+    let value = values.next()?;
+    values.next().is_none().then(|| value.to_str().ok()).flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderValue;
+    use serde_json::json;
+
+    use super::*;
+
+    fn call(meta: serde_json::Value) -> JsonRpcRequest<ClientRequest> {
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "hanoi_get_state", "arguments": {}, "_meta": meta}});
+        serde_json::from_value(call).unwrap()
+    }
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (name, value) in pairs {
+            h.append(*name, HeaderValue::from_static(value));
+        }
+        h
+    }
+
+    const PLAIN: [(&str, &str); 3] = [
+        ("content-type", "application/json; charset=utf-8"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+
+    #[test]
+    fn the_gate_answers_what_rmcps_service_would_take_and_leaves_the_rest_to_it() {
+        assert!(answers_here(&headers(&PLAIN), &call(json!({}))));
+        assert!(answers_here(&headers(&PLAIN[..2]), &call(json!({}))), "no version: 2025-03-26");
+        assert!(answers_here(&headers(&[PLAIN[0], ("accept", "text/event-stream"), ("accept", "application/json")]), &call(json!({}))));
+        let others: [&[(&str, &str)]; 6] = [
+            &[("content-type", "text/plain"), PLAIN[1]],
+            &[PLAIN[0], ("accept", "application/json")],
+            &[PLAIN[0], ("accept", "application/json, text/event-stream;q=0")],
+            &[PLAIN[0], PLAIN[1], ("mcp-protocol-version", "2026-07-28")],
+            &[PLAIN[0], PLAIN[1], ("mcp-protocol-version", "1999-01-01")],
+            &[PLAIN[1]],
+        ];
+        for h in others {
+            assert!(!answers_here(&headers(h), &call(json!({}))), "{h:?}");
+        }
+        let versioned = call(json!({"io.modelcontextprotocol/protocolVersion": "2025-11-25"}));
+        assert!(!answers_here(&headers(&PLAIN), &versioned), "a version in `_meta` is rmcp's to check");
+    }
+
+    const STATELESS: [(&str, &str); 5] =
+        [PLAIN[0], PLAIN[1], ("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "hanoi_get_state")];
+
+    fn meta() -> serde_json::Value {
+        json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}})
+    }
+
+    #[test]
+    fn a_stateless_call_is_answered_here_only_with_every_standard_header_matching_its_body() {
+        assert!(answers_stateless(&headers(&STATELESS), &call(meta())));
+        let ping: JsonRpcRequest<ClientRequest> = serde_json::from_value(json!({"jsonrpc": "2.0", "id": 2, "method": "ping",
+            "params": {"_meta": meta()}}))
+        .unwrap();
+        assert!(answers_stateless(&headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "ping")]), &ping));
+        let with = |replaced: (&'static str, &'static str)| {
+            let mut h: Vec<_> = STATELESS.iter().copied().filter(|(n, _)| *n != replaced.0).collect();
+            h.push(replaced);
+            headers(&h)
+        };
+        let others = [
+            with(("mcp-name", "hanoi_execute_move")),
+            with(("mcp-name", "=?base64?aGFub2lfZ2V0X3N0YXRl?=")),
+            with(("mcp-method", "tools/list")),
+            with(("mcp-protocol-version", "2025-11-25")),
+            with(("mcp-protocol-version", "2099-01-01")),
+            headers(&STATELESS[..4]),
+            headers(&[STATELESS[0], STATELESS[1], STATELESS[2], STATELESS[4]]),
+            headers(&[STATELESS[0], STATELESS[1], STATELESS[2], STATELESS[3], STATELESS[4], STATELESS[4]]),
+            headers(&[STATELESS[0], ("accept", "application/json"), STATELESS[2], STATELESS[3], STATELESS[4]]),
+        ];
+        for h in others {
+            assert!(!answers_stateless(&h, &call(meta())), "{h:?}");
+        }
+        let unversioned = call(json!({"io.modelcontextprotocol/clientCapabilities": {}}));
+        let incapable = call(json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"}));
+        for body in [unversioned, incapable, call(json!({}))] {
+            assert!(!answers_stateless(&headers(&STATELESS), &body), "{:?}", body.request.get_meta());
+        }
+    }
+}
