@@ -56,6 +56,15 @@ async fn a_call_that_sends_nothing_first_is_answered_as_plain_json() {
     assert_eq!(answer.headers()["content-type"], "text/event-stream", "asked for progress: an event stream");
     let body = answer.text().await.unwrap();
     assert!(body.starts_with("data: ") && body.contains("\"id\":2") && body.contains("TowerOfHanoi"), "{body}");
+
+    // A list is answered alone too (rmcp's service answered it on an event stream).
+    let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+    let answer = raw_call(&http, &server.url, &session, list.into()).send().await.unwrap();
+    assert_eq!(answer.headers()["content-type"], "application/json");
+    let listed: Value = answer.json().await.unwrap();
+    let names: Vec<&str> = listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(&names[..2], ["ludus_games", "ludus_sessions"], "host tools first: {names:?}");
+    assert!(names.contains(&"hanoi_get_state") && listed["result"].get("resultType").is_none(), "{listed}");
 }
 
 /// A stateless 2026-07-28 call (no MCP session) whose headers rmcp's

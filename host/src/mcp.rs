@@ -141,6 +141,8 @@ pub type DirectAnswer = std::pin::Pin<Box<dyn std::future::Future<Output = Direc
 pub enum Direct {
     Message(ServerJsonRpcMessage),
     Tool(RequestId, Answer),
+    /// Any other result (a list, a resource read), shaped for its peer when written.
+    Result(RequestId, ServerResult),
 }
 
 impl Direct {
@@ -149,21 +151,26 @@ impl Direct {
         match self {
             Direct::Message(m) => m,
             Direct::Tool(id, answer) => ServerJsonRpcMessage::response(ServerResult::CallToolResult(answer.into_result_for(peer)), id),
+            Direct::Result(id, mut result) => {
+                peer.shape(&mut result);
+                ServerJsonRpcMessage::response(result, id)
+            }
         }
     }
 
     /// The answer as one line of JSON (without its newline), for `peer`.
     pub fn into_line(self, peer: Peer) -> Vec<u8> {
         match self {
-            Direct::Message(m) => serde_json::to_vec(&m).unwrap_or_default(),
             Direct::Tool(id, answer) => answer.into_response(id, peer),
+            other => serde_json::to_vec(&other.into_message(peer)).unwrap_or_default(),
         }
     }
 }
 
 impl Ludus {
-    /// Answers a tool call or a ping without rmcp's service loop; gives any
-    /// other request back. `caller` is None for this client's own transport
+    /// Answers a tool call, a ping, or a request that only reads (the lists,
+    /// a resource, a prompt, a completion) without rmcp's service loop;
+    /// gives any other request back. `caller` is None for this client's own transport
     /// (stdio); `session` names the transport session (the client a game's
     /// requests go to, `client`); `ct` is cancelled when the request is
     /// (client gone, or `notifications/cancelled`); progress, and requests
@@ -206,7 +213,41 @@ impl Ludus {
                 self.surface.clients.initialized(session, &init.params.capabilities);
                 Err(JsonRpcRequest { request: ClientRequest::InitializeRequest(init), ..request })
             }
+            read if only_reads(&read) => {
+                let this = self.clone();
+                let caller = caller.unwrap_or_else(|| self.caller.clone());
+                Ok(Box::pin(async move {
+                    match this.read_as(read, &caller).await {
+                        Ok(result) => Direct::Result(id, result),
+                        Err(e) => Direct::Message(ServerJsonRpcMessage::error(e, Some(id))),
+                    }
+                }))
+            }
             other => Err(JsonRpcRequest { request: other, ..request }),
+        }
+    }
+
+    /// A request that only reads (`only_reads`), whichever lane it came
+    /// by, as `caller` may see it.
+    async fn read_as(&self, request: ClientRequest, caller: &Caller) -> Result<ServerResult, McpError> {
+        match request {
+            ClientRequest::ListToolsRequest(r) => self.tools_page(r.params).await.map(ServerResult::ListToolsResult),
+            ClientRequest::ListPromptsRequest(r) => {
+                self.registry.settled(LIST_PATIENCE).await;
+                self.prompts_page(r.params).map(ServerResult::ListPromptsResult)
+            }
+            ClientRequest::ListResourcesRequest(r) => {
+                self.registry.settled(LIST_PATIENCE).await;
+                self.resources_page(r.params).map(ServerResult::ListResourcesResult)
+            }
+            ClientRequest::ListResourceTemplatesRequest(r) => {
+                self.registry.settled(LIST_PATIENCE).await;
+                self.templates_page(r.params).map(ServerResult::ListResourceTemplatesResult)
+            }
+            ClientRequest::ReadResourceRequest(r) => self.read(r.params.uri, caller).await.map(ServerResult::ReadResourceResult),
+            ClientRequest::GetPromptRequest(r) => self.get_prompt_as(r.params).await.map(ServerResult::GetPromptResult),
+            ClientRequest::CompleteRequest(r) => self.complete_as(r.params, caller).await.map(ServerResult::CompleteResult),
+            _ => Err(McpError::internal_error("not a request that only reads", None)),
         }
     }
 
@@ -218,6 +259,7 @@ impl Ludus {
     pub fn answers_alone(&self, session: &str, request: &ClientRequest) -> bool {
         match request {
             ClientRequest::PingRequest(_) => true,
+            read if only_reads(read) => true,
             ClientRequest::CallToolRequest(call) => {
                 let progress = call.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token);
                 progress.is_none()
@@ -277,6 +319,22 @@ impl Ludus {
     }
 }
 
+/// A request that only reads and sends nothing before its answer: the
+/// lists, a resource, a prompt, a completion. The direct lane answers it
+/// (`Ludus::read_as`), as rmcp's handler would.
+fn only_reads(request: &ClientRequest) -> bool {
+    matches!(
+        request,
+        ClientRequest::ListToolsRequest(_)
+            | ClientRequest::ListPromptsRequest(_)
+            | ClientRequest::ListResourcesRequest(_)
+            | ClientRequest::ListResourceTemplatesRequest(_)
+            | ClientRequest::ReadResourceRequest(_)
+            | ClientRequest::GetPromptRequest(_)
+            | ClientRequest::CompleteRequest(_)
+    )
+}
+
 /// Progress of a waiting call, as notifications handed to `send`.
 fn progress_reporter(token: ProgressToken, send: impl Fn(ProgressNotificationParam) + Send + Sync + 'static) -> Progress {
     Box::new(move |p: WaitProgress| {
@@ -290,6 +348,33 @@ fn progress_reporter(token: ProgressToken, send: impl Fn(ProgressNotificationPar
 }
 
 impl Ludus {
+    /// `tools/list`: host tools first, then every game's, sorted by name
+    /// (a deterministic order helps client caches).
+    async fn tools_page(&self, page: Option<PaginatedRequestParams>) -> Result<ListToolsResult, McpError> {
+        self.registry.settled(LIST_PATIENCE).await;
+        let mut plugin_tools: Vec<Tool> = self.registry.plugins().iter().flat_map(|p| self.surface.tools.of_plugin(p).to_vec()).collect();
+        plugin_tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut tools = host_tools().to_vec();
+        if self.surface.run.is_some() {
+            tools.push(host_tools::run_tool().clone());
+        }
+        tools.extend(plugin_tools);
+        let (tools, next) = self.page(tools, page)?;
+        let mut result = ListToolsResult::with_all_items(tools).with_ttl_ms(TOOLS_TTL_MS).with_cache_scope(CacheScope::Public);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    /// `completion/complete`: a template's `{session}` (`complete_session`)
+    /// or a prompt's argument (`complete_prompt`).
+    async fn complete_as(&self, request: CompleteRequestParams, caller: &Caller) -> Result<CompleteResult, McpError> {
+        match &request.r#ref {
+            Reference::Resource(template) => self.complete_session(&template.uri, &request.argument, caller),
+            Reference::Prompt(prompt) => self.complete_prompt(&prompt.name, &request.argument).await,
+            _ => Err(McpError::invalid_params("completion/complete: unknown kind of reference", None)),
+        }
+    }
+
     /// One page of a list (`limits.list_page_size` items) from the request's
     /// cursor, and the cursor of the next page if there is one. A cursor is
     /// the position the page starts at, opaque to clients; a list that
@@ -335,19 +420,7 @@ impl ServerHandler for Ludus {
     }
 
     async fn list_tools(&self, page: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
-        self.registry.settled(LIST_PATIENCE).await;
-        // Sorted by name: a deterministic order helps client caches.
-        let mut plugin_tools: Vec<Tool> = self.registry.plugins().iter().flat_map(|p| self.surface.tools.of_plugin(p).to_vec()).collect();
-        plugin_tools.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut tools = host_tools().to_vec();
-        if self.surface.run.is_some() {
-            tools.push(host_tools::run_tool().clone());
-        }
-        tools.extend(plugin_tools);
-        let (tools, next) = self.page(tools, page)?;
-        let mut result = ListToolsResult::with_all_items(tools).with_ttl_ms(TOOLS_TTL_MS).with_cache_scope(CacheScope::Public);
-        result.next_cursor = next;
-        Ok(result)
+        self.tools_page(page).await
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -430,11 +503,7 @@ impl ServerHandler for Ludus {
     /// `completion/complete`: a template's `{session}` (`complete_session`)
     /// or a prompt's argument (`complete_prompt`).
     async fn complete(&self, request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, McpError> {
-        match &request.r#ref {
-            Reference::Resource(template) => self.complete_session(&template.uri, &request.argument, &self.caller_of(&context)),
-            Reference::Prompt(prompt) => self.complete_prompt(&prompt.name, &request.argument).await,
-            _ => Err(McpError::invalid_params("completion/complete: unknown kind of reference", None)),
-        }
+        self.complete_as(request, &self.caller_of(&context)).await
     }
 
     /// The plugins' prompts (an empty list while no loaded game offers one).

@@ -40,6 +40,18 @@ pub enum Peer {
     Stateless,
 }
 
+impl Peer {
+    /// Shapes a result as rmcp's handler does for this peer: without
+    /// `resultType` for a legacy one, with the caching hints 2026-07-28
+    /// requires for a stateless one.
+    pub fn shape(self, result: &mut ServerResult) {
+        match self {
+            Peer::Legacy => result.strip_result_type_for_legacy_peer(),
+            Peer::Stateless => result.fill_missing_cache_hints(),
+        }
+    }
+}
+
 /// What a call answers, in no wire form yet.
 pub struct Answer {
     /// The call failed; `text` says why.

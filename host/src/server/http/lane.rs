@@ -5,8 +5,8 @@
 //! it as it is; everything else goes to rmcp, which refuses it with its own
 //! status and text, or (a request it accepts) runs it. So the rules here
 //! are a strict part of rmcp's checks, never a looser copy of them:
-//! - a session's tool call or ping (`answers_here`), answered through
-//!   `McpSessions::answer`;
+//! - a session's tool call, ping or request that only reads
+//!   (`answers_here`), answered through `McpSessions::answer`;
 //! - a stateless 2026-07-28 tool call or ping (`answers_stateless`), the
 //!   official Python SDK's default, answered by `answer_stateless`.
 

@@ -1,15 +1,18 @@
-//! MCP sessions over HTTP: rmcp's local session manager, with tool calls and
-//! pings answered on the direct lane, and idle expiry done here.
+//! MCP sessions over HTTP: rmcp's local session manager, with tool calls,
+//! pings and the requests that only read answered on the direct lane, and
+//! idle expiry done here.
 //!
-//! rmcp still opens and closes sessions and runs `initialize`, the lists,
-//! resources and subscriptions. A session's tool call or ping does not reach
-//! it: the gate hands it to `McpSessions::answer`, which runs it in the
-//! connection's own thread (`Ludus::answer_directly`) and answers as plain
-//! JSON when nothing is sent before the answer and the session's streams
-//! are not resumable, or as a stream of events (progress, log lines and
-//! questions first, then the answer) that the gate writes. Only a call the
-//! gate leaves to rmcp's checks (one naming protocol 2026-07-28) comes back
-//! here through rmcp's `create_stream`, to the same lane.
+//! rmcp still opens and closes sessions and runs `initialize`, logging
+//! levels and subscriptions. A session's tool call, ping, list, resource
+//! read, prompt or completion does not reach it: the gate hands it to
+//! `McpSessions::answer`, which runs it in the connection's own thread
+//! (`Ludus::answer_directly`) and answers as plain JSON when nothing is
+//! sent before the answer (and, for a tool call or ping, the session's
+//! streams are not resumable), or as a stream of events (progress, log
+//! lines and questions first, then the answer) that the gate writes. Only
+//! a request the gate leaves to rmcp's checks (one naming protocol
+//! 2026-07-28) comes back here through rmcp's `create_stream`, to the same
+//! lane.
 //!
 //! Expiry is here because rmcp's session worker does not see the calls:
 //! its own idle timer would close a session that is busy on the direct
@@ -115,12 +118,12 @@ impl McpSessions {
         Some(Admitted { table: self.in_flight.clone(), key })
     }
 
-    /// A tool call or ping of session `id`, answered here: as plain JSON
-    /// (one body with its length) when nothing is sent before its answer
-    /// (`Ludus::answers_alone`) and the session's streams are not
-    /// resumable (a 2025-11-25 client's calls stream, so that they can be
-    /// resumed); otherwise as an event stream, progress and the game's log
-    /// lines first. The request back when it is for rmcp's service (another
+    /// A tool call, ping or request that only reads, of session `id`,
+    /// answered here: as plain JSON (one body with its length) when nothing
+    /// is sent before its answer (`Ludus::answers_alone`) and, for a tool
+    /// call or ping, the session's streams are not resumable (a 2025-11-25
+    /// client's calls stream, so that they can be resumed); otherwise as an
+    /// event stream, progress and the game's log lines first. The request back when it is for rmcp's service (another
     /// method, or a session that does not exist, which rmcp refuses). It
     /// must have been admitted (`admit`): a `notifications/cancelled`
     /// finds it there (a cancelled call has no answer), and a client that
@@ -135,7 +138,10 @@ impl McpSessions {
             return Err(request);
         }
         self.touch(id);
-        if self.resumable.holds(id) || !self.ludus.answers_alone(id, &request.request) {
+        // A tool call or ping streams on a resumable session; a request that
+        // only reads answers alone, as rmcp's service answers it.
+        let resumes = matches!(request.request, ClientRequest::CallToolRequest(_) | ClientRequest::PingRequest(_));
+        if (resumes && self.resumable.holds(id)) || !self.ludus.answers_alone(id, &request.request) {
             return self.events(id, request, caller).map(Answered::Events);
         }
         let key = (id.clone(), request.id.to_string());

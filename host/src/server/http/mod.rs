@@ -1,9 +1,9 @@
 //! MCP over Streamable HTTP: our own accept loop and a JSON-RPC gate that
-//! answers tool calls and pings itself: every session's (through
-//! `http::mcp_sessions`, as plain JSON or an event stream it writes) and a
-//! stateless client's that sends nothing before its answer (`http::lane`),
-//! with rmcp's service behind it for `initialize`, the lists, resources and
-//! subscriptions.
+//! answers tool calls and pings itself: every session's, and its lists,
+//! resource reads, prompts and completions (through `http::mcp_sessions`,
+//! as plain JSON or an event stream it writes), and a stateless client's
+//! call that sends nothing before its answer (`http::lane`), with rmcp's
+//! service behind it for `initialize`, logging levels and subscriptions.
 //!
 //! The accept loop is ours for the limits a ready-made server does not set:
 //! a cap on open connections, and a deadline for a request's headers, so
@@ -468,9 +468,10 @@ impl Gate {
             let why = "this request id is already in flight in this session; give each request its own id";
             return json_answer(StatusCode::CONFLICT, jsonrpc::error_reply(serde_json::Value::Null, -32600, why.into()));
         };
-        // A tool call or ping is answered here, as plain JSON or on an event
-        // stream of our own, when its headers are what rmcp's service takes:
-        // no second parse, no trip through rmcp's service.
+        // A tool call, ping or request that only reads is answered here, as
+        // plain JSON or on an event stream of our own, when its headers are
+        // what rmcp's service takes: no second parse, no trip through rmcp's
+        // service.
         if let rmcp::model::JsonRpcMessage::Request(request) = message
             && answers_here(&parts.headers, &request)
             && let Ok(answered) = self.sessions.answer(&session, request, caller).await
