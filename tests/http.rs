@@ -67,10 +67,10 @@ async fn a_call_that_sends_nothing_first_is_answered_as_plain_json() {
     assert!(names.contains(&"hanoi_get_state") && listed["result"].get("resultType").is_none(), "{listed}");
 }
 
-/// A stateless 2026-07-28 call (no MCP session) whose headers rmcp's
-/// service would take is answered by the gate as plain JSON, its result
-/// saying `resultType` as that protocol's do (rmcp's service answers on an
-/// event stream). What rmcp would refuse still reaches rmcp: a `Mcp-Name`
+/// A stateless 2026-07-28 call or `tools/list` (no MCP session) whose
+/// headers rmcp's service would take is answered by the gate as plain
+/// JSON, its result saying `resultType` as that protocol's do (rmcp's
+/// service answers on an event stream). What rmcp would refuse still reaches rmcp: a `Mcp-Name`
 /// that is not the body's tool gets its 400.
 #[tokio::test]
 async fn a_stateless_call_is_answered_as_plain_json_with_its_result_type() {
@@ -96,6 +96,22 @@ async fn a_stateless_call_is_answered_as_plain_json_with_its_result_type() {
     let env = started["result"]["structuredContent"]["env_id"].clone();
     let state: Value = call("hanoi_get_state", "hanoi_get_state", json!({"env_id": env})).send().await.unwrap().json().await.unwrap();
     assert_eq!(state["result"]["structuredContent"]["moves_made"], 0, "the game is the caller's from one request to the next: {state}");
+    // Its `tools/list` too, with the caching hints 2026-07-28 asks for.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let list = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {"_meta": meta}});
+    let answer = http
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/list")
+        .body(list.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.headers()["content-type"], "application/json");
+    let listed: Value = answer.json().await.unwrap();
+    assert_eq!((listed["result"]["resultType"].clone(), listed["result"]["cacheScope"].clone()), (json!("complete"), json!("public")));
     let refused = call("hanoi_get_state", "hanoi_execute_move", json!({"env_id": env})).send().await.unwrap();
     assert_eq!(refused.status(), 400);
     let said = refused.text().await.unwrap();

@@ -213,6 +213,12 @@ impl Ludus {
                 self.surface.clients.initialized(session, &init.params.capabilities);
                 Err(JsonRpcRequest { request: ClientRequest::InitializeRequest(init), ..request })
             }
+            // rmcp marks logging deprecated (a later protocol drops it); clients up to 2025-11-25 use it.
+            #[allow(deprecated)]
+            ClientRequest::SetLevelRequest(set) => {
+                self.set_level_of(session, set.params.level);
+                Ok(Box::pin(std::future::ready(Direct::Result(id, ServerResult::empty(())))))
+            }
             read if only_reads(&read) => {
                 let this = self.clone();
                 let caller = caller.unwrap_or_else(|| self.caller.clone());
@@ -258,7 +264,8 @@ impl Ludus {
     /// rather than on an event stream.
     pub fn answers_alone(&self, session: &str, request: &ClientRequest) -> bool {
         match request {
-            ClientRequest::PingRequest(_) => true,
+            #[allow(deprecated)]
+            ClientRequest::PingRequest(_) | ClientRequest::SetLevelRequest(_) => true,
             read if only_reads(read) => true,
             ClientRequest::CallToolRequest(call) => {
                 let progress = call.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token);
@@ -365,6 +372,15 @@ impl Ludus {
         Ok(result)
     }
 
+    /// `logging/setLevel` of transport session `session`, whichever lane it
+    /// came by (a stateless request has no session to keep a level for).
+    #[allow(deprecated)]
+    fn set_level_of(&self, session: &str, level: LoggingLevel) {
+        if !session.is_empty() {
+            self.surface.clients.set_log_level(session, level);
+        }
+    }
+
     /// `completion/complete`: a template's `{session}` (`complete_session`)
     /// or a prompt's argument (`complete_prompt`).
     async fn complete_as(&self, request: CompleteRequestParams, caller: &Caller) -> Result<CompleteResult, McpError> {
@@ -453,11 +469,7 @@ impl ServerHandler for Ludus {
     // rmcp marks logging deprecated (a later protocol drops it); clients up to 2025-11-25 use it.
     #[allow(deprecated)]
     async fn set_level(&self, request: SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
-        // A stateless request has no session to keep a level for.
-        let session = transport_session(&context);
-        if !session.is_empty() {
-            self.surface.clients.set_log_level(&session, request.level);
-        }
+        self.set_level_of(&transport_session(&context), request.level);
         Ok(())
     }
 

@@ -7,8 +7,9 @@
 //! are a strict part of rmcp's checks, never a looser copy of them:
 //! - a session's tool call, ping or request that only reads
 //!   (`answers_here`), answered through `McpSessions::answer`;
-//! - a stateless 2026-07-28 tool call or ping (`answers_stateless`), the
-//!   official Python SDK's default, answered by `answer_stateless`.
+//! - a stateless 2026-07-28 tool call, ping or `tools/list`
+//!   (`answers_stateless`), the official Python SDK's default client's,
+//!   answered by `answer_stateless`.
 
 use http::{HeaderMap, HeaderName, header};
 use rmcp::model::{ClientRequest, GetMeta, JsonRpcRequest, ProtocolVersion};
@@ -36,8 +37,8 @@ pub fn answers_here(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>
     media_types_taken(headers) && version && request.request.get_meta().protocol_version().is_none()
 }
 
-/// Whether a request without a session is a stateless tool call or ping
-/// that rmcp's service would take as it is: the media types as above; one
+/// Whether a request without a session is a stateless tool call, ping or
+/// `tools/list` that rmcp's service would take as it is: the media types as above; one
 /// `MCP-Protocol-Version` of 2026-07-28 or later that rmcp knows, the same
 /// as the `_meta`'s, whose other required key (the client's capabilities)
 /// is there too; and the standard headers (SEP-2243) with exactly the
@@ -49,6 +50,7 @@ pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientReq
     let (method, name) = match &request.request {
         ClientRequest::CallToolRequest(call) => ("tools/call", Some(call.params.name.as_ref())),
         ClientRequest::PingRequest(_) => ("ping", None),
+        ClientRequest::ListToolsRequest(_) => ("tools/list", None),
         _ => return false,
     };
     let Some(version) = one(headers, &MCP_PROTOCOL_VERSION) else { return false };
@@ -62,8 +64,9 @@ pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientReq
         && name.is_none_or(|name| one(headers, &MCP_NAME) == Some(name))
 }
 
-/// A stateless tool call or ping (`answers_stateless`), answered as one
-/// JSON body (`resultType` and all, as a 2026-07-28 client reads it);
+/// A stateless tool call, ping or `tools/list` (`answers_stateless`),
+/// answered as one JSON body (`resultType` and all, as a 2026-07-28
+/// client reads it);
 /// the request back when it can send something before its answer
 /// (progress, the game's questions to its client), which rmcp's service
 /// streams. A client that goes away drops the future, which cancels the
@@ -180,6 +183,12 @@ mod tests {
             "params": {"_meta": meta()}}))
         .unwrap();
         assert!(answers_stateless(&headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "ping")]), &ping));
+        let list: JsonRpcRequest<ClientRequest> =
+            serde_json::from_value(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta()}})).unwrap();
+        assert!(answers_stateless(&headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "tools/list")]), &list));
+        let other: JsonRpcRequest<ClientRequest> =
+            serde_json::from_value(json!({"jsonrpc": "2.0", "id": 4, "method": "prompts/list", "params": {"_meta": meta()}})).unwrap();
+        assert!(!answers_stateless(&headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "prompts/list")]), &other));
         let with = |replaced: (&'static str, &'static str)| {
             let mut h: Vec<_> = STATELESS.iter().copied().filter(|(n, _)| *n != replaced.0).collect();
             h.push(replaced);

@@ -2,9 +2,9 @@
 //! pings and the requests that only read answered on the direct lane, and
 //! idle expiry done here.
 //!
-//! rmcp still opens and closes sessions and runs `initialize`, logging
-//! levels and subscriptions. A session's tool call, ping, list, resource
-//! read, prompt or completion does not reach it: the gate hands it to
+//! rmcp still opens and closes sessions and runs `initialize` and
+//! subscriptions. A session's tool call, ping, logging level, list,
+//! resource read, prompt or completion does not reach it: the gate hands it to
 //! `McpSessions::answer`, which runs it in the connection's own thread
 //! (`Ludus::answer_directly`) and answers as plain JSON when nothing is
 //! sent before the answer (and, for a tool call or ping, the session's

@@ -2,8 +2,8 @@
 //! answers tool calls and pings itself: every session's, and its lists,
 //! resource reads, prompts and completions (through `http::mcp_sessions`,
 //! as plain JSON or an event stream it writes), and a stateless client's
-//! call that sends nothing before its answer (`http::lane`), with rmcp's
-//! service behind it for `initialize`, logging levels and subscriptions.
+//! call or `tools/list` (`http::lane`), with rmcp's service behind it for
+//! `initialize` and subscriptions.
 //!
 //! The accept loop is ours for the limits a ready-made server does not set:
 //! a cap on open connections, and a deadline for a request's headers, so
