@@ -86,6 +86,13 @@ pub struct SideView {
 }
 
 impl SideView {
+    /// The Pokémon `name` names: by its name, its species, or the forme
+    /// the battle shows now (Minior-Meteor, a Cramorant gulping).
+    pub fn find(&self, name: &str) -> Option<&Mon> {
+        let key = to_id(name);
+        self.mons.iter().find(|m| [m.name.as_str(), &m.species, m.shown_species()].iter().any(|n| to_id(n) == key))
+    }
+
     /// Our own Zoroark in disguise: the log names the Pokémon it imitates,
     /// the request the real one. What the disguise gained in battle
     /// (boosts, volatiles) is the real one's, and the imitated one is not
@@ -998,6 +1005,10 @@ mod tests {
         assert_eq!(b.fields, ["Grassy Terrain", "Trick Room"]);
         let c = mon(&b, "p1", "Cramorant");
         assert_eq!((c.shown_species(), c.species.as_str()), ("Cramorant-Gulping", "Cramorant"));
+        let side = &b.sides["p1"];
+        for name in ["Cramorant", "cramorant-gulping", "Cramorant-Gulping"] {
+            assert_eq!(side.find(name).map(|m| m.name.as_str()), Some("Cramorant"), "{name}");
+        }
         assert_eq!(c.volatiles, ["Whirlpool"]);
         assert_eq!(c.boosts["atk"], 6);
         b.on_log("|faint|p1a: Cramorant");

@@ -425,8 +425,7 @@ impl Guest for Showdown {
         with_game(|g| {
             let theirs = opponent.unwrap_or(false);
             let side = if theirs { g.seat.battle.their_side() } else { g.seat.battle.my_side() };
-            let key = to_id(&pokemon_name);
-            let mon = side.and_then(|s| s.mons.iter().find(|m| to_id(&m.name) == key || to_id(&m.species) == key)).ok_or_else(|| {
+            let mon = side.and_then(|s| s.find(&pokemon_name)).ok_or_else(|| {
                 let known: Vec<String> = side.map(|s| s.mons.iter().map(|m| m.name.clone()).collect()).unwrap_or_default();
                 format!(
                     "no Pokémon {pokemon_name:?} in {} team (known: {})",
