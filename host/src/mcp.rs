@@ -168,9 +168,9 @@ impl Direct {
 }
 
 impl Ludus {
-    /// Answers a tool call, a ping, or a request that only reads (the lists,
-    /// a resource, a prompt, a completion) without rmcp's service loop;
-    /// gives any other request back. `caller` is None for this client's own transport
+    /// Answers a tool call, a ping, a log level, or a request that only
+    /// reads (the lists, a resource, a prompt, a completion) without rmcp's
+    /// service loop; gives any other request back. `caller` is None for this client's own transport
     /// (stdio); `session` names the transport session (the client a game's
     /// requests go to, `client`); `ct` is cancelled when the request is
     /// (client gone, or `notifications/cancelled`); progress, and requests
@@ -257,8 +257,9 @@ impl Ludus {
         }
     }
 
-    /// Whether `request` answers with its result alone: a ping, or a tool
-    /// call that can send nothing before its answer (no progress asked for,
+    /// Whether `request` answers with its result alone: a ping, a log
+    /// level, a request that only reads, or a tool call that can send
+    /// nothing before its answer (no progress asked for,
     /// no log level set by transport session `session`, a game that asks
     /// its client nothing). Such a call may be answered as plain JSON
     /// rather than on an event stream.
