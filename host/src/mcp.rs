@@ -238,17 +238,10 @@ impl Ludus {
     async fn read_as(&self, request: ClientRequest, caller: &Caller) -> Result<ServerResult, McpError> {
         match request {
             ClientRequest::ListToolsRequest(r) => self.tools_page(r.params).await.map(ServerResult::ListToolsResult),
-            ClientRequest::ListPromptsRequest(r) => {
-                self.registry.settled(LIST_PATIENCE).await;
-                self.prompts_page(r.params).map(ServerResult::ListPromptsResult)
-            }
-            ClientRequest::ListResourcesRequest(r) => {
-                self.registry.settled(LIST_PATIENCE).await;
-                self.resources_page(r.params).map(ServerResult::ListResourcesResult)
-            }
+            ClientRequest::ListPromptsRequest(r) => self.prompts_page(r.params).await.map(ServerResult::ListPromptsResult),
+            ClientRequest::ListResourcesRequest(r) => self.resources_page(r.params).await.map(ServerResult::ListResourcesResult),
             ClientRequest::ListResourceTemplatesRequest(r) => {
-                self.registry.settled(LIST_PATIENCE).await;
-                self.templates_page(r.params).map(ServerResult::ListResourceTemplatesResult)
+                self.templates_page(r.params).await.map(ServerResult::ListResourceTemplatesResult)
             }
             ClientRequest::ReadResourceRequest(r) => self.read(r.params.uri, caller).await.map(ServerResult::ReadResourceResult),
             ClientRequest::GetPromptRequest(r) => self.get_prompt_as(r.params).await.map(ServerResult::GetPromptResult),
@@ -479,8 +472,7 @@ impl ServerHandler for Ludus {
         page: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        self.registry.settled(LIST_PATIENCE).await;
-        self.resources_page(page)
+        self.resources_page(page).await
     }
 
     /// Per-game resources: one per live session, e.g. `chess://game/{session}/pgn`.
@@ -489,8 +481,7 @@ impl ServerHandler for Ludus {
         page: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        self.registry.settled(LIST_PATIENCE).await;
-        self.templates_page(page)
+        self.templates_page(page).await
     }
 
     async fn read_resource(
@@ -525,8 +516,7 @@ impl ServerHandler for Ludus {
         page: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        self.registry.settled(LIST_PATIENCE).await;
-        self.prompts_page(page)
+        self.prompts_page(page).await
     }
 
     async fn get_prompt(&self, request: GetPromptRequestParams, _: RequestContext<RoleServer>) -> Result<GetPromptResponse, McpError> {

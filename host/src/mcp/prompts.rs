@@ -13,7 +13,10 @@ use crate::capability::content::{block_json, block_of_val};
 use crate::plugin::{Plugin, PromptDef};
 
 impl Ludus {
-    pub(super) fn prompts_page(&self, page: Option<PaginatedRequestParams>) -> Result<ListPromptsResult, McpError> {
+    /// One page of the plugins' prompts, once the first scan has settled (or
+    /// a while has passed).
+    pub(super) async fn prompts_page(&self, page: Option<PaginatedRequestParams>) -> Result<ListPromptsResult, McpError> {
+        self.registry.settled(super::LIST_PATIENCE).await;
         let mut prompts: Vec<Prompt> =
             self.registry.plugins().iter().flat_map(|p| p.prompts.iter().map(listed).collect::<Vec<_>>()).collect();
         prompts.sort_by(|a, b| a.name.cmp(&b.name));

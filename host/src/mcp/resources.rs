@@ -14,8 +14,10 @@ use crate::session::{Body, Caller};
 use base64::Engine as _;
 
 impl Ludus {
-    /// One page of the plugins' own resources.
-    pub(super) fn resources_page(&self, page: Option<PaginatedRequestParams>) -> Result<ListResourcesResult, McpError> {
+    /// One page of the plugins' own resources, once the first scan has
+    /// settled (or a while has passed).
+    pub(super) async fn resources_page(&self, page: Option<PaginatedRequestParams>) -> Result<ListResourcesResult, McpError> {
+        self.registry.settled(super::LIST_PATIENCE).await;
         let resources = self
             .registry
             .plugins()
@@ -32,8 +34,9 @@ impl Ludus {
         Ok(result)
     }
 
-    /// One page of the per-game resource templates.
-    pub(super) fn templates_page(&self, page: Option<PaginatedRequestParams>) -> Result<ListResourceTemplatesResult, McpError> {
+    /// One page of the per-game resource templates, likewise.
+    pub(super) async fn templates_page(&self, page: Option<PaginatedRequestParams>) -> Result<ListResourceTemplatesResult, McpError> {
+        self.registry.settled(super::LIST_PATIENCE).await;
         let templates = self
             .registry
             .plugins()
