@@ -7,7 +7,7 @@
 //! are a strict part of rmcp's checks, never a looser copy of them:
 //! - a session's tool call, ping or request that only reads
 //!   (`answers_here`), answered through `McpSessions::answer`;
-//! - a stateless 2026-07-28 tool call, ping or `tools/list`
+//! - a stateless 2026-07-28 tool call or `tools/list`
 //!   (`answers_stateless`), the official Python SDK's default client's,
 //!   answered by `answer_stateless`.
 
@@ -37,7 +37,7 @@ pub fn answers_here(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>
     media_types_taken(headers) && version && request.request.get_meta().protocol_version().is_none()
 }
 
-/// Whether a request without a session is a stateless tool call, ping or
+/// Whether a request without a session is a stateless tool call or
 /// `tools/list` that rmcp's service would take as it is: the media types as above; one
 /// `MCP-Protocol-Version` of 2026-07-28 or later that rmcp knows, the same
 /// as the `_meta`'s, whose other required key (the client's capabilities)
@@ -49,8 +49,8 @@ pub fn answers_here(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>
 pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>) -> bool {
     let (method, name) = match &request.request {
         ClientRequest::CallToolRequest(call) => ("tools/call", Some(call.params.name.as_ref())),
-        ClientRequest::PingRequest(_) => ("ping", None),
         ClientRequest::ListToolsRequest(_) => ("tools/list", None),
+        // Not `ping`: 2026-07-28 has none, and rmcp's handler says so (-32601, 404).
         _ => return false,
     };
     let Some(version) = one(headers, &MCP_PROTOCOL_VERSION) else { return false };
@@ -64,8 +64,8 @@ pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientReq
         && name.is_none_or(|name| one(headers, &MCP_NAME) == Some(name))
 }
 
-/// A stateless tool call, ping or `tools/list` (`answers_stateless`),
-/// answered as one JSON body (`resultType` and all, as a 2026-07-28
+/// A stateless tool call or `tools/list` (`answers_stateless`), answered
+/// as one JSON body (`resultType` and all, as a 2026-07-28
 /// client reads it);
 /// the request back when it can send something before its answer
 /// (progress, the game's questions to its client), which rmcp's service
@@ -182,7 +182,10 @@ mod tests {
         let ping: JsonRpcRequest<ClientRequest> = serde_json::from_value(json!({"jsonrpc": "2.0", "id": 2, "method": "ping",
             "params": {"_meta": meta()}}))
         .unwrap();
-        assert!(answers_stateless(&headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "ping")]), &ping));
+        assert!(
+            !answers_stateless(&headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "ping")]), &ping),
+            "rmcp refuses it"
+        );
         let list: JsonRpcRequest<ClientRequest> =
             serde_json::from_value(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta()}})).unwrap();
         assert!(answers_stateless(&headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "tools/list")]), &list));

@@ -451,7 +451,7 @@ impl Gate {
             _ => None,
         };
         let Some(session) = session else {
-            // A stateless client's tool call or ping, answered here as
+            // A stateless client's tool call or `tools/list`, answered here as
             // plain JSON when rmcp's service would take it as it is.
             if let rmcp::model::JsonRpcMessage::Request(request) = message
                 && answers_stateless(&parts.headers, &request)
