@@ -38,14 +38,14 @@ pub fn answers_here(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>
 }
 
 /// Whether a request without a session is a stateless tool call or
-/// `tools/list` that rmcp's service would take as it is: the media types as above; one
-/// `MCP-Protocol-Version` of 2026-07-28 or later that rmcp knows, the same
-/// as the `_meta`'s, whose other required key (the client's capabilities)
-/// is there too; and the standard headers (SEP-2243) with exactly the
-/// body's method and, for a tool call, its tool's name, as plain text (a
-/// Base64-wrapped one is left to rmcp's decoding). Ludus's tool schemas
-/// mark no argument as a header (`x-mcp-header`), so no `Mcp-Param-*`
-/// header is checked by rmcp either.
+/// `tools/list` that rmcp's service would take as it is: the media types
+/// as above; one `MCP-Protocol-Version` of 2026-07-28 or later that rmcp
+/// knows, the same as the `_meta`'s, whose other required key (the
+/// client's capabilities) is there too; and the standard headers
+/// (SEP-2243) with exactly the body's method and, for a tool call, its
+/// tool's name, as plain text (a Base64-wrapped one is left to rmcp's
+/// decoding). Ludus's tool schemas mark no argument as a header
+/// (`x-mcp-header`), so no `Mcp-Param-*` header is checked by rmcp either.
 pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>) -> bool {
     let (method, name) = match &request.request {
         ClientRequest::CallToolRequest(call) => ("tools/call", Some(call.params.name.as_ref())),
@@ -65,9 +65,8 @@ pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientReq
 }
 
 /// A stateless tool call or `tools/list` (`answers_stateless`), answered
-/// as one JSON body (`resultType` and all, as a 2026-07-28
-/// client reads it);
-/// the request back when it can send something before its answer
+/// as one JSON body (`resultType` and all, as a 2026-07-28 client reads
+/// it); the request back when it can send something before its answer
 /// (progress, the game's questions to its client), which rmcp's service
 /// streams. A client that goes away drops the future, which cancels the
 /// call.
