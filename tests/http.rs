@@ -67,55 +67,57 @@ async fn a_call_that_sends_nothing_first_is_answered_as_plain_json() {
     assert!(names.contains(&"hanoi_get_state") && listed["result"].get("resultType").is_none(), "{listed}");
 }
 
-/// A stateless 2026-07-28 call or `tools/list` (no MCP session) whose
-/// headers rmcp's service would take is answered by the gate as plain
-/// JSON, its result saying `resultType` as that protocol's do (rmcp's
-/// service answers on an event stream). What rmcp would refuse still reaches rmcp: a `Mcp-Name`
-/// that is not the body's tool gets its 400.
+/// A stateless 2026-07-28 client (no MCP session), as the official Python
+/// SDK's default client asks: `server/discover`, then tool calls and
+/// `tools/list`. Whose headers rmcp's service would take are answered by
+/// the gate as plain JSON (rmcp's service answered on event streams),
+/// results saying `resultType` as that protocol's do. What rmcp would
+/// refuse still reaches rmcp: a `Mcp-Name` that is not the body's tool
+/// gets its 400, and a ping (which 2026-07-28 has not) its 404.
 #[tokio::test]
-async fn a_stateless_call_is_answered_as_plain_json_with_its_result_type() {
+async fn a_stateless_client_is_answered_as_plain_json_with_result_types() {
     let work = scratch();
     let server = http_server(&[], work.path()).await;
     let url = server.client_url.clone().expect("a loopback server prints a URL with its token");
     let http = reqwest::Client::new();
-    let call = |name: &str, named: &str, args: Value| {
-        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name, "arguments": args,
-            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}});
-        http.post(&url)
+    let post = |method: &str, name: Option<&str>, mut params: Value| {
+        params["_meta"] =
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+        let mut request = http
+            .post(&url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", named)
-            .body(body.to_string())
+            .header("mcp-method", method);
+        if let Some(name) = name {
+            request = request.header("mcp-name", name);
+        }
+        request.body(body.to_string())
     };
-    let answer = call("hanoi_init_simulator", "hanoi_init_simulator", json!({"n": 3})).send().await.unwrap();
-    assert_eq!(answer.headers()["content-type"], "application/json");
-    let started: Value = answer.json().await.unwrap();
-    assert_eq!((started["id"].clone(), started["result"]["resultType"].clone()), (json!(7), json!("complete")), "{started}");
-    let env = started["result"]["structuredContent"]["env_id"].clone();
-    let state: Value = call("hanoi_get_state", "hanoi_get_state", json!({"env_id": env})).send().await.unwrap().json().await.unwrap();
-    assert_eq!(state["result"]["structuredContent"]["moves_made"], 0, "the game is the caller's from one request to the next: {state}");
-    // Its `tools/list` too, with the caching hints 2026-07-28 asks for.
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
-    let list = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {"_meta": meta}});
-    let answer = http
-        .post(&url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/list")
-        .body(list.to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.headers()["content-type"], "application/json");
-    let listed: Value = answer.json().await.unwrap();
-    assert_eq!((listed["result"]["resultType"].clone(), listed["result"]["cacheScope"].clone()), (json!("complete"), json!("public")));
-    let refused = call("hanoi_get_state", "hanoi_execute_move", json!({"env_id": env})).send().await.unwrap();
+    let plain = |answer: reqwest::Response| async move {
+        assert_eq!(answer.headers()["content-type"], "application/json");
+        let said: Value = answer.json().await.unwrap();
+        assert_eq!((said["id"].clone(), said["result"]["resultType"].clone()), (json!(7), json!("complete")), "{said}");
+        said["result"].clone()
+    };
+    let discovered = plain(post("server/discover", None, json!({})).send().await.unwrap()).await;
+    assert!(discovered["supportedVersions"].as_array().unwrap().contains(&json!("2026-07-28")), "{discovered}");
+    let started = post("tools/call", Some("hanoi_init_simulator"), json!({"name": "hanoi_init_simulator", "arguments": {"n": 3}}));
+    let env = plain(started.send().await.unwrap()).await["structuredContent"]["env_id"].clone();
+    let state = post("tools/call", Some("hanoi_get_state"), json!({"name": "hanoi_get_state", "arguments": {"env_id": env}}));
+    let state = plain(state.send().await.unwrap()).await;
+    assert_eq!(state["structuredContent"]["moves_made"], 0, "the game is the caller's from one request to the next: {state}");
+    // `tools/list` with the caching hints 2026-07-28 asks for.
+    let listed = plain(post("tools/list", None, json!({})).send().await.unwrap()).await;
+    assert_eq!(listed["cacheScope"], "public");
+
+    let misnamed = post("tools/call", Some("hanoi_execute_move"), json!({"name": "hanoi_get_state", "arguments": {"env_id": env}}));
+    let refused = misnamed.send().await.unwrap();
     assert_eq!(refused.status(), 400);
     let said = refused.text().await.unwrap();
     assert!(said.contains("Mcp-Name header `hanoi_execute_move` does not match body value `hanoi_get_state`"), "{said}");
+    assert_eq!(post("ping", None, json!({})).send().await.unwrap().status(), 404);
 }
 
 #[tokio::test]

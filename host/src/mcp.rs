@@ -233,6 +233,12 @@ impl Ludus {
         }
     }
 
+    /// `server/discover`'s answer, as rmcp's handler makes it: the versions
+    /// this server speaks, its capabilities and instructions.
+    pub fn discovered(&self) -> ServerResult {
+        ServerResult::DiscoverResult(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.get_info()))
+    }
+
     /// A request that only reads (`only_reads`), whichever lane it came
     /// by, as `caller` may see it.
     async fn read_as(&self, request: ClientRequest, caller: &Caller) -> Result<ServerResult, McpError> {

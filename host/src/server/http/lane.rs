@@ -7,7 +7,7 @@
 //! are a strict part of rmcp's checks, never a looser copy of them:
 //! - a session's tool call, ping or request that only reads
 //!   (`answers_here`), answered through `McpSessions::answer`;
-//! - a stateless 2026-07-28 tool call or `tools/list`
+//! - a stateless 2026-07-28 tool call, `tools/list` or `server/discover`
 //!   (`answers_stateless`), the official Python SDK's default client's,
 //!   answered by `answer_stateless`.
 
@@ -15,7 +15,7 @@ use http::{HeaderMap, HeaderName, header};
 use rmcp::model::{ClientRequest, GetMeta, JsonRpcRequest, ProtocolVersion};
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp::{Ludus, Notify, Peer};
+use crate::mcp::{Direct, Ludus, Notify, Peer};
 use crate::session::Caller;
 
 const JSON: &str = "application/json";
@@ -37,8 +37,9 @@ pub fn answers_here(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>
     media_types_taken(headers) && version && request.request.get_meta().protocol_version().is_none()
 }
 
-/// Whether a request without a session is a stateless tool call or
-/// `tools/list` that rmcp's service would take as it is: the media types
+/// Whether a request without a session is a stateless tool call,
+/// `tools/list` or `server/discover` that rmcp's service would take as it
+/// is: the media types
 /// as above; one `MCP-Protocol-Version` of 2026-07-28 or later that rmcp
 /// knows, the same as the `_meta`'s, whose other required key (the
 /// client's capabilities) is there too; and the standard headers
@@ -50,6 +51,7 @@ pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientReq
     let (method, name) = match &request.request {
         ClientRequest::CallToolRequest(call) => ("tools/call", Some(call.params.name.as_ref())),
         ClientRequest::ListToolsRequest(_) => ("tools/list", None),
+        ClientRequest::DiscoverRequest(_) => ("server/discover", None),
         // Not `ping`: 2026-07-28 has none, and rmcp's handler says so (-32601, 404).
         _ => return false,
     };
@@ -64,8 +66,8 @@ pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientReq
         && name.is_none_or(|name| one(headers, &MCP_NAME) == Some(name))
 }
 
-/// A stateless tool call or `tools/list` (`answers_stateless`), answered
-/// as one JSON body (`resultType` and all, as a 2026-07-28 client reads
+/// A stateless tool call, `tools/list` or `server/discover`
+/// (`answers_stateless`), answered as one JSON body (`resultType` and all, as a 2026-07-28 client reads
 /// it); the request back when it can send something before its answer
 /// (progress, the game's questions to its client), which rmcp's service
 /// streams. A client that goes away drops the future, which cancels the
@@ -75,6 +77,9 @@ pub async fn answer_stateless(
     request: JsonRpcRequest<ClientRequest>,
     caller: Caller,
 ) -> Result<Vec<u8>, JsonRpcRequest<ClientRequest>> {
+    if let ClientRequest::DiscoverRequest(_) = request.request {
+        return Ok(Direct::Result(request.id, ludus.discovered()).into_line(Peer::Stateless));
+    }
     // No session: no log level set, nobody to stream to.
     const NO_SESSION: &str = "";
     if !ludus.answers_alone(NO_SESSION, &request.request) {
@@ -188,6 +193,9 @@ mod tests {
         let list: JsonRpcRequest<ClientRequest> =
             serde_json::from_value(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta()}})).unwrap();
         assert!(answers_stateless(&headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "tools/list")]), &list));
+        let discover: JsonRpcRequest<ClientRequest> =
+            serde_json::from_value(json!({"jsonrpc": "2.0", "id": 5, "method": "server/discover", "params": {"_meta": meta()}})).unwrap();
+        assert!(answers_stateless(&headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "server/discover")]), &discover));
         let other: JsonRpcRequest<ClientRequest> =
             serde_json::from_value(json!({"jsonrpc": "2.0", "id": 4, "method": "prompts/list", "params": {"_meta": meta()}})).unwrap();
         assert!(!answers_stateless(&headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "prompts/list")]), &other));

@@ -2,8 +2,8 @@
 //! answers tool calls and pings itself: every session's, and its lists,
 //! resource reads, prompts and completions (through `http::mcp_sessions`,
 //! as plain JSON or an event stream it writes), and a stateless client's
-//! call or `tools/list` (`http::lane`), with rmcp's service behind it for
-//! `initialize` and subscriptions.
+//! call, `tools/list` or `server/discover` (`http::lane`), with rmcp's
+//! service behind it for `initialize` and subscriptions.
 //!
 //! The accept loop is ours for the limits a ready-made server does not set:
 //! a cap on open connections, and a deadline for a request's headers, so
@@ -451,7 +451,7 @@ impl Gate {
             _ => None,
         };
         let Some(session) = session else {
-            // A stateless client's tool call or `tools/list`, answered here as
+            // A stateless client's tool call, `tools/list` or `server/discover`, answered here as
             // plain JSON when rmcp's service would take it as it is.
             if let rmcp::model::JsonRpcMessage::Request(request) = message
                 && answers_stateless(&parts.headers, &request)
