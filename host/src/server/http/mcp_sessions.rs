@@ -377,8 +377,8 @@ impl SessionManager for McpSessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id);
         // What the gate does not answer itself (`McpSessions::answer`) but
-        // rmcp's checks let through: a tool call of a session that names
-        // a protocol version from 2026-07-28 on in its headers or its
+        // rmcp's checks let through: a request of a session that names a
+        // protocol version from 2026-07-28 on in its headers or its
         // `_meta`. The gate filed the caller with the request's HTTP parts.
         let ClientJsonRpcMessage::Request(request) = message else {
             return Ok(self.inner.create_stream(id, message).await?.right_stream());

@@ -272,7 +272,7 @@ fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> S
 
 struct Gate {
     /// rmcp's service: what the gate does not answer itself (`initialize`,
-    /// lists, resources and subscriptions, GET and DELETE).
+    /// subscriptions, GET and DELETE, and what its checks refuse).
     rmcp: StreamableHttpService<Ludus, McpSessions>,
     /// The handler of requests without a session (stateless clients').
     ludus: Ludus,
