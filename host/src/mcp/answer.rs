@@ -50,6 +50,14 @@ impl Peer {
             Peer::Stateless => result.fill_missing_cache_hints(),
         }
     }
+
+    /// The same for a tool's result, which needs no caching hints.
+    fn shape_call(self, mut result: CallToolResult) -> CallToolResult {
+        if self == Peer::Legacy {
+            result.result_type = None;
+        }
+        result
+    }
 }
 
 /// What a call answers, in no wire form yet.
@@ -184,7 +192,7 @@ impl Answer {
 
     /// As the result `peer` reads.
     pub fn into_result_for(self, peer: Peer) -> CallToolResult {
-        shaped_for(peer, self.into_result())
+        peer.shape_call(self.into_result())
     }
 
     /// The JSON-RPC response to request `id` that carries this answer, as `peer` reads it.
@@ -192,7 +200,7 @@ impl Answer {
         let Data::Record { value, plugin, tool } = &self.data else { return response(self.into_result_for(peer), id) };
         let mut structured = Vec::with_capacity(WRITE_ROOM);
         let _ = serde_json::to_writer(&mut structured, &JsonOf::omitting(record_shape(plugin, *tool), value, is_content_field));
-        let result = shaped_for(peer, self.result(structured.len(), Some(Value::Null)));
+        let result = peer.shape_call(self.result(structured.len(), Some(Value::Null)));
         if result.is_error == Some(true) {
             return response(result, id);
         }
@@ -242,15 +250,6 @@ impl Answer {
         r.structured_content = structured;
         r
     }
-}
-
-/// `result` as `peer` reads it: rmcp's results say `resultType` (2026-07-28);
-/// a legacy peer's leave it out, as rmcp's handler does for them.
-fn shaped_for(peer: Peer, mut result: CallToolResult) -> CallToolResult {
-    if peer == Peer::Legacy {
-        result.result_type = None;
-    }
-    result
 }
 
 /// The text field of a record with the text convention, taken out of it.
