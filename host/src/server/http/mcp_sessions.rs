@@ -4,8 +4,8 @@
 //!
 //! rmcp still opens and closes sessions and runs `initialize` and
 //! subscriptions. A session's tool call, ping, logging level, list,
-//! resource read, prompt or completion does not reach it: the gate hands it to
-//! `McpSessions::answer`, which runs it in the connection's own thread
+//! resource read, prompt or completion does not reach it: the gate hands
+//! it to `McpSessions::answer`, which runs it in the connection's own thread
 //! (`Ludus::answer_directly`) and answers as plain JSON when nothing is
 //! sent before the answer (and, for a tool call or ping, the session's
 //! streams are not resumable), or as a stream of events (progress, log
@@ -123,8 +123,9 @@ impl McpSessions {
     /// is sent before its answer (`Ludus::answers_alone`) and, for a tool
     /// call or ping, the session's streams are not resumable (a 2025-11-25
     /// client's calls stream, so that they can be resumed); otherwise as an
-    /// event stream, progress and the game's log lines first. The request back when it is for rmcp's service (another
-    /// method, or a session that does not exist, which rmcp refuses). It
+    /// event stream, progress and the game's log lines first. The request
+    /// back when it is for rmcp's service (another method, or a session
+    /// that does not exist, which rmcp refuses). It
     /// must have been admitted (`admit`): a `notifications/cancelled`
     /// finds it there (a cancelled call has no answer), and a client that
     /// goes away drops it, which cancels it.
@@ -138,10 +139,7 @@ impl McpSessions {
             return Err(request);
         }
         self.touch(id);
-        // A tool call or ping streams on a resumable session; a request that
-        // only reads answers alone, as rmcp's service answers it.
-        let resumes = matches!(request.request, ClientRequest::CallToolRequest(_) | ClientRequest::PingRequest(_));
-        if (resumes && self.resumable.holds(id)) || !self.ludus.answers_alone(id, &request.request) {
+        if self.resumes(id, &request.request) || !self.ludus.answers_alone(id, &request.request) {
             return self.events(id, request, caller).map(Answered::Events);
         }
         let key = (id.clone(), request.id.to_string());
@@ -206,15 +204,27 @@ impl McpSessions {
         }
     }
 
-    /// A tool call or ping as its events, resumable when the session's
-    /// streams are; the request back when it is for rmcp.
+    /// Whether `request` of session `id` answers on a stream it can
+    /// resume: a tool call or ping of a session whose streams are
+    /// resumable. A request that only reads answers alone, as rmcp's
+    /// service answers it.
+    fn resumes(&self, id: &SessionId, request: &ClientRequest) -> bool {
+        matches!(request, ClientRequest::CallToolRequest(_) | ClientRequest::PingRequest(_)) && self.resumable.holds(id)
+    }
+
+    /// A request as its events, resumable when it `resumes`; the request
+    /// back when it is for rmcp.
     fn events(
         &self,
         id: &SessionId,
         request: JsonRpcRequest<ClientRequest>,
         caller: Caller,
     ) -> Result<Events, JsonRpcRequest<ClientRequest>> {
+        let resumes = self.resumes(id, &request.request);
         let call = self.direct_stream(id, request, caller)?;
+        if !resumes {
+            return Ok(Box::pin(call));
+        }
         Ok(match self.resumable.open(id, call) {
             Ok(resumable) => Box::pin(resumable),
             Err(call) => Box::pin(call),
