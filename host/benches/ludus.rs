@@ -176,9 +176,16 @@ async fn http_hanoi_session(url: &str) -> (RawHttp, Value) {
 /// The same for a client of protocol `version`.
 async fn http_hanoi_session_as(url: &str, version: &'static str) -> (RawHttp, Value) {
     let mut c = RawHttp::initialize_as(url, version).await;
+    let env = new_hanoi(&mut c).await;
+    (c, env)
+}
+
+/// A Hanoi puzzle (N=3) started by `c`: its env id.
+async fn new_hanoi(c: &mut RawHttp) -> Value {
     let (_, text) = c.post(&tool_call(1, "hanoi_init_simulator", json!({"n": 3}))).await;
     let env = rpc_result(&text)["structuredContent"]["env_id"].clone();
-    (c, env)
+    assert!(env.is_string(), "{text}");
+    env
 }
 
 /// `n` timed round trips of `request(id)` on one keep-alive connection whose
@@ -1365,8 +1372,7 @@ async fn hand_over_costs(cfg: &Path, redis: &str) {
     };
     let (h1, h2) = (serve("h1").await, serve("h2").await);
     let mut a = RawHttp::initialize_with(&h1.url, "2025-06-18", Some(&token)).await;
-    let (_, text) = a.post(&tool_call(1, "hanoi_init_simulator", json!({"n": 3}))).await;
-    let env = rpc_result(&text)["structuredContent"]["env_id"].clone();
+    let env = new_hanoi(&mut a).await;
     let b = RawHttp::initialize_with(&h2.url, "2025-06-18", Some(&token)).await;
     let read = get_state(&env);
     let mut clients = [a, b];
@@ -1675,9 +1681,7 @@ async fn http_hanoi_stateless(url: &str, cfg: &Path) -> (RawHttp, Value) {
     let file = cfg.parent().unwrap_or(Path::new(".")).join("data/ludus/local-http-token");
     let token = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let mut c = RawHttp::stateless(url, token.trim()).await;
-    let (_, text) = c.post(&tool_call(1, "hanoi_init_simulator", json!({"n": 3}))).await;
-    let env = rpc_result(&text)["structuredContent"]["env_id"].clone();
-    assert!(env.is_string(), "{text}");
+    let env = new_hanoi(&mut c).await;
     (c, env)
 }
 

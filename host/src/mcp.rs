@@ -170,8 +170,8 @@ impl Direct {
 impl Ludus {
     /// Answers a tool call, a ping, a log level, or a request that only
     /// reads (the lists, a resource, a prompt, a completion) without rmcp's
-    /// service loop; gives any other request back. `caller` is None for this client's own transport
-    /// (stdio); `session` names the transport session (the client a game's
+    /// service loop; gives any other request back. `caller` is None for
+    /// this client's own transport (stdio); `session` names the transport session (the client a game's
     /// requests go to, `client`); `ct` is cancelled when the request is
     /// (client gone, or `notifications/cancelled`); progress, and requests
     /// to the client, go to `notify`.

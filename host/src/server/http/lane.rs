@@ -5,7 +5,7 @@
 //! it as it is; everything else goes to rmcp, which refuses it with its own
 //! status and text, or (a request it accepts) runs it. So the rules here
 //! are a strict part of rmcp's checks, never a looser copy of them:
-//! - a session's tool call, ping or request that only reads
+//! - a session's tool call, ping, log level or request that only reads
 //!   (`answers_here`), answered through `McpSessions::answer`;
 //! - a stateless 2026-07-28 tool call, `tools/list` or `server/discover`
 //!   (`answers_stateless`), the official Python SDK's default client's,
@@ -39,12 +39,11 @@ pub fn answers_here(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>
 
 /// Whether a request without a session is a stateless tool call,
 /// `tools/list` or `server/discover` that rmcp's service would take as it
-/// is: the media types
-/// as above; one `MCP-Protocol-Version` of 2026-07-28 or later that rmcp
-/// knows, the same as the `_meta`'s, whose other required key (the
-/// client's capabilities) is there too; and the standard headers
-/// (SEP-2243) with exactly the body's method and, for a tool call, its
-/// tool's name, as plain text (a Base64-wrapped one is left to rmcp's
+/// is: the media types as above; one `MCP-Protocol-Version` of 2026-07-28
+/// or later that rmcp knows, the same as the `_meta`'s, whose other
+/// required key (the client's capabilities) is there too; and the standard
+/// headers (SEP-2243) with exactly the body's method and, for a tool call,
+/// its tool's name, as plain text (a Base64-wrapped one is left to rmcp's
 /// decoding). Ludus's tool schemas mark no argument as a header
 /// (`x-mcp-header`), so no `Mcp-Param-*` header is checked by rmcp either.
 pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>) -> bool {
@@ -67,8 +66,8 @@ pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientReq
 }
 
 /// A stateless tool call, `tools/list` or `server/discover`
-/// (`answers_stateless`), answered as one JSON body (`resultType` and all, as a 2026-07-28 client reads
-/// it); the request back when it can send something before its answer
+/// (`answers_stateless`), answered as one JSON body (`resultType` and all,
+/// as a 2026-07-28 client reads it); the request back when it can send something before its answer
 /// (progress, the game's questions to its client), which rmcp's service
 /// streams. A client that goes away drops the future, which cancels the
 /// call.

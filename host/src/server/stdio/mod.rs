@@ -7,7 +7,8 @@
 //!   rmcp's transport answers nothing to an unparsable line, so the client
 //!   waits for its own timeout, and reads bad params as an unknown method.
 //! - Tool calls, pings, logging levels and the requests that only read
-//!   (lists, resources, prompts, completions) take the direct lane (`Ludus::answer_directly`),
+//!   (lists, resources, prompts, completions) take the direct lane
+//!   (`Ludus::answer_directly`),
 //!   on a reader thread of our own: it sleeps in poll(2) on stdin (the kernel
 //!   wakes it, no reactor in between; `busy_poll` first watches for the next
 //!   request after an answer), runs each call as it reads
