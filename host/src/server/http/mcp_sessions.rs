@@ -1,9 +1,12 @@
-//! MCP sessions over HTTP: rmcp's local session manager, with tool calls,
-//! pings and the requests that only read answered on the direct lane, and
-//! idle expiry done here.
+//! MCP sessions over HTTP: a table of rmcp's local sessions, with tool
+//! calls, pings and the requests that only read answered on the direct
+//! lane, and idle expiry done here.
 //!
-//! rmcp still opens and closes sessions and runs `initialize` and
-//! subscriptions. A session's tool call, ping, logging level, list,
+//! The table is ours (rmcp's `SessionManager` trait, which it offers for
+//! sessions kept elsewhere): each entry holds rmcp's handle to the
+//! session's worker, which still runs `initialize` and subscriptions, with
+//! what Ludus keeps beside it (last use, the token that opened it) under
+//! the same lock. A session's tool call, ping, logging level, list,
 //! resource read, prompt or completion does not reach it: the gate hands
 //! it to `McpSessions::answer`, which runs it in the connection's own thread
 //! (`Ludus::answer_directly`) and answers as plain JSON when nothing is
@@ -31,7 +34,9 @@ use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, JsonRpcRequest, ProtocolVersion, ServerJsonRpcMessage,
     ServerResult,
 };
-use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError, create_local_session};
+use rmcp::transport::streamable_http_server::session::local::{
+    EventId, LocalSessionHandle, LocalSessionManagerError, SessionConfig, SessionError, StreamableHttpMessageReceiver, create_local_session,
+};
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
 use sync_wrapper::SyncWrapper;
 use tokio_util::sync::CancellationToken;
@@ -43,13 +48,13 @@ use crate::mcp::{DirectAnswer, Ludus, Notify, Peer, caller_in};
 use crate::session::Caller;
 
 pub struct McpSessions {
-    pub inner: LocalSessionManager,
+    /// The open sessions.
+    open: Mutex<HashMap<SessionId, Open>>,
+    /// How rmcp runs each session's worker.
+    config: SessionConfig,
     ludus: Ludus,
     idle_limit: Duration,
-    last_used: Mutex<HashMap<SessionId, Instant>>,
     in_flight: InFlight,
-    /// With bearer tokens: the token (caller name) that opened each session.
-    owners: Mutex<HashMap<SessionId, String>>,
     /// This server's name (`server_name`): session ids start with it and a
     /// dash, so a proxy in front of several servers routes by them.
     server_name: Option<String>,
@@ -59,6 +64,16 @@ pub struct McpSessions {
     names: CallerNames,
     /// A trim of freed memory is due shortly (MCP sessions were closed).
     trim_due: Arc<AtomicBool>,
+}
+
+/// One open MCP session.
+struct Open {
+    /// rmcp's worker for the session: `initialize`, subscriptions, and what
+    /// the gate leaves to rmcp.
+    worker: LocalSessionHandle,
+    last_used: Instant,
+    /// With bearer tokens: the token (caller name) that opened it.
+    owner: Option<String>,
 }
 
 /// Every request of a session whose answer is still streaming, by (session,
@@ -72,17 +87,16 @@ impl McpSessions {
     /// a request; the sweep runs on the current runtime for as long as the
     /// returned manager lives.
     pub fn new(ludus: Ludus, idle_limit: Duration, server_name: Option<String>, names: CallerNames) -> Arc<McpSessions> {
-        let mut inner = LocalSessionManager::default();
-        inner.session_config.keep_alive = None;
+        let mut config = SessionConfig::default();
+        config.keep_alive = None;
         // No SSE priming events (see `http::mcp_config`).
-        inner.session_config.sse_retry = None;
+        config.sse_retry = None;
         let sessions = Arc::new(McpSessions {
-            inner,
+            open: Default::default(),
+            config,
             ludus,
             idle_limit,
-            last_used: Default::default(),
             in_flight: Default::default(),
-            owners: Default::default(),
             server_name,
             resumable: Resumable::default(),
             names,
@@ -100,8 +114,16 @@ impl McpSessions {
         sessions
     }
 
-    pub async fn count(&self) -> usize {
-        self.inner.sessions.read().await.len()
+    pub fn count(&self) -> usize {
+        lock(&self.open).len()
+    }
+
+    /// Session `id`'s worker, its use noted; an error when it is not open.
+    fn worker(&self, id: &SessionId) -> Result<LocalSessionHandle, LocalSessionManagerError> {
+        let mut open = lock(&self.open);
+        let session = open.get_mut(id).ok_or_else(|| LocalSessionManagerError::SessionNotFound(id.clone()))?;
+        session.last_used = Instant::now();
+        Ok(session.worker.clone())
     }
 
     /// Enters a request in the in-flight table until the returned guard is
@@ -135,10 +157,9 @@ impl McpSessions {
         request: JsonRpcRequest<ClientRequest>,
         caller: Caller,
     ) -> Result<Answered, JsonRpcRequest<ClientRequest>> {
-        if !self.inner.has_session(id).await.unwrap_or(false) {
+        if !self.touch(id) {
             return Err(request);
         }
-        self.touch(id);
         if self.resumes(id, &request.request) || !self.ludus.answers_alone(id, &request.request) {
             return self.events(id, request, caller).map(Answered::Events);
         }
@@ -156,25 +177,38 @@ impl McpSessions {
         Ok(Answered::Json((!cancelled.is_cancelled()).then(|| answer.into_line(Peer::Legacy))))
     }
 
-    fn touch(&self, id: &SessionId) {
-        lock(&self.last_used).insert(id.clone(), Instant::now());
+    /// Notes a use of session `id`; false when it is not open.
+    fn touch(&self, id: &SessionId) -> bool {
+        lock(&self.open).get_mut(id).map(|session| session.last_used = Instant::now()).is_some()
     }
 
     /// The token that opened session `id`, when tokens are in use.
     pub fn owner(&self, id: &str) -> Option<String> {
-        lock(&self.owners).get(id).cloned()
+        lock(&self.open).get(id).and_then(|session| session.owner.clone())
     }
 
     pub fn set_owner(&self, id: &str, token: &str) {
-        lock(&self.owners).insert(Arc::from(id), token.to_string());
+        if let Some(session) = lock(&self.open).get_mut(id) {
+            session.owner = Some(token.to_string());
+        }
     }
 
-    /// Forgets a closed session's bookkeeping, and has the memory it freed
-    /// handed back soon: glibc keeps what thousands of deleted sessions
-    /// freed (about 50 KB each) unless asked, and one trim covers a burst.
+    /// Takes session `id` out of the table and closes its worker; has the
+    /// memory it freed handed back soon: glibc keeps what thousands of
+    /// deleted sessions freed (about 50 KB each) unless asked, and one trim
+    /// covers a burst.
+    async fn close(&self, id: &SessionId) -> Result<(), LocalSessionManagerError> {
+        let Some(session) = lock(&self.open).remove(id) else { return Ok(()) };
+        self.forget(id);
+        match session.worker.close().await {
+            // Its worker ended already: nothing is left to close.
+            Ok(()) | Err(SessionError::SessionServiceTerminated) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Forgets what else is kept of a closed session.
     fn forget(&self, id: &SessionId) {
-        lock(&self.last_used).remove(id);
-        lock(&self.owners).remove(id);
         self.resumable.forget(id);
         self.ludus.clients().closed(id);
         if !self.trim_due.swap(true, Ordering::Relaxed) {
@@ -188,19 +222,17 @@ impl McpSessions {
     }
 
     async fn close_idle(&self) {
-        // Tables that held many sessions keep their room unless shrunk.
-        shrink(&self.last_used);
-        shrink(&self.owners);
+        // A table that held many sessions keeps its room unless shrunk.
+        shrink(&self.open);
         self.resumable.sweep();
         let idle: Vec<SessionId> = {
             let now = Instant::now();
-            let last_used = lock(&self.last_used);
-            last_used.iter().filter(|(_, t)| now - **t > self.idle_limit).map(|(id, _)| id.clone()).collect()
+            let open = lock(&self.open);
+            open.iter().filter(|(_, session)| now - session.last_used > self.idle_limit).map(|(id, _)| id.clone()).collect()
         };
         for id in idle {
             tracing::debug!(session = %id, "closing an idle MCP session");
-            self.forget(&id);
-            let _ = self.inner.close_session(&id).await;
+            let _ = self.close(&id).await;
         }
     }
 
@@ -339,20 +371,18 @@ impl Drop for Admitted {
 
 impl SessionManager for McpSessions {
     type Error = LocalSessionManagerError;
-    type Transport = <LocalSessionManager as SessionManager>::Transport;
+    type Transport = rmcp::transport::WorkerTransport<rmcp::transport::streamable_http_server::session::local::LocalSessionWorker>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let Some(name) = &self.server_name else {
-            let (id, transport) = self.inner.create_session().await?;
-            self.touch(&id);
-            return Ok((id, transport));
+        // With a server name, ids start with it and a dash (a proxy routes by them).
+        let uuid = uuid::Uuid::new_v4();
+        let id: SessionId = match &self.server_name {
+            Some(name) => format!("{name}-{}", uuid.simple()).into(),
+            None => uuid.to_string().into(),
         };
-        // rmcp's own `create_session` with the id chosen here.
-        let id: SessionId = format!("{name}-{}", uuid::Uuid::new_v4().simple()).into();
-        let (handle, worker) = create_local_session(id.clone(), self.inner.session_config.clone());
-        self.inner.sessions.write().await.insert(id.clone(), handle);
-        self.touch(&id);
-        Ok((id, rmcp::transport::WorkerTransport::spawn(worker)))
+        let (worker, run) = create_local_session(id.clone(), self.config.clone());
+        lock(&self.open).insert(id.clone(), Open { worker, last_used: Instant::now(), owner: None });
+        Ok((id, rmcp::transport::WorkerTransport::spawn(run)))
     }
 
     async fn initialize_session(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<ServerJsonRpcMessage, Self::Error> {
@@ -361,7 +391,7 @@ impl SessionManager for McpSessions {
         {
             self.ludus.clients().initialized(id, &init.params.capabilities);
         }
-        let answer = self.inner.initialize_session(id, message).await?;
+        let answer = self.worker(id)?.initialize(message).await?;
         if let ServerJsonRpcMessage::Response(r) = &answer
             && let ServerResult::InitializeResult(init) = &r.result
             && init.protocol_version >= ProtocolVersion::V_2025_11_25
@@ -372,12 +402,11 @@ impl SessionManager for McpSessions {
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        self.inner.has_session(id).await
+        Ok(lock(&self.open).contains_key(id))
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.forget(id);
-        self.inner.close_session(id).await
+        self.close(id).await
     }
 
     async fn create_stream(
@@ -385,23 +414,29 @@ impl SessionManager for McpSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.touch(id);
+        let worker = self.worker(id)?;
         // What the gate does not answer itself (`McpSessions::answer`) but
         // rmcp's checks let through: a request of a session that names a
         // protocol version from 2026-07-28 on in its headers or its
         // `_meta`. The gate filed the caller with the request's HTTP parts.
-        let ClientJsonRpcMessage::Request(request) = message else {
-            return Ok(self.inner.create_stream(id, message).await?.right_stream());
+        let message = match message {
+            ClientJsonRpcMessage::Request(request) => {
+                let caller = caller_in(request.request.extensions()).unwrap_or_else(|| self.names.of(id));
+                match self.events(id, request, caller) {
+                    Ok(events) => return Ok(events.left_stream()),
+                    Err(request) => ClientJsonRpcMessage::Request(request),
+                }
+            }
+            other => other,
         };
-        let caller = caller_in(request.request.extensions()).unwrap_or_else(|| self.names.of(id));
-        match self.events(id, request, caller) {
-            Ok(events) => Ok(events.left_stream()),
-            Err(request) => Ok(self.inner.create_stream(id, ClientJsonRpcMessage::Request(request)).await?.right_stream()),
-        }
+        // rmcp's own: the worker answers on a channel opened for this request.
+        let answers = worker.establish_request_wise_channel().await?;
+        worker.push_message(message, answers.http_request_id).await?;
+        Ok(received(answers).right_stream())
     }
 
     async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
-        self.touch(id);
+        let worker = self.worker(id)?;
         // The client answering a game's question (sampling, elicitation).
         if self.ludus.clients().answered(id, &message) {
             return Ok(());
@@ -414,15 +449,14 @@ impl SessionManager for McpSessions {
             ct.cancel();
             return Ok(());
         }
-        self.inner.accept_message(id, message).await
+        Ok(worker.push_message(message, None).await?)
     }
 
     async fn create_standalone_stream(
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.touch(id);
-        self.inner.create_standalone_stream(id).await
+        Ok(received(self.worker(id)?.establish_common_channel().await?))
     }
 
     async fn resume(
@@ -430,10 +464,15 @@ impl SessionManager for McpSessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.touch(id);
+        let worker = self.worker(id)?;
         match self.resumable.resume(id, &last_event_id) {
             Some(call) => Ok(call.left_stream()),
-            None => Ok(self.inner.resume(id, last_event_id).await?.right_stream()),
+            None => Ok(received(worker.resume(last_event_id.parse::<EventId>()?).await?).right_stream()),
         }
     }
+}
+
+/// What rmcp's worker sends on a channel, as a stream.
+fn received(mut channel: StreamableHttpMessageReceiver) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static {
+    futures_util::stream::poll_fn(move |cx| channel.inner.poll_recv(cx))
 }

@@ -427,7 +427,7 @@ impl Gate {
         let opens_session = !parts.headers.contains_key("mcp-session-id")
             && matches!(&message, rmcp::model::JsonRpcMessage::Request(r) if matches!(r.request, rmcp::model::ClientRequest::InitializeRequest(_)));
         if opens_session {
-            let open = self.sessions.count().await;
+            let open = self.sessions.count();
             if open >= self.max_sessions {
                 let why = format!(
                     "this server already has {open} MCP sessions (limits.max_mcp_sessions); close one with DELETE, or wait for idle ones to expire"
