@@ -9,6 +9,8 @@
 //! the operator issues tokens (`ludus token NAME`) and the config keeps only
 //! their SHA-256.
 
+use std::cell::RefCell;
+
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use sha2::{Digest, Sha256};
@@ -41,6 +43,43 @@ impl CallerNames {
     pub fn of(&self, session_id: &str) -> Caller {
         let digest = Sha256::new().chain_update(self.key).chain_update(session_id).finalize();
         Caller::Connection(format!("client-{}", &hex(&digest[..6])))
+    }
+}
+
+/// A connection's last caller, and what named it: its bearer token, or else
+/// its MCP session id. A kept-alive client names the same caller on every
+/// request, and finding it again costs a SHA-256 (about 5,000 instructions,
+/// a twentieth of a quick tool call). A proxy may carry several clients'
+/// requests on one connection: what named the caller is compared in
+/// constant time, as a token is.
+#[derive(Default)]
+pub struct LastCaller(RefCell<Option<Last>>);
+
+struct Last {
+    named: Named,
+    by: String,
+    caller: Caller,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Named {
+    Token,
+    Session,
+}
+
+impl LastCaller {
+    /// The caller that `by` names: the last one when the same `by` named
+    /// it, else what `find` finds (kept when it finds one).
+    fn or_find(&self, named: Named, by: &str, find: impl FnOnce() -> Result<Caller, Response>) -> Result<Caller, Response> {
+        if let Some(last) = self.0.borrow().as_ref()
+            && last.named == named
+            && same_secret(last.by.as_bytes(), by.as_bytes())
+        {
+            return Ok(last.caller.clone());
+        }
+        let caller = find()?;
+        *self.0.borrow_mut() = Some(Last { named, by: by.to_string(), caller: caller.clone() });
+        Ok(caller)
     }
 }
 
@@ -150,16 +189,23 @@ impl Guard {
     /// stateless caller. A token comes as `Authorization: Bearer`, or as
     /// `?token=` in the URL for clients that cannot set a header (the
     /// default client of the official Python SDK takes only a URL).
-    pub fn caller(&self, parts: &Parts) -> Result<Caller, Response> {
+    pub fn caller(&self, parts: &Parts, last: &LastCaller) -> Result<Caller, Response> {
         let header = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer);
         let presented = header.map(str::to_string).or_else(|| token_in_query(parts.uri.query()));
         let Some(token) = presented else {
             if !self.tokens.is_empty() {
                 return Err(self.challenge(parts, None));
             }
-            let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
-            return Ok(session.map_or(Caller::Stateless, |id| self.names.of(id)));
+            let Some(session) = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
+                return Ok(Caller::Stateless);
+            };
+            return last.or_find(Named::Session, session, || Ok(self.names.of(session)));
         };
+        last.or_find(Named::Token, &token, || self.token_caller(parts, &token))
+    }
+
+    /// The caller whose token `token` is; 401 when the server did not issue it.
+    fn token_caller(&self, parts: &Parts, token: &str) -> Result<Caller, Response> {
         let digest = hex(&Sha256::digest(token.as_bytes()));
         let local = self.local.iter().map(|hash| (LOCAL_CALLER, hash.as_str()));
         let issued = self.tokens.iter().map(|(name, hash)| (name.as_str(), hash.as_str()));
@@ -324,10 +370,13 @@ mod tests {
             }
             b.body(()).unwrap().into_parts().0
         };
-        assert_eq!(g.caller(&parts(Some("Bearer s3cret"))).unwrap(), Caller::Token("alice".into()));
-        assert_eq!(g.caller(&parts(Some("bearer other"))).unwrap(), Caller::Token("bob".into()));
-        for wrong in [None, Some("Bearer nope"), Some("Basic s3cret")] {
-            let r = g.caller(&parts(wrong)).unwrap_err();
+        // One connection's requests, each checked against the caller before.
+        let last = LastCaller::default();
+        assert_eq!(g.caller(&parts(Some("Bearer s3cret")), &last).unwrap(), Caller::Token("alice".into()));
+        assert_eq!(g.caller(&parts(Some("Bearer s3cret")), &last).unwrap(), Caller::Token("alice".into()));
+        assert_eq!(g.caller(&parts(Some("bearer other")), &last).unwrap(), Caller::Token("bob".into()));
+        for wrong in [None, Some("Bearer nope"), Some("Basic s3cret"), Some("Bearer other2"), Some("Bearer othe")] {
+            let r = g.caller(&parts(wrong), &last).unwrap_err();
             assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
             let challenge = r.headers()[header::WWW_AUTHENTICATE].to_str().unwrap();
             assert!(
@@ -336,6 +385,21 @@ mod tests {
             );
         }
         let open = guard(&[], &[]);
-        assert_eq!(open.caller(&parts(None)).unwrap(), Caller::Stateless);
+        assert_eq!(open.caller(&parts(None), &last).unwrap(), Caller::Stateless);
+    }
+
+    #[test]
+    fn a_session_names_its_own_caller_on_a_connection_it_shares() {
+        let names = CallerNames::new();
+        let g = Guard::new(&Config::default(), names);
+        let parts = |session: &str| {
+            let b = http::Request::builder().uri("/mcp").header("host", "127.0.0.1:1").header("mcp-session-id", session);
+            b.body(()).unwrap().into_parts().0
+        };
+        let last = LastCaller::default();
+        for session in ["one", "one", "two", "one", "on", "two"] {
+            assert_eq!(g.caller(&parts(session), &last).unwrap(), names.of(session), "{session}");
+        }
+        assert_ne!(names.of("one"), names.of("two"));
     }
 }

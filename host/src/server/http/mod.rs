@@ -29,6 +29,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -59,7 +60,7 @@ use crate::mcp::Ludus;
 use crate::registry::Registry;
 use crate::session::Caller;
 use conns::{Answering, ConnRef, Conns};
-use guard::{CallerNames, Guard, METADATA_PATHS, refuse};
+use guard::{CallerNames, Guard, LastCaller, METADATA_PATHS, refuse};
 use lane::{EVENT_STREAM, answer_stateless, answers_here, answers_stateless};
 use mcp_sessions::{Admitted, Answered, McpSessions};
 use proxies::TrustedProxies;
@@ -157,12 +158,12 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
         }
-        let service = Connection { gate: gate.clone(), conn: slot.conn.clone() };
-        let (ct, rt) = (ct.clone(), tokio::runtime::Handle::current());
+        let (gate, ct, rt) = (gate.clone(), ct.clone(), tokio::runtime::Handle::current());
         let serve = move || {
             // On this thread tokio's timers, spawns and channels still work;
             // it is just not one of the runtime's workers.
             let _in_runtime = rt.enter();
+            let service = Connection { gate, conn: slot.conn.clone(), last_caller: Rc::default() };
             if let Err(e) = serve_connection(tcp, service, header_timeout, &ct, &slot.evicted) {
                 tracing::debug!(%peer, "connection ended: {e}");
             }
@@ -200,6 +201,7 @@ pub fn json_answer(status: StatusCode, body: impl Into<Bytes>) -> Response {
 struct Connection {
     gate: Arc<Gate>,
     conn: ConnRef,
+    last_caller: Rc<LastCaller>,
 }
 
 impl hyper::service::Service<Request> for Connection {
@@ -208,8 +210,8 @@ impl hyper::service::Service<Request> for Connection {
     type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>>>>;
 
     fn call(&self, request: Request) -> Self::Future {
-        let (gate, conn) = (self.gate.clone(), self.conn.clone());
-        Box::pin(async move { Ok(gate.check_request(request, conn).await) })
+        let (gate, conn, last_caller) = (self.gate.clone(), self.conn.clone(), self.last_caller.clone());
+        Box::pin(async move { Ok(gate.check_request(request, conn, &last_caller).await) })
     }
 }
 
@@ -293,7 +295,7 @@ struct Gate {
 impl Gate {
     /// Every request, top down: the path, Host and Origin, the caller
     /// (bearer token), then what its method needs.
-    async fn check_request(&self, request: Request, conn: ConnRef) -> Response {
+    async fn check_request(&self, request: Request, conn: ConnRef, last_caller: &LastCaller) -> Response {
         let (mut parts, body) = request.into_parts();
         if let Err(refusal) = self.guard.check_origin(&parts.headers) {
             return refusal;
@@ -305,7 +307,7 @@ impl Gate {
         if path != "/mcp" {
             return refuse(StatusCode::NOT_FOUND, "nothing here: the MCP endpoint is /mcp");
         }
-        let caller = match self.guard.caller(&parts) {
+        let caller = match self.guard.caller(&parts, last_caller) {
             Ok(caller) => caller,
             Err(challenge) => return challenge,
         };
