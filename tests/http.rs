@@ -120,6 +120,64 @@ async fn a_stateless_client_is_answered_as_plain_json_with_result_types() {
     assert_eq!(post("ping", None, json!({})).send().await.unwrap().status(), 404);
 }
 
+/// A 2026-07-28 request gets its game's log lines only when its `_meta`
+/// names a level (`io.modelcontextprotocol/logLevel`), at or above it, on
+/// its own stream before its answer; without one it gets none (the spec's
+/// MUST NOT), and neither a progress token nor an earlier request's level
+/// changes that.
+#[tokio::test]
+async fn a_stateless_call_hears_its_log_lines_at_the_level_its_meta_names() {
+    let work = scratch();
+    let server = hello_server(work.path()).await;
+    let url = server.client_url.clone().expect("a loopback server prints a URL with its token");
+    let http = reqwest::Client::new();
+    let call = |id: u64, name: &str, arguments: Value, meta: Value| {
+        let mut meta_object =
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+        meta_object.as_object_mut().unwrap().extend(meta.as_object().unwrap().clone());
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments, "_meta": meta_object}});
+        let request = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", name)
+            .body(body.to_string());
+        async move {
+            let answer = request.send().await.unwrap();
+            assert_eq!(answer.status(), 200);
+            sse_messages(&answer.text().await.unwrap())
+        }
+    };
+    let logged = |messages: &[Value]| -> Vec<Value> {
+        messages.iter().filter(|m| m["method"] == "notifications/message").map(|m| m["params"].clone()).collect()
+    };
+    let answer = |messages: &[Value], id: u64| {
+        let last = messages.last().unwrap_or_else(|| panic!("no answer: {messages:?}"));
+        assert_eq!(last["id"], id, "the answer comes last: {messages:?}");
+        last["result"]["structuredContent"].clone()
+    };
+    let started = call(1, "hello_start", json!({}), json!({})).await;
+    let counter = answer(&started, 1)["counter_id"].clone();
+
+    let info = call(2, "hello_bump", json!({"counter_id": counter}), json!({"io.modelcontextprotocol/logLevel": "info"})).await;
+    assert_eq!(logged(&info), [json!({"level": "info", "logger": "hello_bump", "data": "bumped by 1 to 1"})], "{info:?}");
+    assert_eq!(answer(&info, 2)["count"], 1);
+
+    let unasked = call(3, "hello_bump", json!({"counter_id": counter}), json!({})).await;
+    assert_eq!((logged(&unasked), answer(&unasked, 3)["count"].clone()), (vec![], json!(2)), "{unasked:?}");
+    let with_progress = call(4, "hello_bump", json!({"counter_id": counter}), json!({"progressToken": "p4"})).await;
+    assert_eq!(logged(&with_progress), Vec::<Value>::new(), "{with_progress:?}");
+
+    let warning = json!({"io.modelcontextprotocol/logLevel": "warning"});
+    let quiet = call(5, "hello_bump", json!({"counter_id": counter}), warning.clone()).await;
+    assert_eq!((logged(&quiet), answer(&quiet, 5)["count"].clone()), (vec![], json!(4)), "info is below warning: {quiet:?}");
+    let loud = call(6, "hello_bump", json!({"counter_id": counter, "by": 999}), warning).await;
+    assert_eq!(logged(&loud), [json!({"level": "warning", "logger": "hello_bump", "data": "the counter is past 1000"})], "{loud:?}");
+}
+
 #[tokio::test]
 async fn a_waiting_call_returns_when_another_client_changes_the_session() {
     let work = scratch();

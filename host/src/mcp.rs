@@ -192,9 +192,10 @@ impl Ludus {
                 let this = self.clone();
                 let caller = caller.unwrap_or_else(|| self.caller.clone());
                 // rmcp's parser moves a request's `_meta` into its extensions.
-                let token = call.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token);
+                let meta = call.extensions.get::<RequestMetaObject>();
+                let token = meta.and_then(RequestMetaObject::get_progress_token);
                 let link = self.surface.clients.link(session, notify.clone(), token.clone(), ct.clone());
-                let level = link.log_level();
+                let level = logging::wanted(meta, link.log_level());
                 let client: Arc<dyn crate::capability::ClientLink> = link;
                 let progress = token.map(|token| {
                     let notify = notify.clone();
@@ -258,9 +259,9 @@ impl Ludus {
 
     /// Whether `request` answers with its result alone: a ping, a log
     /// level, a request that only reads, or a tool call that can send
-    /// nothing before its answer (no progress asked for,
-    /// no log level set by transport session `session`, a game that asks
-    /// its client nothing). Such a call may be answered as plain JSON
+    /// nothing before its answer (no progress asked for, no log lines
+    /// asked for in its `_meta` or by transport session `session`
+    /// (`logging::asked`), a game that asks its client nothing). Such a call may be answered as plain JSON
     /// rather than on an event stream.
     pub fn answers_alone(&self, session: &str, request: &ClientRequest) -> bool {
         match request {
@@ -268,9 +269,9 @@ impl Ludus {
             ClientRequest::PingRequest(_) | ClientRequest::SetLevelRequest(_) => true,
             read if only_reads(read) => true,
             ClientRequest::CallToolRequest(call) => {
-                let progress = call.extensions.get::<RequestMetaObject>().and_then(RequestMetaObject::get_progress_token);
-                progress.is_none()
-                    && self.surface.clients.log_level(session).is_none()
+                let meta = call.extensions.get::<RequestMetaObject>();
+                meta.and_then(RequestMetaObject::get_progress_token).is_none()
+                    && !logging::asked(meta, self.surface.clients.log_level(session))
                     && self.registry.find_tool(&call.params.name).map_or(true, |(plugin, _)| !plugin.asks_client)
             }
             _ => false,
@@ -457,7 +458,7 @@ impl ServerHandler for Ludus {
         });
         let caller = self.caller_of(&context);
         let peer = context.peer.clone();
-        let level = self.surface.clients.log_level(&transport_session(&context));
+        let level = logging::wanted(Some(&context.meta), self.surface.clients.log_level(&transport_session(&context)));
         let log = logging::sink_for(level, &request.name, move |m| {
             let peer = peer.clone();
             tokio::spawn(async move { peer.send_notification(m.into()).await });

@@ -1,7 +1,6 @@
 //! MCP logging: what a game logs (`host.log`) during a call reaches the
 //! calling client as `notifications/message` on that call's own stream, at
-//! or above the level the client set with `logging/setLevel` (info until it
-//! sets one; kept with the client, `client::Clients`). The server's own log
+//! or above the level the client asked for (`wanted`). The server's own log
 //! (stderr) gets every line as before.
 // rmcp marks logging deprecated: a later protocol (SEP-2577) drops it, but
 // the clients of 2025-11-25 and before, which Ludus serves, use it.
@@ -9,19 +8,50 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParam};
+use rmcp::model::{LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParam, ProtocolVersion, RequestMetaObject};
 
 use crate::session::LogSink;
 
-/// Where one call of `tool` sends its game's log lines, at or above `set`
-/// (the level its client set, if any); `send` delivers a notification on
-/// the call's stream.
+/// The least level of the log lines a call's client wants, or None for
+/// none. A 2026-07-28 request names it in its `_meta`
+/// (`io.modelcontextprotocol/logLevel`), and without it gets none (the
+/// server MUST NOT send them); for a client of an earlier protocol it is
+/// the level its session set with `logging/setLevel` (`session_set`, kept
+/// with the client, `client::Clients`), info until it sets one.
+pub fn wanted(meta: Option<&RequestMetaObject>, session_set: Option<LoggingLevel>) -> Option<LoggingLevel> {
+    match meta.map(|meta| (meta.log_level(), of_2026(meta))) {
+        Some((Some(level), _)) => Some(level),
+        Some((None, true)) => None,
+        _ => Some(session_set.unwrap_or(LoggingLevel::Info)),
+    }
+}
+
+/// Whether a call's client asked for log lines outright, so that the call
+/// may send some before its answer: its `_meta` names a level, or (before
+/// 2026-07-28) its session set one. Info by default is not asking: a
+/// call answered as plain JSON drops those lines.
+pub fn asked(meta: Option<&RequestMetaObject>, session_set: Option<LoggingLevel>) -> bool {
+    match meta.map(|meta| (meta.log_level(), of_2026(meta))) {
+        Some((Some(_), _)) => true,
+        Some((None, true)) => false,
+        _ => session_set.is_some(),
+    }
+}
+
+/// A request of protocol 2026-07-28 or later: its `_meta` says so.
+fn of_2026(meta: &RequestMetaObject) -> bool {
+    meta.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+}
+
+/// Where one call of `tool` sends its game's log lines, at or above
+/// `wanted` (none when None); `send` delivers a notification on the call's
+/// stream.
 pub fn sink_for(
-    set: Option<LoggingLevel>,
+    wanted: Option<LoggingLevel>,
     tool: &str,
     send: impl Fn(LoggingMessageNotification) + Send + Sync + 'static,
 ) -> Option<LogSink> {
-    let least = rank(set.unwrap_or(LoggingLevel::Info));
+    let least = rank(wanted?);
     let logger = tool.to_string();
     Some(LogSink(Arc::new(move |level, message| {
         let level = mcp_level(level);
