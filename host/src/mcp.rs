@@ -272,10 +272,17 @@ impl Ludus {
                 let meta = call.extensions.get::<RequestMetaObject>();
                 meta.and_then(RequestMetaObject::get_progress_token).is_none()
                     && !logging::asked(meta, self.surface.clients.log_level(session))
-                    && self.registry.find_tool(&call.params.name).map_or(true, |(plugin, _)| !plugin.asks_client)
+                    && !self.asks_its_client(request)
             }
             _ => false,
         }
+    }
+
+    /// Whether `request` calls a tool of a game that may ask its client
+    /// something (sampling, elicitation) while the call runs.
+    pub fn asks_its_client(&self, request: &ClientRequest) -> bool {
+        let ClientRequest::CallToolRequest(call) = request else { return false };
+        self.registry.find_tool(&call.params.name).is_ok_and(|(plugin, _)| plugin.asks_client)
     }
 
     /// `tools/call`, whichever lane it came by.

@@ -9,12 +9,14 @@
 //!   (`answers_here`), answered through `McpSessions::answer`;
 //! - a stateless 2026-07-28 tool call, `tools/list` or `server/discover`
 //!   (`answers_stateless`), the official Python SDK's default client's,
-//!   answered by `answer_stateless`.
+//!   answered by `answer_stateless` (a call of a game that may ask its
+//!   client something excepted: rmcp relays the question).
 
 use http::{HeaderMap, HeaderName, header};
 use rmcp::model::{ClientRequest, GetMeta, JsonRpcRequest, ProtocolVersion};
 use tokio_util::sync::CancellationToken;
 
+use super::events::{Answered, CallEvents};
 use crate::mcp::{Direct, Ludus, Notify, Peer};
 use crate::session::Caller;
 
@@ -67,28 +69,33 @@ pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientReq
 
 /// A stateless tool call, `tools/list` or `server/discover`
 /// (`answers_stateless`), answered as one JSON body (`resultType` and all,
-/// as a 2026-07-28 client reads it); the request back when it can send something before its answer
-/// (progress, the game's questions to its client), which rmcp's service
-/// streams. A client that goes away drops the future, which cancels the
-/// call.
+/// as a 2026-07-28 client reads it), or, when it sends something before
+/// its answer (progress, the log lines its `_meta` asks for), as an event
+/// stream; the request back for rmcp's service when its game may ask its
+/// client something, which rmcp relays. A client that goes away drops the
+/// future or the stream, which cancels the call.
 pub async fn answer_stateless(
     ludus: &Ludus,
     request: JsonRpcRequest<ClientRequest>,
     caller: Caller,
-) -> Result<Vec<u8>, JsonRpcRequest<ClientRequest>> {
+) -> Result<Answered, JsonRpcRequest<ClientRequest>> {
     if let ClientRequest::DiscoverRequest(_) = request.request {
-        return Ok(Direct::Result(request.id, ludus.discovered()).into_line(Peer::Stateless));
+        return Ok(Answered::Json(Some(Direct::Result(request.id, ludus.discovered()).into_line(Peer::Stateless))));
     }
-    // No session: no log level set, nobody to stream to.
+    // No session: no log level set, no question's answer to wait for.
     const NO_SESSION: &str = "";
-    if !ludus.answers_alone(NO_SESSION, &request.request) {
+    if ludus.asks_its_client(&request.request) {
         return Err(request);
+    }
+    if !ludus.answers_alone(NO_SESSION, &request.request) {
+        let (events, _) = CallEvents::of(ludus, caller, NO_SESSION, request, Peer::Stateless)?;
+        return Ok(Answered::Events(Box::pin(events)));
     }
     let ct = CancellationToken::new();
     let notify: Notify = std::sync::Arc::new(|m| tracing::debug!("a message of a stateless call is dropped: {m:?}"));
     let answer = ludus.answer_directly(Some(caller), NO_SESSION, request, ct.clone(), notify)?;
     let _cancel_if_dropped = ct.drop_guard();
-    Ok(answer.await.into_line(Peer::Stateless))
+    Ok(Answered::Json(Some(answer.await.into_line(Peer::Stateless))))
 }
 
 /// It sends JSON and accepts both JSON and event streams, as rmcp's

@@ -26,9 +26,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use futures_util::{Stream, StreamExt};
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, JsonRpcRequest, ProtocolVersion, ServerJsonRpcMessage,
@@ -38,13 +35,13 @@ use rmcp::transport::streamable_http_server::session::local::{
     EventId, LocalSessionHandle, LocalSessionManagerError, SessionConfig, SessionError, StreamableHttpMessageReceiver, create_local_session,
 };
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
-use sync_wrapper::SyncWrapper;
 use tokio_util::sync::CancellationToken;
 
+use super::events::{Answered, CallEvents, Events};
 use super::guard::CallerNames;
 use super::resume::Resumable;
 use crate::locking::lock;
-use crate::mcp::{DirectAnswer, Ludus, Notify, Peer, caller_in};
+use crate::mcp::{Ludus, Notify, Peer, caller_in};
 use crate::session::Caller;
 
 pub struct McpSessions {
@@ -263,33 +260,22 @@ impl McpSessions {
         })
     }
 
-    /// A tool call or ping as a one-answer stream (progress first), or the
-    /// request back when it is for rmcp.
+    /// A request as the events of its call (progress first), filed in
+    /// flight so that a cancellation reaches it; the request back when it
+    /// is for rmcp.
     fn direct_stream(
         &self,
         id: &SessionId,
         request: JsonRpcRequest<ClientRequest>,
         caller: Caller,
-    ) -> Result<DirectStream, JsonRpcRequest<ClientRequest>> {
+    ) -> Result<CallEvents, JsonRpcRequest<ClientRequest>> {
         let key = (id.clone(), request.id.to_string());
-        let ct = CancellationToken::new();
-        let (progress_tx, progress_rx) = tokio::sync::mpsc::unbounded_channel::<ServerJsonRpcMessage>();
-        let notify = Arc::new(move |m| {
-            let _ = progress_tx.send(m);
-        });
-        let answer = self.ludus.answer_directly(Some(caller), id, request, ct.clone(), notify)?;
+        let (call, ct) = CallEvents::of(&self.ludus, caller, id, request, Peer::Legacy)?;
         // The gate admitted the request; from now on a cancellation reaches it.
         if let Some(slot) = lock(&self.in_flight).get_mut(&key) {
-            *slot = Some(ct.clone());
+            *slot = Some(ct);
         }
-        // Dropping the stream (the client went away) cancels the call.
-        Ok(DirectStream {
-            progress: progress_rx,
-            answer: Some(SyncWrapper::new(answer)),
-            made: None,
-            cancelled: ct.clone(),
-            _cancel: ct.drop_guard(),
-        })
+        Ok(call)
     }
 }
 
@@ -300,62 +286,6 @@ fn shrink<V>(table: &Mutex<HashMap<SessionId, V>>) {
         table.shrink_to_fit();
     }
 }
-
-/// Progress notifications (and the game's log lines and questions to the
-/// client) while the call runs, then its answer, then the end.
-struct DirectStream {
-    progress: tokio::sync::mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
-    answer: Option<SyncWrapper<DirectAnswer>>,
-    /// The answer, once made, held back while messages sent before it are still queued.
-    made: Option<ServerJsonRpcMessage>,
-    /// Cancelled by `notifications/cancelled`: the stream then ends without an answer.
-    cancelled: CancellationToken,
-    _cancel: tokio_util::sync::DropGuard,
-}
-
-impl Stream for DirectStream {
-    type Item = ServerSseMessage;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ServerSseMessage>> {
-        // What the call sent before it answered goes out before its answer.
-        // Once the answer is made, the queue is read without waiting: a
-        // `poll_recv` may say Pending when the task has used its share of
-        // the runtime's time, and its messages would be lost with the stream.
-        if self.made.is_some() {
-            if let Ok(m) = self.progress.try_recv() {
-                return Poll::Ready(Some(ServerSseMessage::from_message(m)));
-            }
-            let answer = self.made.take().expect("checked above");
-            // MCP: a cancelled request is not answered (the client has forgotten it).
-            return Poll::Ready((!self.cancelled.is_cancelled()).then(|| ServerSseMessage::from_message(answer)));
-        }
-        if self.answer.is_none() {
-            return Poll::Ready(None);
-        }
-        if let Poll::Ready(Some(m)) = self.progress.poll_recv(cx) {
-            return Poll::Ready(Some(ServerSseMessage::from_message(m)));
-        }
-        match self.answer.as_mut().expect("checked above").get_mut().as_mut().poll(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(m) => {
-                self.answer = None;
-                self.made = Some(m.into_message(Peer::Legacy));
-                self.poll_next(cx)
-            }
-        }
-    }
-}
-
-/// How the gate's lane answered a session's request.
-pub enum Answered {
-    /// Plain JSON: the JSON-RPC response, or none (the call was cancelled).
-    Json(Option<Vec<u8>>),
-    /// An event stream: progress, log lines and questions, then the answer.
-    Events(Events),
-}
-
-/// A call's events, in order, as they come.
-pub type Events = Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync>>;
 
 /// A request in the in-flight table until its answer ends or is dropped.
 pub struct Admitted {

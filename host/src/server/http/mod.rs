@@ -36,18 +36,18 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use bytes::Bytes;
-use futures_util::{Stream, StreamExt};
+use futures_util::StreamExt;
 use http::{HeaderValue, Method, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionManager};
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use sse_stream::{Sse, SseBody};
 use tokio_util::sync::CancellationToken;
 
 mod conns;
+mod events;
 mod guard;
 mod lane;
 mod mcp_sessions;
@@ -60,9 +60,10 @@ use crate::mcp::Ludus;
 use crate::registry::Registry;
 use crate::session::Caller;
 use conns::{Answering, ConnRef, Conns};
+use events::{Answered, event_stream};
 use guard::{CallerNames, Guard, LastCaller, METADATA_PATHS, refuse};
-use lane::{EVENT_STREAM, answer_stateless, answers_here, answers_stateless};
-use mcp_sessions::{Admitted, Answered, McpSessions};
+use lane::{answer_stateless, answers_here, answers_stateless};
+use mcp_sessions::{Admitted, McpSessions};
 use proxies::TrustedProxies;
 use thread::{Socket, drive};
 
@@ -457,9 +458,9 @@ impl Gate {
             // plain JSON when rmcp's service would take it as it is.
             if let rmcp::model::JsonRpcMessage::Request(request) = message
                 && answers_stateless(&parts.headers, &request)
-                && let Ok(body) = answer_stateless(&self.ludus, request, caller).await
+                && let Ok(answered) = answer_stateless(&self.ludus, request, caller).await
             {
-                return json_answer(StatusCode::OK, body);
+                return self.respond(answered, None, answering);
             }
             return track(to_rmcp(parts, bytes).await, None, answering);
         };
@@ -478,17 +479,23 @@ impl Gate {
             && answers_here(&parts.headers, &request)
             && let Ok(answered) = self.sessions.answer(&session, request, caller).await
         {
-            return match answered {
-                Answered::Json(Some(body)) => json_answer(StatusCode::OK, body),
-                // Cancelled: an event stream with no event, as the other route's would be.
-                Answered::Json(None) => whole(StatusCode::OK, "text/event-stream", Bytes::new()),
-                Answered::Events(events) => {
-                    let events = events.take_until(self.stopping.clone().cancelled_owned());
-                    track(event_stream(events), Some(in_flight), answering)
-                }
-            };
+            return self.respond(answered, Some(in_flight), answering);
         }
         track(to_rmcp(parts, bytes).await, Some(in_flight), answering)
+    }
+
+    /// The gate's answer as the response: plain JSON, or an event stream
+    /// that ends when the server stops.
+    fn respond(&self, answered: Answered, in_flight: Option<Admitted>, answering: Answering) -> Response {
+        match answered {
+            Answered::Json(Some(body)) => json_answer(StatusCode::OK, body),
+            // Cancelled: an event stream with no event, as the other route's would be.
+            Answered::Json(None) => whole(StatusCode::OK, "text/event-stream", Bytes::new()),
+            Answered::Events(events) => {
+                let events = events.take_until(self.stopping.clone().cancelled_owned());
+                track(event_stream(events), in_flight, answering)
+            }
+        }
     }
 
     async fn check_delete(&self, request: Request) -> Response {
@@ -505,24 +512,6 @@ impl Gate {
         }
         response
     }
-}
-
-/// A call's answer as an event stream: each message one event, its data
-/// the message's JSON, with its event id and retry hint when it has them
-/// (a resumable stream's); a priming event has empty data.
-fn event_stream(events: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static) -> Response {
-    let frames = events.map(|m| {
-        let data = m.message.as_ref().map_or(String::new(), |m| serde_json::to_string(m).expect("a JSON-RPC message is JSON"));
-        let retry = m.retry.map(|r| r.as_millis() as u64);
-        Ok::<_, Infallible>(Sse { event: None, data: Some(data), id: m.event_id, retry })
-    });
-    let mut response = http::Response::new(SseBody::new(frames).boxed());
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    // Proxies such as nginx pass each event on as it comes.
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
 }
 
 /// The response, with its body holding what must last as long as it streams.

@@ -1,0 +1,130 @@
+//! A call answered on an event stream the gate writes: what the call sends
+//! before its answer (progress, the game's log lines and questions to its
+//! client), then the answer. A session's calls and a stateless client's
+//! that send something first are answered so.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_util::{Stream, StreamExt};
+use http::{HeaderValue, header};
+use http_body_util::BodyExt;
+use rmcp::model::{ClientRequest, JsonRpcRequest, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::ServerSseMessage;
+use sse_stream::{Sse, SseBody};
+use sync_wrapper::SyncWrapper;
+use tokio_util::sync::CancellationToken;
+
+use super::Response;
+use super::lane::EVENT_STREAM;
+use crate::mcp::{DirectAnswer, Ludus, Peer};
+use crate::session::Caller;
+
+/// How the gate answered a request.
+pub enum Answered {
+    /// Plain JSON: the JSON-RPC response, or none (the call was cancelled).
+    Json(Option<Vec<u8>>),
+    /// An event stream: progress, log lines and questions, then the answer.
+    Events(Events),
+}
+
+/// A call's events, in order, as they come.
+pub type Events = Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync>>;
+
+/// Progress notifications (and the game's log lines and questions to the
+/// client) while the call runs, then its answer, then the end.
+pub struct CallEvents {
+    progress: tokio::sync::mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    answer: Option<SyncWrapper<DirectAnswer>>,
+    /// The answer, once made, held back while messages sent before it are still queued.
+    made: Option<ServerJsonRpcMessage>,
+    /// Whom the answer is shaped for.
+    peer: Peer,
+    /// Cancelled by `notifications/cancelled`: the stream then ends without an answer.
+    cancelled: CancellationToken,
+    _cancel: tokio_util::sync::DropGuard,
+}
+
+impl CallEvents {
+    /// `request` of transport session `session` (empty: none), run on the
+    /// direct lane as its events, with the token that cancels it; the
+    /// request back when it is not for the direct lane. Dropping the
+    /// stream (the client went away) cancels the call.
+    pub fn of(
+        ludus: &Ludus,
+        caller: Caller,
+        session: &str,
+        request: JsonRpcRequest<ClientRequest>,
+        peer: Peer,
+    ) -> Result<(CallEvents, CancellationToken), JsonRpcRequest<ClientRequest>> {
+        let ct = CancellationToken::new();
+        let (progress_tx, progress_rx) = tokio::sync::mpsc::unbounded_channel::<ServerJsonRpcMessage>();
+        let notify = Arc::new(move |m| {
+            let _ = progress_tx.send(m);
+        });
+        let answer = ludus.answer_directly(Some(caller), session, request, ct.clone(), notify)?;
+        let events = CallEvents {
+            progress: progress_rx,
+            answer: Some(SyncWrapper::new(answer)),
+            made: None,
+            peer,
+            cancelled: ct.clone(),
+            _cancel: ct.clone().drop_guard(),
+        };
+        Ok((events, ct))
+    }
+}
+
+impl Stream for CallEvents {
+    type Item = ServerSseMessage;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ServerSseMessage>> {
+        // What the call sent before it answered goes out before its answer.
+        // Once the answer is made, the queue is read without waiting: a
+        // `poll_recv` may say Pending when the task has used its share of
+        // the runtime's time, and its messages would be lost with the stream.
+        if self.made.is_some() {
+            if let Ok(m) = self.progress.try_recv() {
+                return Poll::Ready(Some(ServerSseMessage::from_message(m)));
+            }
+            let answer = self.made.take().expect("checked above");
+            // MCP: a cancelled request is not answered (the client has forgotten it).
+            return Poll::Ready((!self.cancelled.is_cancelled()).then(|| ServerSseMessage::from_message(answer)));
+        }
+        if self.answer.is_none() {
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(Some(m)) = self.progress.poll_recv(cx) {
+            return Poll::Ready(Some(ServerSseMessage::from_message(m)));
+        }
+        match self.answer.as_mut().expect("checked above").get_mut().as_mut().poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(m) => {
+                self.answer = None;
+                let peer = self.peer;
+                self.made = Some(m.into_message(peer));
+                self.poll_next(cx)
+            }
+        }
+    }
+}
+
+/// Events as the response's body: each message one event, its data the
+/// message's JSON, with its event id and retry hint when it has them (a
+/// resumable stream's); a priming event has empty data.
+pub fn event_stream(events: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static) -> Response {
+    let frames = events.map(|m| {
+        let data = m.message.as_ref().map_or(String::new(), |m| serde_json::to_string(m).expect("a JSON-RPC message is JSON"));
+        let retry = m.retry.map(|r| r.as_millis() as u64);
+        Ok::<_, Infallible>(Sse { event: None, data: Some(data), id: m.event_id, retry })
+    });
+    let mut response = http::Response::new(SseBody::new(frames).boxed());
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Proxies such as nginx pass each event on as it comes.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
