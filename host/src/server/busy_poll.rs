@@ -15,27 +15,31 @@
 //! once after each answer until a request comes within the watch again, so
 //! a slow or idle client costs no CPU. Figures: docs/design/mcp.md, "MCP
 //! surface".
+//!
+//! A transport holds one `Watch` (its length and who watches now) for all
+//! its threads; each waiting thread keeps its client's `Pace`.
 
-use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// `limits.busy_poll_us`, set once at start.
-static WATCH_US: AtomicU64 = AtomicU64::new(0);
-/// Threads watching right now.
-static WATCHING: AtomicUsize = AtomicUsize::new(0);
-
-pub fn configure(watch: Duration) {
-    WATCH_US.store(watch.as_micros() as u64, Ordering::Relaxed);
+/// How long a transport's threads watch for their clients' next requests
+/// (`limits.busy_poll_us`; zero: never), and how many watch at once.
+pub struct Watch {
+    length: Duration,
+    /// Threads watching right now.
+    watching: AtomicUsize,
+    /// At most this many at once: one per core but one, at least one.
+    allowed: usize,
 }
 
-thread_local! {
-    /// This thread's client sent its last request later than a watch would
-    /// have lasted: watching for its next one would most likely burn CPU for
-    /// nothing.
-    static CLIENT_IS_SLOW: Cell<bool> = const { Cell::new(false) };
+/// Whether a thread's client keeps pace. Its last request came later than a
+/// watch would have lasted: watching for its next one would most likely
+/// burn CPU for nothing.
+#[derive(Default)]
+pub struct Pace {
+    client_is_slow: bool,
 }
 
 /// What woke a thread from `wait_for`.
@@ -46,53 +50,60 @@ pub struct Woken {
     pub bell: bool,
 }
 
-/// Sleeps until `input` has an event or `bell` rings; when `watch_first`,
-/// watches both without blocking first, unless this thread's client has
-/// been slower than a watch. A stdio reader and an HTTP connection's thread
-/// wait here between requests. `input.fd` may be -1 (poll(2) then ignores
-/// it: the thread waits only for its bell).
-pub fn wait_for(input: libc::pollfd, bell: &Doorbell, watch_first: bool) -> io::Result<Woken> {
-    let mut fds = [input, libc::pollfd { fd: bell.fd(), events: libc::POLLIN, revents: 0 }];
-    // Only a wait right after an answer measures the client's pace.
-    let answered_at = watch_first.then(Instant::now);
-    if !(watch_first && !CLIENT_IS_SLOW.get() && watch(&mut fds)?) {
-        while poll(&mut fds, -1)? == 0 {}
+impl Watch {
+    pub fn new(length: Duration) -> Watch {
+        let allowed = std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1));
+        Watch { length, watching: AtomicUsize::new(0), allowed }
     }
-    let woken = Woken { input: fds[0].revents != 0, bell: fds[1].revents != 0 };
-    if let Some(answered_at) = answered_at.filter(|_| woken.input) {
-        // The client's pace since the answer decides whether to watch next time.
-        CLIENT_IS_SLOW.set(answered_at.elapsed() > Duration::from_micros(WATCH_US.load(Ordering::Relaxed)));
-    }
-    if woken.bell {
-        bell.answer();
-    }
-    Ok(woken)
-}
 
-/// Watches `fds` for up to `limits.busy_poll_us` with non-blocking polls,
-/// if no more than the allowed threads already watch; true once one of them
-/// has an event.
-fn watch(fds: &mut [libc::pollfd]) -> io::Result<bool> {
-    let watch = WATCH_US.load(Ordering::Relaxed);
-    if watch == 0 {
-        return Ok(false);
+    /// Sleeps until `input` has an event or `bell` rings; when
+    /// `watch_first`, watches both without blocking first, unless the
+    /// thread's client (`pace`) has been slower than a watch. A stdio reader
+    /// and an HTTP connection's thread wait here between requests.
+    /// `input.fd` may be -1 (poll(2) then ignores it: the thread waits only
+    /// for its bell).
+    pub fn wait_for(&self, input: libc::pollfd, bell: &Doorbell, watch_first: bool, pace: &mut Pace) -> io::Result<Woken> {
+        let mut fds = [input, libc::pollfd { fd: bell.fd(), events: libc::POLLIN, revents: 0 }];
+        // Only a wait right after an answer measures the client's pace.
+        let answered_at = watch_first.then(Instant::now);
+        if !(watch_first && !pace.client_is_slow && self.watch(&mut fds)?) {
+            while poll(&mut fds, -1)? == 0 {}
+        }
+        let woken = Woken { input: fds[0].revents != 0, bell: fds[1].revents != 0 };
+        if let Some(answered_at) = answered_at.filter(|_| woken.input) {
+            // The client's pace since the answer decides whether to watch next time.
+            pace.client_is_slow = answered_at.elapsed() > self.length;
+        }
+        if woken.bell {
+            bell.answer();
+        }
+        Ok(woken)
     }
-    if poll(fds, 0)? > 0 {
-        return Ok(true);
-    }
-    let Some(_slot) = Slot::take() else { return Ok(false) };
-    let until = Instant::now() + Duration::from_micros(watch);
-    while Instant::now() < until {
+
+    /// Watches `fds` for up to the watch's length with non-blocking polls,
+    /// if no more than the allowed threads already watch; true once one of
+    /// them has an event.
+    fn watch(&self, fds: &mut [libc::pollfd]) -> io::Result<bool> {
+        if self.length.is_zero() {
+            return Ok(false);
+        }
         if poll(fds, 0)? > 0 {
             return Ok(true);
         }
-        // The client we just answered is often woken on this very CPU: it
-        // must not wait behind our watching (chess over stdio lost 70 µs per
-        // move to that, until this yield).
-        // SAFETY: no arguments.
-        unsafe { libc::sched_yield() };
+        let Some(_slot) = Slot::take(self) else { return Ok(false) };
+        let until = Instant::now() + self.length;
+        while Instant::now() < until {
+            if poll(fds, 0)? > 0 {
+                return Ok(true);
+            }
+            // The client we just answered is often woken on this very CPU: it
+            // must not wait behind our watching (chess over stdio lost 70 µs per
+            // move to that, until this yield).
+            // SAFETY: no arguments.
+            unsafe { libc::sched_yield() };
+        }
+        Ok(false)
     }
-    Ok(false)
 }
 
 /// A thread's doorbell: an eventfd it polls next to its input, rung from
@@ -157,18 +168,15 @@ fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<i32> {
     }
 }
 
-/// Leave to watch: one thread per core but one, at least one.
-struct Slot;
+/// Leave to watch, within the watch's allowance.
+struct Slot<'a>(&'a AtomicUsize);
 
-impl Slot {
-    fn take() -> Option<Slot> {
-        static ALLOWED: std::sync::LazyLock<usize> =
-            std::sync::LazyLock::new(|| std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1)));
-        let allowed = *ALLOWED;
-        let mut now = WATCHING.load(Ordering::Relaxed);
-        while now < allowed {
-            match WATCHING.compare_exchange_weak(now, now + 1, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => return Some(Slot),
+impl Slot<'_> {
+    fn take(watch: &Watch) -> Option<Slot<'_>> {
+        let mut now = watch.watching.load(Ordering::Relaxed);
+        while now < watch.allowed {
+            match watch.watching.compare_exchange_weak(now, now + 1, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return Some(Slot(&watch.watching)),
                 Err(seen) => now = seen,
             }
         }
@@ -176,9 +184,9 @@ impl Slot {
     }
 }
 
-impl Drop for Slot {
+impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        WATCHING.fetch_sub(1, Ordering::AcqRel);
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -187,57 +195,50 @@ mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
 
-    /// The watch's length is global: tests that set it take turns.
-    static WATCH_LENGTH: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
     #[test]
     fn watching_sees_input_that_comes_and_gives_up_when_none_does() {
-        let _turn = WATCH_LENGTH.lock().unwrap_or_else(|e| e.into_inner());
         let (rx, mut tx) = std::io::pipe().unwrap();
         let fds = || [libc::pollfd { fd: rx.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
-        configure(Duration::from_millis(20));
         let started = Instant::now();
-        assert!(!watch(&mut fds()).unwrap(), "nothing was written");
+        assert!(!Watch::new(Duration::from_millis(20)).watch(&mut fds()).unwrap(), "nothing was written");
         assert!(started.elapsed() >= Duration::from_millis(20), "it watched for the whole budget");
         let writer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(5));
             std::io::Write::write_all(&mut tx, b"next request\n").unwrap();
             tx
         });
-        configure(Duration::from_secs(5));
-        assert!(watch(&mut fds()).unwrap(), "the write came while it watched");
+        assert!(Watch::new(Duration::from_secs(5)).watch(&mut fds()).unwrap(), "the write came while it watched");
         let _tx = writer.join().unwrap();
-        configure(Duration::ZERO);
-        assert!(!watch(&mut fds()).unwrap(), "off: it does not look at all");
+        let off = Watch::new(Duration::ZERO);
+        assert!(!off.watch(&mut fds()).unwrap(), "off: it does not look at all");
         let bell = Doorbell::new().unwrap();
-        let woken = wait_for(fds()[0], &bell, true).unwrap();
+        let woken = off.wait_for(fds()[0], &bell, true, &mut Pace::default()).unwrap();
         assert!(woken.input && !woken.bell, "waiting returns at once on pending input");
     }
 
     #[test]
     fn a_client_slower_than_the_watch_is_not_watched_for_until_it_keeps_pace_again() {
-        let _turn = WATCH_LENGTH.lock().unwrap_or_else(|e| e.into_inner());
         let (rx, mut tx) = std::io::pipe().unwrap();
         let input = libc::pollfd { fd: rx.as_raw_fd(), events: libc::POLLIN, revents: 0 };
         let bell = Doorbell::new().unwrap();
         let drain = |rx: &std::io::PipeReader| std::io::Read::read(&mut &*rx, &mut [0u8; 64]).unwrap();
-        configure(Duration::from_millis(5));
+        let watch = Watch::new(Duration::from_millis(5));
+        let mut pace = Pace::default();
         // A request 30 ms after the answer: the watch ran out, the client is slow.
         let late = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(30));
             std::io::Write::write_all(&mut tx, b"late\n").unwrap();
             tx
         });
-        assert!(wait_for(input, &bell, true).unwrap().input);
+        assert!(watch.wait_for(input, &bell, true, &mut pace).unwrap().input);
         let mut tx = late.join().unwrap();
         drain(&rx);
-        assert!(CLIENT_IS_SLOW.get(), "a request later than the watch marks the client slow");
+        assert!(pace.client_is_slow, "a request later than the watch marks the client slow");
         // A request at once: it is read, and the client keeps pace again.
         std::io::Write::write_all(&mut tx, b"quick\n").unwrap();
-        assert!(wait_for(input, &bell, true).unwrap().input);
+        assert!(watch.wait_for(input, &bell, true, &mut pace).unwrap().input);
         drain(&rx);
-        assert!(!CLIENT_IS_SLOW.get(), "a request within the watch makes the next wait watch again");
-        configure(Duration::ZERO);
+        assert!(!pace.client_is_slow, "a request within the watch makes the next wait watch again");
     }
 
     #[test]

@@ -270,7 +270,6 @@ fn write_sidecar(dir: &std::path::Path, car: &bundled::Sidecar) -> Result<()> {
 
 pub async fn serve(opts: ServeOptions) -> Result<()> {
     let registry = start(&opts).await?;
-    busy_poll::configure(Duration::from_micros(registry.config.limits.busy_poll_us));
     let run = match &opts.run {
         Some(path) => Some(Arc::new(crate::arena::Run::load(path, &registry, opts.records.as_deref())?)),
         None => None,
@@ -279,8 +278,9 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
     let served = match opts.http {
         None => {
             let unread_limit = registry.config.limits.max_unread_output_bytes;
+            let watch = Duration::from_micros(registry.config.limits.busy_poll_us);
             let ludus = Ludus::new(registry, run);
-            let service = ludus.clone().serve(stdio::Stdio::start(ludus, unread_limit)?).await?;
+            let service = ludus.clone().serve(stdio::Stdio::start(ludus, unread_limit, watch)?).await?;
             service.waiting().await.map(|_| ()).map_err(anyhow::Error::from)
         }
         Some(addr) => http::serve(registry, run, addr).await,

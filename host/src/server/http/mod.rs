@@ -55,6 +55,7 @@ mod proxies;
 mod resume;
 mod thread;
 
+use super::busy_poll::Watch;
 use super::jsonrpc;
 use crate::mcp::Ludus;
 use crate::registry::Registry;
@@ -98,6 +99,7 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
         body_time: Duration::from_millis(limits.http_body_timeout_ms),
         min_body_rate: limits.http_min_body_rate.max(1),
         stopping: ct.clone(),
+        watch: Watch::new(Duration::from_micros(limits.busy_poll_us)),
     };
     let gate = Arc::new(gate);
 
@@ -164,8 +166,8 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
             // On this thread tokio's timers, spawns and channels still work;
             // it is just not one of the runtime's workers.
             let _in_runtime = rt.enter();
-            let service = Connection { gate, conn: slot.conn.clone(), last_caller: Rc::default() };
-            if let Err(e) = serve_connection(tcp, service, header_timeout, &ct, &slot.evicted) {
+            let service = Connection { gate: gate.clone(), conn: slot.conn.clone(), last_caller: Rc::default() };
+            if let Err(e) = serve_connection(tcp, service, header_timeout, &ct, &slot.evicted, &gate.watch) {
                 tracing::debug!(%peer, "connection ended: {e}");
             }
             drop(slot);
@@ -225,6 +227,7 @@ fn serve_connection<S>(
     header_timeout: Duration,
     ct: &CancellationToken,
     evicted: &CancellationToken,
+    watch: &Watch,
 ) -> Result<()>
 where
     S: hyper::service::HttpService<hyper::body::Incoming>,
@@ -251,7 +254,7 @@ where
             }
         }
     };
-    Ok(drive(served, fd, &interest)??)
+    Ok(drive(served, fd, &interest, watch)??)
 }
 
 fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> StreamableHttpServerConfig {
@@ -291,6 +294,8 @@ struct Gate {
     /// A body's time: this, plus a second per `min_body_rate` bytes.
     body_time: Duration,
     min_body_rate: u64,
+    /// How connection threads watch for their clients' next requests.
+    watch: Watch,
 }
 
 impl Gate {

@@ -23,7 +23,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use crate::server::busy_poll::{self, Doorbell};
+use crate::server::busy_poll::{Doorbell, Pace, Watch};
 
 /// What the connection last found its socket not ready for.
 #[derive(Default)]
@@ -114,9 +114,11 @@ impl tokio::io::AsyncWrite for Socket {
 /// Drives `future` to its end on this thread. Between polls the thread
 /// sleeps in poll(2) until the socket is ready for what the connection last
 /// waited for, or something the connection waits on calls its waker.
-pub fn drive<F: Future>(future: F, socket: RawFd, interest: &Interest) -> io::Result<F::Output> {
+/// Before sleeping for the next request it watches for it (`watch`).
+pub fn drive<F: Future>(future: F, socket: RawFd, interest: &Interest, watch: &Watch) -> io::Result<F::Output> {
     crate::runtime::is_client_reader();
     let alarm = Arc::new(Alarm(Doorbell::new()?));
+    let mut pace = Pace::default();
     let waker = Waker::from(alarm.clone());
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
@@ -126,7 +128,7 @@ pub fn drive<F: Future>(future: F, socket: RawFd, interest: &Interest) -> io::Re
         if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
             return Ok(out);
         }
-        alarm.sleep(socket, interest)?;
+        alarm.sleep(socket, interest, watch, &mut pace)?;
     }
 }
 
@@ -134,14 +136,14 @@ pub fn drive<F: Future>(future: F, socket: RawFd, interest: &Interest) -> io::Re
 struct Alarm(Doorbell);
 
 impl Alarm {
-    fn sleep(&self, socket: RawFd, interest: &Interest) -> io::Result<()> {
+    fn sleep(&self, socket: RawFd, interest: &Interest, watch: &Watch, pace: &mut Pace) -> io::Result<()> {
         let events = if interest.read.get() { libc::POLLIN } else { 0 } | if interest.write.get() { libc::POLLOUT } else { 0 };
         // A socket the connection is not waiting on is left out (poll ignores
         // fd -1): input it has not asked for would wake the thread in a loop.
         let socket = libc::pollfd { fd: if events == 0 { -1 } else { socket }, events, revents: 0 };
         // Waiting for the next request: watch for it before sleeping (not while
         // an answer is pending or being sent).
-        busy_poll::wait_for(socket, &self.0, events == libc::POLLIN)?;
+        watch.wait_for(socket, &self.0, events == libc::POLLIN, pace)?;
         Ok(())
     }
 }
@@ -192,6 +194,7 @@ mod tests {
             },
             fd,
             &interest,
+            &Watch::new(Duration::ZERO),
         );
         served.unwrap();
         assert_eq!(&client.join().unwrap(), b"pong");

@@ -34,6 +34,7 @@ use std::io::{BufRead, Read};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use rmcp::RoleServer;
 use rmcp::model::{ClientNotification, JsonRpcMessage};
@@ -44,7 +45,7 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::busy_poll::{self, Doorbell};
+use super::busy_poll::{Doorbell, Pace, Watch};
 use super::jsonrpc::{classify, error_reply};
 use crate::locking::lock;
 use crate::mcp::{DirectAnswer, Ludus, Notify, Peer, STDIO_SESSION};
@@ -66,15 +67,21 @@ pub struct Stdio {
 
 impl Stdio {
     /// Starts reading stdin on a thread of its own; `unread_limit` is
-    /// `limits.max_unread_output_bytes`.
-    pub fn start(ludus: Ludus, unread_limit: usize) -> std::io::Result<Stdio> {
+    /// `limits.max_unread_output_bytes`, `watch` `limits.busy_poll_us`.
+    pub fn start(ludus: Ludus, unread_limit: usize, watch: Duration) -> std::io::Result<Stdio> {
         let rt = Handle::current();
         let output = Output::start(sink()?, &rt);
         let bell = Arc::new(Doorbell::new()?);
         let (to_rmcp, from_reader) = mpsc::channel(64);
         let input = std::io::BufReader::with_capacity(
             64 << 10,
-            Stdin { file: std::io::stdin().as_fd().try_clone_to_owned()?.into(), answered: false, bell: bell.clone() },
+            Stdin {
+                file: std::io::stdin().as_fd().try_clone_to_owned()?.into(),
+                answered: false,
+                bell: bell.clone(),
+                watch: Watch::new(watch),
+                pace: Pace::default(),
+            },
         );
         let notify = notifier(output.clone());
         let reader = Reader {
@@ -256,13 +263,15 @@ struct Stdin {
     /// Rung by a task that wrote its answer: then the reader watches too,
     /// since the client answered last is the one most likely to send next.
     bell: Arc<Doorbell>,
+    watch: Watch,
+    pace: Pace,
 }
 
 impl Read for Stdin {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
             let stdin = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-            let woken = busy_poll::wait_for(stdin, &self.bell, std::mem::take(&mut self.answered))?;
+            let woken = self.watch.wait_for(stdin, &self.bell, std::mem::take(&mut self.answered), &mut self.pace)?;
             self.answered = woken.bell;
             if !woken.input {
                 continue;
