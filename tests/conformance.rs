@@ -93,7 +93,7 @@ async fn the_mcp_inspectors_strict_schema_check_finds_nothing() {
 // ------------------------------------------------- the same fixture over stdio
 
 use rmcp::model::*;
-use rmcp::service::{RequestContext, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
@@ -104,6 +104,8 @@ use serde_json::{Value, json};
 struct Asked {
     declares: bool,
     form: Value,
+    /// The resources it was told changed (`notifications/resources/updated`).
+    updated: tokio::sync::mpsc::UnboundedSender<String>,
 }
 
 impl ClientHandler for Asked {
@@ -124,13 +126,27 @@ impl ClientHandler for Asked {
     async fn create_elicitation(&self, _: ElicitRequestParams, _: RequestContext<RoleClient>) -> Result<ElicitResult, ErrorData> {
         Ok(serde_json::from_value(self.form.clone()).unwrap())
     }
+
+    async fn on_resource_updated(&self, p: ResourceUpdatedNotificationParam, _: NotificationContext<RoleClient>) {
+        let _ = self.updated.send(p.uri);
+    }
 }
 
 async fn asked_client(work: &Path, declares: bool, form: Value) -> RunningService<RoleClient, Asked> {
+    asked_client_hearing(work, declares, form).await.0
+}
+
+/// `asked_client`, with the resources it is told changed.
+async fn asked_client_hearing(
+    work: &Path,
+    declares: bool,
+    form: Value,
+) -> (RunningService<RoleClient, Asked>, tokio::sync::mpsc::UnboundedReceiver<String>) {
     let plugins = plugins_dir(work, &["conformance"]);
     let cmd = stdio_command(&["--plugins", plugins.to_str().unwrap(), "--store", "memory"], work);
     let (transport, _) = TokioChildProcess::builder(cmd).stderr(std::process::Stdio::inherit()).spawn().unwrap();
-    Asked { declares, form }.serve(transport).await.expect("MCP handshake over stdio")
+    let (updated, heard) = tokio::sync::mpsc::unbounded_channel();
+    (Asked { declares, form, updated }.serve(transport).await.expect("MCP handshake over stdio"), heard)
 }
 
 async fn call(c: &RunningService<RoleClient, Asked>, name: &str, args: Value) -> (bool, String) {
@@ -193,6 +209,25 @@ async fn prompts_and_resources_refuse_what_is_not_there() {
     assert_eq!((blob["mimeType"].as_str(), blob["blob"].as_str().map(|b| b.starts_with("iVBORw0KGgo"))), (Some("image/png"), Some(true)));
     let e = c.read_resource(ReadResourceRequestParams::new("test://template//data")).await.unwrap_err().to_string();
     assert!(e.contains("no resource"), "an empty template part matches nothing: {e}");
+    c.cancel().await.unwrap();
+}
+
+/// A game says one of its own resources changed (`watchers.changed`, no
+/// session of it involved): a client subscribed to that resource is told,
+/// and once it unsubscribes it is not.
+#[tokio::test]
+async fn a_resource_a_game_says_changed_reaches_its_subscribers() {
+    let work = scratch();
+    let (c, mut heard) = asked_client_hearing(work.path(), false, json!({})).await;
+    let uri = "test://watched-resource";
+    c.subscribe(SubscribeRequestParams::new(uri)).await.unwrap();
+    assert_eq!(call(&c, "test_touch_watched", json!({})).await, (false, "touched".into()));
+    let told = tokio::time::timeout(std::time::Duration::from_secs(5), heard.recv()).await;
+    assert_eq!(told.expect("told within 5 s").as_deref(), Some(uri));
+    c.unsubscribe(UnsubscribeRequestParams::new(uri)).await.unwrap();
+    assert_eq!(call(&c, "test_touch_watched", json!({})).await, (false, "touched".into()));
+    let after = tokio::time::timeout(std::time::Duration::from_millis(500), heard.recv()).await;
+    assert!(after.is_err(), "told after unsubscribing: {after:?}");
     c.cancel().await.unwrap();
 }
 

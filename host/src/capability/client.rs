@@ -21,21 +21,12 @@ use crate::runtime::bindings::ludus::plugin::client::{self, ElicitReply, Message
 use crate::runtime::bindings::ludus::plugin::content;
 use crate::runtime::bindings::ludus::plugin::watchers;
 
-/// Where a game's `watchers.changed` goes: (plugin, URI), heard by the
-/// protocol layer's subscriptions.
-pub fn resource_changes() -> tokio::sync::broadcast::Receiver<(String, String)> {
-    CHANGES.subscribe()
-}
-
-static CHANGES: std::sync::LazyLock<tokio::sync::broadcast::Sender<(String, String)>> =
-    std::sync::LazyLock::new(|| tokio::sync::broadcast::channel(256).0);
-
 impl content::Host for HostCtx {}
 
 impl watchers::Host for HostCtx {
     fn changed(&mut self, uri: String) {
         // No subscriber is not an error.
-        let _ = CHANGES.send((self.plugin.to_string(), uri));
+        let _ = self.resource_changes.send((self.plugin.to_string(), uri));
     }
 }
 

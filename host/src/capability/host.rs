@@ -85,10 +85,17 @@ pub struct HostCtx {
     /// Time the current call spent waiting for its client, given back to
     /// its CPU budget (`runtime::new_store`).
     pub waited: std::time::Duration,
+    /// Where `watchers.changed` goes (`Runtime::resource_changes`).
+    pub resource_changes: tokio::sync::broadcast::Sender<(String, String)>,
 }
 
 impl HostCtx {
-    pub fn new(plugin: &str, seeds: GameSeeds, session: Option<Weak<dyn SessionControl>>) -> HostCtx {
+    pub fn new(
+        plugin: &str,
+        seeds: GameSeeds,
+        session: Option<Weak<dyn SessionControl>>,
+        resource_changes: tokio::sync::broadcast::Sender<(String, String)>,
+    ) -> HostCtx {
         HostCtx {
             plugin: plugin.into(),
             seeds,
@@ -100,6 +107,7 @@ impl HostCtx {
             made_already: None,
             session,
             waited: Default::default(),
+            resource_changes,
         }
     }
 

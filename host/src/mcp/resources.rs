@@ -58,7 +58,7 @@ impl Ludus {
 
     /// `resources/read`, for a caller who may read it.
     pub(super) async fn read(&self, uri: String, caller: &Caller) -> Result<ReadResourceResult, McpError> {
-        let (plugin, mime, session) = self.find_resource(&uri)?;
+        let (plugin, mime, session) = self.resource_or_wait(&uri).await?;
         let session = session.as_ref().map(|(id, audience)| (id.as_str(), *audience));
         let contents = match self.registry.sessions.read_resource(&plugin, &uri, session, caller).await {
             Ok(Body::Text(text)) => ResourceContents::text(text, uri),
@@ -91,7 +91,7 @@ impl Ludus {
         subscriber: Subscriber,
         stop: CancellationToken,
     ) -> Result<(), McpError> {
-        let (plugin, _, session) = self.find_resource(&uri)?;
+        let (plugin, _, session) = self.resource_or_wait(&uri).await?;
         let game = match session {
             Some((id, audience)) => Some(
                 self.registry
@@ -102,7 +102,7 @@ impl Ludus {
             ),
             None => None,
         };
-        let said = Said { changes: crate::capability::client::resource_changes(), plugin: plugin.name.clone() };
+        let said = Said { changes: plugin.runtime.resource_changes.subscribe(), plugin: plugin.name.clone() };
         tokio::spawn(tell_changes(game, said, uri, subscriber, stop, self.gone.clone()));
         Ok(())
     }
@@ -143,6 +143,17 @@ impl Ludus {
 
     /// The plugin serving resource `uri`, its MIME type, and the game it
     /// belongs to (its id and who may read it) when it is a per-game one.
+    /// `find_resource`, waiting for the plugins directory's first scan when
+    /// no game offers `uri` yet: it may be one of a game still being
+    /// compiled, as a tool call waits for its tool.
+    async fn resource_or_wait(&self, uri: &str) -> Result<FoundResource, McpError> {
+        if let Ok(found) = self.find_resource(uri) {
+            return Ok(found);
+        }
+        self.registry.settled(super::CALL_PATIENCE).await;
+        self.find_resource(uri)
+    }
+
     pub(super) fn find_resource(&self, uri: &str) -> Result<FoundResource, McpError> {
         let found = self.registry.plugins().into_iter().find_map(|p| {
             let hit = p.resources.iter().find_map(|r| match r.session_in(uri) {
@@ -204,6 +215,9 @@ async fn tell_changes(
             }
         };
         let changed = tokio::select! {
+            // An unsubscribe comes first: a change made after it, found
+            // ready beside it when the task next runs, is not told.
+            biased;
             () = stop.cancelled() => return,
             () = gone.cancelled() => return,
             alive = game_changed => {

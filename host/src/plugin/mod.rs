@@ -487,7 +487,8 @@ fn describe(pre: &InstancePre<HostState>) -> Result<Described, LoadError> {
         .map_err(|e| LoadError::NotAGame(format!("it must export {META} (include ludus:plugin/game in its world): {e:#}")))?;
     let limits = Config::default().limits_for("", None);
     let out = GuestOutput::new(limits.max_output_bytes);
-    let host = HostCtx::new("(loading)", Default::default(), None);
+    // Loading: no one hears what it says changed.
+    let host = HostCtx::new("(loading)", Default::default(), None, tokio::sync::broadcast::channel(1).0);
     let output = Output { stdout: out.clone(), stderr: out.clone() };
     let mut store = capability::new_store(pre.engine(), &limits, host, ChannelsCtx::default(), output);
     let instance = game_pre.instance_pre().instantiate(&mut store).map_err(|e| LoadError::Start(format!("{e:#}")))?;

@@ -48,6 +48,9 @@ pub struct Runtime {
     pub timers: Arc<clock::Timers>,
     /// The game processes plugins' sessions may run.
     pub processes: Arc<processes::ProcessBudget>,
+    /// What games say changed (`watchers.changed`): (plugin, resource URI),
+    /// heard by the protocol layer's resource subscriptions.
+    pub resource_changes: tokio::sync::broadcast::Sender<(String, String)>,
     cache_dir: Option<PathBuf>,
 }
 
@@ -58,7 +61,8 @@ impl Runtime {
         clock::start(&[&copied, &mapped], timers.clone());
         let defaults = crate::config::Limits::default();
         let processes = processes::ProcessBudget::new(defaults.max_processes, defaults.max_processes_per_caller);
-        Ok(Arc::new(Runtime { copied, mapped, timers, processes, cache_dir }))
+        let resource_changes = tokio::sync::broadcast::channel(256).0;
+        Ok(Arc::new(Runtime { copied, mapped, timers, processes, resource_changes, cache_dir }))
     }
 
     /// Whether `component`'s instances map their data segments rather than

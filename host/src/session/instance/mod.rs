@@ -253,13 +253,14 @@ impl Session {
         let (session, plugin) = (self, &self.plugin);
         let Seeding { seed, secret, .. } = self.seeding;
         let seed = GameSeeds { visible: seed, whole: crate::store::whole_seed(seed, secret) };
+        let changes = plugin.runtime.resource_changes.clone();
         // A plugin's shared instance belongs to no session: it has no timers and no channels.
         let (host, channels) = if session.table.is_some() {
             let control: Weak<dyn SessionControl> = Arc::downgrade(session) as _;
             let inbox: Weak<dyn Inbox> = Arc::downgrade(session) as _;
-            (HostCtx::new(&plugin.name, seed, Some(control)), ChannelsCtx::new(session.channels.clone(), inbox))
+            (HostCtx::new(&plugin.name, seed, Some(control), changes), ChannelsCtx::new(session.channels.clone(), inbox))
         } else {
-            (HostCtx::new(&plugin.name, seed, None), ChannelsCtx::default())
+            (HostCtx::new(&plugin.name, seed, None, changes), ChannelsCtx::default())
         };
         let mut store = capability::new_store(plugin.pre.engine(), &plugin.limits, host, channels, session.output.clone());
         let instance = plugin.pre.instantiate(&mut store);
