@@ -18,9 +18,11 @@ use sync_wrapper::SyncWrapper;
 use tokio_util::sync::CancellationToken;
 
 use super::Response;
-use super::lane::EVENT_STREAM;
 use crate::mcp::{DirectAnswer, Ludus, Peer};
 use crate::session::Caller;
+
+/// The media type of an event stream.
+pub const EVENT_STREAM: &str = "text/event-stream";
 
 /// How the gate answered a request.
 pub enum Answered {

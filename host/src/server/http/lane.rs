@@ -16,12 +16,11 @@ use http::{HeaderMap, HeaderName, header};
 use rmcp::model::{ClientRequest, GetMeta, JsonRpcRequest, ProtocolVersion};
 use tokio_util::sync::CancellationToken;
 
-use super::events::{Answered, CallEvents};
+use super::events::{Answered, CallEvents, EVENT_STREAM};
 use crate::mcp::{Direct, Ludus, Notify, Peer};
 use crate::session::Caller;
 
 const JSON: &str = "application/json";
-pub const EVENT_STREAM: &str = "text/event-stream";
 const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
