@@ -38,10 +38,16 @@ pub fn asked(meta: Option<&RequestMetaObject>, session_set: Option<LoggingLevel>
     }
 }
 
-/// A request of protocol 2026-07-28 or later: its `_meta` says so.
+/// A request of protocol 2026-07-28 or later: its `_meta` says so. Read
+/// as the text it is (versions are dates, in order as text): decoding it
+/// into rmcp's type copies it, on every call of a stateless client.
 fn of_2026(meta: &RequestMetaObject) -> bool {
-    meta.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+    let version = meta.get(PROTOCOL_VERSION).and_then(serde_json::Value::as_str);
+    version.is_some_and(|version| version >= ProtocolVersion::V_2026_07_28.as_str())
 }
+
+/// Where a request's `_meta` names its protocol version (SEP-2575).
+const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// Where one call of `tool` sends its game's log lines, at or above
 /// `wanted` (none when None); `send` delivers a notification on the call's
@@ -82,5 +88,30 @@ fn mcp_level(level: tracing::Level) -> LoggingLevel {
         tracing::Level::INFO => LoggingLevel::Info,
         tracing::Level::WARN => LoggingLevel::Warning,
         tracing::Level::ERROR => LoggingLevel::Error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(value: serde_json::Value) -> RequestMetaObject {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_2026_request_hears_only_the_level_its_meta_names_and_an_earlier_one_its_sessions() {
+        let modern = meta(serde_json::json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"}));
+        let named = meta(serde_json::json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/logLevel": "warning"}));
+        let older = meta(serde_json::json!({"progressToken": "p"}));
+        let set = Some(LoggingLevel::Error);
+        assert_eq!(wanted(Some(&modern), set), None, "MUST NOT send without a level, whatever a session set");
+        assert_eq!(wanted(Some(&named), None), Some(LoggingLevel::Warning));
+        assert_eq!(wanted(Some(&named), set), Some(LoggingLevel::Warning), "the request's own level wins");
+        assert_eq!((wanted(Some(&older), set), wanted(None, set)), (set, set));
+        assert_eq!(wanted(None, None), Some(LoggingLevel::Info), "info until a session sets a level");
+        assert!(!asked(Some(&modern), set) && asked(Some(&named), None));
+        assert!(asked(None, set) && !asked(None, None) && !asked(Some(&older), None));
     }
 }

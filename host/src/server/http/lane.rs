@@ -83,10 +83,10 @@ pub async fn answer_stateless(
     }
     // No session: no log level set, no question's answer to wait for.
     const NO_SESSION: &str = "";
-    if ludus.asks_its_client(&request.request) {
-        return Err(request);
-    }
     if !ludus.answers_alone(NO_SESSION, &request.request) {
+        if ludus.asks_its_client(&request.request) {
+            return Err(request);
+        }
         let (events, _) = CallEvents::of(ludus, caller, NO_SESSION, request, Peer::Stateless)?;
         return Ok(Answered::Events(Box::pin(events)));
     }
