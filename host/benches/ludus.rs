@@ -205,6 +205,15 @@ fn get_state(env: &Value) -> impl Fn(u64) -> Value + '_ {
     move |id| tool_call(id, "hanoi_get_state", json!({"env_id": env}))
 }
 
+/// `get_state` asking for progress: its answer comes on an event stream.
+fn get_state_streamed(env: &Value) -> impl Fn(u64) -> Value + '_ {
+    move |id| {
+        let mut call = tool_call(id, "hanoi_get_state", json!({"env_id": env}));
+        call["params"]["_meta"] = json!({"progressToken": format!("bench-{id}")});
+        call
+    }
+}
+
 /// `clients` concurrent sessions, each on its own connection, each making
 /// `calls` round trips: (calls per second over the whole run, p50, p99).
 async fn http_load(url: &str, clients: usize, calls: usize) -> (f64, Duration, Duration) {
@@ -1731,7 +1740,8 @@ async fn http_against(cfg: &Path, baseline: &str) {
     // connection's `hanoi_get_state` took 31 or 44 µs, whichever build):
     // eight starts of each.
     const ROUNDS: usize = 8;
-    let (mut ratios, mut streamed_ratios, mut stateless_ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ratios, mut streamed_ratios, mut stateless_ratios, mut stateless_streamed_ratios) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 1..=ROUNDS {
         let baseline_first = round % 2 == 1;
         let (old, new) = if baseline_first {
@@ -1757,20 +1767,26 @@ async fn http_against(cfg: &Path, baseline: &str) {
         // Stateless clients in turn on their own: what a server leaves to do
         // after answering one (rmcp's service, torn down per request) would
         // otherwise land in the session clients' round trips.
+        // Each also asking for progress, which answers on an event stream.
+        let (streamed_old3, streamed_new3) = (get_state_streamed(&old_env3), get_state_streamed(&new_env3));
         let mut stateless_clients = [old_stateless, new_stateless];
-        let [(ol50, _), (nl50, _)]: [(Duration, Duration); 2] =
-            alternating_http(&mut stateless_clients, &[(0, &get_old3), (1, &get_new3)]).await.try_into().unwrap();
+        let kinds: [(usize, &dyn Fn(u64) -> Value); 4] = [(0, &get_old3), (1, &get_new3), (0, &streamed_old3), (1, &streamed_new3)];
+        let [(ol50, _), (nl50, _), (olp50, _), (nlp50, _)]: [(Duration, Duration); 4] =
+            alternating_http(&mut stateless_clients, &kinds).await.try_into().unwrap();
         let ratio = n50.as_secs_f64() / o50.as_secs_f64();
         ratios.push(ratio);
         let streamed = ns50.as_secs_f64() / os50.as_secs_f64();
         streamed_ratios.push(streamed);
         let stateless = nl50.as_secs_f64() / ol50.as_secs_f64();
         stateless_ratios.push(stateless);
+        let stateless_streamed = nlp50.as_secs_f64() / olp50.as_secs_f64();
+        stateless_streamed_ratios.push(stateless_streamed);
         let first = if baseline_first { "baseline" } else { "this build" };
         eprintln!(
             "http round {round} ({first} started first): hanoi_get_state one at a time: baseline {} / {}; this build {} / {} ({ratio:.2}×); \
              p50 from a 2025-11-25 client (resumable streams): baseline {}, this build {} ({streamed:.2}×); \
-             from a stateless 2026-07-28 client: baseline {}, this build {} ({stateless:.2}×)",
+             from a stateless 2026-07-28 client: baseline {}, this build {} ({stateless:.2}×), \
+             asking for progress: baseline {}, this build {} ({stateless_streamed:.2}×)",
             us(o50),
             us(o99),
             us(n50),
@@ -1778,7 +1794,9 @@ async fn http_against(cfg: &Path, baseline: &str) {
             us(os50),
             us(ns50),
             us(ol50),
-            us(nl50)
+            us(nl50),
+            us(olp50),
+            us(nlp50)
         );
         for (name, server) in [("baseline", &old), ("this build", &new)] {
             let (rate, p50, p99) = http_load(&server.url, 200, 30).await;
@@ -1792,10 +1810,11 @@ async fn http_against(cfg: &Path, baseline: &str) {
     };
     eprintln!(
         "http: this build's hanoi_get_state p50, the median of the {ROUNDS} rounds: {:.2}× the baseline's; from a 2025-11-25 client {:.2}×; \
-         from a stateless 2026-07-28 client {:.2}×",
+         from a stateless 2026-07-28 client {:.2}×, asking for progress {:.2}×",
         median(ratios),
         median(streamed_ratios),
-        median(stateless_ratios)
+        median(stateless_ratios),
+        median(stateless_streamed_ratios)
     );
 }
 

@@ -157,8 +157,13 @@ impl RawHttp {
             if let Some(name) = body["params"]["name"].as_str() {
                 standard += &format!("mcp-name: {name}\r\n");
             }
-            body["params"]["_meta"] = serde_json::json!({"io.modelcontextprotocol/protocolVersion": STATELESS,
+            // The request's own `_meta` (a progress token) keeps its keys.
+            let mut meta = serde_json::json!({"io.modelcontextprotocol/protocolVersion": STATELESS,
                 "io.modelcontextprotocol/clientCapabilities": {}, "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"}});
+            if let serde_json::Value::Object(own) = body["params"]["_meta"].take() {
+                meta.as_object_mut().expect("an object").extend(own);
+            }
+            body["params"]["_meta"] = meta;
             serde_json::to_vec(&body).unwrap()
         } else {
             serde_json::to_vec(body).unwrap()
