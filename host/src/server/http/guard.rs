@@ -196,7 +196,7 @@ impl Guard {
             if !self.tokens.is_empty() {
                 return Err(self.challenge(parts, None));
             }
-            let Some(session) = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
+            let Some(session) = parts.headers.get(&super::MCP_SESSION_ID).and_then(|v| v.to_str().ok()) else {
                 return Ok(Caller::Stateless);
             };
             return last.or_find(Named::Session, session, || Ok(self.names.of(session)));

@@ -348,7 +348,7 @@ impl Gate {
     /// naming it finds no such session.
     fn check_session_owner(&self, parts: &http::request::Parts, caller: &Caller) -> Result<(), Response> {
         let Caller::Token(name) = caller else { return Ok(()) };
-        let Some(id) = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else { return Ok(()) };
+        let Some(id) = parts.headers.get(&MCP_SESSION_ID).and_then(|v| v.to_str().ok()) else { return Ok(()) };
         match self.sessions.owner(id) {
             Some(owner) if owner != *name => {
                 let reply =
@@ -404,6 +404,10 @@ impl Gate {
     }
 }
 
+/// The header naming a request's MCP session. A constant: looked up by its
+/// text, a header's name is parsed again at every request.
+pub const MCP_SESSION_ID: http::HeaderName = http::HeaderName::from_static("mcp-session-id");
+
 /// A refusal after which the connection closes (its body was not read to the end).
 fn closing(mut response: Response) -> Response {
     response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -432,7 +436,7 @@ impl Gate {
             }
         };
         let to_rmcp = |parts, bytes| self.to_rmcp(http::Request::from_parts(parts, Full::new(bytes)));
-        let opens_session = !parts.headers.contains_key("mcp-session-id")
+        let opens_session = !parts.headers.contains_key(&MCP_SESSION_ID)
             && matches!(&message, rmcp::model::JsonRpcMessage::Request(r) if matches!(r.request, rmcp::model::ClientRequest::InitializeRequest(_)));
         if opens_session {
             let open = self.sessions.count();
@@ -443,7 +447,7 @@ impl Gate {
                 return json_answer(StatusCode::SERVICE_UNAVAILABLE, jsonrpc::error_reply(serde_json::Value::Null, -32000, why));
             }
             let response = to_rmcp(parts, bytes).await;
-            if let (Caller::Token(name), Some(id)) = (&caller, response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok())) {
+            if let (Caller::Token(name), Some(id)) = (&caller, response.headers().get(&MCP_SESSION_ID).and_then(|v| v.to_str().ok())) {
                 self.sessions.set_owner(id, name);
             }
             return track(response, None, answering);
@@ -453,7 +457,7 @@ impl Gate {
         // flight is refused, and a `notifications/cancelled` finds the call it
         // names. A client that goes away cancels its request: its answer stream
         // is dropped (tests/http.rs checks both).
-        let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
+        let session = parts.headers.get(&MCP_SESSION_ID).and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
         let request_id = match &message {
             rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.to_string()),
             _ => None,
@@ -504,7 +508,7 @@ impl Gate {
     }
 
     async fn check_delete(&self, request: Request) -> Response {
-        let id = request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
+        let id = request.headers().get(&MCP_SESSION_ID).and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
         if let Some(id) = &id
             && !self.sessions.has_session(id).await.unwrap_or(false)
         {
