@@ -1,7 +1,8 @@
-//! A call answered on an event stream the gate writes: what the call sends
-//! before its answer (progress, the game's log lines and questions to its
-//! client), then the answer. A session's calls and a stateless client's
-//! that send something first are answered so.
+//! How the gate answers a call on the direct lane, for a session's client
+//! and a stateless one alike: as plain JSON when it sends nothing before
+//! its answer (`answered_alone`), else on an event stream the gate writes
+//! (`CallEvents`): what the call sends first (progress, the game's log
+//! lines and questions to its client), then the answer.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -18,7 +19,7 @@ use sync_wrapper::SyncWrapper;
 use tokio_util::sync::CancellationToken;
 
 use super::Response;
-use crate::mcp::{DirectAnswer, Ludus, Peer};
+use crate::mcp::{DirectAnswer, Ludus, Notify, Peer};
 use crate::session::Caller;
 
 /// The media type of an event stream.
@@ -34,6 +35,32 @@ pub enum Answered {
 
 /// A call's events, in order, as they come.
 pub type Events = Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync>>;
+
+/// `request` of transport session `session` (empty: none) run on the
+/// direct lane and answered as plain JSON, with the token that cancels it;
+/// the request back when it is not for the direct lane. Only a call that
+/// sends nothing before its answer is answered so (`Ludus::answers_alone`):
+/// anything it sent would be dropped. Dropping the future (the client went
+/// away) cancels the call, and a cancelled call has no answer.
+pub fn answered_alone(
+    ludus: &Ludus,
+    caller: Caller,
+    session: &str,
+    request: JsonRpcRequest<ClientRequest>,
+    peer: Peer,
+) -> Result<(impl Future<Output = Answered> + Send + use<>, CancellationToken), JsonRpcRequest<ClientRequest>> {
+    let ct = CancellationToken::new();
+    let notify: Notify = Arc::new(|m| tracing::debug!("a message of a call answered as JSON is dropped: {m:?}"));
+    let answer = ludus.answer_directly(Some(caller), session, request, ct.clone(), notify)?;
+    let (cancelled, cancel_if_dropped) = (ct.clone(), ct.clone().drop_guard());
+    let answered = async move {
+        let _cancel_if_dropped = cancel_if_dropped;
+        let answer = answer.await;
+        // MCP: a cancelled request gets no answer.
+        Answered::Json((!cancelled.is_cancelled()).then(|| answer.into_line(peer)))
+    };
+    Ok((answered, ct))
+}
 
 /// Progress notifications (and the game's log lines and questions to the
 /// client) while the call runs, then its answer, then the end.

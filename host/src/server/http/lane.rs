@@ -14,10 +14,9 @@
 
 use http::{HeaderMap, HeaderName, header};
 use rmcp::model::{ClientRequest, GetMeta, JsonRpcRequest, ProtocolVersion};
-use tokio_util::sync::CancellationToken;
 
-use super::events::{Answered, CallEvents, EVENT_STREAM};
-use crate::mcp::{Direct, Ludus, Notify, Peer};
+use super::events::{Answered, CallEvents, EVENT_STREAM, answered_alone};
+use crate::mcp::{Direct, Ludus, Peer};
 use crate::session::Caller;
 
 const JSON: &str = "application/json";
@@ -90,11 +89,8 @@ pub async fn answer_stateless(
         let (events, _) = CallEvents::of(ludus, caller, NO_SESSION, request, Peer::Stateless)?;
         return Ok(Answered::Events(Box::pin(events)));
     }
-    let ct = CancellationToken::new();
-    let notify: Notify = std::sync::Arc::new(|m| tracing::debug!("a message of a stateless call is dropped: {m:?}"));
-    let answer = ludus.answer_directly(Some(caller), NO_SESSION, request, ct.clone(), notify)?;
-    let _cancel_if_dropped = ct.drop_guard();
-    Ok(Answered::Json(Some(answer.await.into_line(Peer::Stateless))))
+    let (answered, _) = answered_alone(ludus, caller, NO_SESSION, request, Peer::Stateless)?;
+    Ok(answered.await)
 }
 
 /// It sends JSON and accepts both JSON and event streams, as rmcp's

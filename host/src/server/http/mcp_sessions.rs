@@ -37,11 +37,11 @@ use rmcp::transport::streamable_http_server::session::local::{
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
 use tokio_util::sync::CancellationToken;
 
-use super::events::{Answered, CallEvents, Events};
+use super::events::{Answered, CallEvents, Events, answered_alone};
 use super::guard::CallerNames;
 use super::resume::Resumable;
 use crate::locking::lock;
-use crate::mcp::{Ludus, Notify, Peer, caller_in};
+use crate::mcp::{Ludus, Peer, caller_in};
 use crate::session::Caller;
 
 pub struct McpSessions {
@@ -161,17 +161,11 @@ impl McpSessions {
             return self.events(id, request, caller).map(Answered::Events);
         }
         let key = (id.clone(), request.id.to_string());
-        let ct = CancellationToken::new();
-        let notify: Notify = Arc::new(|m| tracing::debug!("a message of a call answered as JSON is dropped: {m:?}"));
-        let answer = self.ludus.answer_directly(Some(caller), id, request, ct.clone(), notify)?;
+        let (answered, ct) = answered_alone(&self.ludus, caller, id, request, Peer::Legacy)?;
         if let Some(slot) = lock(&self.in_flight).get_mut(&key) {
-            *slot = Some(ct.clone());
+            *slot = Some(ct);
         }
-        let cancelled = ct.clone();
-        let _cancel_if_dropped = ct.drop_guard();
-        let answer = answer.await;
-        // MCP: a cancelled request gets no answer.
-        Ok(Answered::Json((!cancelled.is_cancelled()).then(|| answer.into_line(Peer::Legacy))))
+        Ok(answered.await)
     }
 
     /// Notes a use of session `id`; false when it is not open.
