@@ -19,11 +19,7 @@ use crate::session::LogSink;
 /// the level its session set with `logging/setLevel` (`session_set`, kept
 /// with the client, `client::Clients`), info until it sets one.
 pub fn wanted(meta: Option<&RequestMetaObject>, session_set: Option<LoggingLevel>) -> Option<LoggingLevel> {
-    match meta.map(|meta| (meta.log_level(), of_2026(meta))) {
-        Some((Some(level), _)) => Some(level),
-        Some((None, true)) => None,
-        _ => Some(session_set.unwrap_or(LoggingLevel::Info)),
-    }
+    named(meta).unwrap_or(Some(session_set.unwrap_or(LoggingLevel::Info)))
 }
 
 /// Whether a call's client asked for log lines outright, so that the call
@@ -31,10 +27,17 @@ pub fn wanted(meta: Option<&RequestMetaObject>, session_set: Option<LoggingLevel
 /// 2026-07-28) its session set one. Info by default is not asking: a
 /// call answered as plain JSON drops those lines.
 pub fn asked(meta: Option<&RequestMetaObject>, session_set: Option<LoggingLevel>) -> bool {
-    match meta.map(|meta| (meta.log_level(), of_2026(meta))) {
-        Some((Some(_), _)) => true,
-        Some((None, true)) => false,
-        _ => session_set.is_some(),
+    named(meta).map_or(session_set.is_some(), |level| level.is_some())
+}
+
+/// What the request itself says of its log lines, when it decides them:
+/// the level its `_meta` names, or none for a 2026-07-28 request that names
+/// none. None when its session's level decides (an earlier protocol's).
+fn named(meta: Option<&RequestMetaObject>) -> Option<Option<LoggingLevel>> {
+    let meta = meta?;
+    match meta.log_level() {
+        Some(level) => Some(Some(level)),
+        None => of_2026(meta).then_some(None),
     }
 }
 

@@ -141,8 +141,6 @@ impl Ludus {
         Ok(CompleteResult::new(values))
     }
 
-    /// The plugin serving resource `uri`, its MIME type, and the game it
-    /// belongs to (its id and who may read it) when it is a per-game one.
     /// `find_resource`, waiting for the plugins directory's first scan when
     /// no game offers `uri` yet: it may be one of a game still being
     /// compiled, as a tool call waits for its tool.
@@ -154,6 +152,8 @@ impl Ludus {
         self.find_resource(uri)
     }
 
+    /// The plugin serving resource `uri`, its MIME type, and the game it
+    /// belongs to (its id and who may read it) when it is a per-game one.
     pub(super) fn find_resource(&self, uri: &str) -> Result<FoundResource, McpError> {
         let found = self.registry.plugins().into_iter().find_map(|p| {
             let hit = p.resources.iter().find_map(|r| match r.session_in(uri) {
