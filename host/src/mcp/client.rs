@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Notify;
 use crate::capability::{Ask, ClientLink};
-use crate::locking::lock;
+use crate::locking::{lock, shrink_emptied};
 
 /// The clients of one server: what each transport session declared and
 /// chose, and the requests sent to them and not yet answered. Each table
@@ -81,7 +81,10 @@ impl Clients {
     /// The transport session closed: what it declared is forgotten and its
     /// unanswered requests fail (their senders are dropped).
     pub fn closed(&self, session: &str) {
-        lock(&self.declared).remove(session);
+        let mut declared = lock(&self.declared);
+        declared.remove(session);
+        shrink_emptied(&mut declared);
+        drop(declared);
         lock(&self.waiting).retain(|_, w| w.session != session);
     }
 
