@@ -238,6 +238,101 @@ async fn over_http_malformed_bodies_get_400_with_json_rpc_errors_and_delete_says
     assert_eq!(delete().await.unwrap().status(), 404);
 }
 
+/// The next event of an event stream, as its `id:` and `data:` lines;
+/// None when none comes within `within`.
+async fn next_event(stream: &mut reqwest::Response, pending: &mut String, within: Duration) -> Option<String> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if let Some(end) = pending.find("\n\n") {
+            let event: String = pending.drain(..end + 2).collect();
+            if event.lines().any(|l| l.starts_with("data:")) {
+                return Some(event);
+            }
+            continue;
+        }
+        let chunk = tokio::time::timeout_at(deadline, stream.chunk()).await.ok()?.unwrap()?;
+        pending.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+/// A session's standalone GET stream carries its list changes, each event
+/// with an id; a second GET while it is open stays open and hears nothing;
+/// a GET that names the last event it saw is sent what came after.
+#[tokio::test]
+async fn over_http_a_sessions_get_stream_hears_list_changes_and_resumes() {
+    let work = scratch();
+    let dir = plugins_dir(work.path(), &[]);
+    let server = http_server(&["--plugins", dir.to_str().unwrap()], work.path()).await;
+    let url = server.url.as_str();
+    let session = open_session(url).await;
+    let get = |last: Option<&str>| {
+        let mut r = reqwest::Client::new()
+            .get(url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18");
+        if let Some(last) = last {
+            r = r.header("last-event-id", last);
+        }
+        r.send()
+    };
+    let mut first = get(None).await.unwrap();
+    assert_eq!((first.status().as_u16(), first.headers()["content-type"].to_str().unwrap()), (200, "text/event-stream"));
+    let mut second = get(None).await.unwrap();
+    assert_eq!(second.status(), 200);
+    install(&dir, &component("hello"), "hello.wasm");
+    let (mut a, mut b) = (String::new(), String::new());
+    let tools = next_event(&mut first, &mut a, Duration::from_secs(10)).await.expect("no list change on the GET stream");
+    assert!(tools.contains("id: ludus-out-0") && tools.contains("notifications/tools/list_changed"), "{tools:?}");
+    let prompts = next_event(&mut first, &mut a, Duration::from_secs(5)).await.expect("no prompt list change");
+    assert!(prompts.contains("id: ludus-out-1") && prompts.contains("notifications/prompts/list_changed"), "{prompts:?}");
+    assert_eq!(next_event(&mut second, &mut b, Duration::from_millis(300)).await, None, "the second stream is sent nothing");
+    drop((first, second));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut resumed = get(Some("ludus-out-0")).await.unwrap();
+    let mut c = String::new();
+    let again = next_event(&mut resumed, &mut c, Duration::from_secs(5)).await.expect("the resumed stream got nothing");
+    assert!(again.contains("id: ludus-out-1") && again.contains("prompts/list_changed"), "{again:?}");
+    // An event no stream of this session sent: an empty stream (an error would have clients retry it for ever).
+    let unknown = get(Some("ludus-9-9")).await.unwrap();
+    assert_eq!(unknown.status(), 200);
+    assert_eq!(unknown.text().await.unwrap(), "");
+}
+
+/// An `initialize` whose Accept header the gate leaves to rmcp's reading
+/// (quality weights) opens a session all the same, which then works as
+/// any other and closes with DELETE.
+#[tokio::test]
+async fn over_http_a_session_rmcp_opened_works_as_any_other() {
+    let work = scratch();
+    let server = http_server(&[], work.path()).await;
+    let url = server.url.as_str();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let r = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json;q=0.9, text/event-stream;q=0.8")
+        .body(init.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let session = r.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    assert!(r.text().await.unwrap().contains("\"protocolVersion\":\"2025-06-18\""));
+    post(url, Some(&session), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    let r = post(
+        url,
+        Some(&session),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hanoi_init_simulator","arguments":{"n":3}}}"#,
+    )
+    .await;
+    assert!(r.text().await.unwrap().contains("optimal_moves"));
+    let delete = || reqwest::Client::new().delete(url).header("mcp-session-id", &session).send();
+    assert_eq!(delete().await.unwrap().status(), 200);
+    assert_eq!(delete().await.unwrap().status(), 404);
+}
+
 /// Connections that never send a request are closed at the header deadline,
 /// and beyond the connection cap new ones are refused at once.
 #[tokio::test]

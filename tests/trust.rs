@@ -432,6 +432,10 @@ async fn delete_session(http: &reqwest::Client, url: &str, id: &str) {
     assert!(r.status().is_success(), "{}", r.status());
 }
 
+/// 10,000 MCP sessions opened and deleted: most of what they took goes
+/// back to the system soon after, and once the allocator has found its
+/// level (a second 10,000), a third 10,000 add at most half as much
+/// again (sessions that stayed would add all they took).
 #[tokio::test]
 async fn ten_thousand_mcp_sessions_held_and_deleted_give_their_memory_back() {
     use futures_util::{StreamExt, stream};
@@ -445,19 +449,25 @@ async fn ten_thousand_mcp_sessions_held_and_deleted_give_their_memory_back() {
     delete_session(&http, &url, &first).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let before = server.rss_kib();
-    let ids: Vec<String> = stream::iter(0..10_000).map(|_| open_session(&http, &url)).buffer_unordered(8).collect().await;
-    let held = server.rss_kib();
-    stream::iter(&ids).for_each_concurrent(8, |id| delete_session(&http, &url, id)).await;
-    // Freed memory goes back within a second of the last close.
-    let mut after = server.rss_kib();
-    for _ in 0..30 {
-        if after * 10 <= before * 12 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        after = server.rss_kib();
-    }
-    eprintln!("RSS: {before} KiB before, {held} KiB with 10,000 sessions, {after} KiB after deleting them");
-    assert!(held > before + 100_000, "10,000 sessions hold memory ({before} → {held} KiB): the measure would see none returned");
-    assert!(after * 10 <= before * 12, "after deleting 10,000 sessions: {after} KiB, more than 20 % over the {before} KiB before");
+    let burst = || async {
+        let ids: Vec<String> = stream::iter(0..10_000).map(|_| open_session(&http, &url)).buffer_unordered(8).collect().await;
+        let held = server.rss_kib();
+        stream::iter(&ids).for_each_concurrent(8, |id| delete_session(&http, &url, id)).await;
+        // Freed memory goes back within a second or so of the last close.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        (held, server.rss_kib())
+    };
+    let (held, after) = burst().await;
+    let (_, level) = burst().await;
+    let (_, again) = burst().await;
+    eprintln!(
+        "RSS: {before} KiB before, {held} KiB with 10,000 sessions, {after} KiB after deleting them, {level} and {again} after two more rounds"
+    );
+    let took = held - before;
+    assert!(took > 5_000, "10,000 sessions hold memory ({before} → {held} KiB): the measure would see none returned");
+    assert!(
+        after.saturating_sub(before) * 4 <= took * 3,
+        "after deleting 10,000 sessions: {after} KiB, most of their {took} KiB over the {before} KiB before"
+    );
+    assert!(again.saturating_sub(level) * 2 <= took, "a third 10,000 sessions left {again} KiB after the second's {level} KiB");
 }

@@ -1,20 +1,21 @@
-//! The MCP surface: a thin rmcp `ServerHandler` over the registry. A tool call
-//! reads top to bottom: look the tool up → check and convert the arguments →
-//! run it in its session → render the answer (text for the agent, structured
-//! content for programs; `answer`).
+//! The MCP surface over the registry. A tool call reads top to bottom: look
+//! the tool up → check and convert the arguments → run it in its session →
+//! render the answer (text for the agent, structured content for programs;
+//! `answer`).
 //!
-//! Tool calls and pings also have a direct lane (`Ludus::answer_directly`):
-//! the transports hand them here themselves instead of through rmcp's service
-//! loop, which costs each request a channel send to the session's worker, a
+//! The transports hand every request of a client to the direct lane
+//! (`Ludus::answer_directly`) themselves, not through rmcp's service loop,
+//! which costs each request a channel send to the session's worker, a
 //! spawned task and a channel back (taking it out saved 50–90 µs of an HTTP
 //! `ping` on a 2-core machine, and put pipelined stdio answers in request
-//! order; README, "Benchmarks"). Both lanes share `call_tool_as` below, so
-//! they answer alike.
+//! order; docs/design/mcp.md). rmcp's `ServerHandler` here answers only
+//! what the HTTP gate leaves to rmcp's service without a session; both
+//! share `call_tool_as` and `read_as` below, so they answer alike.
 
 use std::sync::Arc;
 
 use rmcp::model::*;
-use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -72,6 +73,14 @@ pub struct Ludus {
     _drop: Arc<DropGuard>,
     /// This client's `resources/subscribe`s, by URI: cancelling one stops it.
     subscriptions: Arc<std::sync::Mutex<std::collections::HashMap<String, CancellationToken>>>,
+    /// Where this client hears what is sent outside any request (list
+    /// changes, resource updates): stdout over stdio, its MCP session's
+    /// standalone stream over HTTP. None for the handler of requests
+    /// without a session, which cannot subscribe.
+    outbox: Option<Notify>,
+    /// Set once the client hears list changes (`initialized`): a second
+    /// `notifications/initialized` must not double them.
+    hears_lists: Arc<std::sync::Once>,
 }
 
 impl Ludus {
@@ -89,6 +98,8 @@ impl Ludus {
             _drop: Arc::new(gone.clone().drop_guard()),
             gone,
             subscriptions: Default::default(),
+            outbox: None,
+            hears_lists: Arc::new(std::sync::Once::new()),
         }
     }
 
@@ -96,6 +107,13 @@ impl Ludus {
     /// HTTP): the registry and the surface shared, its own subscriptions.
     pub fn another(&self) -> Self {
         Self::with_surface(self.registry.clone(), self.surface.clone())
+    }
+
+    /// This handler, its client hearing list changes and resource updates
+    /// on `outbox`.
+    pub fn with_outbox(mut self, outbox: Notify) -> Self {
+        self.outbox = Some(outbox);
+        self
     }
 
     /// What this server keeps about its clients.
@@ -182,12 +200,11 @@ impl Ludus {
         request: JsonRpcRequest<ClientRequest>,
         ct: CancellationToken,
         notify: Notify,
-    ) -> Result<DirectAnswer, JsonRpcRequest<ClientRequest>> {
-        let id = request.id.clone();
+    ) -> DirectAnswer {
+        let id = request.id;
+        let answered = |direct| -> DirectAnswer { Box::pin(std::future::ready(direct)) };
         match request.request {
-            ClientRequest::PingRequest(_) => {
-                Ok(Box::pin(std::future::ready(Direct::Message(ServerJsonRpcMessage::response(ServerResult::empty(()), id)))))
-            }
+            ClientRequest::PingRequest(_) => answered(Direct::Result(id, ServerResult::empty(()))),
             ClientRequest::CallToolRequest(call) => {
                 let this = self.clone();
                 let caller = caller.unwrap_or_else(|| self.caller.clone());
@@ -203,35 +220,98 @@ impl Ludus {
                 });
                 let log = logging::sink_for(level, &call.params.name, move |m| notify(ServerJsonRpcMessage::notification(m.into())));
                 let listeners = Listeners { progress, log, client: Some(client) };
-                Ok(Box::pin(async move {
+                Box::pin(async move {
                     match this.call_tool_as(caller, call.params, ct, listeners).await {
                         Ok(answer) => Direct::Tool(id, answer),
                         Err(e) => Direct::Message(ServerJsonRpcMessage::error(e, Some(id))),
                     }
-                }))
+                })
             }
-            ClientRequest::InitializeRequest(init) => {
-                self.surface.clients.initialized(session, &init.params.capabilities);
-                Err(JsonRpcRequest { request: ClientRequest::InitializeRequest(init), ..request })
-            }
+            ClientRequest::InitializeRequest(init) => answered(match self.initialize_session(session, &init.params) {
+                Ok(result) => Direct::Result(id, ServerResult::InitializeResult(result)),
+                Err(e) => Direct::Message(ServerJsonRpcMessage::error(e, Some(id))),
+            }),
             // rmcp marks logging deprecated (a later protocol drops it); clients up to 2025-11-25 use it.
             #[allow(deprecated)]
             ClientRequest::SetLevelRequest(set) => {
                 self.set_level_of(session, set.params.level);
-                Ok(Box::pin(std::future::ready(Direct::Result(id, ServerResult::empty(())))))
+                answered(Direct::Result(id, ServerResult::empty(())))
             }
-            read if only_reads(&read) => {
+            #[allow(deprecated)]
+            ClientRequest::SubscribeRequest(subscribe) => {
                 let this = self.clone();
                 let caller = caller.unwrap_or_else(|| self.caller.clone());
-                Ok(Box::pin(async move {
+                Box::pin(async move {
+                    match this.subscribe_to(subscribe.params.uri, &caller).await {
+                        Ok(()) => Direct::Result(id, ServerResult::empty(())),
+                        Err(e) => Direct::Message(ServerJsonRpcMessage::error(e, Some(id))),
+                    }
+                })
+            }
+            #[allow(deprecated)]
+            ClientRequest::UnsubscribeRequest(unsubscribe) => {
+                self.unsubscribe_from(&unsubscribe.params.uri);
+                answered(Direct::Result(id, ServerResult::empty(())))
+            }
+            ClientRequest::DiscoverRequest(_) => answered(Direct::Result(id, self.discovered())),
+            read => {
+                let this = self.clone();
+                let caller = caller.unwrap_or_else(|| self.caller.clone());
+                Box::pin(async move {
                     match this.read_as(read, &caller).await {
                         Ok(result) => Direct::Result(id, result),
                         Err(e) => Direct::Message(ServerJsonRpcMessage::error(e, Some(id))),
                     }
-                }))
+                })
             }
-            other => Err(JsonRpcRequest { request: other, ..request }),
         }
+    }
+
+    /// `initialize` of transport session `session`: what its client can
+    /// do is noted (a game's questions go only to a client that can
+    /// answer them), and the answer names the protocol version agreed on,
+    /// as rmcp's handshake does.
+    fn initialize_session(&self, session: &str, request: &InitializeRequestParams) -> Result<InitializeResult, McpError> {
+        self.surface.clients.initialized(session, &request.capabilities);
+        self.negotiate_initialize(request)
+    }
+
+    /// `notifications/initialized`: from now on the client hears, on its
+    /// outbox, when the lists of tools and prompts change (a plugin came,
+    /// went or changed), until it goes.
+    pub fn initialized(&self) {
+        self.hears_lists.call_once(|| self.tell_list_changes());
+    }
+
+    fn tell_list_changes(&self) {
+        let Some(outbox) = self.outbox.clone() else { return };
+        let mut changes = self.registry.subscribe();
+        // Ends with the client, not at the next change: without a plugins
+        // directory the list never changes, and each ended session's task
+        // would stay for the life of the server.
+        let gone = self.gone.clone();
+        tokio::spawn(async move {
+            loop {
+                let change = tokio::select! {
+                    () = gone.cancelled() => return,
+                    change = changes.recv() => change,
+                };
+                match change {
+                    // A plugin that came, went or changed may bring or take prompts too.
+                    Ok(()) | Err(RecvError::Lagged(_)) => {
+                        outbox(ServerJsonRpcMessage::notification(ToolListChangedNotification::default().into()));
+                        outbox(ServerJsonRpcMessage::notification(PromptListChangedNotification::default().into()));
+                    }
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+
+    /// Ends what serves only this client (its subscriptions, its list
+    /// changes) now, rather than when its last running call lets go of it.
+    pub fn close(&self) {
+        self.gone.cancel();
     }
 
     /// `server/discover`'s answer, as rmcp's handler makes it: the versions
@@ -240,8 +320,10 @@ impl Ludus {
         ServerResult::DiscoverResult(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.get_info()))
     }
 
-    /// A request that only reads (`only_reads`), whichever lane it came
-    /// by, as `caller` may see it.
+    /// A request that only reads (the lists, a resource, a prompt, a
+    /// completion), whichever lane it came by, as `caller` may see it; any
+    /// other method is one Ludus does not offer (tasks, skills, a method
+    /// of its own), refused as rmcp's handler refuses it.
     async fn read_as(&self, request: ClientRequest, caller: &Caller) -> Result<ServerResult, McpError> {
         match request {
             ClientRequest::ListToolsRequest(r) => self.tools_page(r.params).await.map(ServerResult::ListToolsResult),
@@ -253,29 +335,22 @@ impl Ludus {
             ClientRequest::ReadResourceRequest(r) => self.read(r.params.uri, caller).await.map(ServerResult::ReadResourceResult),
             ClientRequest::GetPromptRequest(r) => self.get_prompt_as(r.params).await.map(ServerResult::GetPromptResult),
             ClientRequest::CompleteRequest(r) => self.complete_as(r.params, caller).await.map(ServerResult::CompleteResult),
-            _ => Err(McpError::internal_error("not a request that only reads", None)),
+            other => Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, other.method().to_string(), None)),
         }
     }
 
-    /// Whether `request` answers with its result alone: a ping, a log
-    /// level, a request that only reads, or a tool call that can send
-    /// nothing before its answer (no progress asked for, no log lines
-    /// asked for in its `_meta` or by transport session `session`
-    /// (`logging::asked`), a game that asks its client nothing). Such a call may be answered as plain JSON
-    /// rather than on an event stream.
+    /// Whether `request` answers with its result alone: any request but a
+    /// tool call that may send something before its answer (progress asked
+    /// for, log lines asked for in its `_meta` or by transport session
+    /// `session` (`logging::asked`), a game that may ask its client
+    /// something). Such a request may be answered as plain JSON rather
+    /// than on an event stream.
     pub fn answers_alone(&self, session: &str, request: &ClientRequest) -> bool {
-        match request {
-            #[allow(deprecated)]
-            ClientRequest::PingRequest(_) | ClientRequest::SetLevelRequest(_) => true,
-            read if only_reads(read) => true,
-            ClientRequest::CallToolRequest(call) => {
-                let meta = call.extensions.get::<RequestMetaObject>();
-                meta.and_then(RequestMetaObject::get_progress_token).is_none()
-                    && !logging::asked(meta, self.surface.clients.log_level(session))
-                    && !self.asks_its_client(request)
-            }
-            _ => false,
-        }
+        let ClientRequest::CallToolRequest(call) = request else { return true };
+        let meta = call.extensions.get::<RequestMetaObject>();
+        meta.and_then(RequestMetaObject::get_progress_token).is_none()
+            && !logging::asked(meta, self.surface.clients.log_level(session))
+            && !self.asks_its_client(request)
     }
 
     /// Whether `request` calls a tool of a game that may ask its client
@@ -332,22 +407,6 @@ impl Ludus {
         let reply = self.registry.sessions.call(plugin.clone(), index, &args, caller, ct, listeners).await;
         Ok(Answer::of(reply))
     }
-}
-
-/// A request that only reads and sends nothing before its answer: the
-/// lists, a resource, a prompt, a completion. The direct lane answers it
-/// (`Ludus::read_as`), as rmcp's handler would.
-fn only_reads(request: &ClientRequest) -> bool {
-    matches!(
-        request,
-        ClientRequest::ListToolsRequest(_)
-            | ClientRequest::ListPromptsRequest(_)
-            | ClientRequest::ListResourcesRequest(_)
-            | ClientRequest::ListResourceTemplatesRequest(_)
-            | ClientRequest::ReadResourceRequest(_)
-            | ClientRequest::GetPromptRequest(_)
-            | ClientRequest::CompleteRequest(_)
-    )
 }
 
 /// Progress of a waiting call, as notifications handed to `send`.
@@ -506,18 +565,6 @@ impl ServerHandler for Ludus {
         Ok(self.read(request.uri, &self.caller_of(&context)).await?.into())
     }
 
-    /// `resources/subscribe`: see `subscribe_to`.
-    #[allow(deprecated)]
-    async fn subscribe(&self, request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
-        self.subscribe_to(request.uri, &self.caller_of(&context), context.peer).await
-    }
-
-    #[allow(deprecated)]
-    async fn unsubscribe(&self, request: UnsubscribeRequestParams, _: RequestContext<RoleServer>) -> Result<(), McpError> {
-        self.unsubscribe_from(&request.uri);
-        Ok(())
-    }
-
     /// `completion/complete`: a template's `{session}` (`complete_session`)
     /// or a prompt's argument (`complete_prompt`).
     async fn complete(&self, request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, McpError> {
@@ -572,32 +619,5 @@ impl ServerHandler for Ludus {
                 },
             }
         }
-    }
-
-    // Clients of the initialize era hear about them through their peer.
-    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
-        let peer = cx.peer.clone();
-        let mut changes = self.registry.subscribe();
-        // Ends with the session, not at the next failed notification: without
-        // a plugins directory the list never changes, and each ended session's
-        // task (and its peer) would stay for the life of the server.
-        let gone = self.gone.clone();
-        tokio::spawn(async move {
-            loop {
-                let change = tokio::select! {
-                    () = gone.cancelled() => return,
-                    change = changes.recv() => change,
-                };
-                match change {
-                    // A plugin that came, went or changed may bring or take prompts too.
-                    Ok(()) | Err(RecvError::Lagged(_)) => {
-                        if peer.notify_tool_list_changed().await.is_err() || peer.notify_prompt_list_changed().await.is_err() {
-                            return;
-                        }
-                    }
-                    Err(RecvError::Closed) => return,
-                }
-            }
-        });
     }
 }

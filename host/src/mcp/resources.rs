@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use rmcp::ErrorData as McpError;
 use rmcp::model::*;
-use rmcp::{ErrorData as McpError, RoleServer};
 use tokio_util::sync::CancellationToken;
 
 use super::{Ludus, answer};
@@ -72,9 +72,12 @@ impl Ludus {
     /// `notifications/resources/updated` whenever the game behind `uri`
     /// changes, or its plugin says it did (`watchers.changed`), until it
     /// unsubscribes, the game ends or the client goes.
-    pub(super) async fn subscribe_to(&self, uri: String, caller: &Caller, peer: rmcp::Peer<RoleServer>) -> Result<(), McpError> {
+    pub(super) async fn subscribe_to(&self, uri: String, caller: &Caller) -> Result<(), McpError> {
+        let Some(outbox) = self.outbox.clone() else {
+            return Err(McpError::invalid_request("resources/subscribe needs an MCP session to send the updates on", None));
+        };
         let stop = CancellationToken::new();
-        self.follow(uri.clone(), caller, Subscriber::Peer(peer), stop.clone()).await?;
+        self.follow(uri.clone(), caller, Subscriber::Outbox(outbox), stop.clone()).await?;
         if let Some(old) = lock(&self.subscriptions).insert(uri, stop) {
             old.cancel();
         }
@@ -169,20 +172,25 @@ impl Ludus {
 /// A resource's plugin, MIME type, and game (id, who may read it) if per-game.
 type FoundResource = (Arc<Plugin>, String, Option<(String, Audience)>);
 
-/// Where a subscriber hears of a change: its MCP session's peer
+/// Where a subscriber hears of a change: its client's outbox
 /// (`resources/subscribe`), or the stream of its `subscriptions/listen`
 /// (protocol 2026-07-28).
 pub(super) enum Subscriber {
-    Peer(rmcp::Peer<RoleServer>),
+    Outbox(super::Notify),
     Listen(rmcp::service::SubscriptionSink),
 }
 
 impl Subscriber {
-    /// False once the subscriber cannot be told any more.
+    /// False once the subscriber cannot be told any more (an outbox is
+    /// told until its client goes).
     #[allow(deprecated)]
     async fn updated(&self, uri: &str) -> bool {
         match self {
-            Subscriber::Peer(peer) => peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.to_string())).await.is_ok(),
+            Subscriber::Outbox(outbox) => {
+                let updated = ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(uri.to_string()));
+                outbox(ServerJsonRpcMessage::notification(updated.into()));
+                true
+            }
             Subscriber::Listen(sink) => sink.notify_resource_updated(uri.to_string()).await.is_ok(),
         }
     }

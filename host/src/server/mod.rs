@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use rmcp::ServiceExt;
 
 use crate::config::{Config, Endpoint};
 use crate::mcp::Ludus;
@@ -280,8 +279,7 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
             let unread_limit = registry.config.limits.max_unread_output_bytes;
             let watch = Duration::from_micros(registry.config.limits.busy_poll_us);
             let ludus = Ludus::new(registry, run);
-            let service = ludus.clone().serve(stdio::Stdio::start(ludus, unread_limit, watch)?).await?;
-            service.waiting().await.map(|_| ()).map_err(anyhow::Error::from)
+            stdio::Stdio::start(ludus, unread_limit, watch)?.served().await.map_err(anyhow::Error::from)
         }
         Some(addr) => http::serve(registry, run, addr).await,
     };

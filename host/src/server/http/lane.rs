@@ -25,16 +25,41 @@ const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// Whether a session's request may be answered by the gate rather than
-/// by rmcp's service: it sends JSON, accepts JSON and event streams, and
-/// names no protocol version from 2026-07-28 on (in its headers or its
-/// `_meta`), whose standard headers and per-request metadata rmcp checks.
+/// by rmcp's service: its headers are taken (`headers_taken`), its
+/// `_meta` names no protocol version, and it is not `server/discover`
+/// (whose metadata rmcp checks).
 pub fn answers_here(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>) -> bool {
+    headers_taken(headers)
+        && request.request.get_meta().protocol_version().is_none()
+        && !matches!(request.request, ClientRequest::DiscoverRequest(_))
+}
+
+/// Whether an `initialize` may open a session at the gate: it sends JSON
+/// and accepts JSON and event streams, and its `MCP-Protocol-Version`, if
+/// it names one, is the body's, known and before 2026-07-28 (rmcp refuses
+/// a header that differs from the body, and checks the standard headers
+/// of 2026-07-28).
+pub fn opens_here(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>) -> bool {
+    let ClientRequest::InitializeRequest(init) = &request.request else { return false };
+    let version = match headers.get(MCP_PROTOCOL_VERSION) {
+        None => true,
+        Some(_) => one(headers, &MCP_PROTOCOL_VERSION)
+            .is_some_and(|v| v == init.params.protocol_version.as_str() && v < ProtocolVersion::STANDARD_HEADERS.as_str() && is_known(v)),
+    };
+    media_types_taken(headers) && version
+}
+
+/// Whether a session's request, notification or answer to a question is
+/// sent as rmcp's service takes it without checking 2026-07-28's
+/// standard headers: JSON, accepting JSON and event streams, and no
+/// `MCP-Protocol-Version` from 2026-07-28 on or unknown.
+pub fn headers_taken(headers: &HeaderMap) -> bool {
     let version = match headers.get(MCP_PROTOCOL_VERSION).map(|v| v.to_str()) {
         None => true,
         Some(Ok(v)) => v < ProtocolVersion::STANDARD_HEADERS.as_str() && is_known(v),
         Some(Err(_)) => false,
     };
-    media_types_taken(headers) && version && request.request.get_meta().protocol_version().is_none()
+    media_types_taken(headers) && version
 }
 
 /// Whether a request without a session is a stateless tool call,
@@ -86,10 +111,10 @@ pub async fn answer_stateless(
         if ludus.asks_its_client(&request.request) {
             return Err(request);
         }
-        let (events, _) = CallEvents::of(ludus, caller, NO_SESSION, request, Peer::Stateless)?;
+        let (events, _) = CallEvents::of(ludus, caller, NO_SESSION, request, Peer::Stateless);
         return Ok(Answered::Events(Box::pin(events)));
     }
-    let (answered, _) = answered_alone(ludus, caller, NO_SESSION, request, Peer::Stateless)?;
+    let (answered, _) = answered_alone(ludus, caller, NO_SESSION, request, Peer::Stateless);
     Ok(answered.await)
 }
 

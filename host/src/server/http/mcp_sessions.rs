@@ -1,54 +1,48 @@
-//! MCP sessions over HTTP: a table of rmcp's local sessions, with tool
-//! calls, pings and the requests that only read answered on the direct
-//! lane, and idle expiry done here.
+//! MCP sessions over HTTP: the table of open sessions, each with its own
+//! handler (`Ludus`: its subscriptions, what its client can do) and its
+//! outbox (`http::outbox`: list changes and resource updates, read by its
+//! standalone GET), and idle expiry.
 //!
-//! The table is ours (rmcp's `SessionManager` trait, which it offers for
-//! sessions kept elsewhere): each entry holds rmcp's handle to the
-//! session's worker, which still runs `initialize` and subscriptions, with
-//! what Ludus keeps beside it (last use, the token that opened it) under
-//! the same lock. A session's tool call, ping, logging level, list,
-//! resource read, prompt or completion does not reach it: the gate hands
-//! it to `McpSessions::answer`, which runs it in the connection's own thread
-//! (`Ludus::answer_directly`) and answers as plain JSON when nothing is
-//! sent before the answer (and, for a tool call or ping, the session's
-//! streams are not resumable), or as a stream of events (progress, log
-//! lines and questions first, then the answer) that the gate writes. Only
-//! a request the gate leaves to rmcp's checks (one naming protocol
-//! 2026-07-28) comes back here through rmcp's `create_stream`, to the same
-//! lane.
-//!
-//! Expiry is here because rmcp's session worker does not see the calls:
-//! its own idle timer would close a session that is busy on the direct
-//! lane.
+//! Every request of a session is answered here, on the direct lane
+//! (`Ludus::answer_directly`), in the connection's own thread: the gate
+//! hands it over (`McpSessions::open`, `answer`, `accept`), and so does
+//! rmcp's service, through the `SessionManager` trait, for the requests
+//! the gate leaves to rmcp's checks (a request naming protocol 2026-07-28,
+//! unusual headers) and for the standalone GET. rmcp's service runs no
+//! worker of its own for a session: it is only the checks in front.
+//! A request is answered as plain JSON when nothing is sent before its
+//! answer (and, for a tool call or ping, the session's streams are not
+//! resumable), or as a stream of events (progress, log lines and
+//! questions first, then the answer) that the gate writes.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::{Stream, StreamExt};
+use rmcp::RoleServer;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, JsonRpcRequest, ProtocolVersion, ServerJsonRpcMessage,
-    ServerResult,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, InitializedNotification, JsonRpcRequest, ProtocolVersion,
+    ServerJsonRpcMessage, ServerResult,
 };
-use rmcp::transport::streamable_http_server::session::local::{
-    EventId, LocalSessionHandle, LocalSessionManagerError, SessionConfig, SessionError, StreamableHttpMessageReceiver, create_local_session,
-};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::events::{Answered, CallEvents, Events, answered_alone};
 use super::guard::CallerNames;
+use super::outbox::{Outbox, event_number};
 use super::resume::Resumable;
-use crate::locking::lock;
-use crate::mcp::{Ludus, Peer, caller_in};
+use crate::locking::{lock, shrink_emptied};
+use crate::mcp::{Direct, Ludus, Notify, Peer, caller_in};
 use crate::session::Caller;
 
 pub struct McpSessions {
     /// The open sessions.
     open: Mutex<HashMap<SessionId, Open>>,
-    /// How rmcp runs each session's worker.
-    config: SessionConfig,
     ludus: Ludus,
     idle_limit: Duration,
     in_flight: InFlight,
@@ -65,12 +59,28 @@ pub struct McpSessions {
 
 /// One open MCP session.
 struct Open {
-    /// rmcp's worker for the session: `initialize`, subscriptions, and what
-    /// the gate leaves to rmcp.
-    worker: LocalSessionHandle,
+    /// Its handler: its subscriptions and list changes go to its outbox.
+    /// In an `Arc`: each request takes it out of the table, and a
+    /// handler's clone is several.
+    handler: Arc<Ludus>,
+    outbox: Arc<Outbox>,
+    /// The idle service rmcp's service runs for a session it opened
+    /// itself (`create_session`).
+    idle: Option<IdleEnd>,
     last_used: Instant,
     /// With bearer tokens: the token (caller name) that opened it.
     owner: Option<String>,
+}
+
+/// Why the session table could not do what rmcp's service asked; rmcp
+/// answers with 500 and this text, or a resume with an empty stream (a
+/// session it does not find, it checks for first, and answers 404).
+#[derive(Debug, thiserror::Error)]
+pub enum McpSessionError {
+    #[error("no MCP session {0} (it ended, or never existed)")]
+    NotFound(SessionId),
+    #[error("MCP session {session} has no stream with event {event} to resume (it ended, or was never sent)")]
+    NoSuchEvent { session: SessionId, event: String },
 }
 
 /// Every request of a session whose answer is still streaming, by (session,
@@ -84,13 +94,8 @@ impl McpSessions {
     /// a request; the sweep runs on the current runtime for as long as the
     /// returned manager lives.
     pub fn new(ludus: Ludus, idle_limit: Duration, server_name: Option<String>, names: CallerNames) -> Arc<McpSessions> {
-        let mut config = SessionConfig::default();
-        config.keep_alive = None;
-        // No SSE priming events (see `http::mcp_config`).
-        config.sse_retry = None;
         let sessions = Arc::new(McpSessions {
             open: Default::default(),
-            config,
             ludus,
             idle_limit,
             in_flight: Default::default(),
@@ -105,7 +110,7 @@ impl McpSessions {
             loop {
                 tokio::time::sleep(every).await;
                 let Some(sessions) = weak.upgrade() else { return };
-                sessions.close_idle().await;
+                sessions.close_idle();
             }
         });
         sessions
@@ -115,12 +120,50 @@ impl McpSessions {
         lock(&self.open).len()
     }
 
-    /// Session `id`'s worker, its use noted; an error when it is not open.
-    fn worker(&self, id: &SessionId) -> Result<LocalSessionHandle, LocalSessionManagerError> {
-        let mut open = lock(&self.open);
-        let session = open.get_mut(id).ok_or_else(|| LocalSessionManagerError::SessionNotFound(id.clone()))?;
-        session.last_used = Instant::now();
-        Ok(session.worker.clone())
+    /// Opens a session with its `initialize` for the caller whose token is
+    /// `owner` (if tokens are in use): the session's id, and the answer as
+    /// JSON. No id when the answer is an error (no protocol version agreed
+    /// on): then no session is kept.
+    pub async fn open(&self, request: JsonRpcRequest<ClientRequest>, owner: Option<String>) -> (Option<SessionId>, Vec<u8>) {
+        let id = self.create(owner);
+        let answer = self.initialize(&id, request).await;
+        let opened = matches!(answer, Direct::Result(..));
+        if !opened {
+            self.close(&id);
+        }
+        (opened.then_some(id), answer.into_line(Peer::Legacy))
+    }
+
+    /// A new session's entry, not yet initialized.
+    fn create(&self, owner: Option<String>) -> SessionId {
+        // With a server name, ids start with it and a dash (a proxy routes by them).
+        let uuid = uuid::Uuid::new_v4();
+        let id: SessionId = match &self.server_name {
+            Some(name) => format!("{name}-{}", uuid.simple()).into(),
+            None => uuid.to_string().into(),
+        };
+        let outbox = Arc::new(Outbox::default());
+        let to_outbox = outbox.clone();
+        let handler = Arc::new(self.ludus.another().with_outbox(Arc::new(move |m| to_outbox.send(m))));
+        let open = Open { handler, outbox, idle: None, last_used: Instant::now(), owner };
+        lock(&self.open).insert(id.clone(), open);
+        id
+    }
+
+    /// Session `id`'s answer to its `initialize`; its tool calls stream,
+    /// so that they can be resumed, when it agreed on 2025-11-25 or later.
+    async fn initialize(&self, id: &SessionId, request: JsonRpcRequest<ClientRequest>) -> Direct {
+        let Some(handler) = self.touch(id) else {
+            let why = rmcp::ErrorData::invalid_request(McpSessionError::NotFound(id.clone()).to_string(), None);
+            return Direct::Message(ServerJsonRpcMessage::error(why, Some(request.id)));
+        };
+        let answer = handler.answer_directly(None, id, request, CancellationToken::new(), dropped()).await;
+        if let Direct::Result(_, ServerResult::InitializeResult(init)) = &answer
+            && init.protocol_version >= ProtocolVersion::V_2025_11_25
+        {
+            self.resumable.admit(id);
+        }
+        answer
     }
 
     /// Enters a request in the in-flight table until the returned guard is
@@ -137,40 +180,71 @@ impl McpSessions {
         Some(Admitted { table: self.in_flight.clone(), key })
     }
 
-    /// A tool call, ping or request that only reads, of session `id`,
-    /// answered here: as plain JSON (one body with its length) when nothing
-    /// is sent before its answer (`Ludus::answers_alone`) and, for a tool
-    /// call or ping, the session's streams are not resumable (a 2025-11-25
-    /// client's calls stream, so that they can be resumed); otherwise as an
-    /// event stream, progress and the game's log lines first. The request
-    /// back when it is for rmcp's service (another method, or a session
-    /// that does not exist, which rmcp refuses). It
-    /// must have been admitted (`admit`): a `notifications/cancelled`
-    /// finds it there (a cancelled call has no answer), and a client that
-    /// goes away drops it, which cancels it.
+    /// A request of session `id`, answered: as plain JSON (one body with
+    /// its length) when nothing is sent before its answer
+    /// (`Ludus::answers_alone`) and, for a tool call or ping, the
+    /// session's streams are not resumable (a 2025-11-25 client's calls
+    /// stream, so that they can be resumed); otherwise as an event stream,
+    /// progress and the game's log lines first. The request back when the
+    /// session does not exist (rmcp's service refuses it). It must have
+    /// been admitted (`admit`): a `notifications/cancelled` finds it there
+    /// (a cancelled call has no answer), and a client that goes away drops
+    /// it, which cancels it.
     pub async fn answer(
         &self,
         id: &SessionId,
         request: JsonRpcRequest<ClientRequest>,
         caller: Caller,
     ) -> Result<Answered, JsonRpcRequest<ClientRequest>> {
-        if !self.touch(id) {
-            return Err(request);
-        }
-        if self.resumes(id, &request.request) || !self.ludus.answers_alone(id, &request.request) {
-            return self.events(id, request, caller).map(Answered::Events);
+        let Some(handler) = self.touch(id) else { return Err(request) };
+        if self.resumes(id, &request.request) || !handler.answers_alone(id, &request.request) {
+            return Ok(Answered::Events(self.events(&handler, id, request, caller)));
         }
         let key = (id.clone(), request.id.to_string());
-        let (answered, ct) = answered_alone(&self.ludus, caller, id, request, Peer::Legacy)?;
+        let (answered, ct) = answered_alone(&handler, caller, id, request, Peer::Legacy);
         if let Some(slot) = lock(&self.in_flight).get_mut(&key) {
             *slot = Some(ct);
         }
         Ok(answered.await)
     }
 
-    /// Notes a use of session `id`; false when it is not open.
-    fn touch(&self, id: &SessionId) -> bool {
-        lock(&self.open).get_mut(id).map(|session| session.last_used = Instant::now()).is_some()
+    /// A notification of session `id`, or its client's answer to a game's
+    /// question (sampling, elicitation); false when there is no such
+    /// session.
+    pub fn accept(&self, id: &SessionId, message: ClientJsonRpcMessage) -> bool {
+        let Some(handler) = self.touch(id) else { return false };
+        if handler.clients().answered(id, &message) {
+            return true;
+        }
+        let ClientJsonRpcMessage::Notification(n) = &message else { return true };
+        match &n.notification {
+            ClientNotification::InitializedNotification(_) => handler.initialized(),
+            ClientNotification::CancelledNotification(c) => {
+                if let Some(request) = &c.params.request_id
+                    && let Some(Some(ct)) = lock(&self.in_flight).get(&(id.clone(), request.to_string()))
+                {
+                    ct.cancel();
+                }
+            }
+            // The client's roots or progress: nothing here depends on them.
+            _ => {}
+        }
+        true
+    }
+
+    /// Session `id`'s handler, its use noted; None when it is not open.
+    fn touch(&self, id: &SessionId) -> Option<Arc<Ludus>> {
+        let mut open = lock(&self.open);
+        let session = open.get_mut(id)?;
+        session.last_used = Instant::now();
+        Some(session.handler.clone())
+    }
+
+    /// The stream of session `id`'s standalone GET (`http::outbox`): the
+    /// kept events after `last` first, when it resumes.
+    fn listen(&self, id: &SessionId, last: Option<u64>) -> Result<impl Stream<Item = ServerSseMessage> + use<>, McpSessionError> {
+        let outbox = lock(&self.open).get(id).map(|session| session.outbox.clone());
+        Ok(outbox.ok_or_else(|| McpSessionError::NotFound(id.clone()))?.listen(last))
     }
 
     /// The token that opened session `id`, when tokens are in use.
@@ -184,22 +258,23 @@ impl McpSessions {
         }
     }
 
-    /// Takes session `id` out of the table and closes its worker; has the
-    /// memory it freed handed back soon: glibc keeps what thousands of
-    /// deleted sessions freed (about 50 KB each) unless asked, and one trim
-    /// covers a burst.
-    async fn close(&self, id: &SessionId) -> Result<(), LocalSessionManagerError> {
-        let Some(session) = lock(&self.open).remove(id) else { return Ok(()) };
-        self.forget(id);
-        match session.worker.close().await {
-            // Its worker ended already: nothing is left to close.
-            Ok(()) | Err(SessionError::SessionServiceTerminated) => Ok(()),
-            Err(e) => Err(e.into()),
+    /// Takes session `id` out of the table and ends what served only it
+    /// (its subscriptions, list changes, GET streams); has the memory it
+    /// freed handed back soon: glibc keeps what thousands of deleted
+    /// sessions freed unless asked, and one trim covers a burst.
+    fn close(&self, id: &SessionId) {
+        let Some(session) = ({
+            let mut open = lock(&self.open);
+            let removed = open.remove(id);
+            shrink_emptied(&mut open);
+            removed
+        }) else {
+            return;
+        };
+        session.handler.close();
+        if let Some(idle) = session.idle {
+            idle.cancel();
         }
-    }
-
-    /// Forgets what else is kept of a closed session.
-    fn forget(&self, id: &SessionId) {
         self.resumable.forget(id);
         self.ludus.clients().closed(id);
         if !self.trim_due.swap(true, Ordering::Relaxed) {
@@ -212,9 +287,7 @@ impl McpSessions {
         }
     }
 
-    async fn close_idle(&self) {
-        // A table that held many sessions keeps its room unless shrunk.
-        shrink(&self.open);
+    fn close_idle(&self) {
         self.resumable.sweep();
         let idle: Vec<SessionId> = {
             let now = Instant::now();
@@ -223,7 +296,7 @@ impl McpSessions {
         };
         for id in idle {
             tracing::debug!(session = %id, "closing an idle MCP session");
-            let _ = self.close(&id).await;
+            self.close(&id);
         }
     }
 
@@ -235,50 +308,29 @@ impl McpSessions {
         matches!(request, ClientRequest::CallToolRequest(_) | ClientRequest::PingRequest(_)) && self.resumable.holds(id)
     }
 
-    /// A request as its events, resumable when it `resumes`; the request
-    /// back when it is for rmcp.
-    fn events(
-        &self,
-        id: &SessionId,
-        request: JsonRpcRequest<ClientRequest>,
-        caller: Caller,
-    ) -> Result<Events, JsonRpcRequest<ClientRequest>> {
+    /// A request as its events (progress first), resumable when it
+    /// `resumes`, filed in flight so that a cancellation reaches it.
+    fn events(&self, handler: &Ludus, id: &SessionId, request: JsonRpcRequest<ClientRequest>, caller: Caller) -> Events {
         let resumes = self.resumes(id, &request.request);
-        let call = self.direct_stream(id, request, caller)?;
-        if !resumes {
-            return Ok(Box::pin(call));
-        }
-        Ok(match self.resumable.open(id, call) {
-            Ok(resumable) => Box::pin(resumable),
-            Err(call) => Box::pin(call),
-        })
-    }
-
-    /// A request as the events of its call (progress first), filed in
-    /// flight so that a cancellation reaches it; the request back when it
-    /// is for rmcp.
-    fn direct_stream(
-        &self,
-        id: &SessionId,
-        request: JsonRpcRequest<ClientRequest>,
-        caller: Caller,
-    ) -> Result<CallEvents, JsonRpcRequest<ClientRequest>> {
         let key = (id.clone(), request.id.to_string());
-        let (call, ct) = CallEvents::of(&self.ludus, caller, id, request, Peer::Legacy)?;
+        let (call, ct) = CallEvents::of(handler, caller, id, request, Peer::Legacy);
         // The gate admitted the request; from now on a cancellation reaches it.
         if let Some(slot) = lock(&self.in_flight).get_mut(&key) {
             *slot = Some(ct);
         }
-        Ok(call)
+        if !resumes {
+            return Box::pin(call);
+        }
+        match self.resumable.open(id, call) {
+            Ok(resumable) => Box::pin(resumable),
+            Err(call) => Box::pin(call),
+        }
     }
 }
 
-/// Gives back the room of a table that emptied out.
-fn shrink<V>(table: &Mutex<HashMap<SessionId, V>>) {
-    let mut table = lock(table);
-    if table.capacity() > 64 && table.capacity() > 4 * table.len() {
-        table.shrink_to_fit();
-    }
+/// Where what an answer sent alone would send goes: nowhere (`initialize` sends nothing).
+fn dropped() -> Notify {
+    Arc::new(|m| tracing::debug!("a message sent while answering `initialize` is dropped: {m:?}"))
 }
 
 /// A request in the in-flight table until its answer ends or is dropped.
@@ -293,36 +345,39 @@ impl Drop for Admitted {
     }
 }
 
+/// rmcp's service hands over what the gate leaves to its checks: an
+/// `initialize` (`create_session`, `initialize_session`), a request or
+/// notification naming protocol 2026-07-28 (`create_stream`,
+/// `accept_message`), the standalone GET (`create_standalone_stream`,
+/// `resume`) and DELETE (`close_session`). All are answered here, as the
+/// gate's are.
 impl SessionManager for McpSessions {
-    type Error = LocalSessionManagerError;
-    type Transport = rmcp::transport::WorkerTransport<rmcp::transport::streamable_http_server::session::local::LocalSessionWorker>;
+    type Error = McpSessionError;
+    type Transport = Idle;
 
-    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        // With a server name, ids start with it and a dash (a proxy routes by them).
-        let uuid = uuid::Uuid::new_v4();
-        let id: SessionId = match &self.server_name {
-            Some(name) => format!("{name}-{}", uuid.simple()).into(),
-            None => uuid.to_string().into(),
-        };
-        let (worker, run) = create_local_session(id.clone(), self.config.clone());
-        lock(&self.open).insert(id.clone(), Open { worker, last_used: Instant::now(), owner: None });
-        Ok((id, rmcp::transport::WorkerTransport::spawn(run)))
+    async fn create_session(&self) -> Result<(SessionId, Idle), Self::Error> {
+        let id = self.create(None);
+        let (idle, end) = Idle::new();
+        if let Some(session) = lock(&self.open).get_mut(&id) {
+            session.idle = Some(end);
+        }
+        Ok((id, idle))
     }
 
     async fn initialize_session(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<ServerJsonRpcMessage, Self::Error> {
-        if let ClientJsonRpcMessage::Request(r) = &message
-            && let ClientRequest::InitializeRequest(init) = &r.request
-        {
-            self.ludus.clients().initialized(id, &init.params.capabilities);
+        let ClientJsonRpcMessage::Request(request) = message.clone() else {
+            return Err(McpSessionError::NotFound(id.clone()));
+        };
+        let answer = self.initialize(id, request).await;
+        let opened = matches!(answer, Direct::Result(..));
+        match lock(&self.open).get(id).and_then(|session| session.idle.as_ref()) {
+            Some(idle) if opened => idle.replay(message),
+            _ => {}
         }
-        let answer = self.worker(id)?.initialize(message).await?;
-        if let ServerJsonRpcMessage::Response(r) = &answer
-            && let ServerResult::InitializeResult(init) = &r.result
-            && init.protocol_version >= ProtocolVersion::V_2025_11_25
-        {
-            self.resumable.admit(id);
+        if !opened {
+            self.close(id);
         }
-        Ok(answer)
+        Ok(answer.into_message(Peer::Legacy))
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
@@ -330,7 +385,8 @@ impl SessionManager for McpSessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.close(id).await
+        self.close(id);
+        Ok(())
     }
 
     async fn create_stream(
@@ -338,49 +394,25 @@ impl SessionManager for McpSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let worker = self.worker(id)?;
-        // What the gate does not answer itself (`McpSessions::answer`) but
-        // rmcp's checks let through: a request of a session that names a
-        // protocol version from 2026-07-28 on in its headers or its
-        // `_meta`. The gate filed the caller with the request's HTTP parts.
-        let message = match message {
-            ClientJsonRpcMessage::Request(request) => {
-                let caller = caller_in(request.request.extensions()).unwrap_or_else(|| self.names.of(id));
-                match self.events(id, request, caller) {
-                    Ok(events) => return Ok(events.left_stream()),
-                    Err(request) => ClientJsonRpcMessage::Request(request),
-                }
-            }
-            other => other,
+        let handler = self.touch(id).ok_or_else(|| McpSessionError::NotFound(id.clone()))?;
+        let ClientJsonRpcMessage::Request(request) = message else {
+            // rmcp's service hands over only requests here.
+            return Ok(futures_util::stream::empty().left_stream());
         };
-        // rmcp's own: the worker answers on a channel opened for this request.
-        let answers = worker.establish_request_wise_channel().await?;
-        worker.push_message(message, answers.http_request_id).await?;
-        Ok(received(answers).right_stream())
+        // The gate filed the caller with the request's HTTP parts.
+        let caller = caller_in(request.request.extensions()).unwrap_or_else(|| self.names.of(id));
+        Ok(self.events(&handler, id, request, caller).right_stream())
     }
 
     async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
-        let worker = self.worker(id)?;
-        // The client answering a game's question (sampling, elicitation).
-        if self.ludus.clients().answered(id, &message) {
-            return Ok(());
-        }
-        if let ClientJsonRpcMessage::Notification(n) = &message
-            && let ClientNotification::CancelledNotification(c) = &n.notification
-            && let Some(request) = &c.params.request_id
-            && let Some(Some(ct)) = lock(&self.in_flight).get(&(id.clone(), request.to_string()))
-        {
-            ct.cancel();
-            return Ok(());
-        }
-        Ok(worker.push_message(message, None).await?)
+        self.accept(id, message).then_some(()).ok_or_else(|| McpSessionError::NotFound(id.clone()))
     }
 
     async fn create_standalone_stream(
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(received(self.worker(id)?.establish_common_channel().await?))
+        self.listen(id, None)
     }
 
     async fn resume(
@@ -388,15 +420,68 @@ impl SessionManager for McpSessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let worker = self.worker(id)?;
-        match self.resumable.resume(id, &last_event_id) {
-            Some(call) => Ok(call.left_stream()),
-            None => Ok(received(worker.resume(last_event_id.parse::<EventId>()?).await?).right_stream()),
+        if let Some(call) = self.resumable.resume(id, &last_event_id) {
+            return Ok(call.left_stream());
+        }
+        match event_number(&last_event_id) {
+            Some(last) => Ok(self.listen(id, Some(last))?.right_stream()),
+            None => Err(McpSessionError::NoSuchEvent { session: id.clone(), event: last_event_id }),
         }
     }
 }
 
-/// What rmcp's worker sends on a channel, as a stream.
-fn received(mut channel: StreamableHttpMessageReceiver) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static {
-    futures_util::stream::poll_fn(move |cx| channel.inner.poll_recv(cx))
+/// What rmcp's service runs for a session it opened itself (an
+/// `initialize` the gate left to rmcp's checks). Everything of the session
+/// is answered here, so it is sent only the handshake, replayed
+/// (`IdleEnd::replay`) so that it starts and then idles; what it sends goes
+/// nowhere. It ends when the session closes.
+pub struct Idle {
+    handshake: mpsc::UnboundedReceiver<ClientJsonRpcMessage>,
+    closed: CancellationToken,
+}
+
+/// The session's end of its `Idle` service.
+struct IdleEnd {
+    handshake: mpsc::UnboundedSender<ClientJsonRpcMessage>,
+    closed: CancellationToken,
+}
+
+impl Idle {
+    fn new() -> (Idle, IdleEnd) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let closed = CancellationToken::new();
+        (Idle { handshake: rx, closed: closed.clone() }, IdleEnd { handshake: tx, closed })
+    }
+}
+
+impl IdleEnd {
+    /// The session's `initialize` and the client's `notifications/initialized`.
+    fn replay(&self, initialize: ClientJsonRpcMessage) {
+        let _ = self.handshake.send(initialize);
+        let _ = self.handshake.send(ClientJsonRpcMessage::notification(InitializedNotification::default().into()));
+    }
+
+    fn cancel(&self) {
+        self.closed.cancel();
+    }
+}
+
+impl rmcp::transport::Transport<RoleServer> for Idle {
+    type Error = Infallible;
+
+    fn send(&mut self, _: TxJsonRpcMessage<RoleServer>) -> impl Future<Output = Result<(), Infallible>> + Send + 'static {
+        std::future::ready(Ok(()))
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        tokio::select! {
+            biased;
+            () = self.closed.cancelled() => None,
+            Some(message) = self.handshake.recv() => Some(message),
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Infallible> {
+        Ok(())
+    }
 }

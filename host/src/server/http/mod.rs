@@ -1,9 +1,11 @@
 //! MCP over Streamable HTTP: our own accept loop and a JSON-RPC gate that
-//! answers tool calls and pings itself: every session's, and its lists,
-//! resource reads, prompts and completions (through `http::mcp_sessions`,
-//! as plain JSON or an event stream it writes), and a stateless client's
-//! call, `tools/list` or `server/discover` (`http::lane`), with rmcp's
-//! service behind it for `initialize` and subscriptions.
+//! answers the requests of MCP sessions itself (`initialize`, tool calls,
+//! pings, lists, reads, subscriptions, notifications; through
+//! `http::mcp_sessions`, as plain JSON or an event stream it writes) and a
+//! stateless client's call, `tools/list` or `server/discover`
+//! (`http::lane`), with rmcp's service behind it for the checks and
+//! refusals of what the gate does not take as it is, the standalone GET,
+//! and the other stateless requests.
 //!
 //! The accept loop is ours for the limits a ready-made server does not set:
 //! a cap on open connections, and a deadline for a request's headers, so
@@ -51,6 +53,7 @@ mod events;
 mod guard;
 mod lane;
 mod mcp_sessions;
+mod outbox;
 mod proxies;
 mod resume;
 mod thread;
@@ -63,7 +66,7 @@ use crate::session::Caller;
 use conns::{Answering, ConnRef, Conns};
 use events::{Answered, event_stream};
 use guard::{CallerNames, Guard, LastCaller, METADATA_PATHS, refuse};
-use lane::{answer_stateless, answers_here, answers_stateless};
+use lane::{answer_stateless, answers_here, answers_stateless, headers_taken, opens_here};
 use mcp_sessions::{Admitted, McpSessions};
 use proxies::TrustedProxies;
 use thread::{Socket, drive};
@@ -277,8 +280,9 @@ fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> S
 }
 
 struct Gate {
-    /// rmcp's service: what the gate does not answer itself (`initialize`,
-    /// subscriptions, GET and DELETE, and what its checks refuse).
+    /// rmcp's service: what the gate does not answer itself (GET and
+    /// DELETE, what its checks refuse, the other stateless requests); a
+    /// session's requests it takes come back to `sessions`.
     rmcp: StreamableHttpService<Ludus, McpSessions>,
     /// The handler of requests without a session (stateless clients').
     ludus: Ludus,
@@ -446,8 +450,23 @@ impl Gate {
                 );
                 return json_answer(StatusCode::SERVICE_UNAVAILABLE, jsonrpc::error_reply(serde_json::Value::Null, -32000, why));
             }
+            let owner = match &caller {
+                Caller::Token(name) => Some(name.clone()),
+                _ => None,
+            };
+            if let rmcp::model::JsonRpcMessage::Request(request) = message
+                && opens_here(&parts.headers, &request)
+            {
+                let (id, answer) = self.sessions.open(request, owner).await;
+                let mut response = json_answer(StatusCode::OK, answer);
+                if let Some(id) = id.and_then(|id| HeaderValue::from_str(&id).ok()) {
+                    response.headers_mut().insert(MCP_SESSION_ID, id);
+                }
+                return response;
+            }
+            // Headers rmcp's checks may refuse: it opens the session through ours (`McpSessions::create_session`).
             let response = to_rmcp(parts, bytes).await;
-            if let (Caller::Token(name), Some(id)) = (&caller, response.headers().get(&MCP_SESSION_ID).and_then(|v| v.to_str().ok())) {
+            if let (Some(name), Some(id)) = (&owner, response.headers().get(&MCP_SESSION_ID).and_then(|v| v.to_str().ok())) {
                 self.sessions.set_owner(id, name);
             }
             return track(response, None, answering);
@@ -474,6 +493,10 @@ impl Gate {
             return track(to_rmcp(parts, bytes).await, None, answering);
         };
         let Some(request_id) = request_id else {
+            // A notification, or the client's answer to a game's question: accepted here, as rmcp's service would.
+            if headers_taken(&parts.headers) && self.sessions.accept(&session, message) {
+                return whole(StatusCode::ACCEPTED, "application/json", Bytes::new());
+            }
             return track(to_rmcp(parts, bytes).await, None, answering);
         };
         let Some(in_flight) = self.sessions.admit(session.clone(), request_id) else {

@@ -10,7 +10,7 @@
 //! `run_guest` needs no hand-off and WASI's blocking calls may block), and
 //! the answer is written before the thread sleeps again.
 //!
-//! Everything else still runs on the runtime: rmcp's session workers, game
+//! Everything else still runs on the runtime: subscriptions, game
 //! timers, waits for a game to change. What this connection waits on wakes
 //! it through its waker, an eventfd in the same poll(2).
 

@@ -6,10 +6,9 @@
 //!   when it was readable, `-32602` for a known method with unusable params).
 //!   rmcp's transport answers nothing to an unparsable line, so the client
 //!   waits for its own timeout, and reads bad params as an unknown method.
-//! - Tool calls, pings, logging levels and the requests that only read
-//!   (lists, resources, prompts, completions) take the direct lane
-//!   (`Ludus::answer_directly`),
-//!   on a reader thread of our own: it sleeps in poll(2) on stdin (the kernel
+//! - Every request takes the direct lane (`Ludus::answer_directly`), and
+//!   notifications and a client's answers to a game's questions are taken
+//!   there too, on a reader thread of our own (rmcp runs no service here): it sleeps in poll(2) on stdin (the kernel
 //!   wakes it, no reactor in between; `busy_poll` first watches for the next
 //!   request after an answer), runs each call as it reads
 //!   it, in arrival order, guest included, and writes its answer before
@@ -20,7 +19,7 @@
 //!   change, or its tool is slow and runs on a blocking thread) moves to a
 //!   task of its own and answers when done, so it holds up nothing behind it.
 //!   Quick calls are therefore answered in request order, with no task
-//!   spawned; everything else goes on to rmcp's service.
+//!   spawned.
 //! - Reading never waits on writing: answers go out through `output`, which
 //!   writes what stdout takes at once and keeps the rest for a task, so a
 //!   client that writes thousands of requests before reading does not wedge
@@ -29,20 +28,15 @@
 //!   each write to a blocking thread.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::io::{BufRead, Read};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use rmcp::RoleServer;
-use rmcp::model::{ClientNotification, JsonRpcMessage};
-use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
-use rmcp::transport::Transport;
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, JsonRpcMessage};
 use serde_json::Value;
 use tokio::runtime::Handle;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::busy_poll::{Doorbell, Pace, Watch};
@@ -58,10 +52,9 @@ type Input = std::io::BufReader<Stdin>;
 /// The longest line read; a longer one is refused and skipped, not buffered.
 const MAX_LINE: usize = 64 << 20;
 
-/// rmcp's side of the transport: what the reader did not answer itself, and
-/// the shared output.
+/// The stdio transport while it serves: done when stdin ends.
 pub struct Stdio {
-    from_reader: mpsc::Receiver<RxJsonRpcMessage<RoleServer>>,
+    ended: tokio::sync::oneshot::Receiver<()>,
     output: Output,
 }
 
@@ -72,7 +65,6 @@ impl Stdio {
         let rt = Handle::current();
         let output = Output::start(sink()?, &rt);
         let bell = Arc::new(Doorbell::new()?);
-        let (to_rmcp, from_reader) = mpsc::channel(64);
         let input = std::io::BufReader::with_capacity(
             64 << 10,
             Stdin {
@@ -84,20 +76,31 @@ impl Stdio {
             },
         );
         let notify = notifier(output.clone());
+        let (end, ended) = tokio::sync::oneshot::channel();
         let reader = Reader {
             input,
             output: output.clone(),
             unread_limit,
             line: Vec::new(),
-            ludus,
-            to_rmcp,
+            // What is sent outside any request (list changes, resource updates) goes straight out too.
+            ludus: ludus.with_outbox(notify.clone()),
             running: Default::default(),
             notify,
             rt,
             bell,
         };
-        std::thread::Builder::new().name("ludus-stdin".into()).spawn(move || reader.run())?;
-        Ok(Stdio { from_reader, output })
+        std::thread::Builder::new().name("ludus-stdin".into()).spawn(move || {
+            reader.run();
+            let _ = end.send(());
+        })?;
+        Ok(Stdio { ended, output })
+    }
+
+    /// Serves until stdin ends (the client went away), then writes out what
+    /// is left to write.
+    pub async fn served(self) -> std::io::Result<()> {
+        let _ = self.ended.await;
+        self.output.flushed().await
     }
 }
 
@@ -111,7 +114,6 @@ struct Reader {
     unread_limit: usize,
     line: Vec<u8>,
     ludus: Ludus,
-    to_rmcp: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
     running: Running,
     /// Where direct-lane calls send their progress (made once, shared).
     notify: Notify,
@@ -127,34 +129,32 @@ impl Reader {
         let _in_runtime = self.rt.enter();
         crate::runtime::is_client_reader();
         while let Some(message) = self.next_message() {
-            let message = match message {
-                JsonRpcMessage::Request(request) if self.output.unread() > self.unread_limit => {
-                    self.refuse_while_unread(request.id);
-                    continue;
-                }
+            match message {
+                JsonRpcMessage::Request(request) if self.output.unread() > self.unread_limit => self.refuse_while_unread(request.id),
                 JsonRpcMessage::Request(request) => {
                     let (ct, id) = (CancellationToken::new(), request.id.to_string());
-                    match self.ludus.answer_directly(None, STDIO_SESSION, request, ct.clone(), self.notify.clone()) {
-                        Ok(answer) => {
-                            self.run_direct(answer, ct, id);
-                            continue;
-                        }
-                        Err(request) => JsonRpcMessage::Request(request),
+                    let answer = self.ludus.answer_directly(None, STDIO_SESSION, request, ct.clone(), self.notify.clone());
+                    self.run_direct(answer, ct, id);
+                }
+                JsonRpcMessage::Notification(n) => match n.notification {
+                    ClientNotification::InitializedNotification(_) => self.ludus.initialized(),
+                    ClientNotification::CancelledNotification(c) => self.cancel_running(c.params.request_id),
+                    // The client's roots or progress: nothing here depends on them.
+                    _ => {}
+                },
+                // The client answering a game's question (sampling, elicitation).
+                answer => {
+                    if !self.ludus.clients().answered(STDIO_SESSION, &answer) {
+                        tracing::debug!("stdio: an answer to no question of ours: {answer:?}");
                     }
                 }
-                JsonRpcMessage::Notification(n) if self.cancels_running(&n.notification) => continue,
-                // The client answering a game's question (sampling, elicitation).
-                answer if self.ludus.clients().answered(STDIO_SESSION, &answer) => continue,
-                other => other,
-            };
-            if self.to_rmcp.blocking_send(message).is_err() {
-                break;
             }
         }
         // Stdin ended: the client is gone, and so is the point of its calls.
         for (_, ct) in lock(&self.running).drain() {
             ct.cancel();
         }
+        self.ludus.close();
     }
 
     /// A request that arrives while the client leaves too many answers
@@ -170,16 +170,14 @@ impl Reader {
         self.output.send(error_reply(id, -32000, why));
     }
 
-    fn cancels_running(&self, n: &ClientNotification) -> bool {
-        let ClientNotification::CancelledNotification(c) = n else { return false };
-        let Some(id) = &c.params.request_id else { return false };
-        let Some(ct) = lock(&self.running).remove(&id.to_string()) else { return false };
-        ct.cancel();
-        true
+    fn cancel_running(&self, request: Option<rmcp::model::RequestId>) {
+        if let Some(ct) = request.and_then(|id| lock(&self.running).remove(&id.to_string())) {
+            ct.cancel();
+        }
     }
 
     /// The next JSON-RPC message; lines that are not one are answered here.
-    fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+    fn next_message(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
             // Memory stays bounded: a client that goes on writing without
             // reading is not read either (refusals are answers too).
@@ -317,23 +315,6 @@ fn unix_stream(fd: OwnedFd) -> std::io::Result<tokio::net::UnixStream> {
     let std = std::os::unix::net::UnixStream::from(fd);
     std.set_nonblocking(true)?;
     tokio::net::UnixStream::from_std(std)
-}
-
-impl Transport<RoleServer> for Stdio {
-    type Error = std::io::Error;
-
-    fn send(&mut self, item: TxJsonRpcMessage<RoleServer>) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        send_message(&self.output, &item);
-        std::future::ready(Ok(()))
-    }
-
-    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        self.from_reader.recv().await
-    }
-
-    async fn close(&mut self) -> Result<(), Self::Error> {
-        self.output.flushed().await
-    }
 }
 
 fn send_message(output: &Output, message: &impl serde::Serialize) {
