@@ -186,13 +186,15 @@ impl Direct {
 }
 
 impl Ludus {
-    /// Answers a tool call, a ping, a log level, or a request that only
-    /// reads (the lists, a resource, a prompt, a completion) without rmcp's
-    /// service loop; gives any other request back. `caller` is None for
-    /// this client's own transport (stdio); `session` names the transport session (the client a game's
-    /// requests go to, `client`); `ct` is cancelled when the request is
-    /// (client gone, or `notifications/cancelled`); progress, and requests
-    /// to the client, go to `notify`.
+    /// Answers a request of this client without rmcp's service loop: a
+    /// tool call, a ping, `initialize`, a log level, a subscription, or a
+    /// request that only reads (the lists, a resource, a prompt, a
+    /// completion); any other method is refused (-32601). `caller` is None
+    /// for this client's own transport (stdio); `session` names the
+    /// transport session (the client a game's requests go to, `client`);
+    /// `ct` is cancelled when the request is (client gone, or
+    /// `notifications/cancelled`); progress, and requests to the client,
+    /// go to `notify`.
     pub fn answer_directly(
         &self,
         caller: Option<Caller>,
