@@ -68,8 +68,8 @@ async fn a_call_that_sends_nothing_first_is_answered_as_plain_json() {
 }
 
 /// A stateless 2026-07-28 client (no MCP session), as the official Python
-/// SDK's default client asks: `server/discover`, then tool calls and
-/// `tools/list`. Whose headers rmcp's service would take are answered by
+/// SDK's default client asks: `server/discover`, then tool calls,
+/// `tools/list`, `prompts/list` and a resource read. Whose headers rmcp's service would take are answered by
 /// the gate as plain JSON (rmcp's service answered on event streams),
 /// results saying `resultType` as that protocol's do. What rmcp would
 /// refuse still reaches rmcp: a `Mcp-Name` that is not the body's tool
@@ -111,6 +111,12 @@ async fn a_stateless_client_is_answered_as_plain_json_with_result_types() {
     // `tools/list` with the caching hints 2026-07-28 asks for.
     let listed = plain(post("tools/list", None, json!({})).send().await.unwrap()).await;
     assert_eq!(listed["cacheScope"], "public");
+    // The requests that only read likewise, with rmcp's hints for what they do not set.
+    let prompts = plain(post("prompts/list", None, json!({})).send().await.unwrap()).await;
+    assert!(prompts["prompts"].as_array().is_some_and(|p| !p.is_empty()) && prompts["cacheScope"] == "private", "{prompts}");
+    let board = post("resources/read", Some("ui://chess/board"), json!({"uri": "ui://chess/board"}));
+    let board = plain(board.send().await.unwrap()).await;
+    assert_eq!((board["contents"][0]["uri"].as_str(), board["ttlMs"].as_u64()), (Some("ui://chess/board"), Some(0)), "{board}");
 
     let misnamed = post("tools/call", Some("hanoi_execute_move"), json!({"name": "hanoi_get_state", "arguments": {"env_id": env}}));
     let refused = misnamed.send().await.unwrap();

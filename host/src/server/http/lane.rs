@@ -5,12 +5,14 @@
 //! it as it is; everything else goes to rmcp, which refuses it with its own
 //! status and text, or (a request it accepts) runs it. So the rules here
 //! are a strict part of rmcp's checks, never a looser copy of them:
-//! - a session's tool call, ping, log level or request that only reads
-//!   (`answers_here`), answered through `McpSessions::answer`;
-//! - a stateless 2026-07-28 tool call, `tools/list` or `server/discover`
-//!   (`answers_stateless`), the official Python SDK's default client's,
-//!   answered by `answer_stateless` (a call of a game that may ask its
-//!   client something excepted: rmcp relays the question).
+//! - a session's request (`answers_here`), answered through
+//!   `McpSessions::answer`; its `initialize` (`opens_here`) and its
+//!   notifications (`headers_taken`);
+//! - a stateless 2026-07-28 tool call, `server/discover` or request that
+//!   only reads (`answers_stateless`), every one the official Python SDK's
+//!   default client sends, answered by `answer_stateless` (a call of a
+//!   game that may ask its client something excepted: rmcp relays the
+//!   question).
 
 use http::{HeaderMap, HeaderName, header};
 use rmcp::model::{ClientRequest, GetMeta, JsonRpcRequest, ProtocolVersion};
@@ -63,12 +65,13 @@ pub fn headers_taken(headers: &HeaderMap) -> bool {
 }
 
 /// Whether a request without a session is a stateless tool call,
-/// `tools/list` or `server/discover` that rmcp's service would take as it
+/// `server/discover`, or a request that only reads (the lists, a
+/// resource, a prompt, a completion) that rmcp's service would take as it
 /// is: the media types as above; one `MCP-Protocol-Version` of 2026-07-28
 /// or later that rmcp knows, the same as the `_meta`'s, whose other
 /// required key (the client's capabilities) is there too; and the standard
 /// headers (SEP-2243) with exactly the body's method and, for a tool call,
-/// its tool's name, as plain text (a Base64-wrapped one is left to rmcp's
+/// a resource or a prompt, its name (a resource's URI), as plain text (a Base64-wrapped one is left to rmcp's
 /// decoding). Ludus's tool schemas mark no argument as a header
 /// (`x-mcp-header`), so no `Mcp-Param-*` header is checked by rmcp either.
 pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>) -> bool {
@@ -76,7 +79,14 @@ pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientReq
         ClientRequest::CallToolRequest(call) => ("tools/call", Some(call.params.name.as_ref())),
         ClientRequest::ListToolsRequest(_) => ("tools/list", None),
         ClientRequest::DiscoverRequest(_) => ("server/discover", None),
-        // Not `ping`: 2026-07-28 has none, and rmcp's handler says so (-32601, 404).
+        ClientRequest::ListPromptsRequest(_) => ("prompts/list", None),
+        ClientRequest::ListResourcesRequest(_) => ("resources/list", None),
+        ClientRequest::ListResourceTemplatesRequest(_) => ("resources/templates/list", None),
+        ClientRequest::ReadResourceRequest(read) => ("resources/read", Some(read.params.uri.as_str())),
+        ClientRequest::GetPromptRequest(get) => ("prompts/get", Some(get.params.name.as_str())),
+        ClientRequest::CompleteRequest(_) => ("completion/complete", None),
+        // Not `ping`: 2026-07-28 has none, and rmcp's handler says so (-32601,
+        // 404); nor `subscriptions/listen`, whose stream rmcp keeps.
         _ => return false,
     };
     let Some(version) = one(headers, &MCP_PROTOCOL_VERSION) else { return false };
@@ -87,10 +97,15 @@ pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientReq
         && meta.protocol_version().is_some_and(|v| v.as_str() == version)
         && meta.missing_required_keys(&ProtocolVersion::V_2026_07_28).is_empty()
         && one(headers, &MCP_METHOD) == Some(method)
-        && name.is_none_or(|name| one(headers, &MCP_NAME) == Some(name))
+        && name.is_none_or(|name| !name.starts_with(BASE64_WRAPPED) && one(headers, &MCP_NAME) == Some(name))
 }
 
-/// A stateless tool call, `tools/list` or `server/discover`
+/// How a header value wrapped in Base64 begins (SEP-2243): rmcp decodes
+/// such an `Mcp-Name` before comparing it with the body, so a body value
+/// that begins so is left to it.
+const BASE64_WRAPPED: &str = "=?base64?";
+
+/// A stateless tool call, `server/discover` or request that only reads
 /// (`answers_stateless`), answered as one JSON body (`resultType` and all,
 /// as a 2026-07-28 client reads it), or, when it sends something before
 /// its answer (progress, the log lines its `_meta` asks for), as an event
@@ -222,9 +237,27 @@ mod tests {
         let discover: JsonRpcRequest<ClientRequest> =
             serde_json::from_value(json!({"jsonrpc": "2.0", "id": 5, "method": "server/discover", "params": {"_meta": meta()}})).unwrap();
         assert!(answers_stateless(&headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "server/discover")]), &discover));
-        let other: JsonRpcRequest<ClientRequest> =
+        let prompts: JsonRpcRequest<ClientRequest> =
             serde_json::from_value(json!({"jsonrpc": "2.0", "id": 4, "method": "prompts/list", "params": {"_meta": meta()}})).unwrap();
-        assert!(!answers_stateless(&headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "prompts/list")]), &other));
+        assert!(answers_stateless(&headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "prompts/list")]), &prompts));
+        let read = |uri: &str| -> JsonRpcRequest<ClientRequest> {
+            serde_json::from_value(json!({"jsonrpc": "2.0", "id": 6, "method": "resources/read", "params": {"uri": uri, "_meta": meta()}}))
+                .unwrap()
+        };
+        let reading =
+            |name: &'static str| headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "resources/read"), ("mcp-name", name)]);
+        assert!(answers_stateless(&reading("chess://game/a/fen"), &read("chess://game/a/fen")));
+        assert!(!answers_stateless(&reading("chess://game/b/fen"), &read("chess://game/a/fen")), "another resource named");
+        assert!(!answers_stateless(
+            &headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "resources/read")]),
+            &read("x://y")
+        ));
+        assert!(!answers_stateless(&reading("=?base64?eDovL3k=?="), &read("=?base64?eDovL3k=?=")), "rmcp decodes such a name");
+        let listen: JsonRpcRequest<ClientRequest> = serde_json::from_value(
+            json!({"jsonrpc": "2.0", "id": 8, "method": "subscriptions/listen", "params": {"filter": {}, "_meta": meta()}}),
+        )
+        .unwrap();
+        assert!(!answers_stateless(&headers(&[STATELESS[0], STATELESS[1], STATELESS[2], ("mcp-method", "subscriptions/listen")]), &listen));
         let with = |replaced: (&'static str, &'static str)| {
             let mut h: Vec<_> = STATELESS.iter().copied().filter(|(n, _)| *n != replaced.0).collect();
             h.push(replaced);

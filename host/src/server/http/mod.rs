@@ -2,10 +2,11 @@
 //! answers the requests of MCP sessions itself (`initialize`, tool calls,
 //! pings, lists, reads, subscriptions, notifications; through
 //! `http::mcp_sessions`, as plain JSON or an event stream it writes) and a
-//! stateless client's call, `tools/list` or `server/discover`
+//! stateless client's call, `server/discover` or request that only reads
 //! (`http::lane`), with rmcp's service behind it for the checks and
 //! refusals of what the gate does not take as it is, the standalone GET,
-//! and the other stateless requests.
+//! and the other stateless requests (`subscriptions/listen`, a call of a
+//! game that asks its client something).
 //!
 //! The accept loop is ours for the limits a ready-made server does not set:
 //! a cap on open connections, and a deadline for a request's headers, so
@@ -482,8 +483,8 @@ impl Gate {
             _ => None,
         };
         let Some(session) = session else {
-            // A stateless client's tool call, `tools/list` or `server/discover`, answered here as
-            // plain JSON when rmcp's service would take it as it is.
+            // A stateless client's tool call, `server/discover` or request that only reads,
+            // answered here when rmcp's service would take it as it is.
             if let rmcp::model::JsonRpcMessage::Request(request) = message
                 && answers_stateless(&parts.headers, &request)
                 && let Ok(answered) = answer_stateless(&self.ludus, request, caller).await
