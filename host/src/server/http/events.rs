@@ -37,8 +37,8 @@ pub enum Answered {
 pub type Events = Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync>>;
 
 /// `request` of transport session `session` (empty: none) run on the
-/// direct lane and answered as plain JSON, with the token that cancels it.
-/// Only a call that
+/// direct lane and answered as plain JSON, cancelled by `ct`. Only a call
+/// that
 /// sends nothing before its answer is answered so (`Ludus::answers_alone`):
 /// anything it sent would be dropped. Dropping the future (the client went
 /// away) cancels the call, and a cancelled call has no answer.
@@ -48,18 +48,17 @@ pub fn answered_alone(
     session: &str,
     request: JsonRpcRequest<ClientRequest>,
     peer: Peer,
-) -> (impl Future<Output = Answered> + Send + use<>, CancellationToken) {
-    let ct = CancellationToken::new();
+    ct: CancellationToken,
+) -> impl Future<Output = Answered> + Send + use<> {
     let notify: Notify = Arc::new(|m| tracing::debug!("a message of a call answered as JSON is dropped: {m:?}"));
     let answer = ludus.answer_directly(Some(caller), session, request, ct.clone(), notify);
-    let (cancelled, cancel_if_dropped) = (ct.clone(), ct.clone().drop_guard());
-    let answered = async move {
+    let (cancelled, cancel_if_dropped) = (ct.clone(), ct.drop_guard());
+    async move {
         let _cancel_if_dropped = cancel_if_dropped;
         let answer = answer.await;
         // MCP: a cancelled request gets no answer.
         Answered::Json((!cancelled.is_cancelled()).then(|| answer.into_line(peer)))
-    };
-    (answered, ct)
+    }
 }
 
 /// Progress notifications (and the game's log lines and questions to the
@@ -78,30 +77,29 @@ pub struct CallEvents {
 
 impl CallEvents {
     /// `request` of transport session `session` (empty: none), run on the
-    /// direct lane as its events, with the token that cancels it.
-    /// Dropping the stream (the client went away) cancels the call.
+    /// direct lane as its events, cancelled by `ct`. Dropping the stream
+    /// (the client went away) cancels the call.
     pub fn of(
         ludus: &Ludus,
         caller: Caller,
         session: &str,
         request: JsonRpcRequest<ClientRequest>,
         peer: Peer,
-    ) -> (CallEvents, CancellationToken) {
-        let ct = CancellationToken::new();
+        ct: CancellationToken,
+    ) -> CallEvents {
         let (progress_tx, progress_rx) = tokio::sync::mpsc::unbounded_channel::<ServerJsonRpcMessage>();
         let notify = Arc::new(move |m| {
             let _ = progress_tx.send(m);
         });
         let answer = ludus.answer_directly(Some(caller), session, request, ct.clone(), notify);
-        let events = CallEvents {
+        CallEvents {
             progress: progress_rx,
             answer: Some(SyncWrapper::new(answer)),
             made: None,
             peer,
             cancelled: ct.clone(),
-            _cancel: ct.clone().drop_guard(),
-        };
-        (events, ct)
+            _cancel: ct.drop_guard(),
+        }
     }
 }
 

@@ -16,6 +16,7 @@
 
 use http::{HeaderMap, HeaderName, header};
 use rmcp::model::{ClientRequest, GetMeta, JsonRpcRequest, ProtocolVersion};
+use tokio_util::sync::CancellationToken;
 
 use super::events::{Answered, CallEvents, EVENT_STREAM, answered_alone};
 use crate::mcp::{Direct, Ludus, Peer};
@@ -126,11 +127,10 @@ pub async fn answer_stateless(
         if ludus.asks_its_client(&request.request) {
             return Err(request);
         }
-        let (events, _) = CallEvents::of(ludus, caller, NO_SESSION, request, Peer::Stateless);
+        let events = CallEvents::of(ludus, caller, NO_SESSION, request, Peer::Stateless, CancellationToken::new());
         return Ok(Answered::Events(Box::pin(events)));
     }
-    let (answered, _) = answered_alone(ludus, caller, NO_SESSION, request, Peer::Stateless);
-    Ok(answered.await)
+    Ok(answered_alone(ludus, caller, NO_SESSION, request, Peer::Stateless, CancellationToken::new()).await)
 }
 
 /// It sends JSON and accepts both JSON and event streams, as rmcp's

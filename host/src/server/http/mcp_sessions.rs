@@ -25,7 +25,7 @@ use futures_util::{Stream, StreamExt};
 use rmcp::RoleServer;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, InitializedNotification, JsonRpcRequest, ProtocolVersion,
-    ServerJsonRpcMessage, ServerResult,
+    RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
@@ -84,10 +84,10 @@ pub enum McpSessionError {
 }
 
 /// Every request of a session whose answer is still streaming, by (session,
-/// request id): the HTTP gate admits each one (`McpSessions::admit`, refusing an
-/// id already in flight), and a direct-lane call files its cancellation token
-/// there, so a `notifications/cancelled` can reach it.
-type InFlight = Arc<Mutex<HashMap<(SessionId, String), Option<CancellationToken>>>>;
+/// request id), with the token that cancels it: the HTTP gate admits each
+/// one (`McpSessions::admit`, refusing an id already in flight), so a
+/// `notifications/cancelled` can reach it.
+type InFlight = Arc<Mutex<HashMap<(SessionId, RequestId), CancellationToken>>>;
 
 impl McpSessions {
     /// MCP sessions for `ludus`'s registry that close after `idle_limit` without
@@ -170,14 +170,21 @@ impl McpSessions {
     /// dropped (its answer ended or was abandoned); None when its id is in
     /// flight already in this session (a second answer would take over the
     /// first's stream and leave it unanswered).
-    pub fn admit(&self, session: SessionId, request: String) -> Option<Admitted> {
+    pub fn admit(&self, session: SessionId, request: RequestId) -> Option<Admitted> {
         let key = (session, request);
+        let cancel = CancellationToken::new();
         let mut table = lock(&self.in_flight);
         if table.contains_key(&key) {
             return None;
         }
-        table.insert(key.clone(), None);
-        Some(Admitted { table: self.in_flight.clone(), key })
+        table.insert(key.clone(), cancel.clone());
+        Some(Admitted { table: self.in_flight.clone(), key, cancel })
+    }
+
+    /// The token that cancels admitted request `request` of session `id`
+    /// (a new one, cancelling nothing, when it was not admitted).
+    fn cancel_of(&self, id: &SessionId, request: &RequestId) -> CancellationToken {
+        lock(&self.in_flight).get(&(id.clone(), request.clone())).cloned().unwrap_or_default()
     }
 
     /// A request of session `id`, answered: as plain JSON (one body with
@@ -187,25 +194,21 @@ impl McpSessions {
     /// stream, so that they can be resumed); otherwise as an event stream,
     /// progress and the game's log lines first. The request back when the
     /// session does not exist (rmcp's service refuses it). It must have
-    /// been admitted (`admit`): a `notifications/cancelled` finds it there
-    /// (a cancelled call has no answer), and a client that goes away drops
-    /// it, which cancels it.
+    /// been admitted (`admit`), and `cancel` is its token: a
+    /// `notifications/cancelled` finds it there (a cancelled call has no
+    /// answer), and a client that goes away drops it, which cancels it.
     pub async fn answer(
         &self,
         id: &SessionId,
         request: JsonRpcRequest<ClientRequest>,
         caller: Caller,
+        cancel: CancellationToken,
     ) -> Result<Answered, JsonRpcRequest<ClientRequest>> {
         let Some(handler) = self.touch(id) else { return Err(request) };
         if self.resumes(id, &request.request) || !handler.answers_alone(id, &request.request) {
-            return Ok(Answered::Events(self.events(&handler, id, request, caller)));
+            return Ok(Answered::Events(self.events(&handler, id, request, caller, cancel)));
         }
-        let key = (id.clone(), request.id.to_string());
-        let (answered, ct) = answered_alone(&handler, caller, id, request, Peer::Legacy);
-        if let Some(slot) = lock(&self.in_flight).get_mut(&key) {
-            *slot = Some(ct);
-        }
-        Ok(answered.await)
+        Ok(answered_alone(&handler, caller, id, request, Peer::Legacy, cancel).await)
     }
 
     /// A notification of session `id`, or its client's answer to a game's
@@ -221,7 +224,7 @@ impl McpSessions {
             ClientNotification::InitializedNotification(_) => handler.initialized(),
             ClientNotification::CancelledNotification(c) => {
                 if let Some(request) = &c.params.request_id
-                    && let Some(Some(ct)) = lock(&self.in_flight).get(&(id.clone(), request.to_string()))
+                    && let Some(ct) = lock(&self.in_flight).get(&(id.clone(), request.clone()))
                 {
                     ct.cancel();
                 }
@@ -309,15 +312,17 @@ impl McpSessions {
     }
 
     /// A request as its events (progress first), resumable when it
-    /// `resumes`, filed in flight so that a cancellation reaches it.
-    fn events(&self, handler: &Ludus, id: &SessionId, request: JsonRpcRequest<ClientRequest>, caller: Caller) -> Events {
+    /// `resumes`, cancelled by `cancel` (its token in flight).
+    fn events(
+        &self,
+        handler: &Ludus,
+        id: &SessionId,
+        request: JsonRpcRequest<ClientRequest>,
+        caller: Caller,
+        cancel: CancellationToken,
+    ) -> Events {
         let resumes = self.resumes(id, &request.request);
-        let key = (id.clone(), request.id.to_string());
-        let (call, ct) = CallEvents::of(handler, caller, id, request, Peer::Legacy);
-        // The gate admitted the request; from now on a cancellation reaches it.
-        if let Some(slot) = lock(&self.in_flight).get_mut(&key) {
-            *slot = Some(ct);
-        }
+        let call = CallEvents::of(handler, caller, id, request, Peer::Legacy, cancel);
         if !resumes {
             return Box::pin(call);
         }
@@ -336,7 +341,15 @@ fn dropped() -> Notify {
 /// A request in the in-flight table until its answer ends or is dropped.
 pub struct Admitted {
     table: InFlight,
-    key: (SessionId, String),
+    key: (SessionId, RequestId),
+    cancel: CancellationToken,
+}
+
+impl Admitted {
+    /// The token that cancels the request (`notifications/cancelled`).
+    pub fn cancel(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
 }
 
 impl Drop for Admitted {
@@ -399,9 +412,10 @@ impl SessionManager for McpSessions {
             // rmcp's service hands over only requests here.
             return Ok(futures_util::stream::empty().left_stream());
         };
-        // The gate filed the caller with the request's HTTP parts.
+        // The gate filed the caller with the request's HTTP parts, and admitted it.
         let caller = caller_in(request.request.extensions()).unwrap_or_else(|| self.names.of(id));
-        Ok(self.events(&handler, id, request, caller).right_stream())
+        let cancel = self.cancel_of(id, &request.id);
+        Ok(self.events(&handler, id, request, caller, cancel).right_stream())
     }
 
     async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {

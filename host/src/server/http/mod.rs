@@ -479,7 +479,7 @@ impl Gate {
         // is dropped (tests/http.rs checks both).
         let session = parts.headers.get(&MCP_SESSION_ID).and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
         let request_id = match &message {
-            rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.to_string()),
+            rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.clone()),
             _ => None,
         };
         let Some(session) = session else {
@@ -510,7 +510,7 @@ impl Gate {
         // service.
         if let rmcp::model::JsonRpcMessage::Request(request) = message
             && answers_here(&parts.headers, &request)
-            && let Ok(answered) = self.sessions.answer(&session, request, caller).await
+            && let Ok(answered) = self.sessions.answer(&session, request, caller, in_flight.cancel()).await
         {
             return self.respond(answered, Some(in_flight), answering);
         }
