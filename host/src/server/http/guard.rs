@@ -171,11 +171,8 @@ impl Guard {
     }
 
     fn host_allowed(&self, host: &str) -> bool {
-        let Ok(authority) = host.parse::<http::uri::Authority>() else { return false };
-        let name = authority.host().trim_matches(['[', ']']);
-        self.hosts
-            .iter()
-            .any(|allowed| allowed.name.eq_ignore_ascii_case(name) && allowed.port.is_none_or(|p| Some(p) == authority.port_u16()))
+        let Some((name, port)) = name_and_port(host) else { return false };
+        self.hosts.iter().any(|allowed| allowed.name.eq_ignore_ascii_case(name) && allowed.port.is_none_or(|p| Some(p) == port))
     }
 
     fn origin_allowed(&self, origin: &str) -> bool {
@@ -191,7 +188,7 @@ impl Guard {
     /// default client of the official Python SDK takes only a URL).
     pub fn caller(&self, parts: &Parts, last: &LastCaller) -> Result<Caller, Response> {
         let header = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer);
-        let presented = header.map(str::to_string).or_else(|| token_in_query(parts.uri.query()));
+        let presented = header.map(std::borrow::Cow::Borrowed).or_else(|| token_in_query(parts.uri.query()).map(std::borrow::Cow::Owned));
         let Some(token) = presented else {
             if !self.tokens.is_empty() {
                 return Err(self.challenge(parts, None));
@@ -276,6 +273,30 @@ struct Origin {
     port: Option<u16>,
 }
 
+/// A Host header's name (an IPv6 address without its brackets) and port;
+/// None when it is not `name`, `name:port` or `[v6]:port`. Read in place:
+/// every request has one, and parsing it as an `Authority` copied it.
+/// Whatever a name holds, it is allowed only when it equals a listed one.
+fn name_and_port(host: &str) -> Option<(&str, Option<u16>)> {
+    let (name, port) = match host.strip_prefix('[') {
+        Some(v6) => {
+            let (name, rest) = v6.split_once(']')?;
+            (name, if rest.is_empty() { None } else { Some(rest.strip_prefix(':')?) })
+        }
+        None => match host.rsplit_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        },
+    };
+    // An empty port is no port (RFC 3986: `port = *DIGIT`).
+    let port = match port.filter(|port| !port.is_empty()) {
+        Some(port) if port.bytes().all(|b| b.is_ascii_digit()) => Some(port.parse().ok()?),
+        Some(_) => return None,
+        None => None,
+    };
+    (!name.is_empty()).then_some((name, port))
+}
+
 /// An Origin header's scheme, host and port (the scheme's default when
 /// none is written, RFC 6454 §4).
 fn parse_origin(value: &str) -> Option<Origin> {
@@ -347,6 +368,44 @@ mod tests {
         assert!(exact.check_origin(&headers(&[("host", "localhost"), ("origin", "http://localhost:3000")])).is_ok());
         assert!(exact.check_origin(&headers(&[("host", "localhost"), ("origin", "http://localhost:3001")])).is_err());
         assert!(exact.check_origin(&headers(&[("host", "localhost"), ("origin", "null")])).is_err());
+    }
+
+    #[test]
+    fn a_host_is_allowed_as_when_it_was_parsed_as_an_authority() {
+        let g = guard(&[], &[]);
+        let as_authority = |host: &str| {
+            let Ok(authority) = host.parse::<http::uri::Authority>() else { return false };
+            let name = authority.host().trim_matches(['[', ']']);
+            g.hosts.iter().any(|a| a.name.eq_ignore_ascii_case(name) && a.port.is_none_or(|p| Some(p) == authority.port_u16()))
+        };
+        let hosts = [
+            "127.0.0.1:8765",
+            "127.0.0.1",
+            "LOCALHOST:1",
+            "localhost",
+            "[::1]:8765",
+            "[::1]",
+            "::1",
+            "[::1",
+            "::1]:80",
+            "localhost:",
+            ":80",
+            "",
+            "evil.example",
+            "evil.example:80",
+            "127.0.0.1.evil:80",
+            "localhost:80:80",
+            "[::1]:",
+            "[]:80",
+        ];
+        for host in hosts {
+            assert_eq!(g.host_allowed(host), as_authority(host), "{host:?}");
+        }
+        // Where the two differ, the name read in place is the stricter: an
+        // `Authority` let a port that is no port pass as none.
+        for host in ["localhost:99999", "localhost:-1", "localhost:+80", "localhost:8o", "[::1]x", "user@localhost:80"] {
+            assert!(!g.host_allowed(host), "{host:?}");
+        }
     }
 
     #[test]

@@ -138,6 +138,21 @@ pub async fn answer_stateless(
 /// quoted strings or bytes that are not visible ASCII is left to rmcp's
 /// reading.
 fn media_types_taken(headers: &HeaderMap) -> bool {
+    usual_media_types(headers) || media_types_read(headers)
+}
+
+/// What the SDKs' clients send, compared whole: a JSON body, and one
+/// Accept of both types.
+fn usual_media_types(headers: &HeaderMap) -> bool {
+    const BOTH: &[u8] = b"application/json, text/event-stream";
+    let mut accept = headers.get_all(header::ACCEPT).iter();
+    headers.get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes() == JSON.as_bytes())
+        && accept.next().is_some_and(|v| v.as_bytes() == BOTH)
+        && accept.next().is_none()
+}
+
+/// The media types read as rmcp's service reads them (a strict part of it).
+fn media_types_read(headers: &HeaderMap) -> bool {
     let sends_json = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
         let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
         essence.trim_ascii().eq_ignore_ascii_case(JSON)
