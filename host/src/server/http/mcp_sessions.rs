@@ -192,8 +192,8 @@ impl McpSessions {
     /// (`Ludus::answers_alone`) and, for a tool call or ping, the
     /// session's streams are not resumable (a 2025-11-25 client's calls
     /// stream, so that they can be resumed); otherwise as an event stream,
-    /// progress and the game's log lines first. The request back when the
-    /// session does not exist (rmcp's service refuses it). It must have
+    /// progress and the game's log lines first. The request and its caller
+    /// back when the session does not exist (rmcp's service refuses it). It must have
     /// been admitted (`admit`), and `cancel` is its token: a
     /// `notifications/cancelled` finds it there (a cancelled call has no
     /// answer), and a client that goes away drops it, which cancels it.
@@ -203,8 +203,8 @@ impl McpSessions {
         request: JsonRpcRequest<ClientRequest>,
         caller: Caller,
         cancel: CancellationToken,
-    ) -> Result<Answered, JsonRpcRequest<ClientRequest>> {
-        let Some(handler) = self.touch(id) else { return Err(request) };
+    ) -> Result<Answered, (JsonRpcRequest<ClientRequest>, Caller)> {
+        let Some(handler) = self.touch(id) else { return Err((request, caller)) };
         if self.resumes(id, &request.request) || !handler.answers_alone(id, &request.request) {
             return Ok(Answered::Events(self.events(&handler, id, request, caller, cancel)));
         }

@@ -325,14 +325,17 @@ impl Gate {
         if let Err(refusal) = self.check_session_owner(&parts, &caller) {
             return refusal;
         }
-        parts.extensions.insert(caller.clone());
-        match parts.method {
-            Method::POST => self.check_post(parts, body, caller, conn).await,
-            Method::DELETE => self.check_delete(http::Request::from_parts(parts, body)).await,
-            Method::GET => match conn.stream(self.proxies.client(conn.address(), &parts.headers), caller.token()) {
-                Ok(stream) => track(self.to_rmcp(http::Request::from_parts(parts, body)).await, None, stream),
-                Err(why) => refuse(StatusCode::TOO_MANY_REQUESTS, &why.to_string()),
-            },
+        if parts.method == Method::POST {
+            return self.check_post(parts, body, caller, conn).await;
+        }
+        let stream =
+            (parts.method == Method::GET).then(|| conn.stream(self.proxies.client(conn.address(), &parts.headers), caller.token()));
+        // What rmcp's service hands on (to our session manager, to the handler) finds its caller with it.
+        parts.extensions.insert(caller);
+        match (parts.method.clone(), stream) {
+            (Method::DELETE, _) => self.check_delete(http::Request::from_parts(parts, body)).await,
+            (_, Some(Ok(stream))) => track(self.to_rmcp(http::Request::from_parts(parts, body)).await, None, stream),
+            (_, Some(Err(why))) => refuse(StatusCode::TOO_MANY_REQUESTS, &why.to_string()),
             _ => self.to_rmcp(http::Request::from_parts(parts, body)).await,
         }
     }
@@ -440,7 +443,11 @@ impl Gate {
                 return json_answer(status, refusal.reply);
             }
         };
-        let to_rmcp = |parts, bytes| self.to_rmcp(http::Request::from_parts(parts, Full::new(bytes)));
+        // What rmcp's service hands on (to our session manager, to the handler) finds its caller with it.
+        let to_rmcp = |mut parts: http::request::Parts, bytes, caller: Caller| {
+            parts.extensions.insert(caller);
+            self.to_rmcp(http::Request::from_parts(parts, Full::new(bytes)))
+        };
         let opens_session = !parts.headers.contains_key(&MCP_SESSION_ID)
             && matches!(&message, rmcp::model::JsonRpcMessage::Request(r) if matches!(r.request, rmcp::model::ClientRequest::InitializeRequest(_)));
         if opens_session {
@@ -466,7 +473,7 @@ impl Gate {
                 return response;
             }
             // Headers rmcp's checks may refuse: it opens the session through ours (`McpSessions::create_session`).
-            let response = to_rmcp(parts, bytes).await;
+            let response = to_rmcp(parts, bytes, caller).await;
             if let (Some(name), Some(id)) = (&owner, response.headers().get(&MCP_SESSION_ID).and_then(|v| v.to_str().ok())) {
                 self.sessions.set_owner(id, name);
             }
@@ -487,18 +494,18 @@ impl Gate {
             // answered here when rmcp's service would take it as it is.
             if let rmcp::model::JsonRpcMessage::Request(request) = message
                 && answers_stateless(&parts.headers, &request)
-                && let Ok(answered) = answer_stateless(&self.ludus, request, caller).await
+                && let Ok(answered) = answer_stateless(&self.ludus, request, caller.clone()).await
             {
                 return self.respond(answered, None, answering);
             }
-            return track(to_rmcp(parts, bytes).await, None, answering);
+            return track(to_rmcp(parts, bytes, caller).await, None, answering);
         };
         let Some(request_id) = request_id else {
             // A notification, or the client's answer to a game's question: accepted here, as rmcp's service would.
             if headers_taken(&parts.headers) && self.sessions.accept(&session, message) {
                 return whole(StatusCode::ACCEPTED, "application/json", Bytes::new());
             }
-            return track(to_rmcp(parts, bytes).await, None, answering);
+            return track(to_rmcp(parts, bytes, caller).await, None, answering);
         };
         let Some(in_flight) = self.sessions.admit(session.clone(), request_id) else {
             let why = "this request id is already in flight in this session; give each request its own id";
@@ -508,13 +515,16 @@ impl Gate {
         // plain JSON or on an event stream of our own, when its headers are
         // what rmcp's service takes: no second parse, no trip through rmcp's
         // service.
-        if let rmcp::model::JsonRpcMessage::Request(request) = message
-            && answers_here(&parts.headers, &request)
-            && let Ok(answered) = self.sessions.answer(&session, request, caller, in_flight.cancel()).await
-        {
-            return self.respond(answered, Some(in_flight), answering);
-        }
-        track(to_rmcp(parts, bytes).await, Some(in_flight), answering)
+        let caller = match message {
+            rmcp::model::JsonRpcMessage::Request(request) if answers_here(&parts.headers, &request) => {
+                match self.sessions.answer(&session, request, caller, in_flight.cancel()).await {
+                    Ok(answered) => return self.respond(answered, Some(in_flight), answering),
+                    Err((_, caller)) => caller,
+                }
+            }
+            _ => caller,
+        };
+        track(to_rmcp(parts, bytes, caller).await, Some(in_flight), answering)
     }
 
     /// The gate's answer as the response: plain JSON, or an event stream
