@@ -38,9 +38,8 @@ pub type Events = Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync>>;
 
 /// `request` of transport session `session` (empty: none) run on the
 /// direct lane and answered as plain JSON, cancelled by `ct`. Only a call
-/// that
-/// sends nothing before its answer is answered so (`Ludus::answers_alone`):
-/// anything it sent would be dropped. Dropping the future (the client went
+/// that sends nothing before its answer is answered so
+/// (`Ludus::answers_alone`): anything it sent would be dropped. Dropping the future (the client went
 /// away) cancels the call, and a cancelled call has no answer.
 pub fn answered_alone(
     ludus: &Ludus,

@@ -72,8 +72,8 @@ pub fn headers_taken(headers: &HeaderMap) -> bool {
 /// or later that rmcp knows, the same as the `_meta`'s, whose other
 /// required key (the client's capabilities) is there too; and the standard
 /// headers (SEP-2243) with exactly the body's method and, for a tool call,
-/// a resource or a prompt, its name (a resource's URI), as plain text (a Base64-wrapped one is left to rmcp's
-/// decoding). Ludus's tool schemas mark no argument as a header
+/// a resource or a prompt, its name (a resource's URI), as plain text (a
+/// Base64-wrapped one is left to rmcp's decoding). Ludus's tool schemas mark no argument as a header
 /// (`x-mcp-header`), so no `Mcp-Param-*` header is checked by rmcp either.
 pub fn answers_stateless(headers: &HeaderMap, request: &JsonRpcRequest<ClientRequest>) -> bool {
     let (method, name) = match &request.request {

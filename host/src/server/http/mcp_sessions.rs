@@ -128,9 +128,6 @@ impl McpSessions {
         let id = self.create(owner);
         let answer = self.initialize(&id, request).await;
         let opened = matches!(answer, Direct::Result(..));
-        if !opened {
-            self.close(&id);
-        }
         (opened.then_some(id), answer.into_line(Peer::Legacy))
     }
 
@@ -152,16 +149,20 @@ impl McpSessions {
 
     /// Session `id`'s answer to its `initialize`; its tool calls stream,
     /// so that they can be resumed, when it agreed on 2025-11-25 or later.
+    /// A session whose answer is an error (no version agreed on) is closed
+    /// again.
     async fn initialize(&self, id: &SessionId, request: JsonRpcRequest<ClientRequest>) -> Direct {
         let Some(handler) = self.touch(id) else {
             let why = rmcp::ErrorData::invalid_request(McpSessionError::NotFound(id.clone()).to_string(), None);
             return Direct::Message(ServerJsonRpcMessage::error(why, Some(request.id)));
         };
         let answer = handler.answer_directly(None, id, request, CancellationToken::new(), dropped()).await;
-        if let Direct::Result(_, ServerResult::InitializeResult(init)) = &answer
-            && init.protocol_version >= ProtocolVersion::V_2025_11_25
-        {
-            self.resumable.admit(id);
+        match &answer {
+            Direct::Result(_, ServerResult::InitializeResult(init)) if init.protocol_version >= ProtocolVersion::V_2025_11_25 => {
+                self.resumable.admit(id)
+            }
+            Direct::Result(..) => {}
+            _ => self.close(id),
         }
         answer
     }
@@ -223,10 +224,8 @@ impl McpSessions {
         match &n.notification {
             ClientNotification::InitializedNotification(_) => handler.initialized(),
             ClientNotification::CancelledNotification(c) => {
-                if let Some(request) = &c.params.request_id
-                    && let Some(ct) = lock(&self.in_flight).get(&(id.clone(), request.clone()))
-                {
-                    ct.cancel();
+                if let Some(request) = &c.params.request_id {
+                    self.cancel_of(id, request).cancel();
                 }
             }
             // The client's roots or progress: nothing here depends on them.
@@ -382,13 +381,9 @@ impl SessionManager for McpSessions {
             return Err(McpSessionError::NotFound(id.clone()));
         };
         let answer = self.initialize(id, request).await;
-        let opened = matches!(answer, Direct::Result(..));
-        match lock(&self.open).get(id).and_then(|session| session.idle.as_ref()) {
-            Some(idle) if opened => idle.replay(message),
-            _ => {}
-        }
-        if !opened {
-            self.close(id);
+        // A session whose `initialize` failed is gone already, its idle service with it.
+        if let Some(idle) = lock(&self.open).get(id).and_then(|session| session.idle.as_ref()) {
+            idle.replay(message);
         }
         Ok(answer.into_message(Peer::Legacy))
     }

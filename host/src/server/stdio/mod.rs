@@ -8,10 +8,10 @@
 //!   waits for its own timeout, and reads bad params as an unknown method.
 //! - Every request takes the direct lane (`Ludus::answer_directly`), and
 //!   notifications and a client's answers to a game's questions are taken
-//!   there too, on a reader thread of our own (rmcp runs no service here): it sleeps in poll(2) on stdin (the kernel
-//!   wakes it, no reactor in between; `busy_poll` first watches for the next
-//!   request after an answer), runs each call as it reads
-//!   it, in arrival order, guest included, and writes its answer before
+//!   there too, on a reader thread of our own (rmcp runs no service here):
+//!   it sleeps in poll(2) on stdin (the kernel wakes it, no reactor in
+//!   between; `busy_poll` first watches for the next request after an
+//!   answer), runs each call as it reads it, in arrival order, guest included, and writes its answer before
 //!   reading on. On that thread the guest needs no `block_in_place` (which
 //!   handed the worker's core, reactor and all, to another thread on every
 //!   call and back): outside the runtime's workers, WASI's blocking calls may
