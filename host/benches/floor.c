@@ -8,6 +8,12 @@
 // do by default (`limits.busy_poll_us`): after answering, it looks for the
 // next request without sleeping for N microseconds, yielding its CPU
 // between looks, before it sleeps in epoll_wait.
+//
+// With a third argument W, it spends W nanoseconds on each request before
+// answering (a busy loop on the clock): a server with work of its own to
+// do. The benchmark uses it to show what a CPU that went idle while the
+// client waited costs once a server's work outlasts the client's way into
+// idle (docs/benchmarks.md, "Reading").
 #define _GNU_SOURCE
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -24,6 +30,19 @@
 typedef struct { int fd, len; char buf[65536]; } Conn;
 
 static char answer[65536];
+
+static long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+// Keeps the CPU busy for `ns` nanoseconds, as a server's own work would.
+static void work(long ns) {
+    if (ns <= 0) return;
+    long until = now_ns() + ns;
+    while (now_ns() < until) {}
+}
 static int answer_len;
 
 // The length of the first whole request in c->buf, or 0.
@@ -58,11 +77,9 @@ int main(int argc, char **argv) {
     epoll_ctl(ep, EPOLL_CTL_ADD, ls, &ev);
     struct epoll_event events[64];
     long watch_ns = argc > 2 ? atol(argv[2]) * 1000 : 0, watch_until = 0;
+    long work_ns = argc > 3 ? atol(argv[3]) : 0;
     for (;;) {
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        long now = t.tv_sec * 1000000000L + t.tv_nsec;
-        int k = epoll_wait(ep, events, 64, now < watch_until ? 0 : -1);
+        int k = epoll_wait(ep, events, 64, now_ns() < watch_until ? 0 : -1);
         if (k == 0) {
             sched_yield();
             continue;
@@ -84,9 +101,9 @@ int main(int argc, char **argv) {
             c->len += r;
             int used;
             while ((used = whole_request(c)) > 0) {
+                work(work_ns);
                 if (write(c->fd, answer, answer_len) != answer_len) break;
-                clock_gettime(CLOCK_MONOTONIC, &t);
-                watch_until = t.tv_sec * 1000000000L + t.tv_nsec + watch_ns;
+                watch_until = now_ns() + watch_ns;
                 memmove(c->buf, c->buf + used, c->len - used);
                 c->len -= used;
             }

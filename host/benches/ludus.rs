@@ -292,7 +292,9 @@ impl Drop for CFloor {
     }
 }
 
-fn c_floor(answer: &str, watch_us: u64) -> CFloor {
+/// `watch_us`: how long it watches for the next request after answering;
+/// `work_ns`: how long it spends on each request before answering.
+fn c_floor(answer: &str, watch_us: u64, work_ns: u64) -> CFloor {
     use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("floor");
@@ -301,7 +303,7 @@ fn c_floor(answer: &str, watch_us: u64) -> CFloor {
     assert!(built.success(), "building {source}");
     let body = dir.path().join("answer");
     std::fs::write(&body, answer).unwrap();
-    let mut child = Command::new(&exe).arg(&body).arg(watch_us.to_string()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child = Command::new(&exe).arg(&body).args([watch_us.to_string(), work_ns.to_string()]).stdout(Stdio::piped()).spawn().unwrap();
     let mut port = String::new();
     std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut port).unwrap();
     CFloor { url: format!("http://127.0.0.1:{}/mcp", port.trim()), child, _dir: dir }
@@ -338,7 +340,7 @@ struct OneAtATime {
 async fn http_one_at_a_time(url: &str) -> OneAtATime {
     let (mut raw, env) = http_hanoi_session(url).await;
     let (_, sample) = raw.post(&get_state(&env)(1)).await;
-    let c_floor = c_floor(&sample, 0);
+    let c_floor = c_floor(&sample, 0, 0);
     let c_alone = alone(&c_floor.url).await;
     let c_watching = alone(&c_floor_watching(&sample).url).await;
     let (floor_url, floor_server) = http_floor_server(sample).await;
@@ -360,7 +362,26 @@ async fn alone(url: &str) -> P50P99 {
 
 /// The C floor watching for 100 µs after each answer (it ends when dropped).
 fn c_floor_watching(answer: &str) -> CFloor {
-    c_floor(answer, 100)
+    c_floor(answer, 100, 0)
+}
+
+/// What the client's idle CPU costs as a server's own work grows: the C
+/// floor, watching as Ludus does, spending 0 to 8 µs on each request before
+/// answering, each asked alone; with the guest's idle polling
+/// (`guest_halt_poll_ns`, where the machine has `cpuidle-haltpoll`). A
+/// client that waits longer than its way into idle takes finds its CPU
+/// halted and is woken through the hypervisor (docs/benchmarks.md, "Reading").
+async fn idle_wake(url: &str) -> String {
+    let (mut raw, env) = http_hanoi_session(url).await;
+    let (_, sample) = raw.post(&get_state(&env)(1)).await;
+    let mut floors = Vec::new();
+    for work_us in [0, 2, 4, 6, 8] {
+        let (p50, _) = alone(&c_floor(&sample, 100, work_us * 1_000).url).await;
+        floors.push(format!("{work_us} µs {}", us(p50)));
+    }
+    let halt_poll = std::fs::read_to_string("/sys/module/haltpoll/parameters/guest_halt_poll_ns");
+    let halt_poll = halt_poll.as_deref().map_or("none", str::trim);
+    format!("{} (guest_halt_poll_ns: {halt_poll})", floors.join(", "))
 }
 
 impl OneAtATime {
@@ -1723,6 +1744,7 @@ async fn http_only(cfg: &Path) {
             us(p99)
         );
     }
+    eprintln!("http, the watching C floor spending some work on each request: {}", idle_wake(&server.url).await);
 }
 
 /// `LUDUS_BENCH=http LUDUS_BENCH_BASELINE=/path/to/ludus`: this build against
@@ -2004,6 +2026,7 @@ async fn main() {
         "HTTP, minimal keep-alive client reading whole answers: `ping` p50; `hanoi_get_state` p50 / p99",
         format!("{} ; {} / {} ({c:.2}× the C floor in turn, {watching:.2}× the watching one)", us(t.ping.0), us(t.get.0), us(t.get.1)),
     );
+    row("HTTP, the watching C floor spending some work on each request before answering, asked alone, p50", idle_wake(&server.url).await);
     let t1 = tokio::task::spawn_blocking({
         let cfg = cfg.clone();
         move || http_on_cpu0(&cfg)
