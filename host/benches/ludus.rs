@@ -1,13 +1,15 @@
 //! Ludus benchmarks: `cargo bench -p ludus --bench ludus` (release build).
 //!
-//! Measures, in one run, and prints a Markdown table (copied into the README):
+//! Measures, in one run, and prints a Markdown table (copied into docs/benchmarks.md):
 //! - tool-call latency p50/p99 of a trivial session call (`hanoi_get_state`)
 //!   inside the server (registry → session → component, no transport), over
 //!   stdio and over Streamable HTTP through rmcp's client and through minimal
 //!   clients (one line or one request at a time, answers read whole), next to
 //!   each transport's floor on this machine (`cat` over pipes, a minimal hyper
-//!   server); pipelined calls over stdio and whether they come back in order;
-//!   chess `finish_turn` at level 1; HTTP with 1, 16 and 200 clients;
+//!   server, a minimal C server, the same with 0–8 µs of work per request);
+//!   a call after half a second of quiet; pipelined calls over stdio and
+//!   whether they come back in order; chess `finish_turn` at level 1; HTTP
+//!   with 1, 16 and 200 clients, and the C server under the 200;
 //! - new sessions per second (inside the server and over stdio);
 //! - resident memory of the server with 10,000 live puzzle sessions;
 //! - hot-reload latency from a rename into the plugins directory to the
@@ -215,22 +217,80 @@ fn get_state_streamed(env: &Value) -> impl Fn(u64) -> Value + '_ {
 }
 
 /// `clients` concurrent sessions, each on its own connection, each making
-/// `calls` round trips: (calls per second over the whole run, p50, p99).
-async fn http_load(url: &str, clients: usize, calls: usize) -> (f64, Duration, Duration) {
-    let mut ready = Vec::new();
-    for _ in 0..clients {
-        ready.push(http_hanoi_session(url).await);
-    }
+/// `calls` `hanoi_get_state` round trips: (calls per second over the whole
+/// run, p50, p99). The clients run on one thread of their own, as the
+/// minimal clients of the floors do: on two cores, a client runtime with a
+/// worker per core competes with the server's threads for both, and the
+/// tail then says more about how the scheduler shares the cores between
+/// the two processes than about the server.
+async fn http_load(url: &str, clients: usize, calls: usize) -> Load {
+    let url = url.to_string();
+    on_a_thread_of_its_own(async move {
+        let mut ready = Vec::new();
+        for _ in 0..clients {
+            let (c, env) = http_hanoi_session(&url).await;
+            ready.push((c, move |id| tool_call(id, "hanoi_get_state", json!({"env_id": env}))));
+        }
+        all_at_once(ready, calls).await
+    })
+    .await
+}
+
+/// `http_load` against a floor at `url`: `clients` connections posting
+/// `calls` requests each, all at once.
+async fn floor_load(url: &str, clients: usize, calls: usize) -> Load {
+    let url = url.to_string();
+    on_a_thread_of_its_own(async move {
+        let mut ready = Vec::new();
+        for _ in 0..clients {
+            ready.push((RawHttp::connect(&url).await, |_| json!({})));
+        }
+        all_at_once(ready, calls).await
+    })
+    .await
+}
+
+/// What a load run measured.
+struct Load {
+    /// Calls per second over the whole run.
+    rate: f64,
+    p50: Duration,
+    p99: Duration,
+    /// p99 without each client's first call: those all begin at once,
+    /// each session's first since it was opened, and the server meets
+    /// them with cold caches (docs/benchmarks.md, "Reading").
+    later_p99: Duration,
+}
+
+/// Every client making its `calls` round trips, all at once.
+async fn all_at_once<F: Fn(u64) -> Value + Send + 'static>(ready: Vec<(RawHttp, F)>, calls: usize) -> Load {
     let t = Instant::now();
     let tasks: Vec<_> =
-        ready.into_iter().map(|(mut c, env)| tokio::spawn(async move { round_trips(&mut c, get_state(&env), calls).await })).collect();
-    let mut all = Vec::new();
+        ready.into_iter().map(|(mut c, request)| tokio::spawn(async move { round_trips(&mut c, request, calls).await })).collect();
+    let (mut all, mut later) = (Vec::new(), Vec::new());
     for task in tasks {
-        all.extend(task.await.unwrap());
+        let times = task.await.unwrap();
+        later.extend_from_slice(&times[1..]);
+        all.extend(times);
     }
     let rate = all.len() as f64 / t.elapsed().as_secs_f64();
     let (p50, p99) = percentiles(all);
-    (rate, p50, p99)
+    Load { rate, p50, p99, later_p99: percentiles(later).1 }
+}
+
+/// Runs `work` on a one-thread runtime on a thread of its own.
+async fn on_a_thread_of_its_own<T: Send + 'static>(work: impl Future<Output = T> + Send + 'static) -> T {
+    tokio::task::spawn_blocking(move || tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(work))
+        .await
+        .unwrap()
+}
+
+/// The C floor (`c_floor`) under `http_load`'s load: 200 connections, 30
+/// requests each, answered with a `hanoi_get_state` answer's bytes.
+async fn c_floor_under_load(url: &str) -> Load {
+    let (mut raw, env) = http_hanoi_session(url).await;
+    let (_, sample) = raw.post(&get_state(&env)(1)).await;
+    floor_load(&c_floor(&sample, 0, 0).url, 200, 30).await
 }
 
 /// The floor under any HTTP server here: a minimal hyper server (in this
@@ -363,6 +423,34 @@ async fn alone(url: &str) -> P50P99 {
 /// The C floor watching for 100 µs after each answer (it ends when dropped).
 fn c_floor_watching(answer: &str) -> CFloor {
     c_floor(answer, 100, 0)
+}
+
+/// A call after half a second of quiet, as an agent's comes after it has
+/// thought: p50 of 15 for the C floor, `ping` and `hanoi_get_state`, each
+/// on a connection of its own. Caches, the server's thread and both CPUs
+/// have gone cold by then (docs/benchmarks.md, "Reading").
+async fn after_quiet(url: &str) -> String {
+    let (mut ludus, env) = http_hanoi_session(url).await;
+    let (_, sample) = ludus.post(&get_state(&env)(1)).await;
+    let floor = c_floor(&sample, 100, 0);
+    let mut c = RawHttp::connect(&floor.url).await;
+    let floor = quiet_then(&mut c, |_| json!({})).await;
+    let ping = quiet_then(&mut ludus, |id| json!({"jsonrpc": "2.0", "id": id, "method": "ping"})).await;
+    let get = quiet_then(&mut ludus, get_state(&env)).await;
+    format!("C floor {} ; `ping` {} ; `hanoi_get_state` {}", us(floor), us(ping), us(get))
+}
+
+/// p50 of 15 round trips, each after half a second of quiet.
+async fn quiet_then(c: &mut RawHttp, request: impl Fn(u64) -> Value) -> Duration {
+    let mut times = Vec::new();
+    for i in 0..15 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let t = Instant::now();
+        let (_, text) = c.post(&request(2 + i)).await;
+        assert!(!rpc_result(&text).is_null(), "{text}");
+        times.push(t.elapsed());
+    }
+    percentiles(times).0
 }
 
 /// What the client's idle CPU costs as a server's own work grows: the C
@@ -1282,7 +1370,7 @@ async fn cluster_costs(cfg: &Path) {
     let two = cluster::nginx(&work.join("nginx-two"), &[&s1.url, &s2.url]);
     for round in 1..=3 {
         for (name, front) in [("1 server", &one), ("2 servers", &two)] {
-            let (rate, p50, p99) = http_load(&front.url, 200, 30).await;
+            let Load { rate, p50, p99, .. } = http_load(&front.url, 200, 30).await;
             eprintln!("cluster round {round}, nginx in front of {name}: 200 sessions {rate:.0} calls/s, p50 {} / p99 {}", us(p50), us(p99));
         }
     }
@@ -1729,22 +1817,27 @@ async fn http_only(cfg: &Path) {
     );
     for round in 1..=3 {
         let t = http_one_at_a_time(&server.url).await;
-        let (one, _, _) = http_load(&server.url, 1, 2_000).await;
-        let (sixteen, _, _) = http_load(&server.url, 16, 250).await;
-        let (rate, p50, p99) = http_load(&server.url, 200, 30).await;
+        let one = http_load(&server.url, 1, 2_000).await.rate;
+        let sixteen = http_load(&server.url, 16, 250).await.rate;
+        let Load { rate, p50, p99, later_p99 } = http_load(&server.url, 200, 30).await;
+        let floor = c_floor_under_load(&server.url).await;
         let (c, watching) = t.ratios();
         eprintln!(
-            "http round {round}: {}; ping {}; hanoi_get_state {} / {} ({c:.2}× the C floor in turn, {watching:.2}× the watching one); 16 clients {:.2}× one; 200 sessions {rate:.0} calls/s, p50 {} / p99 {}",
+            "http round {round}: {}; ping {}; hanoi_get_state {} / {} ({c:.2}× the C floor in turn, {watching:.2}× the watching one); 16 clients {:.2}× one; 200 sessions {rate:.0} calls/s, p50 {} / p99 {} (after each one's first call {}; the C floor {:.0} calls/s, p99 {})",
             t.floors(),
             us(t.ping.0),
             us(t.get.0),
             us(t.get.1),
             sixteen / one,
             us(p50),
-            us(p99)
+            us(p99),
+            us(later_p99),
+            floor.rate,
+            us(floor.p99)
         );
     }
     eprintln!("http, the watching C floor spending some work on each request: {}", idle_wake(&server.url).await);
+    eprintln!("http, a call after half a second of quiet, p50: {}", after_quiet(&server.url).await);
 }
 
 /// `LUDUS_BENCH=http LUDUS_BENCH_BASELINE=/path/to/ludus`: this build against
@@ -1821,7 +1914,7 @@ async fn http_against(cfg: &Path, baseline: &str) {
             us(nlp50)
         );
         for (name, server) in [("baseline", &old), ("this build", &new)] {
-            let (rate, p50, p99) = http_load(&server.url, 200, 30).await;
+            let Load { rate, p50, p99, .. } = http_load(&server.url, 200, 30).await;
             eprintln!("http round {round}, 200 sessions, {name}: {rate:.0} calls/s, p50 {} / p99 {}", us(p50), us(p99));
         }
     }
@@ -2044,16 +2137,26 @@ async fn main() {
             us(t1.get.1)
         ),
     );
-    let (one, _, _) = http_load(&server.url, 1, 2_000).await;
-    let (sixteen, _, _) = http_load(&server.url, 16, 250).await;
+    let one = http_load(&server.url, 1, 2_000).await.rate;
+    let sixteen = http_load(&server.url, 16, 250).await.rate;
     row(
         "HTTP, plain keep-alive clients: 1 client vs 16 concurrent clients",
         format!("{one:.0} vs {sixteen:.0} calls/s ({:.2}×)", sixteen / one),
     );
-    let (rate, l50, l99) = http_load(&server.url, 200, 30).await;
+    let load = http_load(&server.url, 200, 30).await;
+    let floor = c_floor_under_load(&server.url).await;
     row(
-        "HTTP, 200 concurrent sessions × 30 calls (plain keep-alive clients)",
-        format!("{rate:.0} calls/s, p50 {} / p99 {}", us(l50), us(l99)),
+        "HTTP, 200 concurrent sessions × 30 calls (plain keep-alive clients on one thread of the benchmark): calls/s, p50 / p99, p99 after each session's first call; the C floor under the same load",
+        format!(
+            "{:.0} calls/s, {} / {}, {} ; {:.0} calls/s, {} / {}",
+            load.rate,
+            us(load.p50),
+            us(load.p99),
+            us(load.later_p99),
+            floor.rate,
+            us(floor.p50),
+            us(floor.p99)
+        ),
     );
     match magic_round_trips(&server.url).await {
         Ok((d, decisions, took)) => {
