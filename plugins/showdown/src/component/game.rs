@@ -142,6 +142,35 @@ impl Seeds {
 pub struct SeatTally {
     pub counts: ludus_sdk::tally::Tally,
     pub optimality: Vec<f32>,
+    /// Whether the choice last sent added its score to `optimality`: the
+    /// simulator may still refuse it, and then the score goes too.
+    #[serde(default)]
+    last_scored: bool,
+}
+
+impl SeatTally {
+    /// A choice sent to the simulator: a move made, with its optimality
+    /// where the search scored it. Nothing counts once the game is over.
+    pub fn sent(&mut self, optimality: Option<f32>) {
+        if self.counts.ended.is_some() {
+            return;
+        }
+        self.counts.sent(true);
+        self.optimality.extend(optimality);
+        self.last_scored = optimality.is_some();
+    }
+
+    /// The simulator refused the choice last sent: it counts as refused, and
+    /// its score leaves the optimality list, which holds decisions made.
+    pub fn refused(&mut self) {
+        if self.counts.ended.is_some() {
+            return;
+        }
+        self.counts.retract();
+        if std::mem::take(&mut self.last_scored) {
+            self.optimality.pop();
+        }
+    }
 }
 
 /// The teams an offline battle's players bring, as the agent gave them
@@ -604,8 +633,8 @@ fn seat_event(g: &mut Game, event: Event) {
 pub fn reject(g: &mut Game, text: String) {
     g.seat.battle.correction_due = text.starts_with("[Unavailable choice]");
     if let Some((seq, act)) = g.seat.submitted.take() {
-        // The move was counted as made when it was sent.
-        g.seat.tally.counts.retract();
+        // The move was counted as made, and scored, when it was sent.
+        g.seat.tally.refused();
         g.seat.rejected = Some((seq, act, text));
     }
 }
@@ -723,5 +752,32 @@ pub fn online_event(g: &mut Game, event: Event) {
             }
         }
         Event::End { .. } | Event::Notice { .. } => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SeatTally;
+
+    #[test]
+    fn a_refused_choice_takes_its_score_out_of_the_optimality_list() {
+        let mut t = SeatTally::default();
+        t.sent(Some(0.5));
+        t.sent(Some(1.0));
+        t.refused();
+        // An unscored choice refused: the scores before it stay.
+        t.sent(None);
+        t.refused();
+        t.sent(Some(0.25));
+        assert_eq!(t.optimality, vec![0.5, 0.25]);
+        assert_eq!((t.counts.moves, t.counts.illegal), (2, 2));
+    }
+
+    #[test]
+    fn a_tally_saved_before_scores_were_taken_back_still_reads() {
+        let saved = serde_json::json!({"counts": ludus_sdk::tally::Tally::default(), "optimality": [0.5]});
+        let mut t: SeatTally = serde_json::from_value(saved).unwrap();
+        t.refused();
+        assert_eq!(t.optimality, vec![0.5], "a choice sent before the restart is not known to be scored");
     }
 }

@@ -407,8 +407,7 @@ impl Guest for Showdown {
                     }
                     let card = score(&g.seat.battle, req, seq, &chosen.name(), &g.format);
                     let optimality = card.evaluation.as_ref().ok().and_then(|e| e.verdict(&card.action)).map(|v| v.optimality);
-                    g.seat.tally.counts.sent(true);
-                    g.seat.tally.optimality.extend(optimality);
+                    g.seat.tally.sent(optimality);
                     g.seat.scorecard = Some(card);
                     tell_standing(g);
                     choose(g, &chosen.choice);
