@@ -426,9 +426,10 @@ fn c_floor_watching(answer: &str) -> CFloor {
 }
 
 /// A call after half a second of quiet, as an agent's comes after it has
-/// thought: p50 of 15 for the C floor, `ping` and `hanoi_get_state`, each
-/// on a connection of its own. Caches, the server's thread and both CPUs
-/// have gone cold by then (docs/benchmarks.md, "Reading").
+/// thought: p50 of 15 for the watching C floor (on a connection of its
+/// own), then `ping` and `hanoi_get_state` on one session's. Caches, the
+/// server's thread and both CPUs have gone cold by then
+/// (docs/benchmarks.md, "Reading").
 async fn after_quiet(url: &str) -> String {
     let (mut ludus, env) = http_hanoi_session(url).await;
     let (_, sample) = ludus.post(&get_state(&env)(1)).await;
@@ -457,8 +458,8 @@ async fn quiet_then(c: &mut RawHttp, request: impl Fn(u64) -> Value) -> Duration
 /// floor, watching as Ludus does, spending 0 to 8 µs on each request before
 /// answering, each asked alone; with the guest's idle polling
 /// (`guest_halt_poll_ns`, where the machine has `cpuidle-haltpoll`). A
-/// client that waits longer than its way into idle takes finds its CPU
-/// halted and is woken through the hypervisor (docs/benchmarks.md, "Reading").
+/// client whose wait outlasts its CPU's way into idle finds that CPU halted,
+/// and is woken through the hypervisor (docs/benchmarks.md, "Reading").
 async fn idle_wake(url: &str) -> String {
     let (mut raw, env) = http_hanoi_session(url).await;
     let (_, sample) = raw.post(&get_state(&env)(1)).await;
