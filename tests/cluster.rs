@@ -609,3 +609,47 @@ async fn a_game_handed_away_and_back_keeps_its_engine_thinking() {
         }
     }
 }
+
+/// How many times Redis read a game whole (`HMGET` of its record, state
+/// and version): each is a server loading a copy or rebuilding one.
+fn whole_reads(redis: &str) -> u64 {
+    let mut con = redis::Client::open(redis).unwrap().get_connection().unwrap();
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut con).unwrap();
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_hmget:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+/// A puzzle handed to another server and back, with nobody writing it in
+/// between, had nothing running (no timer, no process): the copy it comes
+/// back to is the game as stored, and is not rebuilt. A move made through
+/// the other server meanwhile is caught up with.
+#[tokio::test]
+async fn a_puzzle_handed_back_unchanged_is_not_rebuilt_and_a_move_elsewhere_is_caught_up() {
+    if !services_present() {
+        return;
+    }
+    let work = scratch();
+    let (alice, line) = issue_token("alice");
+    let cfg = config(work.path(), &line);
+    let redis = redis(work.path());
+    let (s1, s2) = (server(work.path(), &cfg, &redis.url, "s1").await, server(work.path(), &cfg, &redis.url, "s2").await);
+    let (a, b) = (http_client_with_token(&s1, &alice).await, http_client_with_token(&s2, &alice).await);
+    let env = a.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].as_str().unwrap().to_string();
+    a.ok("hanoi_execute_move", json!({"env_id": env, "move": [1, 0, 2]})).await;
+    // s2's first call loads its copy; from then on both have one.
+    b.ok("hanoi_get_state", json!({"env_id": env})).await;
+    let before = whole_reads(&redis.url);
+    for _ in 0..5 {
+        assert_eq!(a.ok("hanoi_get_state", json!({"env_id": env})).await["moves_made"], 1);
+        assert_eq!(b.ok("hanoi_get_state", json!({"env_id": env})).await["moves_made"], 1);
+        assert!(lease_holder(&redis.url, &env).is_some_and(|h| h.starts_with("s2 ")), "the game did not go to s2");
+    }
+    assert_eq!(whole_reads(&redis.url), before, "a copy was rebuilt though nobody wrote the game");
+    // A move through s2; s1's copy is behind, and catches up.
+    assert_eq!(b.ok("hanoi_execute_move", json!({"env_id": env, "move": [2, 0, 1]})).await["moves_made"], 2);
+    assert_eq!(a.ok("hanoi_get_state", json!({"env_id": env})).await["moves_made"], 2);
+    assert_eq!(whole_reads(&redis.url), before + 1, "s1 did not rebuild its copy from the store once");
+}

@@ -63,9 +63,9 @@ impl Channels {
         self.table.list()
     }
 
-    /// Closes every channel: the session ended.
-    pub fn close_all(&self) {
-        self.table.close_all();
+    /// Closes every channel: the session ended. Whether any was open.
+    pub fn close_all(&self) -> bool {
+        self.table.close_all()
     }
 
     /// Opens endpoint `name`; its input goes to `inbox`.

@@ -84,11 +84,14 @@ impl Table {
     }
 
     /// Closes everything: the session ended. Aborting a task drops its child
-    /// process, which kills it (`kill_on_drop`).
-    pub fn close_all(&self) {
+    /// process, which kills it (`kill_on_drop`). Whether any was open.
+    pub fn close_all(&self) -> bool {
+        let mut any = false;
         for (_, ch) in lock(&self.open).drain() {
             ch.task.abort();
+            any = true;
         }
+        any
     }
 }
 

@@ -129,7 +129,12 @@ impl Session {
         let _one_at_a_time = lock(&self.kept.leasing);
         self.kept.handing_over.store(false, Ordering::Relaxed);
         if lock(&self.kept.written).lease.is_some() {
-            self.leave_copy();
+            // A copy with nothing running (no timer, no process: a puzzle)
+            // is the game as stored, and stays current until another server
+            // writes it: a call that brings it back needs no rebuild.
+            if self.stop_io() {
+                self.set_version(0);
+            }
             self.give_up_lease();
             tracing::debug!(plugin = self.plugin.name, session = self.id(), "handed the game to the server that asked for it");
         }
@@ -139,9 +144,10 @@ impl Session {
     /// processes stop, and it counts as behind the store whatever its
     /// version, so the next call here rebuilds it (`catch_up`, which starts
     /// them again from the stored state) even when nobody wrote the game in
-    /// between: else a copy handed away and back, or revived while a dead
-    /// server's lease lapsed, would run on with its timers gone (a chess
-    /// engine that never replies).
+    /// between: else a copy revived while a dead server's lease lapsed
+    /// would run on with the timer that just fired gone (a chess engine
+    /// that never replies). A hand-over marks it so only when something
+    /// was running (`hand_over`).
     fn leave_copy(&self) {
         self.stop_io();
         self.set_version(0);

@@ -559,12 +559,14 @@ impl Session {
     }
 
     /// The session ended: no more timers, and every channel closed (its
-    /// processes killed).
-    pub fn stop_io(&self) {
+    /// processes killed). Whether a timer or a channel was running.
+    pub fn stop_io(&self) -> bool {
+        let mut stopped = false;
         for (_, key) in lock(&self.timers).pending.drain() {
             self.plugin.runtime.timers.disarm(key);
+            stopped = true;
         }
-        self.channels.close_all();
+        self.channels.close_all() || stopped
     }
 
     async fn fire_timer(self: Arc<Self>, id: u64) {
