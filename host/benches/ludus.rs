@@ -2121,6 +2121,7 @@ async fn main() {
         format!("{} ; {} / {} ({c:.2}× the C floor in turn, {watching:.2}× the watching one)", us(t.ping.0), us(t.get.0), us(t.get.1)),
     );
     row("HTTP, the watching C floor spending some work on each request before answering, asked alone, p50", idle_wake(&server.url).await);
+    row("HTTP, a call after half a second of quiet (as an agent's, after it thinks), p50 of 15", after_quiet(&server.url).await);
     let t1 = tokio::task::spawn_blocking({
         let cfg = cfg.clone();
         move || http_on_cpu0(&cfg)
