@@ -574,6 +574,26 @@ async fn a_server_gives_its_games_up_when_they_go_idle_and_when_it_stops() {
     assert!(lease_holder(&redis.url, &active).is_some_and(|h| h.starts_with("s2 ")));
 }
 
+/// Two servers on one Redis, and one caller (alice) with a client on each:
+/// `a` through s1, `b` through s2. What it started ends when it drops.
+struct OneCallerOnTwoServers {
+    a: Client,
+    b: Client,
+    redis: Service,
+    _servers: (HttpServer, HttpServer),
+    _work: tempfile::TempDir,
+}
+
+async fn one_caller_on_two_servers() -> OneCallerOnTwoServers {
+    let work = scratch();
+    let (alice, line) = issue_token("alice");
+    let cfg = config(work.path(), &line);
+    let redis = redis(work.path());
+    let (s1, s2) = (server(work.path(), &cfg, &redis.url, "s1").await, server(work.path(), &cfg, &redis.url, "s2").await);
+    let (a, b) = (http_client_with_token(&s1, &alice).await, http_client_with_token(&s2, &alice).await);
+    OneCallerOnTwoServers { a, b, redis, _servers: (s1, s2), _work: work }
+}
+
 /// A game handed to another server and back before that server changed it
 /// runs on where it came back to, timers and all: the chess engine,
 /// thinking when a read through the other server took the game, replies
@@ -584,12 +604,8 @@ async fn a_game_handed_away_and_back_keeps_its_engine_thinking() {
     if !services_present() {
         return;
     }
-    let work = scratch();
-    let (alice, line) = issue_token("alice");
-    let cfg = config(work.path(), &line);
-    let redis = redis(work.path());
-    let (s1, s2) = (server(work.path(), &cfg, &redis.url, "s1").await, server(work.path(), &cfg, &redis.url, "s2").await);
-    let (a, b) = (http_client_with_token(&s1, &alice).await, http_client_with_token(&s2, &alice).await);
+    let one = one_caller_on_two_servers().await;
+    let (a, b) = (&one.a, &one.b);
     let start = json!({"type": "computer", "color": "white", "difficulty": 1, "seed": 3});
     let mut board = a.ok("chess_create_game", start).await;
     let id = board["game_id"].as_str().unwrap().to_string();
@@ -631,25 +647,21 @@ async fn a_puzzle_handed_back_unchanged_is_not_rebuilt_and_a_move_elsewhere_is_c
     if !services_present() {
         return;
     }
-    let work = scratch();
-    let (alice, line) = issue_token("alice");
-    let cfg = config(work.path(), &line);
-    let redis = redis(work.path());
-    let (s1, s2) = (server(work.path(), &cfg, &redis.url, "s1").await, server(work.path(), &cfg, &redis.url, "s2").await);
-    let (a, b) = (http_client_with_token(&s1, &alice).await, http_client_with_token(&s2, &alice).await);
+    let one = one_caller_on_two_servers().await;
+    let (a, b) = (&one.a, &one.b);
     let env = a.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].as_str().unwrap().to_string();
     a.ok("hanoi_execute_move", json!({"env_id": env, "move": [1, 0, 2]})).await;
     // s2's first call loads its copy; from then on both have one.
     b.ok("hanoi_get_state", json!({"env_id": env})).await;
-    let before = whole_reads(&redis.url);
+    let before = whole_reads(&one.redis.url);
     for _ in 0..5 {
         assert_eq!(a.ok("hanoi_get_state", json!({"env_id": env})).await["moves_made"], 1);
         assert_eq!(b.ok("hanoi_get_state", json!({"env_id": env})).await["moves_made"], 1);
-        assert!(lease_holder(&redis.url, &env).is_some_and(|h| h.starts_with("s2 ")), "the game did not go to s2");
+        assert!(lease_holder(&one.redis.url, &env).is_some_and(|h| h.starts_with("s2 ")), "the game did not go to s2");
     }
-    assert_eq!(whole_reads(&redis.url), before, "a copy was rebuilt though nobody wrote the game");
+    assert_eq!(whole_reads(&one.redis.url), before, "a copy was rebuilt though nobody wrote the game");
     // A move through s2; s1's copy is behind, and catches up.
     assert_eq!(b.ok("hanoi_execute_move", json!({"env_id": env, "move": [2, 0, 1]})).await["moves_made"], 2);
     assert_eq!(a.ok("hanoi_get_state", json!({"env_id": env})).await["moves_made"], 2);
-    assert_eq!(whole_reads(&redis.url), before + 1, "s1 did not rebuild its copy from the store once");
+    assert_eq!(whole_reads(&one.redis.url), before + 1, "s1 did not rebuild its copy from the store once");
 }
