@@ -164,6 +164,14 @@ pub enum Direct {
 }
 
 impl Direct {
+    /// The answer to request `id`: its result, or the error it met.
+    fn of(id: RequestId, outcome: Result<ServerResult, McpError>) -> Direct {
+        match outcome {
+            Ok(result) => Direct::Result(id, result),
+            Err(e) => Direct::Message(ServerJsonRpcMessage::error(e, Some(id))),
+        }
+    }
+
     /// The answer as a message, for `peer`.
     pub fn into_message(self, peer: Peer) -> ServerJsonRpcMessage {
         match self {
@@ -229,10 +237,9 @@ impl Ludus {
                     }
                 })
             }
-            ClientRequest::InitializeRequest(init) => answered(match self.initialize_session(session, &init.params) {
-                Ok(result) => Direct::Result(id, ServerResult::InitializeResult(result)),
-                Err(e) => Direct::Message(ServerJsonRpcMessage::error(e, Some(id))),
-            }),
+            ClientRequest::InitializeRequest(init) => {
+                answered(Direct::of(id, self.initialize_session(session, &init.params).map(ServerResult::InitializeResult)))
+            }
             // rmcp marks logging deprecated (a later protocol drops it); clients up to 2025-11-25 use it.
             #[allow(deprecated)]
             ClientRequest::SetLevelRequest(set) => {
@@ -243,12 +250,7 @@ impl Ludus {
             ClientRequest::SubscribeRequest(subscribe) => {
                 let this = self.clone();
                 let caller = caller.unwrap_or_else(|| self.caller.clone());
-                Box::pin(async move {
-                    match this.subscribe_to(subscribe.params.uri, &caller).await {
-                        Ok(()) => Direct::Result(id, ServerResult::empty(())),
-                        Err(e) => Direct::Message(ServerJsonRpcMessage::error(e, Some(id))),
-                    }
-                })
+                Box::pin(async move { Direct::of(id, this.subscribe_to(subscribe.params.uri, &caller).await.map(ServerResult::empty)) })
             }
             #[allow(deprecated)]
             ClientRequest::UnsubscribeRequest(unsubscribe) => {
@@ -259,12 +261,7 @@ impl Ludus {
             read => {
                 let this = self.clone();
                 let caller = caller.unwrap_or_else(|| self.caller.clone());
-                Box::pin(async move {
-                    match this.read_as(read, &caller).await {
-                        Ok(result) => Direct::Result(id, result),
-                        Err(e) => Direct::Message(ServerJsonRpcMessage::error(e, Some(id))),
-                    }
-                })
+                Box::pin(async move { Direct::of(id, this.read_as(read, &caller).await) })
             }
         }
     }
