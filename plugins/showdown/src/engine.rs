@@ -330,7 +330,6 @@ fn our_side(battle: &Battle, request: &Request) -> Result<Side, String> {
 fn their_side(battle: &Battle, rng: &mut Rng) -> Result<Side, String> {
     let view = battle.their_side().ok_or("the opponent has not been seen yet")?;
     let seen: Vec<&Mon> = view.mons.iter().take(6).collect();
-    let active = seen.iter().position(|m| m.active).ok_or("the opponent has no active Pokémon")?;
     let mut side = Side::default();
     for (i, mon) in seen.iter().enumerate() {
         side.pokemon.pkmn[i] = guessed_pokemon(mon, rng);
@@ -344,6 +343,16 @@ fn their_side(battle: &Battle, rng: &mut Rng) -> Result<Side, String> {
             None => empty_slot(),
         };
     }
+    let active = match seen.iter().position(|m| m.active) {
+        Some(active) => active,
+        // Its active Pokémon fainted and we choose first (both sides replace a
+        // fainted one at once, or our pivot move knocked it out): which one it
+        // sends in is hidden, so each guess draws it from those able to fight.
+        None => {
+            let able: Vec<usize> = (0..6).filter(|&i| side.pokemon.pkmn[i].hp > 0).collect();
+            *rng.pick(&able).ok_or("the opponent has no Pokémon left to send in")?
+        }
+    };
     side.active_index = pokemon_index(active);
     apply_view(&mut side, view, battle.turn);
     Ok(side)
@@ -655,6 +664,36 @@ mod tests {
         let state = build_state(&b, &req, &mut Rng::new(1)).unwrap();
         assert_eq!((state.side_two.volatile_status_durations.taunt, state.side_one.volatile_status_durations.yawn), (2, 1));
         assert!(evaluate_actions(&b, &req, Settings::default()).is_ok());
+    }
+
+    #[test]
+    fn a_replacement_chosen_while_the_opponents_field_is_empty_is_scored() {
+        // Both active Pokémon fainted: we choose our replacement while the
+        // opponent chooses theirs, unseen.
+        let (mut b, _) = position();
+        for l in ["|-damage|p1a: Pikachu|0 fnt", "|faint|p1a: Pikachu", "|-damage|p2a: Gyarados|0 fnt", "|faint|p2a: Gyarados"] {
+            b.on_log(l);
+        }
+        let req = Request::parse(
+            r#"{"forceSwitch":[true],"side":{"name":"A","id":"p1","pokemon":[
+                {"ident":"p1: Pikachu","details":"Pikachu, L92","condition":"0 fnt","active":true,
+                 "stats":{"atk":180,"def":140,"spa":170,"spd":160,"spe":250},"moves":["thunderbolt","grassknot","nuzzle"],
+                 "baseAbility":"static","item":"lightball","ability":"static","teraType":"Electric","terastallized":""},
+                {"ident":"p1: Snorlax","details":"Snorlax, L84","condition":"400/400","active":false,
+                 "stats":{"atk":250,"def":160,"spa":150,"spd":250,"spe":80},"moves":["bodyslam","rest","curse","earthquake"],
+                 "baseAbility":"thickfat","item":"leftovers","ability":"thickfat","teraType":"Normal"}]},"rqid":4}"#,
+        )
+        .unwrap();
+        b.on_request(req.clone());
+        assert!(b.their_side().unwrap().active().is_none(), "the opponent's field is empty");
+        let e = evaluate_actions(&b, &req, Settings::default()).unwrap();
+        assert_eq!(e.actions.iter().map(|s| s.action.as_str()).collect::<Vec<_>>(), ["switch snorlax"]);
+        // Each guess sends in one of the opponent's Pokémon still able to
+        // fight, never the fainted Gyarados.
+        for k in 0..8 {
+            let state = build_state(&b, &req, &mut Rng::new(k)).unwrap();
+            assert!(state.side_two.get_active_immutable().hp > 0, "guess {k}");
+        }
     }
 
     #[test]
