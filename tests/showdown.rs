@@ -251,23 +251,30 @@ async fn bad_actions_forfeit_and_a_killed_simulator() {
 }
 
 /// One agent's loop: wait for our turn, take the first legal action, until
-/// the end; each move on the server is scored like an offline one.
+/// the end; each move on the server is scored like an offline one (a
+/// replacement chosen while the opponent's field is empty too), except
+/// where the answer names the limit the guide states: Revival Blessing.
 async fn play_agent(c: &Client, id: &str) -> Value {
     let (mut moves, mut scored) = (0, 0);
     for _ in 0..800 {
         let s = c.ok("showdown_get_battle_state", json!({"battle_id": id})).await;
         if s["status"] == "finished" {
-            assert!(scored * 10 >= moves * 9, "only {scored} of {moves} moves on the server were scored");
+            eprintln!("{id}: {scored} of {moves} moves scored");
             return s;
         }
         assert_eq!(s["status"], "active", "{s}");
         let legal = s["available_actions"].as_array().unwrap().clone();
         let Some(action) = legal.first().and_then(Value::as_str) else { continue };
-        let r = c.ok("showdown_make_move", json!({"battle_id": id, "action": action})).await;
+        let answer = c.call("showdown_make_move", json!({"battle_id": id, "action": action})).await;
+        assert_ne!(answer.is_error, Some(true), "{action}: {}", text(&answer));
+        let r = answer.structured_content.clone().unwrap();
         moves += 1;
         if let Some(e) = r["evaluation"].as_object() {
             check_evaluation(e, action, &legal);
             scored += 1;
+        } else {
+            let why = text(&answer);
+            assert!(why.contains("not scored: Revival Blessing is not modelled"), "an unscored move: {why}");
         }
     }
     panic!("battle {id} did not end");
