@@ -7,9 +7,10 @@ use std::process::Command;
 use common::*;
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    // A server that would start keeps its games away from the user's data dir.
-    let data = std::env::temp_dir().join(format!("ludus-cli-data-{}", std::process::id()));
-    let out = Command::new(BIN).args(args).env("LUDUS_LOG", "error").env("XDG_DATA_HOME", data).output().unwrap();
+    // A server that would start keeps its games away from the user's data
+    // dir, in a directory removed when the command is done.
+    let data = scratch();
+    let out = Command::new(BIN).args(args).env("LUDUS_LOG", "error").env("XDG_DATA_HOME", data.path()).output().unwrap();
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 
