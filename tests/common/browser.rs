@@ -57,21 +57,52 @@ impl Page {
     }
 }
 
+/// Headless Chromium in a process group of its own. Dropped, the whole
+/// group is killed and waited out: its helpers write to the profile
+/// directory until they die, and a test's scratch directory, dropped after
+/// it, is then removed whole.
+pub struct Browser {
+    child: tokio::process::Child,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let Some(pid) = self.child.id() else { return };
+        let group = -(pid as i32);
+        // SAFETY: kill(2) on the group this test started; no memory is shared.
+        unsafe { libc::kill(group, libc::SIGKILL) };
+        let start = Instant::now();
+        // The group is gone when its last member is reaped: the browser by
+        // us, its helpers by init.
+        while start.elapsed() < Duration::from_secs(5) {
+            let _ = self.child.try_wait();
+            // SAFETY: signal 0 only asks whether the group has members.
+            if unsafe { libc::kill(group, 0) } != 0 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
 /// Starts headless Chromium on `url` and opens a DevTools session to its page.
-pub async fn chromium(url: &str, profile: &std::path::Path) -> (tokio::process::Child, Page) {
+pub async fn chromium(url: &str, profile: &std::path::Path) -> (Browser, Page) {
     let bin = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| std::path::Path::new(p).exists());
     let bin = bin.expect("this test needs Debian's chromium: apt-get install chromium (.ci/run installs it)");
-    let mut child = tokio::process::Command::new(bin)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"])
-        .args(["--disable-component-update", "--disable-sync", "--window-size=800,800", "--remote-debugging-port=0"])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(url)
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    // In a `Browser` at once, so that a failed start below leaves nothing running.
+    let mut browser = Browser {
+        child: tokio::process::Command::new(bin)
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"])
+            .args(["--disable-component-update", "--disable-sync", "--window-size=800,800", "--remote-debugging-port=0"])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(url)
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap(),
+    };
+    let mut lines = tokio::io::BufReader::new(browser.child.stderr.take().unwrap()).lines();
     let port = tokio::time::timeout(Duration::from_secs(30), async {
         while let Some(l) = lines.next_line().await.unwrap() {
             if let Some(rest) = l.split("DevTools listening on ws://127.0.0.1:").nth(1) {
@@ -87,7 +118,7 @@ pub async fn chromium(url: &str, profile: &std::path::Path) -> (tokio::process::
     let targets: Value = reqwest::get(format!("http://127.0.0.1:{port}/json/list")).await.unwrap().json().await.unwrap();
     let page = targets.as_array().unwrap().iter().find(|t| t["type"] == "page").expect("a page target");
     let (ws, _) = tokio_tungstenite::connect_async(page["webSocketDebuggerUrl"].as_str().unwrap()).await.unwrap();
-    (child, Page { ws, next: 0, errors: Vec::new() })
+    (browser, Page { ws, next: 0, errors: Vec::new() })
 }
 
 impl Page {
