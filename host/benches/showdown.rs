@@ -79,9 +79,11 @@ async fn main() {
     println!("| measurement ({BATTLES} offline battles of each against the heuristic bot, in turn) | singles | doubles |\n|---|---|---|");
     let [singles, doubles] = &figures;
     println!(
-        "| decisions scored (legal actions listed on average, all positions) | {} ({:.1}) | {} ({:.1}) |",
+        "| decisions made / scored (legal actions listed on average, all positions) | {} / {} ({:.1}) | {} / {} ({:.1}) |",
+        singles.round_trip_ms.len(),
         singles.evaluation_ms.len(),
         mean(&singles.legal),
+        doubles.round_trip_ms.len(),
         doubles.evaluation_ms.len(),
         mean(&doubles.legal)
     );
