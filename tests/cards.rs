@@ -1146,7 +1146,15 @@ async fn a_stalled_install_says_so_while_it_runs_and_gives_up_in_time() {
     let hole = BlackHole::new();
     let index = format!("{}simple", hole.url());
     let cfg = dealt(work.path(), "[plugins.cards]\nmax_wait_ms = 2000\n");
-    let env = [("XDG_CACHE_HOME", xdg.to_str().unwrap()), ("PIP_INDEX_URL", index.as_str()), ("LUDUS_INSTALL_TIMEOUT_S", "15")];
+    // Its own temporary directory: pip, killed at the time limit, must leave nothing in it.
+    let tmp = work.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let env = [
+        ("XDG_CACHE_HOME", xdg.to_str().unwrap()),
+        ("PIP_INDEX_URL", index.as_str()),
+        ("LUDUS_INSTALL_TIMEOUT_S", "15"),
+        ("TMPDIR", tmp.to_str().unwrap()),
+    ];
     let c = stdio_env(&["--config", cfg.to_str().unwrap()], work.path(), &env).await;
     let st = c.ok("cards_start_game", json!({"seed": 1})).await;
     let id = st["game_id"].as_str().unwrap().to_string();
@@ -1164,4 +1172,6 @@ async fn a_stalled_install_says_so_while_it_runs_and_gives_up_in_time() {
     assert!(heard_installing, "no answer said the engine was being installed");
     assert!(why.contains("pip could not install phase-python==0.103.0") && why.contains("had not finished after 15 s"), "{why}");
     c.close().await;
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "the stopped install left temporary files: {left:?}");
 }

@@ -77,13 +77,21 @@ def run_step(cmd, why):
     """Runs one install step within INSTALL_LIMIT_S, its output going to the
     server's log; None when it succeeded, else why it failed with the
     program's last words."""
+    import shutil
     import subprocess
+    import tempfile
 
+    # The step's temporary files go in a directory of its own, removed after
+    # it: pip stopped at the time limit is killed and cleans up nothing.
+    scratch = tempfile.mkdtemp(prefix="ludus-install-")
     try:
-        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=INSTALL_LIMIT_S)
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=INSTALL_LIMIT_S,
+                              env={**os.environ, "TMPDIR": scratch})
         output, late = done.stdout, None
     except subprocess.TimeoutExpired as e:
         output, late = e.output, f"it had not finished after {INSTALL_LIMIT_S} s and was stopped (is the index reachable, through your proxy, with its certificate?)"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     text = (output or b"").decode("utf-8", "replace")
     sys.stderr.write(text)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
