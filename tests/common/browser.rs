@@ -89,12 +89,16 @@ impl Drop for Browser {
 pub async fn chromium(url: &str, profile: &std::path::Path) -> (Browser, Page) {
     let bin = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| std::path::Path::new(p).exists());
     let bin = bin.expect("this test needs Debian's chromium: apt-get install chromium (.ci/run installs it)");
+    // Its temporary files (a singleton socket, left behind when it is
+    // killed) go in the profile, inside the test's scratch directory.
+    std::fs::create_dir_all(profile).unwrap();
     // In a `Browser` at once, so that a failed start below leaves nothing running.
     let mut browser = Browser {
         child: tokio::process::Command::new(bin)
             .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"])
             .args(["--disable-component-update", "--disable-sync", "--window-size=800,800", "--remote-debugging-port=0"])
             .arg(format!("--user-data-dir={}", profile.display()))
+            .env("TMPDIR", profile)
             .arg(url)
             .stderr(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
