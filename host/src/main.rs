@@ -90,6 +90,8 @@ enum Command {
         /// (`chess`, `hanoi`, …).
         #[arg(value_name = "FILE|GAME")]
         file: PathBuf,
+        /// The server's config: the component is shown as that server
+        /// would load it (its tool names and prefix, limits, cache dir).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
