@@ -600,23 +600,26 @@ mod tests {
         for l in ["|switch|p1a: Pikachu|Pikachu, L92|211/211", "|switch|p2a: Gyarados|Gyarados, L80|100/100", "|turn|1"] {
             b.on_log(l);
         }
-        let req = Request::parse(
-            r#"{"active":[{"moves":[
+        let moves = r#"{"active":[{"moves":[
                 {"move":"Thunderbolt","id":"thunderbolt","pp":24,"maxpp":24,"disabled":false},
                 {"move":"Grass Knot","id":"grassknot","pp":32,"maxpp":32,"disabled":false},
                 {"move":"Nuzzle","id":"nuzzle","pp":32,"maxpp":32,"disabled":false}],
-                "canTerastallize":"Electric"}],
-              "side":{"name":"A","id":"p1","pokemon":[
-                {"ident":"p1: Pikachu","details":"Pikachu, L92","condition":"211/211","active":true,
-                 "stats":{"atk":180,"def":140,"spa":170,"spd":160,"spe":250},"moves":["thunderbolt","grassknot","nuzzle"],
-                 "baseAbility":"static","item":"lightball","ability":"static","teraType":"Electric","terastallized":""},
-                {"ident":"p1: Snorlax","details":"Snorlax, L84","condition":"400/400","active":false,
-                 "stats":{"atk":250,"def":160,"spa":150,"spd":250,"spe":80},"moves":["bodyslam","rest","curse","earthquake"],
-                 "baseAbility":"thickfat","item":"leftovers","ability":"thickfat","teraType":"Normal"}]},"rqid":3}"#,
-        )
-        .unwrap();
+                "canTerastallize":"Electric"}],"#;
+        let req = Request::parse(&format!("{moves}{},\"rqid\":3}}", our_team("211/211"))).unwrap();
         b.on_request(req.clone());
         (b, req)
+    }
+
+    /// Our side of a request: Pikachu active (in `condition`), Snorlax behind it.
+    fn our_team(condition: &str) -> String {
+        r#""side":{"name":"A","id":"p1","pokemon":[
+            {"ident":"p1: Pikachu","details":"Pikachu, L92","condition":"CONDITION","active":true,
+             "stats":{"atk":180,"def":140,"spa":170,"spd":160,"spe":250},"moves":["thunderbolt","grassknot","nuzzle"],
+             "baseAbility":"static","item":"lightball","ability":"static","teraType":"Electric","terastallized":""},
+            {"ident":"p1: Snorlax","details":"Snorlax, L84","condition":"400/400","active":false,
+             "stats":{"atk":250,"def":160,"spa":150,"spd":250,"spe":80},"moves":["bodyslam","rest","curse","earthquake"],
+             "baseAbility":"thickfat","item":"leftovers","ability":"thickfat","teraType":"Normal"}]}"#
+            .replace("CONDITION", condition)
     }
 
     #[test]
@@ -674,16 +677,7 @@ mod tests {
         for l in ["|-damage|p1a: Pikachu|0 fnt", "|faint|p1a: Pikachu", "|-damage|p2a: Gyarados|0 fnt", "|faint|p2a: Gyarados"] {
             b.on_log(l);
         }
-        let req = Request::parse(
-            r#"{"forceSwitch":[true],"side":{"name":"A","id":"p1","pokemon":[
-                {"ident":"p1: Pikachu","details":"Pikachu, L92","condition":"0 fnt","active":true,
-                 "stats":{"atk":180,"def":140,"spa":170,"spd":160,"spe":250},"moves":["thunderbolt","grassknot","nuzzle"],
-                 "baseAbility":"static","item":"lightball","ability":"static","teraType":"Electric","terastallized":""},
-                {"ident":"p1: Snorlax","details":"Snorlax, L84","condition":"400/400","active":false,
-                 "stats":{"atk":250,"def":160,"spa":150,"spd":250,"spe":80},"moves":["bodyslam","rest","curse","earthquake"],
-                 "baseAbility":"thickfat","item":"leftovers","ability":"thickfat","teraType":"Normal"}]},"rqid":4}"#,
-        )
-        .unwrap();
+        let req = Request::parse(&format!("{{\"forceSwitch\":[true],{},\"rqid\":4}}", our_team("0 fnt"))).unwrap();
         b.on_request(req.clone());
         assert!(b.their_side().unwrap().active().is_none(), "the opponent's field is empty");
         let e = evaluate_actions(&b, &req, Settings::default()).unwrap();
