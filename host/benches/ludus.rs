@@ -182,6 +182,14 @@ async fn http_hanoi_session_as(url: &str, version: &'static str) -> (RawHttp, Va
     (c, env)
 }
 
+/// A Hanoi session on `url`, its env id, and the bytes of its
+/// `hanoi_get_state` answer, which the floors answer every request with.
+async fn session_and_sample(url: &str) -> (RawHttp, Value, String) {
+    let (mut c, env) = http_hanoi_session(url).await;
+    let (_, sample) = c.post(&get_state(&env)(1)).await;
+    (c, env, sample)
+}
+
 /// A Hanoi puzzle (N=3) started by `c`: its env id.
 async fn new_hanoi(c: &mut RawHttp) -> Value {
     let (_, text) = c.post(&tool_call(1, "hanoi_init_simulator", json!({"n": 3}))).await;
@@ -288,8 +296,7 @@ async fn on_a_thread_of_its_own<T: Send + 'static>(work: impl Future<Output = T>
 /// The C floor (`c_floor`) under `http_load`'s load: 200 connections, 30
 /// requests each, answered with a `hanoi_get_state` answer's bytes.
 async fn c_floor_under_load(url: &str) -> Load {
-    let (mut raw, env) = http_hanoi_session(url).await;
-    let (_, sample) = raw.post(&get_state(&env)(1)).await;
+    let (_, _, sample) = session_and_sample(url).await;
     floor_load(&c_floor(&sample, 0, 0).url, 200, 30).await
 }
 
@@ -398,8 +405,7 @@ struct OneAtATime {
 /// then `ping` and `hanoi_get_state` to the server at `url`, the last four
 /// asked in turn.
 async fn http_one_at_a_time(url: &str) -> OneAtATime {
-    let (mut raw, env) = http_hanoi_session(url).await;
-    let (_, sample) = raw.post(&get_state(&env)(1)).await;
+    let (raw, env, sample) = session_and_sample(url).await;
     let c_floor = c_floor(&sample, 0, 0);
     let c_alone = alone(&c_floor.url).await;
     let c_watching = alone(&c_floor_watching(&sample).url).await;
@@ -431,8 +437,7 @@ fn c_floor_watching(answer: &str) -> CFloor {
 /// server's thread and both CPUs have gone cold by then
 /// (docs/benchmarks.md, "Reading").
 async fn after_quiet(url: &str) -> String {
-    let (mut ludus, env) = http_hanoi_session(url).await;
-    let (_, sample) = ludus.post(&get_state(&env)(1)).await;
+    let (mut ludus, env, sample) = session_and_sample(url).await;
     let floor = c_floor(&sample, 100, 0);
     let mut c = RawHttp::connect(&floor.url).await;
     let floor = quiet_then(&mut c, |_| json!({})).await;
@@ -461,8 +466,7 @@ async fn quiet_then(c: &mut RawHttp, request: impl Fn(u64) -> Value) -> Duration
 /// client whose wait outlasts its CPU's way into idle finds that CPU halted,
 /// and is woken through the hypervisor (docs/benchmarks.md, "Reading").
 async fn idle_wake(url: &str) -> String {
-    let (mut raw, env) = http_hanoi_session(url).await;
-    let (_, sample) = raw.post(&get_state(&env)(1)).await;
+    let (_, _, sample) = session_and_sample(url).await;
     let mut floors = Vec::new();
     for work_us in [0, 2, 4, 6, 8] {
         let (p50, _) = alone(&c_floor(&sample, 100, work_us * 1_000).url).await;
