@@ -218,6 +218,39 @@ async fn a_waiting_call_returns_when_another_client_changes_the_session() {
     b.close().await;
 }
 
+/// Calls that keep the CPU for long (guests spinning until their time limit)
+/// do not keep a quick call on another connection waiting: more of them
+/// than the server lets work at once (four a core), and a ping on another
+/// connection is answered while every one of them still spins.
+#[tokio::test]
+async fn calls_that_run_long_do_not_keep_a_quick_one_waiting() {
+    let work = scratch();
+    let dir = plugins_dir(work.path(), &["hostile"]);
+    let cfg = config(work.path(), "[plugins.hostile]\ncall_timeout_ms = 4000\n");
+    let server = http_server(&["--plugins", dir.to_str().unwrap(), "--config", cfg.to_str().unwrap()], work.path()).await;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut spinners = Vec::new();
+    for _ in 0..4 * cores + 1 {
+        let c = http_client(&server).await;
+        let id = text(&c.call("hostile_start", json!({})).await);
+        spinners.push(tokio::spawn(async move {
+            let e = c.err("hostile_spin", json!({"id": id})).await;
+            (e, Instant::now())
+        }));
+    }
+    let quick = http_client(&server).await;
+    let bystander = text(&quick.call("hostile_start", json!({})).await);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(text(&quick.call("hostile_ping", json!({"id": bystander})).await), "pong 1");
+    let answered = Instant::now();
+    for spinner in spinners {
+        let (e, ended) = spinner.await.unwrap();
+        assert!(e.contains("CPU limit of 4000 ms"), "{e}");
+        assert!(ended > answered, "the ping was answered only after a long call ended");
+    }
+    quick.close().await;
+}
+
 /// A wait asked for progress sends progress notifications, each carrying the
 /// token the request sent in `_meta.progressToken`: a token of our own over
 /// raw HTTP (rmcp's client puts its own in every request), then rmcp's

@@ -1852,7 +1852,8 @@ async fn http_only(cfg: &Path) {
 /// from a 2025-06-18 client (plain JSON answers) and a 2025-11-25 one
 /// (resumable streams), asked in turn, then from a stateless 2026-07-28
 /// one, in turn on their own; then 200 concurrent sessions on each, in
-/// turn; the median ratio of the rounds. Two servers started once differed
+/// turn, and 16 clients against one on each; the median ratio of the
+/// rounds. Two servers started once differed
 /// by a fifth with the same binary on both sides.
 async fn http_against(cfg: &Path, baseline: &str) {
     let args = ["--http", "127.0.0.1:0", "--store", "memory"];
@@ -1920,7 +1921,12 @@ async fn http_against(cfg: &Path, baseline: &str) {
         );
         for (name, server) in [("baseline", &old), ("this build", &new)] {
             let Load { rate, p50, p99, .. } = http_load(&server.url, 200, 30).await;
-            eprintln!("http round {round}, 200 sessions, {name}: {rate:.0} calls/s, p50 {} / p99 {}", us(p50), us(p99));
+            let sixteen = http_load(&server.url, 16, 250).await.rate / http_load(&server.url, 1, 2_000).await.rate;
+            eprintln!(
+                "http round {round}, 200 sessions, {name}: {rate:.0} calls/s, p50 {} / p99 {}; 16 clients {sixteen:.2}× one",
+                us(p50),
+                us(p99)
+            );
         }
     }
     // The median: one round in a run may place a server's threads badly.

@@ -58,6 +58,7 @@ mod outbox;
 mod proxies;
 mod resume;
 mod thread;
+mod turns;
 
 use super::busy_poll::Watch;
 use super::jsonrpc;
@@ -71,6 +72,7 @@ use lane::{answer_stateless, answers_here, answers_stateless, headers_taken, ope
 use mcp_sessions::{Admitted, McpSessions};
 use proxies::TrustedProxies;
 use thread::{Socket, drive};
+use turns::Turns;
 
 pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>, addr: SocketAddr) -> Result<()> {
     let ct = CancellationToken::new();
@@ -104,6 +106,7 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
         min_body_rate: limits.http_min_body_rate.max(1),
         stopping: ct.clone(),
         watch: Watch::new(Duration::from_micros(limits.busy_poll_us)),
+        turns: Turns::new().context("starting the keeper of connection threads' turns")?,
     };
     let gate = Arc::new(gate);
 
@@ -171,7 +174,7 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
             // it is just not one of the runtime's workers.
             let _in_runtime = rt.enter();
             let service = Connection { gate: gate.clone(), conn: slot.conn.clone(), last_caller: Rc::default() };
-            if let Err(e) = serve_connection(tcp, service, header_timeout, &ct, &slot.evicted, &gate.watch) {
+            if let Err(e) = serve_connection(tcp, service, header_timeout, &ct, &slot.evicted, (&gate.watch, &gate.turns)) {
                 tracing::debug!(%peer, "connection ended: {e}");
             }
             drop(slot);
@@ -231,7 +234,7 @@ fn serve_connection<S>(
     header_timeout: Duration,
     ct: &CancellationToken,
     evicted: &CancellationToken,
-    watch: &Watch,
+    (watch, turns): (&Watch, &Turns),
 ) -> Result<()>
 where
     S: hyper::service::HttpService<hyper::body::Incoming>,
@@ -258,7 +261,7 @@ where
             }
         }
     };
-    Ok(drive(served, fd, &interest, watch)??)
+    Ok(drive(served, fd, &interest, watch, turns)??)
 }
 
 fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> StreamableHttpServerConfig {
@@ -301,6 +304,8 @@ struct Gate {
     min_body_rate: u64,
     /// How connection threads watch for their clients' next requests.
     watch: Watch,
+    /// Connection threads' turns at the CPU, in the order asked for.
+    turns: Turns,
 }
 
 impl Gate {

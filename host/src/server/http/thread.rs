@@ -13,6 +13,10 @@
 //! Everything else still runs on the runtime: subscriptions, game
 //! timers, waits for a game to change. What this connection waits on wakes
 //! it through its waker, an eventfd in the same poll(2).
+//!
+//! Between waking and sleeping the thread holds a turn at the CPU
+//! (`http::turns`), so that under load connections are served in the order
+//! their requests came, not in the order the kernel picks threads.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -23,6 +27,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
+use super::turns::Turns;
 use crate::server::busy_poll::{Doorbell, Pace, Watch};
 
 /// What the connection last found its socket not ready for.
@@ -115,7 +120,8 @@ impl tokio::io::AsyncWrite for Socket {
 /// sleeps in poll(2) until the socket is ready for what the connection last
 /// waited for, or something the connection waits on calls its waker.
 /// Before sleeping for the next request it watches for it (`watch`).
-pub fn drive<F: Future>(future: F, socket: RawFd, interest: &Interest, watch: &Watch) -> io::Result<F::Output> {
+/// Each poll runs in a turn of `turns`, given back before the thread sleeps.
+pub fn drive<F: Future>(future: F, socket: RawFd, interest: &Interest, watch: &Watch, turns: &Turns) -> io::Result<F::Output> {
     crate::runtime::is_client_reader();
     let alarm = Arc::new(Alarm(Doorbell::new()?));
     let mut pace = Pace::default();
@@ -125,10 +131,12 @@ pub fn drive<F: Future>(future: F, socket: RawFd, interest: &Interest, watch: &W
     loop {
         interest.read.set(false);
         interest.write.set(false);
+        let turn = turns.take();
         if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
             return Ok(out);
         }
-        alarm.sleep(socket, interest, watch, &mut pace)?;
+        drop(turn);
+        alarm.sleep(socket, interest, watch, &mut pace, turns)?;
     }
 }
 
@@ -136,14 +144,16 @@ pub fn drive<F: Future>(future: F, socket: RawFd, interest: &Interest, watch: &W
 struct Alarm(Doorbell);
 
 impl Alarm {
-    fn sleep(&self, socket: RawFd, interest: &Interest, watch: &Watch, pace: &mut Pace) -> io::Result<()> {
+    fn sleep(&self, socket: RawFd, interest: &Interest, watch: &Watch, pace: &mut Pace, turns: &Turns) -> io::Result<()> {
         let events = if interest.read.get() { libc::POLLIN } else { 0 } | if interest.write.get() { libc::POLLOUT } else { 0 };
         // A socket the connection is not waiting on is left out (poll ignores
         // fd -1): input it has not asked for would wake the thread in a loop.
         let socket = libc::pollfd { fd: if events == 0 { -1 } else { socket }, events, revents: 0 };
         // Waiting for the next request: watch for it before sleeping (not while
-        // an answer is pending or being sent).
-        watch.wait_for(socket, &self.0, events == libc::POLLIN, pace)?;
+        // an answer is pending or being sent, nor while other connections
+        // wait for a turn: the CPU is theirs, and the request would wait
+        // behind theirs anyway).
+        watch.wait_for(socket, &self.0, events == libc::POLLIN && !turns.in_demand(), pace)?;
         Ok(())
     }
 }
@@ -195,6 +205,7 @@ mod tests {
             fd,
             &interest,
             &Watch::new(Duration::ZERO),
+            &Turns::new().unwrap(),
         );
         served.unwrap();
         assert_eq!(&client.join().unwrap(), b"pong");
