@@ -13,11 +13,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Bottom to top, in the order a tool call climbs back out of the component:
-/// plain helpers and configuration, the session store, the wasmtime runtime, what a plugin may
+/// plain helpers (locks, turns at the CPU) and configuration, the session store, the wasmtime runtime, what a plugin may
 /// import, loading a plugin, sessions, the registry, the MCP surface, and the
 /// server with its transports.
 const LAYERS: &[&str] = &[
     "locking",
+    "turns",
     "config",
     "records",
     "report",

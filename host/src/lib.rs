@@ -29,7 +29,9 @@
 //!   SQLite file by default), read and written by `session`.
 //! - `records`, `report`: the result records file, one JSON line per ended
 //!   game (`session` writes it), and `ludus report`, which summarises it.
-//! - `config`, `locking`: the operator's configuration as plain data; the lock rule.
+//! - `config`, `locking`, `turns`: the operator's configuration as plain
+//!   data; the lock rule; turns at the CPU for the threads that serve
+//!   requests, in the order the requests came.
 //!
 //! The answer goes back the same way: the component's value is converted by
 //! `plugin::schema` and rendered by `mcp` for the client.
@@ -52,3 +54,4 @@ pub mod runtime;
 pub mod server;
 pub mod session;
 pub mod store;
+pub mod turns;

@@ -38,7 +38,16 @@ impl<W, A> Default for GroupCommit<W, A> {
 impl<W, A> GroupCommit<W, A> {
     /// Sends `write` with the others waiting (`send` takes a batch and
     /// answers each of its writes, in order), and answers its answer.
+    ///
+    /// The thread's turn at the CPU (`crate::turns`) is given back while it
+    /// waits: other requests work meanwhile, and theirs join the next batch.
+    /// Holding it, at most as many writes as there are turns could ever go
+    /// together (Redis's CPU per move under 100 sessions rose by half).
     pub fn submit(&self, write: W, send: impl Fn(Vec<W>) -> Vec<A>) -> A {
+        crate::turns::while_waiting(|| self.submit_waiting(write, send))
+    }
+
+    fn submit_waiting(&self, write: W, send: impl Fn(Vec<W>) -> Vec<A>) -> A {
         let mut queue = lock(&self.queue);
         let ticket = queue.next;
         queue.next += 1;

@@ -58,13 +58,13 @@ mod outbox;
 mod proxies;
 mod resume;
 mod thread;
-mod turns;
 
 use super::busy_poll::Watch;
 use super::jsonrpc;
 use crate::mcp::Ludus;
 use crate::registry::Registry;
 use crate::session::Caller;
+use crate::turns::Turns;
 use conns::{Answering, ConnRef, Conns};
 use events::{Answered, event_stream};
 use guard::{CallerNames, Guard, LastCaller, METADATA_PATHS, refuse};
@@ -72,7 +72,6 @@ use lane::{answer_stateless, answers_here, answers_stateless, headers_taken, ope
 use mcp_sessions::{Admitted, McpSessions};
 use proxies::TrustedProxies;
 use thread::{Socket, drive};
-use turns::Turns;
 
 pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>, addr: SocketAddr) -> Result<()> {
     let ct = CancellationToken::new();

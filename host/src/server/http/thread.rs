@@ -15,7 +15,7 @@
 //! it through its waker, an eventfd in the same poll(2).
 //!
 //! Between waking and sleeping the thread holds a turn at the CPU
-//! (`http::turns`), so that under load connections are served in the order
+//! (`crate::turns`), so that under load connections are served in the order
 //! their requests came, not in the order the kernel picks threads.
 
 use std::cell::Cell;
@@ -27,8 +27,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use super::turns::Turns;
 use crate::server::busy_poll::{Doorbell, Pace, Watch};
+use crate::turns::Turns;
 
 /// What the connection last found its socket not ready for.
 #[derive(Default)]

@@ -19,12 +19,21 @@
 //! under 13 ms instead of up to 50 (docs/benchmarks.md, "Speed"). With
 //! sixteen the order began to slip again.
 //!
-//! A turn is for work that takes the CPU for a moment. One held longer than
-//! `STALE` (a long guest: a search, an engine's reply; or a call that waits
-//! on a lock) stops counting against the limit, so the next in line goes on
-//! beside it: a slow call delays the others by at most that long.
+//! A turn is for work that takes the CPU for a moment. A thread that waits
+//! for something else while it holds one (the session store: a write to
+//! Redis or SQLite) gives it back for the wait (`while_waiting`) and takes
+//! it again first in line: others work meanwhile, and writes that wait
+//! together go to the store together. One held longer than `STALE` (a long
+//! guest: a search, an engine's reply; a call blocked on a lock) stops
+//! counting against the limit, so the next in line goes on beside it: a
+//! slow call delays the others by at most that long.
+//!
+//! The turn a thread holds is the thread's (a thread-local), so that code
+//! far below the transport that took it can give it back for a wait.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::Thread;
@@ -68,10 +77,32 @@ struct Waiter {
     granted: OnceLock<Instant>,
 }
 
-/// A turn held; given back (to the next in line, if any) when dropped.
-pub struct Turn<'a> {
-    shared: &'a Shared,
+/// The thread's turn held now: whose, and when it began.
+struct Held {
+    shared: Arc<Shared>,
     began: Instant,
+}
+
+thread_local! {
+    static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+}
+
+/// The thread holds a turn; given back (to the next in line, if any) when
+/// dropped. It stays on the thread that took it.
+pub struct Turn {
+    _this_thread: PhantomData<*const ()>,
+}
+
+/// Gives the thread's turn (if it holds one) back while `wait` runs, and
+/// takes it again, first in line, after: for a wait on something other
+/// than the CPU.
+pub fn while_waiting<T>(wait: impl FnOnce() -> T) -> T {
+    let Some(Held { shared, began }) = HELD.take() else { return wait() };
+    shared.give_back(began);
+    let out = wait();
+    let began = shared.take(Place::First);
+    HELD.set(Some(Held { shared, began }));
+    out
 }
 
 impl Turns {
@@ -90,29 +121,13 @@ impl Turns {
         Ok(Turns { shared })
     }
 
-    /// A turn: at once if one is free and nobody waits, else when the
-    /// threads in line before this one have had theirs.
-    pub fn take(&self) -> Turn<'_> {
-        let shared = &*self.shared;
-        let mut state = lock(&shared.state);
-        let now = Instant::now();
-        if state.line.is_empty() && state.fresh(now, shared.stale) < shared.allowed {
-            state.held.push(now);
-            return Turn { shared, began: now };
-        }
-        let me = Arc::new(Waiter { thread: std::thread::current(), granted: OnceLock::new() });
-        state.line.push_back(me.clone());
-        if state.line.len() == 1 {
-            shared.in_demand.store(true, Ordering::Relaxed);
-            shared.line_formed.notify_one();
-        }
-        drop(state);
-        loop {
-            if let Some(&began) = me.granted.get() {
-                return Turn { shared, began };
-            }
-            std::thread::park();
-        }
+    /// A turn for this thread: at once if one is free and nobody waits,
+    /// else when the threads in line before this one have had theirs.
+    pub fn take(&self) -> Turn {
+        debug_assert!(HELD.with_borrow(Option::is_none), "a thread holds one turn at a time");
+        let began = self.shared.take(Place::Last);
+        HELD.set(Some(Held { shared: self.shared.clone(), began }));
+        Turn { _this_thread: PhantomData }
     }
 
     /// Whether threads wait for a turn now.
@@ -128,7 +143,51 @@ impl Drop for Turns {
     }
 }
 
+/// Where a thread asking for a turn stands if it must wait.
+#[derive(Clone, Copy, PartialEq)]
+enum Place {
+    /// A new request's work.
+    Last,
+    /// Work already under way, back from a wait.
+    First,
+}
+
 impl Shared {
+    /// A turn, when this thread's place in line comes; when it began.
+    fn take(&self, place: Place) -> Instant {
+        let mut state = lock(&self.state);
+        let now = Instant::now();
+        if (state.line.is_empty() || place == Place::First) && state.fresh(now, self.stale) < self.allowed {
+            state.held.push(now);
+            return now;
+        }
+        let me = Arc::new(Waiter { thread: std::thread::current(), granted: OnceLock::new() });
+        match place {
+            Place::Last => state.line.push_back(me.clone()),
+            Place::First => state.line.push_front(me.clone()),
+        }
+        if state.line.len() == 1 {
+            self.in_demand.store(true, Ordering::Relaxed);
+            self.line_formed.notify_one();
+        }
+        drop(state);
+        loop {
+            if let Some(&began) = me.granted.get() {
+                return began;
+            }
+            std::thread::park();
+        }
+    }
+
+    /// Gives back the turn that began at `began`, to the next in line.
+    fn give_back(&self, began: Instant) {
+        let mut state = lock(&self.state);
+        if let Some(i) = state.held.iter().position(|&b| b == began) {
+            state.held.swap_remove(i);
+        }
+        self.grant(&mut state, Instant::now());
+    }
+
     /// The keeper: while threads wait, it wakes each time a turn held now
     /// would go stale and lets the line go on if that made room.
     fn keep(&self) {
@@ -176,13 +235,11 @@ impl State {
     }
 }
 
-impl Drop for Turn<'_> {
+impl Drop for Turn {
     fn drop(&mut self) {
-        let mut state = lock(&self.shared.state);
-        if let Some(i) = state.held.iter().position(|&began| began == self.began) {
-            state.held.swap_remove(i);
+        if let Some(Held { shared, began }) = HELD.take() {
+            shared.give_back(began);
         }
-        self.shared.grant(&mut state, Instant::now());
     }
 }
 
@@ -242,5 +299,52 @@ mod tests {
         std::thread::sleep(Duration::from_millis(10));
         assert!(waited >= stale, "the next went on after {waited:?}, before the held turn went stale");
         assert_eq!(lock(&turns.shared.state).held.len(), 1, "the long turn is still held, the next one given back");
+    }
+
+    #[test]
+    fn a_turn_is_given_back_for_a_wait_and_taken_again_first_in_line() {
+        let turns = Arc::new(Turns::with_limit(1, Duration::from_secs(3600)).unwrap());
+        let (order, heard) = mpsc::channel();
+        let _turn = turns.take();
+        // B waits in line for the only turn.
+        let (release_b, b_may_go) = mpsc::channel::<()>();
+        let b = std::thread::spawn({
+            let (turns, order) = (turns.clone(), order.clone());
+            move || {
+                let _turn = turns.take();
+                order.send("B").unwrap();
+                b_may_go.recv().unwrap();
+            }
+        });
+        line_of(&turns, 1);
+        let c = while_waiting(|| {
+            // Our turn went to B while we wait.
+            assert_eq!(heard.recv_timeout(Duration::from_secs(10)), Ok("B"), "the turn was not given back for the wait");
+            // C comes to the line now; we come back to it after, but first.
+            let c = std::thread::spawn({
+                let (turns, order) = (turns.clone(), order.clone());
+                move || {
+                    let _turn = turns.take();
+                    order.send("C").unwrap();
+                }
+            });
+            line_of(&turns, 1);
+            // B gives the turn back once this thread stands in line again too.
+            std::thread::spawn({
+                let turns = turns.clone();
+                move || {
+                    line_of(&turns, 2);
+                    release_b.send(()).unwrap();
+                }
+            });
+            c
+        });
+        b.join().unwrap();
+        // Back from the wait, this thread holds the turn again: C still waits.
+        order.send("back").unwrap();
+        assert!(HELD.with_borrow(Option::is_some));
+        drop(_turn);
+        c.join().unwrap();
+        assert_eq!(heard.try_iter().collect::<Vec<_>>(), ["back", "C"]);
     }
 }
