@@ -1,15 +1,16 @@
 //! Turns at the CPU for connection threads, given in the order they were
 //! asked for.
 //!
-//! Each HTTP connection has a thread of its own (`http::thread`). When many
-//! clients send at once (200 sessions each sending its next call as soon as
-//! the last is answered), the kernel decides which woken thread runs next,
-//! and it does not go by who asked first: some connections were answered
-//! again and again while others waited 20–50 ms for their first answer. So a
-//! connection thread takes a turn before it works on its requests and gives
-//! it back before it sleeps, and at most `TURNS_PER_CORE` threads per core
-//! hold one; the others wait in line and are handed a turn in the order they
-//! came, as one thread serving many connections from one queue would.
+//! Each HTTP connection has a thread of its own (`server::http::thread`).
+//! When many clients send at once (200 sessions each sending its next call
+//! as soon as the last is answered), the kernel decides which woken thread
+//! runs next, and it does not go by who asked first: some connections were
+//! answered again and again while others waited 20–50 ms for their first
+//! answer. So a connection thread takes a turn before it works on its
+//! requests and gives it back before it sleeps, and at most
+//! `TURNS_PER_CORE` threads per core hold one; the others wait in line and
+//! are handed a turn in the order they came, as one thread serving many
+//! connections from one queue would.
 //!
 //! Why four per core: with one, every call under load waited for a hand-over
 //! (a wake-up of its own) and the server answered a fifth fewer calls per
@@ -17,7 +18,7 @@
 //! handed its turn, and the 200 sessions get a twentieth fewer answers per
 //! second than with no limit (at the median), while their slowest come in
 //! under 13 ms instead of up to 50 (docs/benchmarks.md, "Speed"). With
-//! sixteen the order began to slip again.
+//! eight a core the order began to slip again.
 //!
 //! A turn is for work that takes the CPU for a moment. A thread that waits
 //! for something else while it holds one (the session store: a write to
