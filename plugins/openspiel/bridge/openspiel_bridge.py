@@ -158,7 +158,7 @@ class Match:
                 return self.policy
         except (OSError, ValueError):
             pass
-        notice(f"first use: computing the {self.name} equilibrium (CFR+, {CFR_ITERATIONS[self.name]} iterations; Leduc takes a few seconds)")
+        notice(f"first use: computing the {self.name} equilibrium (CFR+, {CFR_ITERATIONS[self.name]} iterations; the first game waits for it, once per machine)")
         solver = self.sp.CFRPlusSolver(self.game)
         for _ in range(CFR_ITERATIONS[self.name]):
             solver.evaluate_and_update_policy()
