@@ -225,14 +225,19 @@ fn wait_timeout<'a>(c: &Condvar, g: MutexGuard<'a, State>, d: Duration) -> Mutex
 }
 
 impl State {
+    /// When each turn held now that is younger than `stale` began.
+    fn young(&self, now: Instant, stale: Duration) -> impl Iterator<Item = Instant> + '_ {
+        self.held.iter().copied().filter(move |&began| now.saturating_duration_since(began) < stale)
+    }
+
     /// Turns held now that are younger than `stale`.
     fn fresh(&self, now: Instant, stale: Duration) -> usize {
-        self.held.iter().filter(|&&began| now.saturating_duration_since(began) < stale).count()
+        self.young(now, stale).count()
     }
 
     /// When the next turn held now goes stale.
     fn next_stale(&self, now: Instant, stale: Duration) -> Option<Instant> {
-        self.held.iter().filter(|&&began| now.saturating_duration_since(began) < stale).min().map(|&began| began + stale)
+        self.young(now, stale).min().map(|began| began + stale)
     }
 }
 
