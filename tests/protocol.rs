@@ -299,6 +299,48 @@ async fn over_http_a_sessions_get_stream_hears_list_changes_and_resumes() {
     assert_eq!(unknown.text().await.unwrap(), "");
 }
 
+/// A GET or DELETE that cannot be served is refused with what is wrong:
+/// no event streams accepted (406), no session named (400), a session not
+/// open (404), a protocol without sessions (405, `Allow: POST`) or one not
+/// known (400); another method is not allowed (405). The session lives on.
+#[tokio::test]
+async fn over_http_a_get_or_delete_that_cannot_be_served_says_why() {
+    let work = scratch();
+    let server = http_server(&[], work.path()).await;
+    let url = server.url.as_str();
+    let session = open_session(url).await;
+    let http = reqwest::Client::new();
+    let refusal = async |r: reqwest::RequestBuilder| {
+        let r = r.send().await.unwrap();
+        let (status, allow) = (r.status().as_u16(), r.headers().get("allow").map(|v| v.to_str().unwrap().to_string()));
+        let body: Value = r.json().await.unwrap();
+        (status, allow, body["error"]["message"].as_str().unwrap_or_default().to_string())
+    };
+    let get = || http.get(url).header("accept", "text/event-stream");
+    let (status, _, why) = refusal(http.get(url).header("mcp-session-id", &session)).await;
+    assert_eq!(status, 406, "{why}");
+    assert!(why.contains("text/event-stream"), "{why}");
+    let (status, _, why) = refusal(get()).await;
+    assert_eq!(status, 400, "{why}");
+    assert!(why.contains("Mcp-Session-Id"), "{why}");
+    let (status, _, why) = refusal(get().header("mcp-session-id", "no-such-session")).await;
+    assert_eq!(status, 404, "{why}");
+    assert!(why.contains("no-such-session"), "{why}");
+    for request in [get(), http.delete(url)] {
+        let (status, allow, why) = refusal(request.header("mcp-session-id", &session).header("mcp-protocol-version", "2026-07-28")).await;
+        assert_eq!((status, allow.as_deref()), (405, Some("POST")), "{why}");
+        assert!(why.contains("keeps no MCP sessions"), "{why}");
+    }
+    let (status, _, why) = refusal(get().header("mcp-session-id", &session).header("mcp-protocol-version", "1999-01-01")).await;
+    assert_eq!(status, 400, "{why}");
+    assert!(why.contains("1999-01-01") && why.contains("2025-11-25"), "{why}");
+    let (status, allow, _) = refusal(http.put(url).header("mcp-session-id", &session)).await;
+    assert_eq!((status, allow.as_deref()), (405, Some("GET, POST, DELETE")));
+    let r = post(url, Some(&session), r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await;
+    assert_eq!(r.status(), 200, "the session lives on");
+    assert_eq!(http.delete(url).header("mcp-session-id", &session).send().await.unwrap().status(), 200);
+}
+
 /// An `initialize` whose Accept header the gate leaves to rmcp's reading
 /// (quality weights) opens a session all the same, which then works as
 /// any other and closes with DELETE.

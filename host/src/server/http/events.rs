@@ -8,13 +8,14 @@ use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
 use http::{HeaderValue, header};
 use http_body_util::BodyExt;
 use rmcp::model::{ClientRequest, JsonRpcRequest, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::ServerSseMessage;
-use sse_stream::{Sse, SseBody};
+use sse_stream::{KeepAlive, Sse, SseBody, Timer};
 use sync_wrapper::SyncWrapper;
 use tokio_util::sync::CancellationToken;
 
@@ -136,20 +137,74 @@ impl Stream for CallEvents {
     }
 }
 
+/// How long an event stream stays silent before it is sent a comment: a
+/// proxy in front (nginx's `proxy_read_timeout` is 60 s by default) would
+/// otherwise close a stream that waits long (a session's standalone
+/// stream, a call waiting for the other side's move).
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
 /// Events as the response's body: each message one event, its data the
 /// message's JSON, with its event id and retry hint when it has them (a
-/// resumable stream's); a priming event has empty data.
+/// resumable stream's); a priming event has empty data; a comment after
+/// `KEEP_ALIVE` without an event.
 pub fn event_stream(events: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static) -> Response {
+    event_stream_kept_alive(events, KEEP_ALIVE)
+}
+
+fn event_stream_kept_alive(events: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, keep_alive: Duration) -> Response {
     let frames = events.map(|m| {
         let data = m.message.as_ref().map_or(String::new(), |m| serde_json::to_string(m).expect("a JSON-RPC message is JSON"));
         let retry = m.retry.map(|r| r.as_millis() as u64);
         Ok::<_, Infallible>(Sse { event: None, data: Some(data), id: m.event_id, retry })
     });
-    let mut response = http::Response::new(SseBody::new(frames).boxed());
+    let body = SseBody::new(frames).with_keep_alive::<Tick>(KeepAlive::new().interval(keep_alive));
+    let mut response = http::Response::new(body.boxed());
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     // Proxies such as nginx pass each event on as it comes.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
+}
+
+/// The keep-alive's timer, on tokio's clock.
+struct Tick(Pin<Box<tokio::time::Sleep>>);
+
+impl Future for Tick {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl Timer for Tick {
+    fn reset(mut self: Pin<&mut Self>, at: std::time::Instant) {
+        self.0.as_mut().reset(tokio::time::Instant::from_std(at));
+    }
+
+    fn from_duration(after: Duration) -> Tick {
+        Tick(Box::pin(tokio::time::sleep(after)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper::body::Body;
+
+    #[tokio::test]
+    async fn a_silent_event_stream_is_sent_a_comment_every_keep_alive() {
+        let keep_alive = Duration::from_millis(200);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ServerSseMessage>();
+        let events = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        let mut body = std::pin::pin!(event_stream_kept_alive(events, keep_alive).into_body());
+        let mut next = async || std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await.map(|f| f.unwrap().into_data().unwrap());
+        let start = tokio::time::Instant::now();
+        let comment = next().await.expect("a comment once it is due");
+        assert_eq!(&comment[..], b":\n\n");
+        assert!(start.elapsed() >= keep_alive, "not before it is due: {:?}", start.elapsed());
+        drop(tx);
+        assert!(next().await.is_none(), "the stream ends with its events");
+    }
 }

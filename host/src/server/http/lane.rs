@@ -23,7 +23,7 @@ use crate::mcp::{Direct, Ludus, Peer};
 use crate::session::Caller;
 
 const JSON: &str = "application/json";
-const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
@@ -171,7 +171,7 @@ fn media_types_read(headers: &HeaderMap) -> bool {
     sends_json && json && events
 }
 
-fn is_known(version: &str) -> bool {
+pub fn is_known(version: &str) -> bool {
     ProtocolVersion::KNOWN_VERSIONS.iter().any(|k| k.as_str() == version)
 }
 

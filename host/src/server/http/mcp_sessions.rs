@@ -8,8 +8,9 @@
 //! hands it over (`McpSessions::open`, `answer`, `accept`), and so does
 //! rmcp's service, through the `SessionManager` trait, for the requests
 //! the gate leaves to rmcp's checks (a request naming protocol 2026-07-28,
-//! unusual headers) and for the standalone GET. rmcp's service runs no
-//! worker of its own for a session: it is only the checks in front.
+//! unusual headers). The gate's GET and DELETE (`http::standalone`) come
+//! to `stream` and `close`. rmcp's service runs no worker of its own for a
+//! session: it is only the checks in front.
 //! A request is answered as plain JSON when nothing is sent before its
 //! answer (and, for a tool call or ping, the session's streams are not
 //! resumable), or as a stream of events (progress, log lines and
@@ -162,7 +163,9 @@ impl McpSessions {
                 self.resumable.admit(id)
             }
             Direct::Result(..) => {}
-            _ => self.close(id),
+            _ => {
+                self.close(id);
+            }
         }
         answer
     }
@@ -242,11 +245,30 @@ impl McpSessions {
         Some(session.handler.clone())
     }
 
-    /// The stream of session `id`'s standalone GET (`http::outbox`): the
-    /// kept events after `last` first, when it resumes.
+    /// What session `id`'s GET is sent: its standalone stream (list
+    /// changes, resource updates: `http::outbox`); or, naming the `last`
+    /// event its client saw, the rest of the stream that sent it (a tool
+    /// call's resumable stream, or the standalone stream's kept events).
+    pub fn stream(&self, id: &SessionId, last: Option<&str>) -> Result<Events, McpSessionError> {
+        let Some(last) = last else { return Ok(Box::pin(self.listen(id, None)?)) };
+        if let Some(call) = self.resumable.resume(id, last) {
+            return Ok(Box::pin(call));
+        }
+        match event_number(last) {
+            Some(n) => Ok(Box::pin(self.listen(id, Some(n))?)),
+            None => Err(McpSessionError::NoSuchEvent { session: id.clone(), event: last.to_string() }),
+        }
+    }
+
+    /// The standalone stream of session `id` (`http::outbox`): the kept
+    /// events after `last` first, when it resumes.
     fn listen(&self, id: &SessionId, last: Option<u64>) -> Result<impl Stream<Item = ServerSseMessage> + use<>, McpSessionError> {
         let outbox = lock(&self.open).get(id).map(|session| session.outbox.clone());
         Ok(outbox.ok_or_else(|| McpSessionError::NotFound(id.clone()))?.listen(last))
+    }
+
+    pub fn is_open(&self, id: &SessionId) -> bool {
+        lock(&self.open).contains_key(id)
     }
 
     /// The token that opened session `id`, when tokens are in use.
@@ -263,15 +285,16 @@ impl McpSessions {
     /// Takes session `id` out of the table and ends what served only it
     /// (its subscriptions, list changes, GET streams); has the memory it
     /// freed handed back soon: glibc keeps what thousands of deleted
-    /// sessions freed unless asked, and one trim covers a burst.
-    fn close(&self, id: &SessionId) {
+    /// sessions freed unless asked, and one trim covers a burst. False when
+    /// it was not open.
+    pub fn close(&self, id: &SessionId) -> bool {
         let Some(session) = ({
             let mut open = lock(&self.open);
             let removed = open.remove(id);
             shrink_emptied(&mut open);
             removed
         }) else {
-            return;
+            return false;
         };
         session.handler.close();
         if let Some(idle) = session.idle {
@@ -287,6 +310,7 @@ impl McpSessions {
                 crate::runtime::release_freed_memory_after_sweep(true);
             });
         }
+        true
     }
 
     fn close_idle(&self) {
@@ -360,9 +384,9 @@ impl Drop for Admitted {
 /// rmcp's service hands over what the gate leaves to its checks: an
 /// `initialize` (`create_session`, `initialize_session`), a request or
 /// notification naming protocol 2026-07-28 (`create_stream`,
-/// `accept_message`), the standalone GET (`create_standalone_stream`,
-/// `resume`) and DELETE (`close_session`). All are answered here, as the
-/// gate's are.
+/// `accept_message`). All are answered here, as the gate's are. GET and
+/// DELETE no longer reach rmcp's service (the gate answers them), but the
+/// trait has them: they answer as the gate's do.
 impl SessionManager for McpSessions {
     type Error = McpSessionError;
     type Transport = Idle;
@@ -389,7 +413,7 @@ impl SessionManager for McpSessions {
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        Ok(lock(&self.open).contains_key(id))
+        Ok(self.is_open(id))
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
@@ -421,7 +445,7 @@ impl SessionManager for McpSessions {
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.listen(id, None)
+        self.stream(id, None)
     }
 
     async fn resume(
@@ -429,13 +453,7 @@ impl SessionManager for McpSessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        if let Some(call) = self.resumable.resume(id, &last_event_id) {
-            return Ok(call.left_stream());
-        }
-        match event_number(&last_event_id) {
-            Some(last) => Ok(self.listen(id, Some(last))?.right_stream()),
-            None => Err(McpSessionError::NoSuchEvent { session: id.clone(), event: last_event_id }),
-        }
+        self.stream(id, Some(&last_event_id))
     }
 }
 

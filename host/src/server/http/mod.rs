@@ -3,10 +3,11 @@
 //! pings, lists, reads, subscriptions, notifications; through
 //! `http::mcp_sessions`, as plain JSON or an event stream it writes) and a
 //! stateless client's call, `server/discover` or request that only reads
-//! (`http::lane`), with rmcp's service behind it for the checks and
-//! refusals of what the gate does not take as it is, the standalone GET,
-//! and the other stateless requests (`subscriptions/listen`, a call of a
-//! game that asks its client something).
+//! (`http::lane`), and a session's GET and DELETE (`http::standalone`),
+//! with rmcp's service behind it for the checks and refusals of the POSTs
+//! the gate does not take as they are, and the other stateless requests
+//! (`subscriptions/listen`, a call of a game that asks its client
+//! something).
 //!
 //! The accept loop is ours for the limits a ready-made server does not set:
 //! a cap on open connections, and a deadline for a request's headers, so
@@ -45,7 +46,6 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
@@ -57,6 +57,7 @@ mod mcp_sessions;
 mod outbox;
 mod proxies;
 mod resume;
+mod standalone;
 mod thread;
 
 use super::busy_poll::Watch;
@@ -283,9 +284,9 @@ fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> S
 }
 
 struct Gate {
-    /// rmcp's service: what the gate does not answer itself (GET and
-    /// DELETE, what its checks refuse, the other stateless requests); a
-    /// session's requests it takes come back to `sessions`.
+    /// rmcp's service: the POSTs the gate does not answer itself (what its
+    /// checks refuse, the other stateless requests); a session's requests
+    /// it takes come back to `sessions`.
     rmcp: StreamableHttpService<Ludus, McpSessions>,
     /// The handler of requests without a session (stateless clients').
     ludus: Ludus,
@@ -311,7 +312,7 @@ impl Gate {
     /// Every request, top down: the path, Host and Origin, the caller
     /// (bearer token), then what its method needs.
     async fn check_request(&self, request: Request, conn: ConnRef, last_caller: &LastCaller) -> Response {
-        let (mut parts, body) = request.into_parts();
+        let (parts, body) = request.into_parts();
         if let Err(refusal) = self.guard.check_origin(&parts.headers) {
             return refusal;
         }
@@ -329,18 +330,15 @@ impl Gate {
         if let Err(refusal) = self.check_session_owner(&parts, &caller) {
             return refusal;
         }
-        if parts.method == Method::POST {
-            return self.check_post(parts, body, caller, conn).await;
-        }
-        let stream =
-            (parts.method == Method::GET).then(|| conn.stream(self.proxies.client(conn.address(), &parts.headers), caller.token()));
-        // What rmcp's service hands on (to our session manager, to the handler) finds its caller with it.
-        parts.extensions.insert(caller);
-        match (parts.method.clone(), stream) {
-            (Method::DELETE, _) => self.check_delete(http::Request::from_parts(parts, body)).await,
-            (_, Some(Ok(stream))) => track(self.to_rmcp(http::Request::from_parts(parts, body)).await, None, stream),
-            (_, Some(Err(why))) => refuse(StatusCode::TOO_MANY_REQUESTS, &why.to_string()),
-            _ => self.to_rmcp(http::Request::from_parts(parts, body)).await,
+        match parts.method {
+            Method::POST => self.check_post(parts, body, caller, conn).await,
+            Method::GET => self.check_get(&parts, &caller, conn),
+            Method::DELETE => self.check_delete(&parts),
+            _ => {
+                let mut refusal = refuse(StatusCode::METHOD_NOT_ALLOWED, "/mcp takes POST, GET and DELETE");
+                refusal.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+                refusal
+            }
         }
     }
 
@@ -543,21 +541,6 @@ impl Gate {
                 track(event_stream(events), in_flight, answering)
             }
         }
-    }
-
-    async fn check_delete(&self, request: Request) -> Response {
-        let id = request.headers().get(&MCP_SESSION_ID).and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
-        if let Some(id) = &id
-            && !self.sessions.has_session(id).await.unwrap_or(false)
-        {
-            let reply = jsonrpc::error_reply(serde_json::Value::Null, -32600, format!("no MCP session {id} (it ended, or never existed)"));
-            return json_answer(StatusCode::NOT_FOUND, reply);
-        }
-        let mut response = self.to_rmcp(request).await;
-        if response.status() == StatusCode::ACCEPTED {
-            *response.status_mut() = StatusCode::OK;
-        }
-        response
     }
 }
 
