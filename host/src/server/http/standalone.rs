@@ -117,11 +117,18 @@ fn accepts_events(headers: &HeaderMap) -> bool {
     headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|range| {
         let mut parts = range.split(';').map(str::trim);
         let essence = parts.next().unwrap_or_default();
-        let refused = parts.any(|param| {
-            param.split_once('=').is_some_and(|(name, q)| name.trim().eq_ignore_ascii_case("q") && q.trim().parse::<f32>() == Ok(0.0))
-        });
+        let refused = parts
+            .any(|param| param.split_once('=').is_some_and(|(name, q)| name.trim().eq_ignore_ascii_case("q") && is_zero_weight(q.trim())));
         essence.eq_ignore_ascii_case(EVENT_STREAM) && !refused
     })
+}
+
+/// Whether a quality weight is zero as RFC 9110 writes it (`0`, `0.`,
+/// `0.0` to `0.000`). A weight outside its grammar is ignored, not read as
+/// zero: the client listed the type, and is served it.
+fn is_zero_weight(q: &str) -> bool {
+    let (whole, fraction) = q.split_once('.').unwrap_or((q, ""));
+    whole == "0" && fraction.len() <= 3 && fraction.bytes().all(|b| b == b'0')
 }
 
 #[cfg(test)]
@@ -145,6 +152,9 @@ mod tests {
         assert!(!accepts_events(&accept(&["application/json"])));
         assert!(!accepts_events(&accept(&["text/event-stream;q=0"])));
         assert!(!accepts_events(&accept(&["text/event-stream ; q=0.000"])));
+        assert!(accepts_events(&accept(&["text/event-stream;q=0.0000"])), "outside the grammar: ignored");
+        assert!(accepts_events(&accept(&["text/event-stream;q=00"])), "outside the grammar: ignored");
+        assert!(accepts_events(&accept(&["text/event-stream;q=0.001"])));
         assert!(!accepts_events(&accept(&["*/*"])), "only the media type itself, as rmcp's service took it");
     }
 
