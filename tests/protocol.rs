@@ -302,9 +302,10 @@ async fn over_http_a_sessions_get_stream_hears_list_changes_and_resumes() {
 /// A GET or DELETE that cannot be served is refused with what is wrong:
 /// no event streams accepted (406), no session named (400), a session not
 /// open (404), a protocol without sessions (405, `Allow: POST`) or one not
-/// known (400); another method is not allowed (405). The session lives on.
+/// known (400); another method is not allowed (405); a POST that does not
+/// accept both answers' types (406) or send JSON (415). The session lives on.
 #[tokio::test]
-async fn over_http_a_get_or_delete_that_cannot_be_served_says_why() {
+async fn over_http_a_request_that_cannot_be_served_says_why() {
     let work = scratch();
     let server = http_server(&[], work.path()).await;
     let url = server.url.as_str();
@@ -336,6 +337,17 @@ async fn over_http_a_get_or_delete_that_cannot_be_served_says_why() {
     assert!(why.contains("1999-01-01") && why.contains("2025-11-25"), "{why}");
     let (status, allow, _) = refusal(http.put(url).header("mcp-session-id", &session)).await;
     assert_eq!((status, allow.as_deref()), (405, Some("GET, POST, DELETE")));
+    // A POST that does not accept both answers' types, or does not send JSON.
+    let ping = r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
+    let posting = |accept: &'static str, content: &'static str| {
+        http.post(url).header("mcp-session-id", &session).header("accept", accept).header("content-type", content).body(ping)
+    };
+    let (status, _, why) = refusal(posting("application/json", "application/json")).await;
+    assert_eq!(status, 406, "{why}");
+    assert!(why.contains("text/event-stream"), "{why}");
+    let (status, _, why) = refusal(posting("application/json, text/event-stream", "text/plain")).await;
+    assert_eq!(status, 415, "{why}");
+    assert!(why.contains("Content-Type: application/json"), "{why}");
     let r = post(url, Some(&session), r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await;
     assert_eq!(r.status(), 200, "the session lives on");
     assert_eq!(http.delete(url).header("mcp-session-id", &session).send().await.unwrap().status(), 200);

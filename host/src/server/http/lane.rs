@@ -14,7 +14,7 @@
 //!   game that may ask its client something excepted: rmcp relays the
 //!   question).
 
-use http::{HeaderMap, HeaderName, header};
+use http::{HeaderMap, HeaderName, StatusCode, header};
 use rmcp::model::{ClientRequest, GetMeta, JsonRpcRequest, ProtocolVersion};
 use tokio_util::sync::CancellationToken;
 
@@ -151,12 +151,56 @@ fn usual_media_types(headers: &HeaderMap) -> bool {
         && accept.next().is_none()
 }
 
-/// The media types read as rmcp's service reads them (a strict part of it).
-fn media_types_read(headers: &HeaderMap) -> bool {
-    let sends_json = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+/// Why a POST's media types cannot be served, if they cannot: its client
+/// must accept JSON and event streams (406), and send JSON (415). An Accept
+/// header with quoted strings is left to rmcp's reading.
+pub fn media_types_refused(headers: &HeaderMap) -> Option<(StatusCode, &'static str)> {
+    if usual_media_types(headers) {
+        return None;
+    }
+    let quoted = headers.get_all(header::ACCEPT).iter().any(|v| v.as_bytes().contains(&b'"'));
+    let accepts_both = accepts(headers, JSON) && accepts(headers, EVENT_STREAM);
+    if !(quoted || accepts_both) {
+        let why = "an MCP client accepts both application/json and text/event-stream: send `Accept: application/json, text/event-stream`";
+        return Some((StatusCode::NOT_ACCEPTABLE, why));
+    }
+    if !sends_json(headers) {
+        return Some((StatusCode::UNSUPPORTED_MEDIA_TYPE, "a request to /mcp is JSON: send `Content-Type: application/json`"));
+    }
+    None
+}
+
+/// Whether the Accept headers take `media_type`: one of their media ranges
+/// is it (any case) without a zero quality.
+pub fn accepts(headers: &HeaderMap, media_type: &str) -> bool {
+    headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|range| {
+        let mut parts = range.split(';').map(str::trim);
+        let essence = parts.next().unwrap_or_default();
+        let refused = parts
+            .any(|param| param.split_once('=').is_some_and(|(name, q)| name.trim().eq_ignore_ascii_case("q") && is_zero_weight(q.trim())));
+        essence.eq_ignore_ascii_case(media_type) && !refused
+    })
+}
+
+/// Whether a quality weight is zero as RFC 9110 writes it (`0`, `0.`,
+/// `0.0` to `0.000`). A weight outside its grammar is ignored, not read as
+/// zero: the client listed the type, and is served it.
+fn is_zero_weight(q: &str) -> bool {
+    let (whole, fraction) = q.split_once('.').unwrap_or((q, ""));
+    whole == "0" && fraction.len() <= 3 && fraction.bytes().all(|b| b == b'0')
+}
+
+/// The body is JSON, by its Content-Type's media type.
+fn sends_json(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
         let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
         essence.trim_ascii().eq_ignore_ascii_case(JSON)
-    });
+    })
+}
+
+/// The media types read as rmcp's service reads them (a strict part of it).
+fn media_types_read(headers: &HeaderMap) -> bool {
+    let sends_json = sends_json(headers);
     let (mut json, mut events) = (false, false);
     for value in headers.get_all(header::ACCEPT) {
         let Ok(value) = value.to_str() else { return false };
@@ -227,6 +271,20 @@ mod tests {
         }
         let versioned = call(json!({"io.modelcontextprotocol/protocolVersion": "2025-11-25"}));
         assert!(!answers_here(&headers(&PLAIN), &versioned), "a version in `_meta` is rmcp's to check");
+    }
+
+    #[test]
+    fn a_post_that_does_not_accept_both_types_or_send_json_is_refused_here() {
+        let refused = |h: &[(&'static str, &'static str)]| media_types_refused(&headers(h)).map(|(status, _)| status.as_u16());
+        assert_eq!(refused(&PLAIN), None);
+        assert_eq!(refused(&[PLAIN[0], ("accept", "application/json;q=0.9, text/event-stream;q=0.5")]), None, "weights above zero");
+        assert_eq!(refused(&[PLAIN[0], ("accept", "application/json")]), Some(406));
+        assert_eq!(refused(&[PLAIN[0], ("accept", "application/json, text/event-stream;q=0")]), Some(406));
+        assert_eq!(refused(&[PLAIN[0]]), Some(406), "no Accept at all");
+        assert_eq!(refused(&[PLAIN[0], ("accept", "application/json;x=\"a\"")]), None, "quoted strings: rmcp's reading");
+        assert_eq!(refused(&[("content-type", "text/plain"), PLAIN[1]]), Some(415));
+        assert_eq!(refused(&[PLAIN[1]]), Some(415), "no Content-Type at all");
+        assert_eq!(refused(&[("content-type", "Application/JSON ; charset=utf-8"), PLAIN[1]]), None);
     }
 
     const STATELESS: [(&str, &str); 5] =

@@ -19,7 +19,9 @@
 //! 400 with `-32700`/`-32600` (rmcp: 415 and plain text), a known method with
 //! unusable params gets `-32602` with the request's id (rmcp: "method not
 //! found"), DELETE of an unknown session 404 and of a known one 200 (rmcp:
-//! 202 for both, which the official Python SDK reports as a failed close).
+//! 202 for both, which the official Python SDK reports as a failed close),
+//! and a POST that does not accept both answers' types (406) or send JSON
+//! (415) gets a JSON-RPC error that says so (rmcp: plain text).
 //! It also refuses a request id already in flight in its session, and an
 //! `initialize` beyond `limits.max_mcp_sessions` (503).
 //!
@@ -69,7 +71,7 @@ use crate::turns::Turns;
 use conns::{Answering, ConnRef, Conns};
 use events::{Answered, event_stream};
 use guard::{CallerNames, Guard, LastCaller, METADATA_PATHS, refuse};
-use lane::{answer_stateless, answers_here, answers_stateless, headers_taken, opens_here};
+use lane::{answer_stateless, answers_here, answers_stateless, headers_taken, media_types_refused, opens_here};
 use mcp_sessions::{Admitted, McpSessions};
 use proxies::TrustedProxies;
 use thread::{Socket, drive};
@@ -445,6 +447,11 @@ impl Gate {
                 return json_answer(status, refusal.reply);
             }
         };
+        // The body first (its size, its deadline, JSON-RPC), then what the
+        // client accepts and sends.
+        if let Some((status, why)) = media_types_refused(&parts.headers) {
+            return refuse(status, why);
+        }
         // What rmcp's service hands on (to our session manager, to the handler) finds its caller with it.
         let to_rmcp = |mut parts: http::request::Parts, bytes, caller: Caller| {
             parts.extensions.insert(caller);

@@ -20,7 +20,7 @@ use rmcp::model::ProtocolVersion;
 use super::conns::ConnRef;
 use super::events::{EVENT_STREAM, event_stream};
 use super::guard::refuse;
-use super::lane::{MCP_PROTOCOL_VERSION, is_known};
+use super::lane::{MCP_PROTOCOL_VERSION, accepts, is_known};
 use super::mcp_sessions::McpSessionError;
 use super::{Gate, MCP_SESSION_ID, Response, json_answer, track};
 use crate::server::jsonrpc;
@@ -32,7 +32,7 @@ impl Gate {
     /// A GET of `/mcp`: the session's standalone stream, or the rest of
     /// the stream its `Last-Event-ID` names.
     pub(super) fn check_get(&self, parts: &http::request::Parts, caller: &Caller, conn: ConnRef) -> Response {
-        if !accepts_events(&parts.headers) {
+        if !accepts(&parts.headers, EVENT_STREAM) {
             let why = "a GET of /mcp is an MCP session's event stream: send `Accept: text/event-stream`";
             return refuse(StatusCode::NOT_ACCEPTABLE, why);
         }
@@ -111,26 +111,6 @@ fn no_such_session(id: &str) -> Response {
     json_answer(StatusCode::NOT_FOUND, reply)
 }
 
-/// Whether the Accept headers take event streams: one of their media
-/// ranges is `text/event-stream` (any case) without a zero quality.
-fn accepts_events(headers: &HeaderMap) -> bool {
-    headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|range| {
-        let mut parts = range.split(';').map(str::trim);
-        let essence = parts.next().unwrap_or_default();
-        let refused = parts
-            .any(|param| param.split_once('=').is_some_and(|(name, q)| name.trim().eq_ignore_ascii_case("q") && is_zero_weight(q.trim())));
-        essence.eq_ignore_ascii_case(EVENT_STREAM) && !refused
-    })
-}
-
-/// Whether a quality weight is zero as RFC 9110 writes it (`0`, `0.`,
-/// `0.0` to `0.000`). A weight outside its grammar is ignored, not read as
-/// zero: the client listed the type, and is served it.
-fn is_zero_weight(q: &str) -> bool {
-    let (whole, fraction) = q.split_once('.').unwrap_or((q, ""));
-    whole == "0" && fraction.len() <= 3 && fraction.bytes().all(|b| b == b'0')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,17 +125,17 @@ mod tests {
 
     #[test]
     fn a_get_must_accept_event_streams_with_a_quality_above_zero() {
-        assert!(accepts_events(&accept(&["text/event-stream"])));
-        assert!(accepts_events(&accept(&["application/json, Text/Event-Stream;q=0.5"])));
-        assert!(accepts_events(&accept(&["application/json", "text/event-stream"])));
-        assert!(!accepts_events(&accept(&[])));
-        assert!(!accepts_events(&accept(&["application/json"])));
-        assert!(!accepts_events(&accept(&["text/event-stream;q=0"])));
-        assert!(!accepts_events(&accept(&["text/event-stream ; q=0.000"])));
-        assert!(accepts_events(&accept(&["text/event-stream;q=0.0000"])), "outside the grammar: ignored");
-        assert!(accepts_events(&accept(&["text/event-stream;q=00"])), "outside the grammar: ignored");
-        assert!(accepts_events(&accept(&["text/event-stream;q=0.001"])));
-        assert!(!accepts_events(&accept(&["*/*"])), "only the media type itself, as rmcp's service took it");
+        assert!(accepts(&accept(&["text/event-stream"]), EVENT_STREAM));
+        assert!(accepts(&accept(&["application/json, Text/Event-Stream;q=0.5"]), EVENT_STREAM));
+        assert!(accepts(&accept(&["application/json", "text/event-stream"]), EVENT_STREAM));
+        assert!(!accepts(&accept(&[]), EVENT_STREAM));
+        assert!(!accepts(&accept(&["application/json"]), EVENT_STREAM));
+        assert!(!accepts(&accept(&["text/event-stream;q=0"]), EVENT_STREAM));
+        assert!(!accepts(&accept(&["text/event-stream ; q=0.000"]), EVENT_STREAM));
+        assert!(accepts(&accept(&["text/event-stream;q=0.0000"]), EVENT_STREAM), "outside the grammar: ignored");
+        assert!(accepts(&accept(&["text/event-stream;q=00"]), EVENT_STREAM), "outside the grammar: ignored");
+        assert!(accepts(&accept(&["text/event-stream;q=0.001"]), EVENT_STREAM));
+        assert!(!accepts(&accept(&["*/*"]), EVENT_STREAM), "only the media type itself, as rmcp's service took it");
     }
 
     fn version(v: &'static str) -> HeaderMap {
