@@ -354,7 +354,7 @@ async fn over_http_a_request_that_cannot_be_served_says_why() {
 }
 
 /// An `initialize` whose Accept header the gate leaves to rmcp's reading
-/// (quality weights) opens a session all the same, which then works as
+/// (a quoted parameter) opens a session all the same, which then works as
 /// any other and closes with DELETE.
 #[tokio::test]
 async fn over_http_a_session_rmcp_opened_works_as_any_other() {
@@ -366,12 +366,14 @@ async fn over_http_a_session_rmcp_opened_works_as_any_other() {
     let r = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
-        .header("accept", "application/json;q=0.9, text/event-stream;q=0.8")
+        .header("accept", "application/json;profile=\"mcp\", text/event-stream")
         .body(init.to_string())
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
+    let kind = r.headers()["content-type"].to_str().unwrap().to_string();
+    assert_eq!(kind, "text/event-stream", "rmcp's service answers an initialize with an event stream; the gate with JSON");
     let session = r.headers()["mcp-session-id"].to_str().unwrap().to_string();
     assert!(r.text().await.unwrap().contains("\"protocolVersion\":\"2025-06-18\""));
     post(url, Some(&session), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;

@@ -134,9 +134,8 @@ pub async fn answer_stateless(
 }
 
 /// It sends JSON and accepts both JSON and event streams, as rmcp's
-/// service requires. An Accept header with parameters (quality weights),
-/// quoted strings or bytes that are not visible ASCII is left to rmcp's
-/// reading.
+/// service requires, quality weights read. An Accept header with quoted
+/// strings is left to rmcp's reading.
 fn media_types_taken(headers: &HeaderMap) -> bool {
     usual_media_types(headers) || media_types_read(headers)
 }
@@ -198,21 +197,12 @@ fn sends_json(headers: &HeaderMap) -> bool {
     })
 }
 
-/// The media types read as rmcp's service reads them (a strict part of it).
+/// The media types read as rmcp's service reads them (a strict part of
+/// it): a JSON body, and an Accept that takes both types (quality weights
+/// read), without quoted strings (left to rmcp's reading).
 fn media_types_read(headers: &HeaderMap) -> bool {
-    let sends_json = sends_json(headers);
-    let (mut json, mut events) = (false, false);
-    for value in headers.get_all(header::ACCEPT) {
-        let Ok(value) = value.to_str() else { return false };
-        if value.bytes().any(|b| b == b';' || b == b'"') {
-            return false;
-        }
-        for kind in value.as_bytes().split(|&b| b == b',').map(<[u8]>::trim_ascii) {
-            json |= kind.eq_ignore_ascii_case(JSON.as_bytes());
-            events |= kind.eq_ignore_ascii_case(EVENT_STREAM.as_bytes());
-        }
-    }
-    sends_json && json && events
+    let quoted = headers.get_all(header::ACCEPT).iter().any(|v| v.as_bytes().contains(&b'"'));
+    sends_json(headers) && !quoted && accepts(headers, JSON) && accepts(headers, EVENT_STREAM)
 }
 
 pub fn is_known(version: &str) -> bool {
@@ -258,8 +248,10 @@ mod tests {
         assert!(answers_here(&headers(&PLAIN), &call(json!({}))));
         assert!(answers_here(&headers(&PLAIN[..2]), &call(json!({}))), "no version: 2025-03-26");
         assert!(answers_here(&headers(&[PLAIN[0], ("accept", "text/event-stream"), ("accept", "application/json")]), &call(json!({}))));
-        let others: [&[(&str, &str)]; 6] = [
+        assert!(answers_here(&headers(&[PLAIN[0], ("accept", "application/json;q=0.9, text/event-stream;q=0.8")]), &call(json!({}))));
+        let others: [&[(&str, &str)]; 7] = [
             &[("content-type", "text/plain"), PLAIN[1]],
+            &[PLAIN[0], ("accept", "application/json;profile=\"x\", text/event-stream")],
             &[PLAIN[0], ("accept", "application/json")],
             &[PLAIN[0], ("accept", "application/json, text/event-stream;q=0")],
             &[PLAIN[0], PLAIN[1], ("mcp-protocol-version", "2026-07-28")],
