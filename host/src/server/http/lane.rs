@@ -157,9 +157,7 @@ pub fn media_types_refused(headers: &HeaderMap) -> Option<(StatusCode, &'static 
     if usual_media_types(headers) {
         return None;
     }
-    let quoted = headers.get_all(header::ACCEPT).iter().any(|v| v.as_bytes().contains(&b'"'));
-    let accepts_both = accepts(headers, JSON) && accepts(headers, EVENT_STREAM);
-    if !(quoted || accepts_both) {
+    if accepts_both(headers) == Some(false) {
         let why = "an MCP client accepts both application/json and text/event-stream: send `Accept: application/json, text/event-stream`";
         return Some((StatusCode::NOT_ACCEPTABLE, why));
     }
@@ -201,8 +199,14 @@ fn sends_json(headers: &HeaderMap) -> bool {
 /// it): a JSON body, and an Accept that takes both types (quality weights
 /// read), without quoted strings (left to rmcp's reading).
 fn media_types_read(headers: &HeaderMap) -> bool {
+    sends_json(headers) && accepts_both(headers) == Some(true)
+}
+
+/// Whether the Accept headers take both JSON and event streams; None when
+/// they hold quoted strings, which are left to rmcp's reading.
+fn accepts_both(headers: &HeaderMap) -> Option<bool> {
     let quoted = headers.get_all(header::ACCEPT).iter().any(|v| v.as_bytes().contains(&b'"'));
-    sends_json(headers) && !quoted && accepts(headers, JSON) && accepts(headers, EVENT_STREAM)
+    (!quoted).then(|| accepts(headers, JSON) && accepts(headers, EVENT_STREAM))
 }
 
 pub fn is_known(version: &str) -> bool {

@@ -16,6 +16,7 @@ use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use rmcp::model::ProtocolVersion;
+use rmcp::transport::streamable_http_server::SessionId;
 
 use super::conns::ConnRef;
 use super::events::{EVENT_STREAM, event_stream};
@@ -68,7 +69,7 @@ impl Gate {
     }
 
     /// The open session a GET or DELETE names, or its refusal.
-    fn session_named(&self, headers: &HeaderMap) -> Result<rmcp::transport::streamable_http_server::SessionId, Response> {
+    fn session_named(&self, headers: &HeaderMap) -> Result<SessionId, Response> {
         keeps_sessions(headers)?;
         let Some(id) = headers.get(&MCP_SESSION_ID).and_then(|v| v.to_str().ok()) else {
             let why = "name the MCP session in an Mcp-Session-Id header (its initialize answer gave it)";
@@ -106,8 +107,8 @@ fn keeps_sessions(headers: &HeaderMap) -> Result<(), Response> {
     Ok(())
 }
 
-fn no_such_session(id: &str) -> Response {
-    let reply = jsonrpc::error_reply(serde_json::Value::Null, -32600, format!("no MCP session {id} (it ended, or never existed)"));
+fn no_such_session(id: &SessionId) -> Response {
+    let reply = jsonrpc::error_reply(serde_json::Value::Null, -32600, McpSessionError::NotFound(id.clone()).to_string());
     json_answer(StatusCode::NOT_FOUND, reply)
 }
 
