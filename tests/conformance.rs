@@ -346,3 +346,35 @@ async fn a_call_whose_client_left_its_stream_is_resumed_with_last_event_id() {
     let first = events(post(&http, &url, Some(&session), "2025-06-18", call).await).next().await.unwrap();
     assert!(first.id.is_none() && !first.retry && first.data.contains("simple text"), "{first:?}");
 }
+
+/// A stateless 2026-07-28 call of a game that asks its client something:
+/// that protocol has the server ask nothing while a request runs, so the
+/// game is told why it cannot ask, and the call answers (as one JSON body:
+/// nothing was sent before it), even from a client that declares both
+/// capabilities in its `_meta`.
+#[tokio::test]
+async fn a_stateless_call_of_a_game_that_asks_is_told_it_cannot() {
+    let work = scratch();
+    let plugins = plugins_dir(work.path(), &["conformance"]);
+    let server = http_server(&["--plugins", plugins.to_str().unwrap(), "--store", "memory"], work.path()).await;
+    let url = server.client_url.clone().expect("a loopback server prints a URL with its token");
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "sampling": {}}});
+    let ask = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "test_elicitation", "arguments": {"message": "who?"}, "_meta": meta}});
+    let answer = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "test_elicitation")
+        .body(ask.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((answer.status().as_u16(), answer.headers()["content-type"].to_str().unwrap()), (200, "application/json"));
+    let said: Value = answer.json().await.unwrap();
+    let text = said["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("without an MCP session cannot be asked"), "{said}");
+}

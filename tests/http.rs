@@ -69,11 +69,11 @@ async fn a_call_that_sends_nothing_first_is_answered_as_plain_json() {
 
 /// A stateless 2026-07-28 client (no MCP session), as the official Python
 /// SDK's default client asks: `server/discover`, then tool calls,
-/// `tools/list`, `prompts/list` and a resource read. Whose headers rmcp's service would take are answered by
-/// the gate as plain JSON (rmcp's service answered on event streams),
-/// results saying `resultType` as that protocol's do. What rmcp would
-/// refuse still reaches rmcp: a `Mcp-Name` that is not the body's tool
-/// gets its 400, and a ping (which 2026-07-28 has not) its 404.
+/// `tools/list`, `prompts/list` and a resource read, answered as plain
+/// JSON, results saying `resultType` as that protocol's do; a tool's name
+/// may come Base64-wrapped in its `Mcp-Name` header. A `Mcp-Name` that is
+/// not the body's tool gets 400 (-32020), and a ping (which 2026-07-28 has
+/// not) 404 (-32601).
 #[tokio::test]
 async fn a_stateless_client_is_answered_as_plain_json_with_result_types() {
     let work = scratch();
@@ -118,12 +118,33 @@ async fn a_stateless_client_is_answered_as_plain_json_with_result_types() {
     let board = plain(board.send().await.unwrap()).await;
     assert_eq!((board["contents"][0]["uri"].as_str(), board["ttlMs"].as_u64()), (Some("ui://chess/board"), Some(0)), "{board}");
 
+    // A name sent Base64-wrapped (SEP-2243) is read as its text.
+    let wrapped =
+        post("tools/call", Some("=?base64?aGFub2lfZ2V0X3N0YXRl?="), json!({"name": "hanoi_get_state", "arguments": {"env_id": env}}));
+    assert_eq!(plain(wrapped.send().await.unwrap()).await["structuredContent"]["moves_made"], 0);
+
+    let refused = async |request: reqwest::RequestBuilder| {
+        let answer = request.send().await.unwrap();
+        let status = answer.status().as_u16();
+        let said: Value = answer.json().await.unwrap();
+        assert_eq!(said["id"], 7, "{said}");
+        (status, said["error"]["code"].as_i64().unwrap(), said["error"]["message"].as_str().unwrap().to_string())
+    };
     let misnamed = post("tools/call", Some("hanoi_execute_move"), json!({"name": "hanoi_get_state", "arguments": {"env_id": env}}));
-    let refused = misnamed.send().await.unwrap();
-    assert_eq!(refused.status(), 400);
-    let said = refused.text().await.unwrap();
-    assert!(said.contains("Mcp-Name header `hanoi_execute_move` does not match body value `hanoi_get_state`"), "{said}");
-    assert_eq!(post("ping", None, json!({})).send().await.unwrap().status(), 404);
+    let (status, code, why) = refused(misnamed).await;
+    assert_eq!((status, code), (400, -32020), "{why}");
+    assert!(why.contains("Mcp-Name header (hanoi_execute_move) is not what the body names (hanoi_get_state)"), "{why}");
+    let (status, code, why) = refused(post("ping", None, json!({}))).await;
+    assert_eq!((status, code), (404, -32601), "2026-07-28 has no ping: {why}");
+    // A notification is taken (there is nothing in flight for it to act on).
+    let note = http
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "notifications/cancelled")
+        .body(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}).to_string());
+    assert_eq!(note.send().await.unwrap().status(), 202);
 }
 
 /// A 2026-07-28 request gets its game's log lines only when its `_meta`

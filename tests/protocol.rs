@@ -348,16 +348,49 @@ async fn over_http_a_request_that_cannot_be_served_says_why() {
     let (status, _, why) = refusal(posting("application/json, text/event-stream", "text/plain")).await;
     assert_eq!(status, 415, "{why}");
     assert!(why.contains("Content-Type: application/json"), "{why}");
+    // A POST whose protocol headers do not agree with its body: JSON-RPC
+    // errors with the request's id.
+    let posting = |version: &'static str, body: &'static str| {
+        http.post(url)
+            .header("mcp-session-id", &session)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", version)
+            .body(body)
+    };
+    let errors = async |r: reqwest::RequestBuilder| {
+        let r = r.send().await.unwrap();
+        let status = r.status().as_u16();
+        let body: Value = r.json().await.unwrap();
+        (status, body["id"].clone(), body["error"]["code"].as_i64().unwrap_or_default(), body["error"]["message"].to_string())
+    };
+    let (status, id, code, why) = errors(posting("1999-01-01", ping)).await;
+    assert_eq!((status, id, code), (400, json!(3), -32600), "{why}");
+    assert!(why.contains("1999-01-01") && why.contains("2025-11-25"), "{why}");
+    let (status, _, code, why) = errors(posting("2026-07-28", ping)).await;
+    assert_eq!((status, code), (400, -32602), "2026-07-28 names its version in each request's _meta: {why}");
+    let named = r#"{"jsonrpc":"2.0","id":4,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}}}"#;
+    let (status, _, code, why) = errors(posting("2025-11-25", named)).await;
+    assert_eq!((status, code), (400, -32020), "{why}");
+    assert!(why.contains("2025-11-25") && why.contains("2025-06-18"), "{why}");
     let r = post(url, Some(&session), r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await;
     assert_eq!(r.status(), 200, "the session lives on");
+    let bare = http
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#);
+    let (status, _, _, why) = errors(bare).await;
+    assert_eq!(status, 400, "{why}");
+    assert!(why.contains("Mcp-Session-Id"), "{why}");
     assert_eq!(http.delete(url).header("mcp-session-id", &session).send().await.unwrap().status(), 200);
 }
 
-/// An `initialize` whose Accept header the gate leaves to rmcp's reading
-/// (a quoted parameter) opens a session all the same, which then works as
-/// any other and closes with DELETE.
+/// An `initialize` whose Accept header has a quoted parameter (a comma
+/// inside it) opens a session all the same, which then works as any other
+/// and closes with DELETE.
 #[tokio::test]
-async fn over_http_a_session_rmcp_opened_works_as_any_other() {
+async fn over_http_an_accept_with_quoted_parameters_opens_a_session() {
     let work = scratch();
     let server = http_server(&[], work.path()).await;
     let url = server.url.as_str();
@@ -366,14 +399,14 @@ async fn over_http_a_session_rmcp_opened_works_as_any_other() {
     let r = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
-        .header("accept", "application/json;profile=\"mcp\", text/event-stream")
+        .header("accept", "application/json;profile=\"mcp, v1\", text/event-stream")
         .body(init.to_string())
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
     let kind = r.headers()["content-type"].to_str().unwrap().to_string();
-    assert_eq!(kind, "text/event-stream", "rmcp's service answers an initialize with an event stream; the gate with JSON");
+    assert_eq!(kind, "application/json");
     let session = r.headers()["mcp-session-id"].to_str().unwrap().to_string();
     assert!(r.text().await.unwrap().contains("\"protocolVersion\":\"2025-06-18\""));
     post(url, Some(&session), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;

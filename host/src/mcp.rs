@@ -8,15 +8,13 @@
 //! which costs each request a channel send to the session's worker, a
 //! spawned task and a channel back (taking it out saved 50–90 µs of an HTTP
 //! `ping` on a 2-core machine, and put pipelined stdio answers in request
-//! order; docs/design/mcp.md). rmcp's `ServerHandler` here answers only
-//! what the HTTP gate leaves to rmcp's service without a session; both
-//! share `call_tool_as` and `read_as` below, so they answer alike.
+//! order; docs/design/mcp.md). rmcp's `ServerHandler` here gives only the
+//! server's info and the handshake's choice of version.
 
 use std::sync::Arc;
 
 use rmcp::model::*;
-use rmcp::service::{RequestContext, SubscriptionContext};
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use rmcp::{ErrorData as McpError, ServerHandler};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -28,6 +26,7 @@ pub mod client;
 mod convention;
 mod host_tools;
 pub mod inspect;
+mod listen;
 mod logging;
 mod prompts;
 mod resources;
@@ -35,6 +34,7 @@ mod tools;
 use answer::json_len;
 pub use answer::{Answer, Peer};
 use host_tools::host_tools;
+pub use listen::Listening;
 
 /// Clients that ignore list_changed re-list after this long.
 const TOOLS_TTL_MS: u64 = 10_000;
@@ -120,31 +120,10 @@ impl Ludus {
     pub fn clients(&self) -> &client::Clients {
         &self.surface.clients
     }
-
-    /// Who is calling: over HTTP what the transport found (a bearer token's
-    /// name, the MCP session, or a stateless request), otherwise this client.
-    fn caller_of(&self, context: &RequestContext<RoleServer>) -> Caller {
-        caller_in(&context.extensions).unwrap_or_else(|| self.caller.clone())
-    }
-}
-
-/// The transport session a request came in: over HTTP its MCP session id
-/// (empty for a stateless request), otherwise the one client of stdio.
-fn transport_session(context: &RequestContext<RoleServer>) -> String {
-    match context.extensions.get::<http::request::Parts>() {
-        Some(parts) => parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string(),
-        None => STDIO_SESSION.to_string(),
-    }
 }
 
 /// The transport session of the stdio client.
 pub const STDIO_SESSION: &str = "stdio";
-
-/// The caller the HTTP transport filed with a request (rmcp hands the
-/// handler the request's HTTP parts in its extensions).
-pub fn caller_in(extensions: &Extensions) -> Option<Caller> {
-    extensions.get::<http::request::Parts>().and_then(|parts| parts.extensions.get::<Caller>()).cloned()
-}
 
 /// Where the direct lane sends a request's progress notifications.
 pub type Notify = Arc<dyn Fn(ServerJsonRpcMessage) + Send + Sync>;
@@ -153,7 +132,7 @@ pub type Notify = Arc<dyn Fn(ServerJsonRpcMessage) + Send + Sync>;
 pub type DirectAnswer = std::pin::Pin<Box<dyn std::future::Future<Output = Direct> + Send>>;
 
 /// What the direct lane answers: a message, or a tool's answer, which the
-/// transport writes itself (`into_line`) or hands to rmcp (`into_message`).
+/// transport writes itself, as a line (`into_line`) or an event (`into_message`).
 // Made once per request and moved, not stored: boxing the message buys nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum Direct {
@@ -342,19 +321,20 @@ impl Ludus {
     /// tool call that may send something before its answer (progress asked
     /// for, log lines asked for in its `_meta` or by transport session
     /// `session` (`logging::asked`), a game that may ask its client
-    /// something). Such a request may be answered as plain JSON rather
-    /// than on an event stream.
+    /// something, unless the request has no session (empty `session`: a
+    /// stateless client is asked nothing, `client::Link`)). Such a request
+    /// may be answered as plain JSON rather than on an event stream.
     pub fn answers_alone(&self, session: &str, request: &ClientRequest) -> bool {
         let ClientRequest::CallToolRequest(call) = request else { return true };
         let meta = call.extensions.get::<RequestMetaObject>();
         meta.and_then(RequestMetaObject::get_progress_token).is_none()
             && !logging::asked(meta, self.surface.clients.log_level(session))
-            && !self.asks_its_client(request)
+            && (session.is_empty() || !self.asks_its_client(request))
     }
 
     /// Whether `request` calls a tool of a game that may ask its client
     /// something (sampling, elicitation) while the call runs.
-    pub fn asks_its_client(&self, request: &ClientRequest) -> bool {
+    fn asks_its_client(&self, request: &ClientRequest) -> bool {
         let ClientRequest::CallToolRequest(call) = request else { return false };
         self.registry.find_tool(&call.params.name).is_ok_and(|(plugin, _)| plugin.asks_client)
     }
@@ -499,124 +479,5 @@ impl ServerHandler for Ludus {
                  (e.g. hanoi_init_simulator), then pass the returned id to the other tools. \
                  `ludus_games` lists the loaded games; `ludus_sessions` the live ones.",
         )
-    }
-
-    async fn list_tools(&self, page: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
-        self.tools_page(page).await
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        let run_tool = self.surface.run.as_ref().map(|_| host_tools::run_tool());
-        host_tools().iter().chain(run_tool).find(|t| t.name == name).cloned().or_else(|| {
-            let (plugin, i) = self.registry.find_tool(name).ok()?;
-            Some(self.surface.tools.of_plugin(&plugin)[i].clone())
-        })
-    }
-
-    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
-        let progress = context.meta.get_progress_token().map(|token| {
-            let peer = context.peer.clone();
-            progress_reporter(token, move |p| {
-                let peer = peer.clone();
-                tokio::spawn(async move { peer.notify_progress(p).await });
-            })
-        });
-        let caller = self.caller_of(&context);
-        let peer = context.peer.clone();
-        let level = logging::wanted(Some(&context.meta), self.surface.clients.log_level(&transport_session(&context)));
-        let log = logging::sink_for(level, &request.name, move |m| {
-            let peer = peer.clone();
-            tokio::spawn(async move { peer.send_notification(m.into()).await });
-        });
-        let listeners = Listeners { progress, log, client: None };
-        Ok(self.call_tool_as(caller, request, context.ct.clone(), listeners).await?.into_result().into())
-    }
-
-    // rmcp marks logging deprecated (a later protocol drops it); clients up to 2025-11-25 use it.
-    #[allow(deprecated)]
-    async fn set_level(&self, request: SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
-        self.set_level_of(&transport_session(&context), request.level);
-        Ok(())
-    }
-
-    async fn list_resources(
-        &self,
-        page: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, McpError> {
-        self.resources_page(page).await
-    }
-
-    /// Per-game resources: one per live session, e.g. `chess://game/{session}/pgn`.
-    async fn list_resource_templates(
-        &self,
-        page: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, McpError> {
-        self.templates_page(page).await
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, McpError> {
-        Ok(self.read(request.uri, &self.caller_of(&context)).await?.into())
-    }
-
-    /// `completion/complete`: a template's `{session}` (`complete_session`)
-    /// or a prompt's argument (`complete_prompt`).
-    async fn complete(&self, request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, McpError> {
-        self.complete_as(request, &self.caller_of(&context)).await
-    }
-
-    /// The plugins' prompts (an empty list while no loaded game offers one).
-    async fn list_prompts(
-        &self,
-        page: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, McpError> {
-        self.prompts_page(page).await
-    }
-
-    async fn get_prompt(&self, request: GetPromptRequestParams, _: RequestContext<RoleServer>) -> Result<GetPromptResponse, McpError> {
-        Ok(self.get_prompt_as(request).await?.into())
-    }
-
-    // 2026-07-28 clients hear about list changes and resource updates on
-    // subscriptions/listen; a URI that names no resource is not accepted.
-    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        let mut accepted = requested.supported_by(&self.get_info().capabilities);
-        if let Some(uris) = &mut accepted.resource_subscriptions {
-            uris.retain(|uri| self.find_resource(uri).is_ok());
-        }
-        Some(accepted)
-    }
-
-    async fn listen(&self, cx: SubscriptionContext) -> Result<(), McpError> {
-        let mut changes = self.registry.subscribe();
-        // The resource updates end with this listen request.
-        let ended = CancellationToken::new();
-        let _end = ended.clone().drop_guard();
-        let caller = self.caller_of(cx.request_context());
-        for uri in cx.accepted().resource_subscriptions.clone().unwrap_or_default() {
-            let subscriber = resources::Subscriber::Listen(cx.sink().clone());
-            if let Err(e) = self.follow(uri.clone(), &caller, subscriber, ended.clone()).await {
-                tracing::debug!(uri, "subscriptions/listen: not followed: {}", e.message);
-            }
-        }
-        loop {
-            tokio::select! {
-                () = cx.cancelled() => return Ok(()),
-                r = changes.recv() => match r {
-                    // The sink sends only what the client asked for.
-                    Ok(()) | Err(RecvError::Lagged(_)) => {
-                        let _ = cx.sink().notify_tool_list_changed().await;
-                        let _ = cx.sink().notify_prompt_list_changed().await;
-                    }
-                    Err(RecvError::Closed) => return Ok(()),
-                },
-            }
-        }
     }
 }

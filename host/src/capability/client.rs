@@ -84,8 +84,8 @@ impl HostCtx {
         let Some(link) = self.call.client.clone() else {
             return Err(format!("there is no client to ask: {} is only possible during a tool call", ask.capability()));
         };
-        if !link.declares(ask) {
-            return Err(format!("the client did not declare the `{}` capability, so it cannot be asked", ask.capability()));
+        if let Some(why) = link.why_not(ask) {
+            return Err(why);
         }
         let answers = link.send(ask, params)?;
         let limit = self.call.ask_limit;

@@ -32,8 +32,13 @@ impl Ask {
 pub trait ClientLink: Send + Sync {
     /// A progress notification, if the call asked for progress.
     fn progress(&self, done: f64, total: Option<f64>, message: Option<String>);
-    /// Whether the client declared `ask` at `initialize`.
-    fn declares(&self, ask: Ask) -> bool;
+    /// Why the client may not be asked `ask` (it did not declare it at
+    /// `initialize`, or keeps no session to answer in); None when it may.
+    fn why_not(&self, ask: Ask) -> Option<String>;
+    /// Whether the client may be asked `ask`.
+    fn declares(&self, ask: Ask) -> bool {
+        self.why_not(ask).is_none()
+    }
     /// Sends the request; its answer (the result's JSON, or the error's
     /// message) arrives on the receiver.
     fn send(&self, ask: Ask, params: Value) -> Result<Receiver<Result<Value, String>>, String>;

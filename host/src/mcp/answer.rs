@@ -1,7 +1,7 @@
 //! A tool call's answer: one neutral result per call ([`Answer`]), written by
-//! one function per wire form. `into_result` gives rmcp's result (rmcp's
-//! service and HTTP send it). `into_response` writes the JSON-RPC response
-//! itself (the stdio lane): the envelope is rmcp's writing of that same
+//! one function per wire form. `into_result` gives rmcp's result type (an
+//! event stream sends it). `into_response` writes the JSON-RPC response
+//! itself (stdio, and HTTP's plain JSON): the envelope is rmcp's writing of that same
 //! result, and a record's structured content goes straight from the
 //! component's value into the place rmcp left for it, the same bytes the
 //! result would carry (`JsonOf` writes keys sorted, as serde_json's maps do;
@@ -176,8 +176,8 @@ impl Answer {
         Answer { error: false, text, own_text, notes: Vec::new(), embedded, blocks, data, limit }
     }
 
-    /// As rmcp's result, for rmcp's handler (which leaves out `resultType`
-    /// for peers that negotiated a version before 2026-07-28).
+    /// As rmcp's result type, without `resultType` (`Peer::shape_call`
+    /// adds it for a 2026-07-28 peer).
     pub fn into_result(mut self) -> CallToolResult {
         let structured = match std::mem::replace(&mut self.data, Data::None) {
             Data::None => None,

@@ -146,11 +146,22 @@ impl ClientLink for Link {
         (self.notify)(ServerJsonRpcMessage::notification(ProgressNotification::new(p).into()));
     }
 
-    fn declares(&self, ask: Ask) -> bool {
-        match ask {
+    fn why_not(&self, ask: Ask) -> Option<String> {
+        // A stateless request (protocol 2026-07-28) has no session for the
+        // client's answer to come back in.
+        if self.session.is_empty() {
+            let why = format!(
+                "a client without an MCP session cannot be asked during a call (protocol 2026-07-28 has the server ask no \
+                 questions); open a session with `initialize` and declare `{}`",
+                ask.capability()
+            );
+            return Some(why);
+        }
+        let declared = match ask {
             Ask::Sampling => self.declared.sampling,
             Ask::Elicitation => self.declared.elicitation,
-        }
+        };
+        (!declared).then(|| format!("the client did not declare the `{}` capability, so it cannot be asked", ask.capability()))
     }
 
     fn send(&self, ask: Ask, params: Value) -> Result<Receiver<Result<Value, String>>, String> {
@@ -193,6 +204,7 @@ mod tests {
         clients.closed("a");
         assert_eq!((clients.log_level("a"), clients.log_level("b")), (None, Some(LoggingLevel::Debug)));
         assert!(!link(&clients, "a").declares(Ask::Sampling));
+        assert!(link(&clients, "").why_not(Ask::Elicitation).unwrap().contains("without an MCP session"), "a stateless request");
     }
 
     #[test]

@@ -91,9 +91,10 @@ impl Ludus {
         &self,
         uri: String,
         caller: &Caller,
-        subscriber: Subscriber,
+        subscriber: impl Into<Subscriber>,
         stop: CancellationToken,
     ) -> Result<(), McpError> {
+        let subscriber = subscriber.into();
         let (plugin, _, session) = self.resource_or_wait(&uri).await?;
         let game = match session {
             Some((id, audience)) => Some(
@@ -177,7 +178,13 @@ type FoundResource = (Arc<Plugin>, String, Option<(String, Audience)>);
 /// (protocol 2026-07-28).
 pub(super) enum Subscriber {
     Outbox(super::Notify),
-    Listen(rmcp::service::SubscriptionSink),
+    Listen(super::listen::Listener),
+}
+
+impl From<super::listen::Listener> for Subscriber {
+    fn from(listener: super::listen::Listener) -> Subscriber {
+        Subscriber::Listen(listener)
+    }
 }
 
 impl Subscriber {
@@ -191,7 +198,7 @@ impl Subscriber {
                 outbox(ServerJsonRpcMessage::notification(updated.into()));
                 true
             }
-            Subscriber::Listen(sink) => sink.notify_resource_updated(uri.to_string()).await.is_ok(),
+            Subscriber::Listen(listener) => listener.resource_updated(uri),
         }
     }
 }

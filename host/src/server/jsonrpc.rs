@@ -88,7 +88,8 @@ fn tool_call(params: CallToolRequestParams) -> ClientRequest {
 fn tool_call_or_ping(object: &serde_json::Map<String, Value>) -> Option<ClientJsonRpcMessage> {
     let id = RequestId::deserialize(object.get("id")?).ok()?;
     let request = match object.get("method")?.as_str()? {
-        "ping" => ClientRequest::PingRequest(Default::default()),
+        // A ping with params carries `_meta` (a protocol version): rmcp's reading keeps it.
+        "ping" if object.get("params").is_none() => ClientRequest::PingRequest(Default::default()),
         "tools/call" => tool_call(CallToolRequestParams::deserialize(object.get("params")?).ok()?),
         _ => return None,
     };

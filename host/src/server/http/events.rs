@@ -14,7 +14,6 @@ use futures_util::{Stream, StreamExt};
 use http::{HeaderValue, header};
 use http_body_util::BodyExt;
 use rmcp::model::{ClientRequest, JsonRpcRequest, ServerJsonRpcMessage};
-use rmcp::transport::streamable_http_server::session::ServerSseMessage;
 use sse_stream::{KeepAlive, Sse, SseBody, Timer};
 use sync_wrapper::SyncWrapper;
 use tokio_util::sync::CancellationToken;
@@ -26,6 +25,33 @@ use crate::session::Caller;
 /// The media type of an event stream.
 pub const EVENT_STREAM: &str = "text/event-stream";
 
+/// One event of a stream the gate writes: a message (none: a resumable
+/// stream's priming event), with its id and retry hint when it has them.
+#[derive(Clone, Debug)]
+pub struct Event {
+    pub id: Option<String>,
+    pub message: Option<Arc<ServerJsonRpcMessage>>,
+    pub retry: Option<Duration>,
+}
+
+impl Event {
+    /// `message`, without an id.
+    pub fn of(message: ServerJsonRpcMessage) -> Event {
+        Event { id: None, message: Some(Arc::new(message)), retry: None }
+    }
+
+    /// `message` as event `id`, which a client may resume after.
+    pub fn numbered(id: String, message: ServerJsonRpcMessage) -> Event {
+        Event { id: Some(id), ..Event::of(message) }
+    }
+
+    /// The first event of a resumable stream: its id, no data, and how
+    /// long a client waits before it asks again.
+    pub fn priming(id: String, retry: Duration) -> Event {
+        Event { id: Some(id), message: None, retry: Some(retry) }
+    }
+}
+
 /// How the gate answered a request.
 pub enum Answered {
     /// Plain JSON: the JSON-RPC response, or none (the call was cancelled).
@@ -35,7 +61,7 @@ pub enum Answered {
 }
 
 /// A call's events, in order, as they come.
-pub type Events = Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync>>;
+pub type Events = Pin<Box<dyn Stream<Item = Event> + Send + Sync>>;
 
 /// `request` of transport session `session` (empty: none) run on the
 /// direct lane and answered as plain JSON, cancelled by `ct`. Only a call
@@ -104,26 +130,26 @@ impl CallEvents {
 }
 
 impl Stream for CallEvents {
-    type Item = ServerSseMessage;
+    type Item = Event;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ServerSseMessage>> {
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
         // What the call sent before it answered goes out before its answer.
         // Once the answer is made, the queue is read without waiting: a
         // `poll_recv` may say Pending when the task has used its share of
         // the runtime's time, and its messages would be lost with the stream.
         if self.made.is_some() {
             if let Ok(m) = self.progress.try_recv() {
-                return Poll::Ready(Some(ServerSseMessage::from_message(m)));
+                return Poll::Ready(Some(Event::of(m)));
             }
             let answer = self.made.take().expect("checked above");
             // MCP: a cancelled request is not answered (the client has forgotten it).
-            return Poll::Ready((!self.cancelled.is_cancelled()).then(|| ServerSseMessage::from_message(answer)));
+            return Poll::Ready((!self.cancelled.is_cancelled()).then(|| Event::of(answer)));
         }
         if self.answer.is_none() {
             return Poll::Ready(None);
         }
         if let Poll::Ready(Some(m)) = self.progress.poll_recv(cx) {
-            return Poll::Ready(Some(ServerSseMessage::from_message(m)));
+            return Poll::Ready(Some(Event::of(m)));
         }
         match self.answer.as_mut().expect("checked above").get_mut().as_mut().poll(cx) {
             Poll::Pending => Poll::Pending,
@@ -147,15 +173,15 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// message's JSON, with its event id and retry hint when it has them (a
 /// resumable stream's); a priming event has empty data; a comment after
 /// `KEEP_ALIVE` without an event.
-pub fn event_stream(events: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static) -> Response {
+pub fn event_stream(events: impl Stream<Item = Event> + Send + Sync + 'static) -> Response {
     event_stream_kept_alive(events, KEEP_ALIVE)
 }
 
-fn event_stream_kept_alive(events: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, keep_alive: Duration) -> Response {
+fn event_stream_kept_alive(events: impl Stream<Item = Event> + Send + Sync + 'static, keep_alive: Duration) -> Response {
     let frames = events.map(|m| {
         let data = m.message.as_ref().map_or(String::new(), |m| serde_json::to_string(m).expect("a JSON-RPC message is JSON"));
         let retry = m.retry.map(|r| r.as_millis() as u64);
-        Ok::<_, Infallible>(Sse { event: None, data: Some(data), id: m.event_id, retry })
+        Ok::<_, Infallible>(Sse { event: None, data: Some(data), id: m.id, retry })
     });
     let body = SseBody::new(frames).with_keep_alive::<Tick>(KeepAlive::new().interval(keep_alive));
     let mut response = http::Response::new(body.boxed());
@@ -196,7 +222,7 @@ mod tests {
     #[tokio::test]
     async fn a_silent_event_stream_is_sent_a_comment_every_keep_alive() {
         let keep_alive = Duration::from_millis(200);
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ServerSseMessage>();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
         let events = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
         let mut body = std::pin::pin!(event_stream_kept_alive(events, keep_alive).into_body());
         let mut next = async || std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await.map(|f| f.unwrap().into_data().unwrap());

@@ -5,40 +5,30 @@
 //!
 //! Every request of a session is answered here, on the direct lane
 //! (`Ludus::answer_directly`), in the connection's own thread: the gate
-//! hands it over (`McpSessions::open`, `answer`, `accept`), and so does
-//! rmcp's service, through the `SessionManager` trait, for the requests
-//! the gate leaves to rmcp's checks (a request naming protocol 2026-07-28,
-//! unusual headers). The gate's GET and DELETE (`http::standalone`) come
-//! to `stream` and `close`. rmcp's service runs no worker of its own for a
-//! session: it is only the checks in front.
+//! hands it over (`McpSessions::open`, `answer`, `accept`), and its GET
+//! and DELETE (`http::standalone`) come to `stream` and `close`.
 //! A request is answered as plain JSON when nothing is sent before its
 //! answer (and, for a tool call or ping, the session's streams are not
 //! resumable), or as a stream of events (progress, log lines and
 //! questions first, then the answer) that the gate writes.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::{Stream, StreamExt};
-use rmcp::RoleServer;
+use super::SessionId;
+use futures_util::Stream;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, InitializedNotification, JsonRpcRequest, ProtocolVersion,
-    RequestId, ServerJsonRpcMessage, ServerResult,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcRequest, ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
 };
-use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
-use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{Answered, CallEvents, Events, answered_alone};
-use super::guard::CallerNames;
+use super::events::{Answered, CallEvents, Event, Events, answered_alone};
 use super::outbox::{Outbox, event_number};
 use super::resume::Resumable;
 use crate::locking::{lock, shrink_emptied};
-use crate::mcp::{Direct, Ludus, Notify, Peer, caller_in};
+use crate::mcp::{Direct, Ludus, Notify, Peer};
 use crate::session::Caller;
 
 pub struct McpSessions {
@@ -52,8 +42,6 @@ pub struct McpSessions {
     server_name: Option<String>,
     /// Tool-call streams of the sessions whose clients can resume them.
     resumable: Resumable,
-    /// Names the callers of sessions that present no token (the gate's).
-    names: CallerNames,
     /// A trim of freed memory is due shortly (MCP sessions were closed).
     trim_due: Arc<AtomicBool>,
 }
@@ -65,17 +53,13 @@ struct Open {
     /// handler's clone is several.
     handler: Arc<Ludus>,
     outbox: Arc<Outbox>,
-    /// The idle service rmcp's service runs for a session it opened
-    /// itself (`create_session`).
-    idle: Option<IdleEnd>,
     last_used: Instant,
     /// With bearer tokens: the token (caller name) that opened it.
     owner: Option<String>,
 }
 
-/// Why the session table could not do what rmcp's service asked; rmcp
-/// answers with 500 and this text, or a resume with an empty stream (a
-/// session it does not find, it checks for first, and answers 404).
+/// Why the session table could not give a GET its stream: the gate
+/// answers 404, or an empty stream for an event no stream sent.
 #[derive(Debug, thiserror::Error)]
 pub enum McpSessionError {
     #[error("no MCP session {0} (it ended, or never existed)")]
@@ -94,7 +78,7 @@ impl McpSessions {
     /// MCP sessions for `ludus`'s registry that close after `idle_limit` without
     /// a request; the sweep runs on the current runtime for as long as the
     /// returned manager lives.
-    pub fn new(ludus: Ludus, idle_limit: Duration, server_name: Option<String>, names: CallerNames) -> Arc<McpSessions> {
+    pub fn new(ludus: Ludus, idle_limit: Duration, server_name: Option<String>) -> Arc<McpSessions> {
         let sessions = Arc::new(McpSessions {
             open: Default::default(),
             ludus,
@@ -102,7 +86,6 @@ impl McpSessions {
             in_flight: Default::default(),
             server_name,
             resumable: Resumable::default(),
-            names,
             trim_due: Arc::default(),
         });
         let weak = Arc::downgrade(&sessions);
@@ -143,7 +126,7 @@ impl McpSessions {
         let outbox = Arc::new(Outbox::default());
         let to_outbox = outbox.clone();
         let handler = Arc::new(self.ludus.another().with_outbox(Arc::new(move |m| to_outbox.send(m))));
-        let open = Open { handler, outbox, idle: None, last_used: Instant::now(), owner };
+        let open = Open { handler, outbox, last_used: Instant::now(), owner };
         lock(&self.open).insert(id.clone(), open);
         id
     }
@@ -197,7 +180,7 @@ impl McpSessions {
     /// session's streams are not resumable (a 2025-11-25 client's calls
     /// stream, so that they can be resumed); otherwise as an event stream,
     /// progress and the game's log lines first. The request and its caller
-    /// back when the session does not exist (rmcp's service refuses it). It must have
+    /// back when the session does not exist (the gate answers 404). It must have
     /// been admitted (`admit`), and `cancel` is its token: a
     /// `notifications/cancelled` finds it there (a cancelled call has no
     /// answer), and a client that goes away drops it, which cancels it.
@@ -262,7 +245,7 @@ impl McpSessions {
 
     /// The standalone stream of session `id` (`http::outbox`): the kept
     /// events after `last` first, when it resumes.
-    fn listen(&self, id: &SessionId, last: Option<u64>) -> Result<impl Stream<Item = ServerSseMessage> + use<>, McpSessionError> {
+    fn listen(&self, id: &SessionId, last: Option<u64>) -> Result<impl Stream<Item = Event> + use<>, McpSessionError> {
         let outbox = lock(&self.open).get(id).map(|session| session.outbox.clone());
         Ok(outbox.ok_or_else(|| McpSessionError::NotFound(id.clone()))?.listen(last))
     }
@@ -274,12 +257,6 @@ impl McpSessions {
     /// The token that opened session `id`, when tokens are in use.
     pub fn owner(&self, id: &str) -> Option<String> {
         lock(&self.open).get(id).and_then(|session| session.owner.clone())
-    }
-
-    pub fn set_owner(&self, id: &str, token: &str) {
-        if let Some(session) = lock(&self.open).get_mut(id) {
-            session.owner = Some(token.to_string());
-        }
     }
 
     /// Takes session `id` out of the table and ends what served only it
@@ -297,9 +274,6 @@ impl McpSessions {
             return false;
         };
         session.handler.close();
-        if let Some(idle) = session.idle {
-            idle.cancel();
-        }
         self.resumable.forget(id);
         self.ludus.clients().closed(id);
         if !self.trim_due.swap(true, Ordering::Relaxed) {
@@ -378,137 +352,5 @@ impl Admitted {
 impl Drop for Admitted {
     fn drop(&mut self) {
         lock(&self.table).remove(&self.key);
-    }
-}
-
-/// rmcp's service hands over what the gate leaves to its checks: an
-/// `initialize` (`create_session`, `initialize_session`), a request or
-/// notification naming protocol 2026-07-28 (`create_stream`,
-/// `accept_message`). All are answered here, as the gate's are. GET and
-/// DELETE no longer reach rmcp's service (the gate answers them), but the
-/// trait has them: they answer as the gate's do.
-impl SessionManager for McpSessions {
-    type Error = McpSessionError;
-    type Transport = Idle;
-
-    async fn create_session(&self) -> Result<(SessionId, Idle), Self::Error> {
-        let id = self.create(None);
-        let (idle, end) = Idle::new();
-        if let Some(session) = lock(&self.open).get_mut(&id) {
-            session.idle = Some(end);
-        }
-        Ok((id, idle))
-    }
-
-    async fn initialize_session(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<ServerJsonRpcMessage, Self::Error> {
-        let ClientJsonRpcMessage::Request(request) = message.clone() else {
-            return Err(McpSessionError::NotFound(id.clone()));
-        };
-        let answer = self.initialize(id, request).await;
-        // A session whose `initialize` failed is gone already, its idle service with it.
-        if let Some(idle) = lock(&self.open).get(id).and_then(|session| session.idle.as_ref()) {
-            idle.replay(message);
-        }
-        Ok(answer.into_message(Peer::Legacy))
-    }
-
-    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        Ok(self.is_open(id))
-    }
-
-    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.close(id);
-        Ok(())
-    }
-
-    async fn create_stream(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let handler = self.touch(id).ok_or_else(|| McpSessionError::NotFound(id.clone()))?;
-        let ClientJsonRpcMessage::Request(request) = message else {
-            // rmcp's service hands over only requests here.
-            return Ok(futures_util::stream::empty().left_stream());
-        };
-        // The gate filed the caller with the request's HTTP parts, and admitted it.
-        let caller = caller_in(request.request.extensions()).unwrap_or_else(|| self.names.of(id));
-        let cancel = self.cancel_of(id, &request.id);
-        Ok(self.events(&handler, id, request, caller, cancel).right_stream())
-    }
-
-    async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
-        self.accept(id, message).then_some(()).ok_or_else(|| McpSessionError::NotFound(id.clone()))
-    }
-
-    async fn create_standalone_stream(
-        &self,
-        id: &SessionId,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.stream(id, None)
-    }
-
-    async fn resume(
-        &self,
-        id: &SessionId,
-        last_event_id: String,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.stream(id, Some(&last_event_id))
-    }
-}
-
-/// What rmcp's service runs for a session it opened itself (an
-/// `initialize` the gate left to rmcp's checks). Everything of the session
-/// is answered here, so it is sent only the handshake, replayed
-/// (`IdleEnd::replay`) so that it starts and then idles; what it sends goes
-/// nowhere. It ends when the session closes.
-pub struct Idle {
-    handshake: mpsc::UnboundedReceiver<ClientJsonRpcMessage>,
-    closed: CancellationToken,
-}
-
-/// The session's end of its `Idle` service.
-struct IdleEnd {
-    handshake: mpsc::UnboundedSender<ClientJsonRpcMessage>,
-    closed: CancellationToken,
-}
-
-impl Idle {
-    fn new() -> (Idle, IdleEnd) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let closed = CancellationToken::new();
-        (Idle { handshake: rx, closed: closed.clone() }, IdleEnd { handshake: tx, closed })
-    }
-}
-
-impl IdleEnd {
-    /// The session's `initialize` and the client's `notifications/initialized`.
-    fn replay(&self, initialize: ClientJsonRpcMessage) {
-        let _ = self.handshake.send(initialize);
-        let _ = self.handshake.send(ClientJsonRpcMessage::notification(InitializedNotification::default().into()));
-    }
-
-    fn cancel(&self) {
-        self.closed.cancel();
-    }
-}
-
-impl rmcp::transport::Transport<RoleServer> for Idle {
-    type Error = Infallible;
-
-    fn send(&mut self, _: TxJsonRpcMessage<RoleServer>) -> impl Future<Output = Result<(), Infallible>> + Send + 'static {
-        std::future::ready(Ok(()))
-    }
-
-    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        tokio::select! {
-            biased;
-            () = self.closed.cancelled() => None,
-            Some(message) = self.handshake.recv() => Some(message),
-        }
-    }
-
-    async fn close(&mut self) -> Result<(), Infallible> {
-        Ok(())
     }
 }

@@ -1,13 +1,11 @@
 //! MCP over Streamable HTTP: our own accept loop and a JSON-RPC gate that
-//! answers the requests of MCP sessions itself (`initialize`, tool calls,
-//! pings, lists, reads, subscriptions, notifications; through
-//! `http::mcp_sessions`, as plain JSON or an event stream it writes) and a
-//! stateless client's call, `server/discover` or request that only reads
-//! (`http::lane`), and a session's GET and DELETE (`http::standalone`),
-//! with rmcp's service behind it for the checks and refusals of the POSTs
-//! the gate does not take as they are, and the other stateless requests
-//! (`subscriptions/listen`, a call of a game that asks its client
-//! something).
+//! answers every request itself. A POST is read and checked top down (its
+//! body, `http::media`, `http::checks`), then answered as an MCP session's
+//! (`http::mcp_sessions`: `initialize`, tool calls, pings, lists, reads,
+//! subscriptions, notifications, as plain JSON or an event stream it
+//! writes) or a stateless client's (`http::stateless`); a session's GET and
+//! DELETE are `http::standalone`'s. rmcp supplies the protocol's types; its
+//! service runs nothing here.
 //!
 //! The accept loop is ours for the limits a ready-made server does not set:
 //! a cap on open connections, and a deadline for a request's headers, so
@@ -15,15 +13,14 @@
 //! served by hyper on a thread of its own (`http::thread`), so a tool call's
 //! guest runs where its request was read, as on stdio; its service
 //! (`Connection`) hands every request to the gate, with no router between.
-//! The gate answers what rmcp answers badly: a body that is not JSON-RPC gets
-//! 400 with `-32700`/`-32600` (rmcp: 415 and plain text), a known method with
-//! unusable params gets `-32602` with the request's id (rmcp: "method not
-//! found"), DELETE of an unknown session 404 and of a known one 200 (rmcp:
-//! 202 for both, which the official Python SDK reports as a failed close),
-//! and a POST that does not accept both answers' types (406) or send JSON
-//! (415) gets a JSON-RPC error that says so (rmcp: plain text).
-//! It also refuses a request id already in flight in its session, and an
-//! `initialize` beyond `limits.max_mcp_sessions` (503).
+//! Every refusal is a JSON-RPC error that says what is wrong: a body that is
+//! not JSON-RPC gets 400 with `-32700`/`-32600`, a known method with
+//! unusable params `-32602` with the request's id, DELETE of an unknown
+//! session 404 and of a known one 200, a POST that does not accept both
+//! answers' types 406 or does not send JSON 415, protocol headers that do
+//! not agree with the body 400. The gate also refuses a request id already
+//! in flight in its session (409), and an `initialize` beyond
+//! `limits.max_mcp_sessions` (503).
 //!
 //! Before any of that, `http::guard` decides who may send the request (Host,
 //! Origin, bearer token) and who the caller is; `http::conns` keeps slow and
@@ -48,18 +45,20 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::model::{ClientRequest, JsonRpcMessage, JsonRpcRequest};
 use tokio_util::sync::CancellationToken;
 
+mod checks;
 mod conns;
 mod events;
 mod guard;
-mod lane;
 mod mcp_sessions;
+mod media;
 mod outbox;
 mod proxies;
 mod resume;
 mod standalone;
+mod stateless;
 mod thread;
 
 use super::busy_poll::Watch;
@@ -68,12 +67,13 @@ use crate::mcp::Ludus;
 use crate::registry::Registry;
 use crate::session::Caller;
 use crate::turns::Turns;
+use checks::Lifecycle;
 use conns::{Answering, ConnRef, Conns};
 use events::{Answered, event_stream};
 use guard::{CallerNames, Guard, LastCaller, METADATA_PATHS, refuse};
-use lane::{answer_stateless, answers_here, answers_stateless, headers_taken, media_types_refused, opens_here};
 use mcp_sessions::{Admitted, McpSessions};
 use proxies::TrustedProxies;
+use standalone::no_such_session;
 use thread::{Socket, drive};
 
 pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>, addr: SocketAddr) -> Result<()> {
@@ -82,9 +82,7 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
     let idle_limit = Duration::from_millis(registry.config.limits.mcp_session_idle_ms);
     let ludus = Ludus::new(registry.clone(), run.clone());
     let names = CallerNames::new();
-    let sessions = McpSessions::new(ludus.clone(), idle_limit, registry.config.server_name.clone(), names);
-    let handlers = ludus.clone();
-    let rmcp = StreamableHttpService::new(move || Ok(handlers.another()), sessions.clone(), mcp_config(&registry, max_body, &ct));
+    let sessions = McpSessions::new(ludus.clone(), idle_limit, registry.config.server_name.clone());
     let limits = &registry.config.limits;
     // A loopback server the operator issued no tokens for makes one for its
     // own user, as notebook servers do: a client that keeps no MCP session
@@ -97,7 +95,6 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
     }
     let proxies = TrustedProxies::parse(&registry.config.trusted_proxies).map_err(anyhow::Error::msg)?;
     let gate = Gate {
-        rmcp,
         ludus,
         sessions,
         guard,
@@ -188,8 +185,8 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
     }
 }
 
-/// Every answer over HTTP: a body of bytes, the type rmcp's service
-/// answers with, so its answers pass through as they are.
+/// Every answer over HTTP: a body of bytes, whole (with its length) or
+/// streamed.
 pub type Response = http::Response<BoxBody<Bytes, Infallible>>;
 
 type Request = http::Request<Incoming>;
@@ -266,34 +263,11 @@ where
     Ok(drive(served, fd, &interest, watch, turns)??)
 }
 
-fn mcp_config(registry: &Registry, max_body: usize, ct: &CancellationToken) -> StreamableHttpServerConfig {
-    // The gate checks Host and Origin first (`http::guard`); rmcp checks the same lists again.
-    let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
-    hosts.extend(registry.config.allowed_hosts.iter().cloned());
-    StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts)
-        .with_allowed_origins(registry.config.allowed_origins.iter().cloned())
-        .with_legacy_session_mode(true)
-        // No priming event from rmcp (`id: 0`, empty `data:`, on every
-        // stream): clients that negotiated a version before 2025-11-25 read
-        // it as a broken message (Python SDK 1.9 logs a parse error per
-        // request, the TypeScript SDK fires onerror), and its id repeats
-        // within a session. Tool calls of later clients are primed, with ids
-        // they can resume from, by `http::resume`.
-        .with_sse_retry(None)
-        .with_max_request_body_bytes(max_body)
-        .with_cancellation_token(ct.child_token())
-}
-
 struct Gate {
-    /// rmcp's service: the POSTs the gate does not answer itself (what its
-    /// checks refuse, the other stateless requests); a session's requests
-    /// it takes come back to `sessions`.
-    rmcp: StreamableHttpService<Ludus, McpSessions>,
     /// The handler of requests without a session (stateless clients').
     ludus: Ludus,
     /// Cancelled when the server stops: the event streams the gate writes
-    /// end then, as rmcp's do.
+    /// end then.
     stopping: CancellationToken,
     sessions: Arc<McpSessions>,
     guard: Guard,
@@ -342,18 +316,6 @@ impl Gate {
                 refusal
             }
         }
-    }
-
-    /// rmcp's answer to `request`. Its future is boxed: inline, its
-    /// kilobytes made every request's future as large (8.3 KB, not 3.5),
-    /// and `Connection::call` moves each request's future into its box,
-    /// the requests the gate answers itself too.
-    fn to_rmcp<B>(&self, request: http::Request<B>) -> Pin<Box<dyn Future<Output = Response> + '_>>
-    where
-        B: Body<Data = Bytes> + Send + 'static,
-        B::Error: std::fmt::Display,
-    {
-        Box::pin(self.rmcp.handle(request))
     }
 
     /// With bearer tokens, an MCP session is its creator's: another token
@@ -420,6 +382,9 @@ impl Gate {
 /// text, a header's name is parsed again at every request.
 pub const MCP_SESSION_ID: http::HeaderName = http::HeaderName::from_static("mcp-session-id");
 
+/// An MCP session's id, as its client sends it in `Mcp-Session-Id`.
+pub type SessionId = Arc<str>;
+
 /// A refusal after which the connection closes (its body was not read to the end).
 fn closing(mut response: Response) -> Response {
     response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -427,8 +392,9 @@ fn closing(mut response: Response) -> Response {
 }
 
 impl Gate {
-    /// A POST body is read here (within the size limit and its deadline)
-    /// and checked as JSON-RPC before rmcp sees it.
+    /// A POST: its body read (within the size limit and its deadline) and
+    /// checked as JSON-RPC, its media types and protocol headers checked,
+    /// then answered as a session's request or a stateless client's.
     async fn check_post(&self, parts: http::request::Parts, body: Incoming, caller: Caller, conn: ConnRef) -> Response {
         let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
         let bytes = match self.read_body(body, declared).await {
@@ -448,92 +414,78 @@ impl Gate {
             }
         };
         // The body first (its size, its deadline, JSON-RPC), then what the
-        // client accepts and sends.
-        if let Some((status, why)) = media_types_refused(&parts.headers) {
+        // client accepts and sends, then what its protocol headers say.
+        if let Some((status, why)) = media::refused(&parts.headers) {
             return refuse(status, why);
         }
-        // What rmcp's service hands on (to our session manager, to the handler) finds its caller with it.
-        let to_rmcp = |mut parts: http::request::Parts, bytes, caller: Caller| {
-            parts.extensions.insert(caller);
-            self.to_rmcp(http::Request::from_parts(parts, Full::new(bytes)))
+        let request_id = match &message {
+            JsonRpcMessage::Request(r) => Some(r.id.clone()),
+            _ => None,
         };
-        let opens_session = !parts.headers.contains_key(&MCP_SESSION_ID)
-            && matches!(&message, rmcp::model::JsonRpcMessage::Request(r) if matches!(r.request, rmcp::model::ClientRequest::InitializeRequest(_)));
-        if opens_session {
-            let open = self.sessions.count();
-            if open >= self.max_sessions {
-                let why = format!(
-                    "this server already has {open} MCP sessions (limits.max_mcp_sessions); close one with DELETE, or wait for idle ones to expire"
-                );
-                return json_answer(StatusCode::SERVICE_UNAVAILABLE, jsonrpc::error_reply(serde_json::Value::Null, -32000, why));
+        match checks::lifecycle(&parts.headers, &message) {
+            Err(refusal) => return refusal.answer(request_id.as_ref()),
+            Ok(Lifecycle::Stateless) => return self.answer_stateless(message, caller, answering).await,
+            Ok(Lifecycle::Session) => {}
+        }
+        let session = parts.headers.get(&MCP_SESSION_ID).and_then(|v| v.to_str().ok()).map(SessionId::from);
+        let message = match (session, message) {
+            (None, JsonRpcMessage::Request(request)) if matches!(request.request, ClientRequest::InitializeRequest(_)) => {
+                return self.open_session(request, &caller).await;
             }
-            let owner = match &caller {
-                Caller::Token(name) => Some(name.clone()),
-                _ => None,
-            };
-            if let rmcp::model::JsonRpcMessage::Request(request) = message
-                && opens_here(&parts.headers, &request)
-            {
-                let (id, answer) = self.sessions.open(request, owner).await;
-                let mut response = json_answer(StatusCode::OK, answer);
-                if let Some(id) = id.and_then(|id| HeaderValue::from_str(&id).ok()) {
-                    response.headers_mut().insert(MCP_SESSION_ID, id);
-                }
-                return response;
+            (Some(session), message) => (session, message),
+            (None, _) => {
+                let why = "name the MCP session in an Mcp-Session-Id header (its initialize answer gave it); a client \
+                           without a session speaks protocol 2026-07-28 and names it in each request's _meta";
+                return refuse(StatusCode::BAD_REQUEST, why);
             }
-            // Headers rmcp's checks may refuse: it opens the session through ours (`McpSessions::create_session`).
-            let response = to_rmcp(parts, bytes, caller).await;
-            if let (Some(name), Some(id)) = (&owner, response.headers().get(&MCP_SESSION_ID).and_then(|v| v.to_str().ok())) {
-                self.sessions.set_owner(id, name);
-            }
-            return track(response, None, answering);
+        };
+        let (session, message) = message;
+        if !self.sessions.is_open(&session) {
+            return no_such_session(&session);
         }
         // A request of a session is in the session manager's in-flight table
         // while its answer streams (`McpSessions::admit`), so the same id twice in
         // flight is refused, and a `notifications/cancelled` finds the call it
         // names. A client that goes away cancels its request: its answer stream
         // is dropped (tests/http.rs checks both).
-        let session = parts.headers.get(&MCP_SESSION_ID).and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
-        let request_id = match &message {
-            rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.clone()),
-            _ => None,
-        };
-        let Some(session) = session else {
-            // A stateless client's tool call, `server/discover` or request that only reads,
-            // answered here when rmcp's service would take it as it is.
-            if let rmcp::model::JsonRpcMessage::Request(request) = message
-                && answers_stateless(&parts.headers, &request)
-                && let Ok(answered) = answer_stateless(&self.ludus, request, caller.clone()).await
-            {
-                return self.respond(answered, None, answering);
+        let JsonRpcMessage::Request(request) = message else {
+            // A notification, or the client's answer to a game's question.
+            if !self.sessions.accept(&session, message) {
+                return no_such_session(&session);
             }
-            return track(to_rmcp(parts, bytes, caller).await, None, answering);
+            return whole(StatusCode::ACCEPTED, "application/json", Bytes::new());
         };
-        let Some(request_id) = request_id else {
-            // A notification, or the client's answer to a game's question: accepted here, as rmcp's service would.
-            if headers_taken(&parts.headers) && self.sessions.accept(&session, message) {
-                return whole(StatusCode::ACCEPTED, "application/json", Bytes::new());
-            }
-            return track(to_rmcp(parts, bytes, caller).await, None, answering);
-        };
-        let Some(in_flight) = self.sessions.admit(session.clone(), request_id) else {
+        let Some(in_flight) = self.sessions.admit(session.clone(), request.id.clone()) else {
             let why = "this request id is already in flight in this session; give each request its own id";
             return json_answer(StatusCode::CONFLICT, jsonrpc::error_reply(serde_json::Value::Null, -32600, why.into()));
         };
-        // A tool call, ping or request that only reads is answered here, as
-        // plain JSON or on an event stream of our own, when its headers are
-        // what rmcp's service takes: no second parse, no trip through rmcp's
-        // service.
-        let caller = match message {
-            rmcp::model::JsonRpcMessage::Request(request) if answers_here(&parts.headers, &request) => {
-                match self.sessions.answer(&session, request, caller, in_flight.cancel()).await {
-                    Ok(answered) => return self.respond(answered, Some(in_flight), answering),
-                    Err((_, caller)) => caller,
-                }
-            }
-            _ => caller,
+        match self.sessions.answer(&session, request, caller, in_flight.cancel()).await {
+            Ok(answered) => self.respond(answered, Some(in_flight), answering),
+            Err(_) => no_such_session(&session),
+        }
+    }
+
+    /// An `initialize` without a session opens one, within
+    /// `limits.max_mcp_sessions`: its answer as plain JSON, with the new
+    /// session's id.
+    async fn open_session(&self, request: JsonRpcRequest<ClientRequest>, caller: &Caller) -> Response {
+        let open = self.sessions.count();
+        if open >= self.max_sessions {
+            let why = format!(
+                "this server already has {open} MCP sessions (limits.max_mcp_sessions); close one with DELETE, or wait for idle ones to expire"
+            );
+            return json_answer(StatusCode::SERVICE_UNAVAILABLE, jsonrpc::error_reply(serde_json::Value::Null, -32000, why));
+        }
+        let owner = match caller {
+            Caller::Token(name) => Some(name.clone()),
+            _ => None,
         };
-        track(to_rmcp(parts, bytes, caller).await, Some(in_flight), answering)
+        let (id, answer) = self.sessions.open(request, owner).await;
+        let mut response = json_answer(StatusCode::OK, answer);
+        if let Some(id) = id.and_then(|id| HeaderValue::from_str(&id).ok()) {
+            response.headers_mut().insert(MCP_SESSION_ID, id);
+        }
+        response
     }
 
     /// The gate's answer as the response: plain JSON, or an event stream

@@ -18,9 +18,9 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
+use super::events::Event;
 use futures_util::Stream;
 use rmcp::model::ServerJsonRpcMessage;
-use rmcp::transport::streamable_http_server::session::ServerSseMessage;
 use tokio::sync::mpsc;
 
 use crate::locking::lock;
@@ -42,12 +42,12 @@ pub struct Outbox {
 struct State {
     /// The number of the next event.
     next: u64,
-    kept: VecDeque<(u64, ServerSseMessage)>,
+    kept: VecDeque<(u64, Event)>,
     /// The GET stream that reads.
-    reader: Option<mpsc::Sender<ServerSseMessage>>,
+    reader: Option<mpsc::Sender<Event>>,
     /// GET streams opened while the reader's was open, held so that they
     /// stay open.
-    idle: Vec<mpsc::Sender<ServerSseMessage>>,
+    idle: Vec<mpsc::Sender<Event>>,
 }
 
 impl Outbox {
@@ -56,7 +56,7 @@ impl Outbox {
         let mut state = lock(&self.state);
         let n = state.next;
         state.next += 1;
-        let event = ServerSseMessage::new(format!("ludus-out-{n}"), message);
+        let event = Event::numbered(format!("ludus-out-{n}"), message);
         if state.kept.len() == KEPT {
             state.kept.pop_front();
         }
@@ -70,7 +70,7 @@ impl Outbox {
     /// A GET's stream: the reader's when no other reads, first sent the
     /// kept events after event `last` (its `Last-Event-ID`, if it has one
     /// of this outbox); an idle one otherwise.
-    pub fn listen(&self, last: Option<u64>) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static + use<> {
+    pub fn listen(&self, last: Option<u64>) -> impl Stream<Item = Event> + Send + Sync + 'static + use<> {
         let (tx, mut rx) = mpsc::channel(KEPT);
         let mut state = lock(&self.state);
         state.idle.retain(|idle| !idle.is_closed());
@@ -108,9 +108,9 @@ mod tests {
         ServerJsonRpcMessage::notification(ServerNotification::ToolListChangedNotification(ToolListChangedNotification::default()))
     }
 
-    async fn next_id(stream: &mut (impl Stream<Item = ServerSseMessage> + Unpin)) -> Option<String> {
+    async fn next_id(stream: &mut (impl Stream<Item = Event> + Unpin)) -> Option<String> {
         let next = tokio::time::timeout(std::time::Duration::from_millis(100), stream.next()).await;
-        next.ok().flatten().and_then(|e| e.event_id)
+        next.ok().flatten().and_then(|e| e.id)
     }
 
     #[tokio::test]

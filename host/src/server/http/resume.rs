@@ -18,8 +18,9 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use super::SessionId;
+use super::events::Event;
 use futures_util::Stream;
-use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId};
 
 use crate::locking::lock;
 
@@ -44,9 +45,9 @@ struct Streams {
 
 /// One call's stream: the call while it runs, and every event it sent.
 struct Kept {
-    call: Option<Pin<Box<dyn Stream<Item = ServerSseMessage> + Send>>>,
+    call: Option<Pin<Box<dyn Stream<Item = Event> + Send>>>,
     /// Event `n` (from 1) is `sent[n - 1]`; the priming event is 0.
-    sent: Vec<ServerSseMessage>,
+    sent: Vec<Event>,
     /// Which reader reads it now: a resume takes it over from the last.
     reader: u64,
     /// When its reader left, if none reads it now.
@@ -81,7 +82,7 @@ impl Resumable {
     /// A call's stream, resumable when the session is; None when it is not.
     pub fn open<S>(&self, id: &SessionId, call: S) -> Result<Reader, S>
     where
-        S: Stream<Item = ServerSseMessage> + Send + 'static,
+        S: Stream<Item = Event> + Send + 'static,
     {
         let mut sessions = lock(&self.sessions);
         let Some(streams) = sessions.get_mut(id) else { return Err(call) };
@@ -134,12 +135,12 @@ pub struct Reader {
 }
 
 impl Stream for Reader {
-    type Item = ServerSseMessage;
+    type Item = Event;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ServerSseMessage>> {
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
         if !self.primed {
             self.primed = true;
-            return Poll::Ready(Some(ServerSseMessage::priming(event_id(self.stream, 0), RETRY)));
+            return Poll::Ready(Some(Event::priming(event_id(self.stream, 0), RETRY)));
         }
         let this = &mut *self;
         let mut k = lock(&this.kept);
@@ -158,7 +159,7 @@ impl Stream for Reader {
                 Poll::Ready(None)
             }
             Poll::Ready(Some(mut event)) => {
-                event.event_id = Some(event_id(this.stream, k.sent.len() + 1));
+                event.id = Some(event_id(this.stream, k.sent.len() + 1));
                 k.sent.push(event.clone());
                 this.next = k.sent.len();
                 Poll::Ready(Some(event))
@@ -183,9 +184,9 @@ mod tests {
     use rmcp::model::ServerJsonRpcMessage;
     use serde_json::json;
 
-    fn note(n: u32) -> ServerSseMessage {
+    fn note(n: u32) -> Event {
         let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": n}});
-        ServerSseMessage::from_message(serde_json::from_value::<ServerJsonRpcMessage>(progress).unwrap())
+        Event::of(serde_json::from_value::<ServerJsonRpcMessage>(progress).unwrap())
     }
 
     #[tokio::test]
@@ -198,20 +199,20 @@ mod tests {
         let call = futures_util::stream::unfold(rx, |mut rx| async { rx.recv().await.map(|m| (m, rx)) });
         let mut first = r.open(&session, call).ok().unwrap();
         let priming = first.next().await.unwrap();
-        assert_eq!((priming.event_id.as_deref(), priming.message.is_none(), priming.retry), (Some("ludus-0-0"), true, Some(RETRY)));
+        assert_eq!((priming.id.as_deref(), priming.message.is_none(), priming.retry), (Some("ludus-0-0"), true, Some(RETRY)));
         tx.send(note(1)).unwrap();
         tx.send(note(2)).unwrap();
-        assert_eq!(first.next().await.unwrap().event_id.as_deref(), Some("ludus-0-1"));
-        assert_eq!(first.next().await.unwrap().event_id.as_deref(), Some("ludus-0-2"));
+        assert_eq!(first.next().await.unwrap().id.as_deref(), Some("ludus-0-1"));
+        assert_eq!(first.next().await.unwrap().id.as_deref(), Some("ludus-0-2"));
         drop(first);
 
         // The client saw event 1 only: event 2 comes again, then what follows.
         let mut second = r.resume(&session, "ludus-0-1").unwrap();
-        assert_eq!(second.next().await.unwrap().event_id.as_deref(), Some("ludus-0-2"));
+        assert_eq!(second.next().await.unwrap().id.as_deref(), Some("ludus-0-2"));
         tx.send(note(3)).unwrap();
         let mut third = r.resume(&session, "ludus-0-2").unwrap();
         assert!(second.next().await.is_none(), "taken over by the third reader");
-        assert_eq!(third.next().await.unwrap().event_id.as_deref(), Some("ludus-0-3"));
+        assert_eq!(third.next().await.unwrap().id.as_deref(), Some("ludus-0-3"));
         drop(tx);
         assert!(third.next().await.is_none(), "the call ended");
         assert!(r.resume(&session, "ludus-0-9").is_none(), "an event never sent");

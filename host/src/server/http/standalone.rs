@@ -11,18 +11,19 @@
 //! A GET naming an event no stream of its session sent gets an empty
 //! stream: an error would have an EventSource client ask again for ever.
 
+use super::SessionId;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use rmcp::model::ProtocolVersion;
-use rmcp::transport::streamable_http_server::SessionId;
 
+use super::checks::version_header;
 use super::conns::ConnRef;
 use super::events::{EVENT_STREAM, event_stream};
 use super::guard::refuse;
-use super::lane::{MCP_PROTOCOL_VERSION, accepts, is_known};
 use super::mcp_sessions::McpSessionError;
+use super::media::accepts;
 use super::{Gate, MCP_SESSION_ID, Response, json_answer, track};
 use crate::server::jsonrpc;
 use crate::session::Caller;
@@ -87,16 +88,8 @@ impl Gate {
 /// of a protocol without sessions (2026-07-28 on). Without the header, the
 /// client speaks 2025-03-26.
 fn keeps_sessions(headers: &HeaderMap) -> Result<(), Response> {
-    let Some(value) = headers.get(MCP_PROTOCOL_VERSION) else { return Ok(()) };
-    let Ok(version) = value.to_str() else {
-        return Err(refuse(StatusCode::BAD_REQUEST, "the MCP-Protocol-Version header is not text"));
-    };
-    if !is_known(version) {
-        let known: Vec<&str> = ProtocolVersion::KNOWN_VERSIONS.iter().map(|v| v.as_str()).collect();
-        let why = format!("unsupported MCP-Protocol-Version {version}; this server speaks {}", known.join(", "));
-        return Err(refuse(StatusCode::BAD_REQUEST, &why));
-    }
-    if version >= ProtocolVersion::STANDARD_HEADERS.as_str() {
+    let version = version_header(headers, false).map_err(|refusal| refusal.answer(None))?;
+    if let Some(version) = version.filter(|v| *v >= ProtocolVersion::NO_INITIALIZE.as_str()) {
         let why = format!(
             "protocol {version} keeps no MCP sessions: there is no session stream to GET or session to DELETE; send requests with POST"
         );
@@ -107,7 +100,7 @@ fn keeps_sessions(headers: &HeaderMap) -> Result<(), Response> {
     Ok(())
 }
 
-fn no_such_session(id: &SessionId) -> Response {
+pub(super) fn no_such_session(id: &SessionId) -> Response {
     let reply = jsonrpc::error_reply(serde_json::Value::Null, -32600, McpSessionError::NotFound(id.clone()).to_string());
     json_answer(StatusCode::NOT_FOUND, reply)
 }
@@ -116,32 +109,9 @@ fn no_such_session(id: &SessionId) -> Response {
 mod tests {
     use super::*;
 
-    fn accept(values: &[&'static str]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for v in values {
-            h.append(header::ACCEPT, HeaderValue::from_static(v));
-        }
-        h
-    }
-
-    #[test]
-    fn a_get_must_accept_event_streams_with_a_quality_above_zero() {
-        assert!(accepts(&accept(&["text/event-stream"]), EVENT_STREAM));
-        assert!(accepts(&accept(&["application/json, Text/Event-Stream;q=0.5"]), EVENT_STREAM));
-        assert!(accepts(&accept(&["application/json", "text/event-stream"]), EVENT_STREAM));
-        assert!(!accepts(&accept(&[]), EVENT_STREAM));
-        assert!(!accepts(&accept(&["application/json"]), EVENT_STREAM));
-        assert!(!accepts(&accept(&["text/event-stream;q=0"]), EVENT_STREAM));
-        assert!(!accepts(&accept(&["text/event-stream ; q=0.000"]), EVENT_STREAM));
-        assert!(accepts(&accept(&["text/event-stream;q=0.0000"]), EVENT_STREAM), "outside the grammar: ignored");
-        assert!(accepts(&accept(&["text/event-stream;q=00"]), EVENT_STREAM), "outside the grammar: ignored");
-        assert!(accepts(&accept(&["text/event-stream;q=0.001"]), EVENT_STREAM));
-        assert!(!accepts(&accept(&["*/*"]), EVENT_STREAM), "only the media type itself, as rmcp's service took it");
-    }
-
     fn version(v: &'static str) -> HeaderMap {
         let mut h = HeaderMap::new();
-        h.insert(MCP_PROTOCOL_VERSION, HeaderValue::from_static(v));
+        h.insert("mcp-protocol-version", HeaderValue::from_static(v));
         h
     }
 
