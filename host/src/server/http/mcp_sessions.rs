@@ -179,8 +179,8 @@ impl McpSessions {
     /// (`Ludus::answers_alone`) and, for a tool call or ping, the
     /// session's streams are not resumable (a 2025-11-25 client's calls
     /// stream, so that they can be resumed); otherwise as an event stream,
-    /// progress and the game's log lines first. The request and its caller
-    /// back when the session does not exist (the gate answers 404). It must have
+    /// progress and the game's log lines first. None when the session is
+    /// not open (the gate answers 404). It must have
     /// been admitted (`admit`), and `cancel` is its token: a
     /// `notifications/cancelled` finds it there (a cancelled call has no
     /// answer), and a client that goes away drops it, which cancels it.
@@ -190,12 +190,12 @@ impl McpSessions {
         request: JsonRpcRequest<ClientRequest>,
         caller: Caller,
         cancel: CancellationToken,
-    ) -> Result<Answered, (JsonRpcRequest<ClientRequest>, Caller)> {
-        let Some(handler) = self.touch(id) else { return Err((request, caller)) };
+    ) -> Option<Answered> {
+        let handler = self.touch(id)?;
         if self.resumes(id, &request.request) || !handler.answers_alone(id, &request.request) {
-            return Ok(Answered::Events(self.events(&handler, id, request, caller, cancel)));
+            return Some(Answered::Events(self.events(&handler, id, request, caller, cancel)));
         }
-        Ok(answered_alone(&handler, caller, id, request, Peer::Legacy, cancel).await)
+        Some(answered_alone(&handler, caller, id, request, Peer::Legacy, cancel).await)
     }
 
     /// A notification of session `id`, or its client's answer to a game's

@@ -45,7 +45,7 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::model::{ClientRequest, JsonRpcMessage, JsonRpcRequest};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, JsonRpcRequest};
 use tokio_util::sync::CancellationToken;
 
 mod checks;
@@ -428,28 +428,28 @@ impl Gate {
             Ok(Lifecycle::Session) => {}
         }
         let session = parts.headers.get(&MCP_SESSION_ID).and_then(|v| v.to_str().ok()).map(SessionId::from);
-        let message = match (session, message) {
+        match (session, message) {
+            (Some(session), message) => self.answer_in_session(session, message, caller, answering).await,
             (None, JsonRpcMessage::Request(request)) if matches!(request.request, ClientRequest::InitializeRequest(_)) => {
-                return self.open_session(request, &caller).await;
+                self.open_session(request, &caller).await
             }
-            (Some(session), message) => (session, message),
             (None, _) => {
                 let why = "name the MCP session in an Mcp-Session-Id header (its initialize answer gave it); a client \
                            without a session speaks protocol 2026-07-28 and names it in each request's _meta";
-                return refuse(StatusCode::BAD_REQUEST, why);
+                refuse(StatusCode::BAD_REQUEST, why)
             }
-        };
-        let (session, message) = message;
-        if !self.sessions.is_open(&session) {
-            return no_such_session(&session);
         }
-        // A request of a session is in the session manager's in-flight table
-        // while its answer streams (`McpSessions::admit`), so the same id twice in
-        // flight is refused, and a `notifications/cancelled` finds the call it
-        // names. A client that goes away cancels its request: its answer stream
-        // is dropped (tests/http.rs checks both).
+    }
+
+    /// A message of MCP session `session`: a notification or the client's
+    /// answer to a game's question is taken (202); a request is filed in
+    /// the session manager's in-flight table while its answer streams
+    /// (`McpSessions::admit`), so the same id twice in flight is refused
+    /// and a `notifications/cancelled` finds the call it names, then
+    /// answered. A client that goes away cancels its request: its answer
+    /// stream is dropped (tests/http.rs checks both).
+    async fn answer_in_session(&self, session: SessionId, message: ClientJsonRpcMessage, caller: Caller, answering: Answering) -> Response {
         let JsonRpcMessage::Request(request) = message else {
-            // A notification, or the client's answer to a game's question.
             if !self.sessions.accept(&session, message) {
                 return no_such_session(&session);
             }
@@ -460,8 +460,8 @@ impl Gate {
             return json_answer(StatusCode::CONFLICT, jsonrpc::error_reply(serde_json::Value::Null, -32600, why.into()));
         };
         match self.sessions.answer(&session, request, caller, in_flight.cancel()).await {
-            Ok(answered) => self.respond(answered, Some(in_flight), answering),
-            Err(_) => no_such_session(&session),
+            Some(answered) => self.respond(answered, Some(in_flight), answering),
+            None => no_such_session(&session),
         }
     }
 
