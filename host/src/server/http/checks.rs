@@ -85,7 +85,7 @@ pub fn lifecycle(headers: &HeaderMap, message: &ClientJsonRpcMessage) -> Result<
                     return Err(Refusal::bad(ErrorCode::INVALID_REQUEST, why));
                 }
             }
-            _ => meta_agrees(header, request)?,
+            _ => meta_agrees(header, named.as_ref(), request)?,
         }
     }
     if header.is_some_and(|v| v >= ProtocolVersion::STANDARD_HEADERS.as_str()) {
@@ -133,10 +133,9 @@ pub fn is_known(version: &str) -> bool {
 /// A request's `_meta` names a version this server speaks, and agrees
 /// with its header; a request that needs 2026-07-28's `_meta` (its header
 /// or `_meta` names that protocol, or it is `server/discover`) has it whole.
-fn meta_agrees(header: Option<&str>, request: &JsonRpcRequest<ClientRequest>) -> Result<(), Refusal> {
+fn meta_agrees(header: Option<&str>, named: Option<&ProtocolVersion>, request: &JsonRpcRequest<ClientRequest>) -> Result<(), Refusal> {
     let meta = request.request.get_meta();
-    let named = meta.protocol_version();
-    if let Some(named) = &named
+    if let Some(named) = named
         && !is_known(named.as_str())
     {
         let why = format!("unsupported protocol version {} in the request's _meta; this server speaks {}", named.as_str(), known());
@@ -145,7 +144,7 @@ fn meta_agrees(header: Option<&str>, request: &JsonRpcRequest<ClientRequest>) ->
     let modern = |v: &str| v >= ProtocolVersion::NO_INITIALIZE.as_str();
     let needs_meta = matches!(request.request, ClientRequest::DiscoverRequest(_))
         || header.is_some_and(modern)
-        || named.as_ref().is_some_and(|v| modern(v.as_str()));
+        || named.is_some_and(|v| modern(v.as_str()));
     let missing = if needs_meta { meta.missing_required_keys(&ProtocolVersion::V_2026_07_28) } else { Vec::new() };
     if !missing.is_empty() {
         let why =
