@@ -26,18 +26,22 @@ impl Ask {
             Ask::Elicitation => "elicitation",
         }
     }
+    /// Why a client that did not declare this cannot be asked it.
+    pub fn undeclared(self) -> String {
+        format!("the client did not declare the `{}` capability, so it cannot be asked", self.capability())
+    }
 }
 
 /// The client of one call, as the protocol layer reaches it.
 pub trait ClientLink: Send + Sync {
     /// A progress notification, if the call asked for progress.
     fn progress(&self, done: f64, total: Option<f64>, message: Option<String>);
-    /// Why the client may not be asked `ask` (it did not declare it at
-    /// `initialize`, or keeps no session to answer in); None when it may.
-    fn why_not(&self, ask: Ask) -> Option<String>;
-    /// Whether the client may be asked `ask`.
-    fn declares(&self, ask: Ask) -> bool {
-        self.why_not(ask).is_none()
+    /// Whether the client may be asked `ask` (it declared it at
+    /// `initialize`). Asked at every call: cheap.
+    fn declares(&self, ask: Ask) -> bool;
+    /// Why the client may not be asked `ask`, when it may not.
+    fn why_not(&self, ask: Ask) -> Option<String> {
+        (!self.declares(ask)).then(|| ask.undeclared())
     }
     /// Sends the request; its answer (the result's JSON, or the error's
     /// message) arrives on the receiver.

@@ -146,9 +146,17 @@ impl ClientLink for Link {
         (self.notify)(ServerJsonRpcMessage::notification(ProgressNotification::new(p).into()));
     }
 
-    fn why_not(&self, ask: Ask) -> Option<String> {
+    fn declares(&self, ask: Ask) -> bool {
         // A stateless request (protocol 2026-07-28) has no session for the
         // client's answer to come back in.
+        !self.session.is_empty()
+            && match ask {
+                Ask::Sampling => self.declared.sampling,
+                Ask::Elicitation => self.declared.elicitation,
+            }
+    }
+
+    fn why_not(&self, ask: Ask) -> Option<String> {
         if self.session.is_empty() {
             let why = format!(
                 "a client without an MCP session cannot be asked during a call (protocol 2026-07-28 has the server ask no \
@@ -157,11 +165,7 @@ impl ClientLink for Link {
             );
             return Some(why);
         }
-        let declared = match ask {
-            Ask::Sampling => self.declared.sampling,
-            Ask::Elicitation => self.declared.elicitation,
-        };
-        (!declared).then(|| format!("the client did not declare the `{}` capability, so it cannot be asked", ask.capability()))
+        (!self.declares(ask)).then(|| ask.undeclared())
     }
 
     fn send(&self, ask: Ask, params: Value) -> Result<Receiver<Result<Value, String>>, String> {
