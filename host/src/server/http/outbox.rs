@@ -18,11 +18,11 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use super::events::Event;
 use futures_util::Stream;
 use rmcp::model::ServerJsonRpcMessage;
 use tokio::sync::mpsc;
 
+use super::events::Event;
 use crate::locking::lock;
 
 /// Events kept for a reader that resumes; also how far a reader may fall

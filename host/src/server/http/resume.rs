@@ -18,10 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use super::SessionId;
-use super::events::Event;
 use futures_util::Stream;
 
+use super::SessionId;
+use super::events::Event;
 use crate::locking::lock;
 
 /// How long a client waits before it reconnects (the SSE `retry` field).

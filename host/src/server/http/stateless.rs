@@ -16,7 +16,6 @@
 //! stateless call is told that it cannot: 2026-07-28 has the server ask
 //! nothing while a request runs (`mcp::client`).
 
-use super::events::Event;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::StatusCode;
@@ -24,7 +23,7 @@ use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorCode, JsonRpcRequest
 use tokio_util::sync::CancellationToken;
 
 use super::conns::Answering;
-use super::events::{Answered, CallEvents, answered_alone};
+use super::events::{Answered, CallEvents, Event, answered_alone};
 use super::{Gate, Response, json_answer, whole};
 use crate::mcp::{Direct, Ludus, Peer};
 use crate::server::jsonrpc;
