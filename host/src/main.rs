@@ -195,9 +195,11 @@ fn load_config(path: Option<&PathBuf>) -> anyhow::Result<Config> {
 }
 
 /// `LUDUS_LOG` (default `info`; `warn` for `verify`), with rmcp held to warnings unless named:
-/// rmcp opens two info spans per MCP session, and the log's span pool keeps
-/// each one's slot and its small allocations after the session ends, which
-/// pins pages freed around them (10,000 deleted sessions kept 70 MiB).
+/// rmcp's own lines stay at warnings unless the filter names it: what it
+/// logs at info belongs to its service loop, which Ludus does not run, and
+/// a span it opened per MCP session, pooled by the log after the session
+/// ended, pinned the pages freed around it (10,000 deleted sessions kept
+/// 70 MiB).
 fn log_filter(setting: Option<String>, default_level: &str) -> tracing_subscriber::EnvFilter {
     let setting = setting.filter(|s| !s.trim().is_empty()).unwrap_or_else(|| default_level.into());
     let directives = if setting.contains("rmcp") { setting } else { format!("{setting},rmcp=warn") };
