@@ -263,27 +263,15 @@ impl Ludus {
 
     fn tell_list_changes(&self) {
         let Some(outbox) = self.outbox.clone() else { return };
-        let mut changes = self.registry.subscribe();
+        let changes = self.registry.subscribe();
         // Ends with the client, not at the next change: without a plugins
         // directory the list never changes, and each ended session's task
         // would stay for the life of the server.
         let gone = self.gone.clone();
-        tokio::spawn(async move {
-            loop {
-                let change = tokio::select! {
-                    () = gone.cancelled() => return,
-                    change = changes.recv() => change,
-                };
-                match change {
-                    // A plugin that came, went or changed may bring or take prompts too.
-                    Ok(()) | Err(RecvError::Lagged(_)) => {
-                        outbox(ServerJsonRpcMessage::notification(ToolListChangedNotification::default().into()));
-                        outbox(ServerJsonRpcMessage::notification(PromptListChangedNotification::default().into()));
-                    }
-                    Err(RecvError::Closed) => return,
-                }
-            }
-        });
+        tokio::spawn(tell_each_list_change(changes, gone, move |change| {
+            outbox(ServerJsonRpcMessage::notification(change));
+            true
+        }));
     }
 
     /// Ends what serves only this client (its subscriptions, its list
@@ -385,6 +373,31 @@ impl Ludus {
         .map_err(|e| McpError::invalid_params(e, None))?;
         let reply = self.registry.sessions.call(plugin.clone(), index, &args, caller, ct, listeners).await;
         Ok(Answer::of(reply))
+    }
+}
+
+/// Hands `tell` the notifications of each change of the lists of tools and
+/// prompts (a plugin that came, went or changed may bring or take either)
+/// until `stop`, or until `tell` says its hearer is gone (false). True when
+/// the changes ended because the server stopped.
+async fn tell_each_list_change(
+    mut changes: tokio::sync::broadcast::Receiver<()>,
+    stop: CancellationToken,
+    mut tell: impl FnMut(ServerNotification) -> bool + Send,
+) -> bool {
+    loop {
+        let change = tokio::select! {
+            () = stop.cancelled() => return false,
+            change = changes.recv() => change,
+        };
+        match change {
+            Ok(()) | Err(RecvError::Lagged(_)) => {
+                if !(tell(ToolListChangedNotification::default().into()) && tell(PromptListChangedNotification::default().into())) {
+                    return false;
+                }
+            }
+            Err(RecvError::Closed) => return true,
+        }
     }
 }
 

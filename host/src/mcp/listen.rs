@@ -13,12 +13,10 @@ use std::task::{Context, Poll};
 use futures_util::Stream;
 use rmcp::ServerHandler;
 use rmcp::model::{
-    GetMeta, NotificationMetaObject, PromptListChangedNotification, RequestId, ResourceUpdatedNotification,
-    ResourceUpdatedNotificationParam, ServerJsonRpcMessage, ServerNotification, ServerResult, SubscriptionFilter,
-    SubscriptionsAcknowledgedNotification, SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenResult,
-    ToolListChangedNotification,
+    GetMeta, NotificationMetaObject, RequestId, ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerJsonRpcMessage,
+    ServerNotification, ServerResult, SubscriptionFilter, SubscriptionsAcknowledgedNotification,
+    SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenResult,
 };
-use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -120,22 +118,9 @@ impl Ludus {
     /// until `stop` (the stream was dropped); when the server stops, the
     /// request's final result ends the stream.
     async fn tell_listener_list_changes(self, id: RequestId, listener: Listener, stop: CancellationToken) {
-        let mut changes = self.registry.subscribe();
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                change = changes.recv() => match change {
-                    // A plugin that came, went or changed may bring or take prompts too.
-                    Ok(()) | Err(RecvError::Lagged(_)) => {
-                        let told = listener.send(ToolListChangedNotification::default().into())
-                            && listener.send(PromptListChangedNotification::default().into());
-                        if !told {
-                            return;
-                        }
-                    }
-                    Err(RecvError::Closed) => break,
-                },
-            }
+        let changes = self.registry.subscribe();
+        if !super::tell_each_list_change(changes, stop.clone(), |change| listener.send(change)).await {
+            return;
         }
         let mut result = SubscriptionsListenResult::complete(id.clone());
         result.meta.set_server_info(self.get_info().server_info);
@@ -146,7 +131,7 @@ impl Ludus {
 
 #[cfg(test)]
 mod tests {
-    use rmcp::model::SubscriptionFilter;
+    use rmcp::model::{PromptListChangedNotification, SubscriptionFilter, ToolListChangedNotification};
 
     use super::*;
 
