@@ -77,11 +77,8 @@ pub fn lifecycle(headers: &HeaderMap, message: &ClientJsonRpcMessage) -> Result<
         match &request.request {
             ClientRequest::InitializeRequest(init) => {
                 let body = init.params.protocol_version.as_str();
-                if header.is_some_and(|h| h != body) {
-                    let why = format!(
-                        "the MCP-Protocol-Version header ({}) differs from initialize's protocolVersion ({body})",
-                        header.unwrap_or_default()
-                    );
+                if let Some(sent) = header.filter(|sent| *sent != body) {
+                    let why = format!("the MCP-Protocol-Version header ({sent}) differs from initialize's protocolVersion ({body})");
                     return Err(Refusal::bad(ErrorCode::INVALID_REQUEST, why));
                 }
             }
@@ -185,9 +182,9 @@ fn standard_headers(headers: &HeaderMap, message: &ClientJsonRpcMessage) -> Resu
         }
         _ => return Ok(()),
     };
-    let initialize = matches!(message, ClientJsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)));
     match one(headers, &MCP_METHOD).map_err(mismatch)? {
-        None if initialize => {}
+        // The handshake may leave it out: clients send it once a version is agreed on.
+        None if method == "initialize" => {}
         None => return Err(mismatch(format!("send the request's method in an Mcp-Method header (`Mcp-Method: {method}`)"))),
         Some(sent) if sent != method => {
             return Err(mismatch(format!("the Mcp-Method header ({sent}) is not the body's method ({method})")));

@@ -418,12 +418,14 @@ impl Gate {
         if let Some((status, why)) = media::refused(&parts.headers) {
             return refuse(status, why);
         }
-        let request_id = match &message {
-            JsonRpcMessage::Request(r) => Some(r.id.clone()),
-            _ => None,
-        };
         match checks::lifecycle(&parts.headers, &message) {
-            Err(refusal) => return refusal.answer(request_id.as_ref()),
+            Err(refusal) => {
+                let id = match &message {
+                    JsonRpcMessage::Request(r) => Some(&r.id),
+                    _ => None,
+                };
+                return refusal.answer(id);
+            }
             Ok(Lifecycle::Stateless) => return self.answer_stateless(message, caller, answering).await,
             Ok(Lifecycle::Session) => {}
         }

@@ -11,13 +11,13 @@
 //! A GET naming an event no stream of its session sent gets an empty
 //! stream: an error would have an EventSource client ask again for ever.
 
-use super::SessionId;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use rmcp::model::ProtocolVersion;
 
+use super::SessionId;
 use super::checks::version_header;
 use super::conns::ConnRef;
 use super::events::{EVENT_STREAM, event_stream};
