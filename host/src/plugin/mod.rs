@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 use wasmtime::component::types::ComponentItem;
-use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Val};
+use wasmtime::component::{Component, ComponentExportIndex, Instance, InstancePre, Val};
 
 use crate::capability::channels::ChannelGrant;
 use crate::capability::{self, ChannelsCtx, GuestOutput, HostCtx, HostState, Output};
@@ -487,11 +487,7 @@ fn describe(pre: &InstancePre<HostState>) -> Result<Described, LoadError> {
         .map_err(|e| LoadError::NotAGame(format!("it must export {META} (include ludus:plugin/game in its world): {e:#}")))?;
     let limits = Config::default().limits_for("", None);
     let out = GuestOutput::new(limits.max_output_bytes);
-    // Loading: no one hears what it says changed.
-    let host = HostCtx::new("(loading)", Default::default(), None, tokio::sync::broadcast::channel(1).0);
-    let output = Output { stdout: out.clone(), stderr: out.clone() };
-    let mut store = capability::new_store(pre.engine(), &limits, host, ChannelsCtx::default(), output);
-    let instance = game_pre.instance_pre().instantiate(&mut store).map_err(|e| LoadError::Start(format!("{e:#}")))?;
+    let (mut store, instance) = first_instance(&game_pre, &limits, &out)?;
     let game = crate::runtime::bindings::Linked::new(&mut store, &instance).map_err(|e| LoadError::NotAGame(format!("{e:#}")))?;
     let failed = |what: &'static str, e: wasmtime::Error| {
         let (text, _) = out.take();
@@ -501,6 +497,34 @@ fn describe(pre: &InstancePre<HostState>) -> Result<Described, LoadError> {
     let grants = read_grants(&mut store, &instance).map_err(|e| failed("access.grants()", e))?;
     let prompts = read_prompts(&mut store, &instance).map_err(|e| failed("prompts.offered()", e))?;
     Ok(Described { info, grants, prompts })
+}
+
+/// The plugin's first instance, in a store of its own. Making it also makes
+/// each module's memory image, which the kernel may refuse for a moment
+/// (`runtime::is_transient`): then a few more tries, each in a fresh store.
+fn first_instance(
+    game_pre: &LinkedPre<HostState>,
+    limits: &PluginLimits,
+    out: &GuestOutput,
+) -> Result<(wasmtime::Store<HostState>, Instance), LoadError> {
+    let mut pauses = [10, 50, 250].into_iter();
+    loop {
+        // Loading: no one hears what it says changed.
+        let host = HostCtx::new("(loading)", Default::default(), None, tokio::sync::broadcast::channel(1).0);
+        let output = Output { stdout: out.clone(), stderr: out.clone() };
+        let mut store = capability::new_store(game_pre.instance_pre().engine(), limits, host, ChannelsCtx::default(), output);
+        match game_pre.instance_pre().instantiate(&mut store) {
+            Ok(instance) => return Ok((store, instance)),
+            Err(e) if crate::runtime::is_transient(&e) => match pauses.next() {
+                Some(ms) => {
+                    tracing::info!("a plugin's first instance failed for a moment ({e:#}); trying again");
+                    std::thread::sleep(Duration::from_millis(ms));
+                }
+                None => return Err(LoadError::Start(crate::runtime::instantiate_error_text(&e))),
+            },
+            Err(e) => return Err(LoadError::Start(crate::runtime::instantiate_error_text(&e))),
+        }
+    }
 }
 
 /// Function `func` of interface `iface` when the plugin exports that

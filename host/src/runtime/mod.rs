@@ -37,6 +37,31 @@ pub use speed::{RunError, ToolSpeed, is_client_reader, run_guest, run_guest_that
 /// The epoch advances this often; CPU limits are counted in these ticks.
 pub const TICK: Duration = Duration::from_millis(10);
 
+/// Whether an instantiation failed for a reason the kernel may not give
+/// again. A module's first instance writes its memory image into a memfd and
+/// seals it (`memory_init_cow`); Linux refuses the write seal with EBUSY while
+/// any of its pages is briefly held elsewhere (migration, compaction, a page
+/// batch on another CPU), which a loaded machine shows now and then. Another
+/// try makes a fresh memfd: wasmtime keeps a module's image only once made.
+pub fn is_transient(e: &wasmtime::Error) -> bool {
+    #[cfg(target_os = "linux")]
+    if let Some(memfd::Error::AddSeals(_)) = e.downcast_ref::<memfd::Error>() {
+        return true;
+    }
+    let _ = e;
+    false
+}
+
+/// An instantiation's error as text, with the system's reason where the
+/// error hides it (a refused memfd seal names no errno by itself).
+pub fn instantiate_error_text(e: &wasmtime::Error) -> String {
+    #[cfg(target_os = "linux")]
+    if let Some(memfd::Error::Create(io) | memfd::Error::AddSeals(io) | memfd::Error::GetSeals(io)) = e.downcast_ref::<memfd::Error>() {
+        return format!("{e:#} ({io})");
+    }
+    format!("{e:#}")
+}
+
 pub struct Runtime {
     /// For components with little data: an instance's memory starts as a
     /// copy of the data segments.
@@ -192,6 +217,21 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_refused_memfd_seal_is_worth_another_try_and_names_its_reason() {
+        let busy = || std::io::Error::from_raw_os_error(libc::EBUSY);
+        let refused = wasmtime::Error::from(memfd::Error::AddSeals(busy()));
+        assert!(is_transient(&refused));
+        let text = instantiate_error_text(&refused);
+        assert!(text.starts_with("cannot add seals to the memfd"), "{text}");
+        assert_eq!(text.matches(&busy().to_string()).count(), 1, "the reason, once: {text}");
+        assert!(!is_transient(&wasmtime::Error::from(memfd::Error::Create(busy()))));
+        let other = wasmtime::Error::msg("unknown import");
+        assert!(!is_transient(&other));
+        assert_eq!(instantiate_error_text(&other), "unknown import");
+    }
 
     #[test]
     fn large_data_segments_are_mapped_and_small_ones_copied() {
