@@ -15,7 +15,6 @@ use http::{HeaderValue, header};
 use http_body_util::BodyExt;
 use rmcp::model::{ClientRequest, JsonRpcRequest, ServerJsonRpcMessage};
 use sse_stream::{KeepAlive, Sse, SseBody, Timer};
-use sync_wrapper::SyncWrapper;
 use tokio_util::sync::CancellationToken;
 
 use super::Response;
@@ -61,7 +60,7 @@ pub enum Answered {
 }
 
 /// A call's events, in order, as they come.
-pub type Events = Pin<Box<dyn Stream<Item = Event> + Send + Sync>>;
+pub type Events = Pin<Box<dyn Stream<Item = Event> + Send>>;
 
 /// `request` of transport session `session` (empty: none) run on the
 /// direct lane and answered as plain JSON, cancelled by `ct`. Only a call
@@ -91,7 +90,7 @@ pub fn answered_alone(
 /// client) while the call runs, then its answer, then the end.
 pub struct CallEvents {
     progress: tokio::sync::mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
-    answer: Option<SyncWrapper<DirectAnswer>>,
+    answer: Option<DirectAnswer>,
     /// The answer, once made, held back while messages sent before it are still queued.
     made: Option<ServerJsonRpcMessage>,
     /// Whom the answer is shaped for.
@@ -118,14 +117,7 @@ impl CallEvents {
             let _ = progress_tx.send(m);
         });
         let answer = ludus.answer_directly(Some(caller), session, request, ct.clone(), notify);
-        CallEvents {
-            progress: progress_rx,
-            answer: Some(SyncWrapper::new(answer)),
-            made: None,
-            peer,
-            cancelled: ct.clone(),
-            _cancel: ct.drop_guard(),
-        }
+        CallEvents { progress: progress_rx, answer: Some(answer), made: None, peer, cancelled: ct.clone(), _cancel: ct.drop_guard() }
     }
 }
 
@@ -151,7 +143,7 @@ impl Stream for CallEvents {
         if let Poll::Ready(Some(m)) = self.progress.poll_recv(cx) {
             return Poll::Ready(Some(Event::of(m)));
         }
-        match self.answer.as_mut().expect("checked above").get_mut().as_mut().poll(cx) {
+        match self.answer.as_mut().expect("checked above").as_mut().poll(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(m) => {
                 self.answer = None;
@@ -173,18 +165,18 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// message's JSON, with its event id and retry hint when it has them (a
 /// resumable stream's); a priming event has empty data; a comment after
 /// `KEEP_ALIVE` without an event.
-pub fn event_stream(events: impl Stream<Item = Event> + Send + Sync + 'static) -> Response {
+pub fn event_stream(events: impl Stream<Item = Event> + Send + 'static) -> Response {
     event_stream_kept_alive(events, KEEP_ALIVE)
 }
 
-fn event_stream_kept_alive(events: impl Stream<Item = Event> + Send + Sync + 'static, keep_alive: Duration) -> Response {
+fn event_stream_kept_alive(events: impl Stream<Item = Event> + Send + 'static, keep_alive: Duration) -> Response {
     let frames = events.map(|m| {
         let data = m.message.as_ref().map_or(String::new(), |m| serde_json::to_string(m).expect("a JSON-RPC message is JSON"));
         let retry = m.retry.map(|r| r.as_millis() as u64);
         Ok::<_, Infallible>(Sse { event: None, data: Some(data), id: m.id, retry })
     });
     let body = SseBody::new(frames).with_keep_alive::<Tick>(KeepAlive::new().interval(keep_alive));
-    let mut response = http::Response::new(body.boxed());
+    let mut response = http::Response::new(body.boxed_unsync());
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));

@@ -41,7 +41,7 @@ use anyhow::{Context as _, Result};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderValue, Method, StatusCode, header};
-use http_body_util::combinators::BoxBody;
+use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -186,14 +186,15 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
 }
 
 /// Every answer over HTTP: a body of bytes, whole (with its length) or
-/// streamed.
-pub type Response = http::Response<BoxBody<Bytes, Infallible>>;
+/// streamed. Unsync: hyper needs a body only to be `Send`, and a streamed
+/// call's answer is a future that is not `Sync`.
+pub type Response = http::Response<UnsyncBoxBody<Bytes, Infallible>>;
 
 type Request = http::Request<Incoming>;
 
 /// An answer whose whole body is `body` (its length goes in the headers).
 fn whole(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response {
-    let mut response = http::Response::new(Full::new(body.into()).boxed());
+    let mut response = http::Response::new(Full::new(body.into()).boxed_unsync());
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
@@ -508,7 +509,7 @@ impl Gate {
 /// The response, with its body holding what must last as long as it streams.
 fn track(response: Response, in_flight: Option<Admitted>, answering: Answering) -> Response {
     let held = StreamHolds { _in_flight: in_flight, _answering: answering };
-    response.map(|inner| Tracked { inner, held: Some(held) }.boxed())
+    response.map(|inner| Tracked { inner, held: Some(held) }.boxed_unsync())
 }
 
 /// What a streaming answer holds: its request's place in the in-flight

@@ -70,7 +70,7 @@ impl Outbox {
     /// A GET's stream: the reader's when no other reads, first sent the
     /// kept events after event `last` (its `Last-Event-ID`, if it has one
     /// of this outbox); an idle one otherwise.
-    pub fn listen(&self, last: Option<u64>) -> impl Stream<Item = Event> + Send + Sync + 'static + use<> {
+    pub fn listen(&self, last: Option<u64>) -> impl Stream<Item = Event> + Send + 'static + use<> {
         let (tx, mut rx) = mpsc::channel(KEPT);
         let mut state = lock(&self.state);
         state.idle.retain(|idle| !idle.is_closed());

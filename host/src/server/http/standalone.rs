@@ -64,7 +64,7 @@ impl Gate {
         if !self.sessions.close(&id) {
             return no_such_session(&id);
         }
-        let mut response = http::Response::new(Full::new(Bytes::new()).boxed());
+        let mut response = http::Response::new(Full::new(Bytes::new()).boxed_unsync());
         *response.status_mut() = StatusCode::OK;
         response
     }
