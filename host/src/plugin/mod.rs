@@ -520,9 +520,9 @@ fn first_instance(
                     tracing::info!("a plugin's first instance failed for a moment ({e:#}); trying again");
                     std::thread::sleep(Duration::from_millis(ms));
                 }
-                None => return Err(LoadError::Start(crate::runtime::instantiate_error_text(&e))),
+                None => return Err(LoadError::Start(crate::runtime::error_text(&e))),
             },
-            Err(e) => return Err(LoadError::Start(crate::runtime::instantiate_error_text(&e))),
+            Err(e) => return Err(LoadError::Start(crate::runtime::error_text(&e))),
         }
     }
 }

@@ -52,14 +52,11 @@ pub fn is_transient(e: &wasmtime::Error) -> bool {
     false
 }
 
-/// An instantiation's error as text, with the system's reason where the
-/// error hides it (a refused memfd seal names no errno by itself).
-pub fn instantiate_error_text(e: &wasmtime::Error) -> String {
-    #[cfg(target_os = "linux")]
-    if let Some(memfd::Error::Create(io) | memfd::Error::AddSeals(io) | memfd::Error::GetSeals(io)) = e.downcast_ref::<memfd::Error>() {
-        return format!("{e:#} ({io})");
-    }
-    format!("{e:#}")
+/// A wasmtime error as text with every cause, as `{e:#}` writes an anyhow
+/// error. wasmtime's own alternate format leaves out the causes of an
+/// error it wraps (a refused memfd seal names no errno by itself).
+pub fn error_text(e: &wasmtime::Error) -> String {
+    e.chain().map(ToString::to_string).collect::<Vec<_>>().join(": ")
 }
 
 pub struct Runtime {
@@ -224,13 +221,16 @@ mod tests {
         let busy = || std::io::Error::from_raw_os_error(libc::EBUSY);
         let refused = wasmtime::Error::from(memfd::Error::AddSeals(busy()));
         assert!(is_transient(&refused));
-        let text = instantiate_error_text(&refused);
+        let text = error_text(&refused);
         assert!(text.starts_with("cannot add seals to the memfd"), "{text}");
         assert_eq!(text.matches(&busy().to_string()).count(), 1, "the reason, once: {text}");
         assert!(!is_transient(&wasmtime::Error::from(memfd::Error::Create(busy()))));
         let other = wasmtime::Error::msg("unknown import");
         assert!(!is_transient(&other));
-        assert_eq!(instantiate_error_text(&other), "unknown import");
+        assert_eq!(error_text(&other), "unknown import");
+        let wrapped = wasmtime::Error::from(memfd::Error::AddSeals(busy())).context("instantiating");
+        assert_eq!(error_text(&wrapped), format!("instantiating: cannot add seals to the memfd: {}", busy()));
+        assert!(is_transient(&wrapped), "found under a context too");
     }
 
     #[test]

@@ -266,7 +266,8 @@ impl Session {
         let instance = plugin.pre.instantiate(&mut store);
         let mut guest = lock(&session.guest);
         guest.flush(&plugin.name, &session.output);
-        let instance = instance.map_err(|e| SessionError::Game(format!("the plugin failed to start: {e:#}")))?;
+        let instance =
+            instance.map_err(|e| SessionError::Game(format!("the plugin failed to start: {}", crate::runtime::error_text(&e))))?;
         guest.slot = Slot::Live(Box::new(Live { store, instance }));
         Ok(())
     }
