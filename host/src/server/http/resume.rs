@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use futures_util::Stream;
 
 use super::SessionId;
-use super::events::Event;
+use super::events::{Event, Events};
 use crate::locking::lock;
 
 /// How long a client waits before it reconnects (the SSE `retry` field).
@@ -45,7 +45,7 @@ struct Streams {
 
 /// One call's stream: the call while it runs, and every event it sent.
 struct Kept {
-    call: Option<Pin<Box<dyn Stream<Item = Event> + Send>>>,
+    call: Option<Events>,
     /// Event `n` (from 1) is `sent[n - 1]`; the priming event is 0.
     sent: Vec<Event>,
     /// Which reader reads it now: a resume takes it over from the last.
@@ -69,12 +69,12 @@ impl Resumable {
         lock(&self.sessions).entry(id.clone()).or_default();
     }
 
-    /// The session closed: its kept calls are cancelled.
     /// Whether session `id`'s client can resume its call streams.
     pub fn holds(&self, id: &SessionId) -> bool {
         lock(&self.sessions).contains_key(id)
     }
 
+    /// The session closed: its kept calls are cancelled.
     pub fn forget(&self, id: &SessionId) {
         lock(&self.sessions).remove(id);
     }
