@@ -39,6 +39,7 @@ const FIXTURES: &[Component] = &[
     ("hostile", "tests/fixtures/hostile/wit", "", "hostile"),
     ("bad_import", "tests/fixtures/bad_import/wit", "", "bad_import"),
     ("relay", "tests/fixtures/relay/wit", "", "relay"),
+    ("relay", "tests/fixtures/relay/wit", "relay/impostor", "impostor"),
     ("conformance", "tests/fixtures/conformance/wit", "", "conformance"),
     ("hello", "sdk/examples/hello/wit", "hello/v2", "hello_v2"),
     ("chess_bench", "tests/fixtures/chess_bench/wit", "-", "chess_bench"),

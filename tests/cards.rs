@@ -705,7 +705,7 @@ async fn the_first_games_install_the_engine_once_and_say_so_while_they_wait() {
     let installer = (0..2).find(|&i| said(i, "installing phase-python==0.103.0")).expect("neither game said it was installing the engine");
     assert!(said(1 - installer, "another game is installing"), "the other game did not wait for the same install: {games:?}");
     assert!(!said(1 - installer, "installing phase-python"), "the engine was installed twice: {games:?}");
-    assert!(xdg.join("ludus/phase-venv/.installed").exists());
+    assert!(xdg.join("ludus/phase-venv/.installed-phase-python==0.103.0").exists());
     for (st, _) in &games {
         assert_eq!(st["action_type"], "MulliganDecision", "{st}");
     }

@@ -85,9 +85,13 @@ pub struct Limits {
     pub max_processes: usize,
     /// The same, for the sessions of one caller.
     pub max_processes_per_caller: usize,
-    /// HTTP: MCP sessions (initialize-era clients) at once; a new one beyond
-    /// it is refused until one is deleted or expires.
+    /// HTTP: MCP sessions (initialize-era clients) at once. At the cap a new
+    /// one takes the place of the longest-idle session of the caller holding
+    /// the most; only when every session is answering a request is it refused.
     pub max_mcp_sessions: usize,
+    /// HTTP: MCP sessions one caller holds at once (a bearer token's holder,
+    /// else one address): its own longest-idle session makes room for a new one.
+    pub max_mcp_sessions_per_caller: usize,
     /// HTTP: an MCP session without requests this long is closed.
     pub mcp_session_idle_ms: u64,
     /// stdio and HTTP: after an answer, watch this long for the client's next
@@ -130,6 +134,7 @@ impl Default for Limits {
             max_processes: 32,
             max_processes_per_caller: 8,
             max_mcp_sessions: 10_000,
+            max_mcp_sessions_per_caller: 1_000,
             mcp_session_idle_ms: 30 * 60 * 1000,
             busy_poll_us: 100,
             max_unread_output_bytes: 64 << 20,
@@ -164,6 +169,108 @@ pub struct PluginConfig {
     /// Names of the server's own environment variables to pass on to the
     /// plugin, for secrets that should not sit in a config file.
     pub pass_env: Vec<String>,
+    /// What this plugin's engine processes are granted beyond `[engines]`
+    /// (`[plugins.NAME.engine]`).
+    pub engine: EngineConfig,
+    /// The grants of this table (channels, environment, engine) go only to
+    /// a component with this SHA-256 (as `ludus inspect` shows it), not to
+    /// any component that takes the name.
+    pub sha256: Option<String>,
+}
+
+/// What engine processes (channel endpoints of kind `process`) may use, for
+/// every plugin (`[engines]`). An engine starts with an empty environment,
+/// its own scratch directory, `no_new_privs` and these limits; Landlock
+/// confines its files and network where the kernel has it.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Engines {
+    /// Where the kernel lacks Landlock: `"best-effort"` runs engines with
+    /// the other limits only (and says so at start and in `ludus doctor`);
+    /// `"required"` refuses to start them.
+    pub landlock: LandlockPolicy,
+    #[serde(flatten)]
+    pub limits: EngineLimits,
+}
+
+impl Default for Engines {
+    fn default() -> Self {
+        Engines { landlock: LandlockPolicy::BestEffort, limits: EngineLimits::default() }
+    }
+}
+
+/// What to do where the kernel cannot confine engine processes with Landlock.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum LandlockPolicy {
+    BestEffort,
+    Required,
+}
+
+/// The limits on one engine process, each a kernel limit (`setrlimit`, or
+/// the pids controller of a cgroup for processes).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineLimits {
+    /// Address space (`RLIMIT_AS`), in MiB: Node.js reserves about 1 GiB
+    /// of it before it runs anything.
+    pub memory_mb: u64,
+    /// CPU time over the process's life (`RLIMIT_CPU`), in seconds.
+    pub cpu_s: u64,
+    /// Processes and threads at once (a cgroup's `pids.max`).
+    pub processes: u64,
+    /// Open files and sockets (`RLIMIT_NOFILE`).
+    pub open_files: u64,
+    /// Largest file it may write (`RLIMIT_FSIZE`), in MiB.
+    pub file_mb: u64,
+}
+
+impl Default for EngineLimits {
+    fn default() -> Self {
+        EngineLimits { memory_mb: 4096, cpu_s: 3600, processes: 64, open_files: 256, file_mb: 256 }
+    }
+}
+
+/// One plugin's engine grants (`[plugins.NAME.engine]`): limits that differ
+/// from `[engines]`, and what its processes may see beyond their own.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineConfig {
+    pub memory_mb: Option<u64>,
+    pub cpu_s: Option<u64>,
+    pub processes: Option<u64>,
+    pub open_files: Option<u64>,
+    pub file_mb: Option<u64>,
+    /// Environment variables its engine processes get, with their values.
+    pub env: BTreeMap<String, String>,
+    /// Names of the server's environment variables passed on to them.
+    pub pass_env: Vec<String>,
+    /// Files and directories they may read (beneath each, recursively).
+    pub read: Vec<std::path::PathBuf>,
+    /// Files and directories they may read and write.
+    pub write: Vec<std::path::PathBuf>,
+    /// TCP ports they may connect to (an online server's); none by default.
+    pub connect: Vec<u16>,
+}
+
+impl EngineConfig {
+    /// The limits for this plugin's engines: its own, else the server's.
+    pub fn limits(&self, server: &EngineLimits) -> EngineLimits {
+        EngineLimits {
+            memory_mb: self.memory_mb.unwrap_or(server.memory_mb),
+            cpu_s: self.cpu_s.unwrap_or(server.cpu_s),
+            processes: self.processes.unwrap_or(server.processes),
+            open_files: self.open_files.unwrap_or(server.open_files),
+            file_mb: self.file_mb.unwrap_or(server.file_mb),
+        }
+    }
+
+    /// The environment the operator grants its engines: `env`, then the
+    /// `pass_env` variables the server has.
+    pub fn environment(&self) -> Vec<(String, String)> {
+        let passed = self.pass_env.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v)));
+        self.env.iter().map(|(k, v)| (k.clone(), v.clone())).chain(passed).collect()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -216,6 +323,12 @@ pub struct Config {
     /// `{ attempts = 3, then = "lose" }` or `then = "random"` (a random
     /// legal move is played for the player). Default: nothing happens.
     pub illegal_moves: IllegalMovePolicy,
+    /// What engine processes may use (`[engines]`).
+    pub engines: Engines,
+    /// The built-in games' own endpoints (their bundled engines), by game:
+    /// granted to the built-in component alone, never through the config.
+    #[serde(skip)]
+    pub builtin_channels: BTreeMap<String, BTreeMap<String, Endpoint>>,
 }
 
 /// What happens to a player whose moves a game keeps refusing as illegal
@@ -310,6 +423,8 @@ impl Default for Config {
             whole_seeds: false,
             trusted_proxies: Vec::new(),
             illegal_moves: IllegalMovePolicy::default(),
+            engines: Engines::default(),
+            builtin_channels: BTreeMap::new(),
         }
     }
 }
@@ -332,6 +447,14 @@ impl Config {
             );
         }
         for (plugin, p) in &config.plugins {
+            if let Some(sha) = &p.sha256
+                && (sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()))
+            {
+                anyhow::bail!(
+                    "in config {}: [plugins.{plugin}] sha256 must be 64 hex digits (`ludus inspect` shows a plugin's)",
+                    path.display()
+                );
+            }
             if let Some(name) = p.channels.iter().find_map(|(name, e)| (*e == Endpoint::Disabled(false)).then_some(name)) {
                 anyhow::bail!(
                     "in config {}: [plugins.{plugin}.channels.{name}] disabled = false names nothing to reach; \
@@ -432,6 +555,9 @@ pub enum Endpoint {
         /// (a launcher that starts a second process counts 2).
         #[serde(default = "one")]
         weight: u32,
+        /// A built-in game's own engine: set by the server, never by a config.
+        #[serde(skip)]
+        bundled: Option<BundledEngine>,
     },
     /// A WebSocket URL (`ws://` or `wss://`); text frames both ways.
     Websocket(String),
@@ -446,6 +572,23 @@ pub enum Endpoint {
 
 fn one() -> u32 {
     1
+}
+
+/// What a built-in game's engine needs besides its program: its installed
+/// package (read-only while it plays) and the step that installs it on first use.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BundledEngine {
+    /// The user cache the engine is installed into (`XDG_CACHE_HOME` for it).
+    pub user_cache: std::path::PathBuf,
+    /// Where its package lives, under the user cache.
+    pub package: std::path::PathBuf,
+    /// A file that exists once the package is installed.
+    pub installed: std::path::PathBuf,
+    /// The engine's own data cache under the user cache, which it may write
+    /// (the card engine's indexes), if it keeps one.
+    pub data: Option<std::path::PathBuf>,
+    /// The arguments that install the package and exit.
+    pub install: Vec<String>,
 }
 
 impl Endpoint {

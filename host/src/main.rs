@@ -275,7 +275,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Inspect { file, config } => {
             let config = load_config(config.as_ref())?;
             let cache = config.cache_dir.clone().or_else(ludus::runtime::default_cache_dir);
-            let runtime = ludus::runtime::Runtime::new(cache)?;
+            let runtime = ludus::runtime::Runtime::new(cache, &config.engines)?;
             let _guard = rt.enter();
             let builtin = ludus::server::bundled::component(&file.to_string_lossy()).filter(|_| !file.exists());
             if builtin.is_none() && !file.exists() {
@@ -287,7 +287,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 );
             }
             let out = match builtin {
-                Some(bytes) => ludus::mcp::inspect::inspect_builtin(bytes, &config, &runtime),
+                Some(bytes) => ludus::mcp::inspect::inspect_builtin(bytes, &ludus::server::with_builtin_engines(config), &runtime),
                 None => ludus::mcp::inspect::inspect(&file, &config, &runtime),
             };
             let out = out.map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;

@@ -156,6 +156,9 @@ impl Registry {
             Ok(plugin) => {
                 let name = plugin.name.clone();
                 tracing::info!(plugin = name, version = plugin.version, file = %path.display(), "plugin loaded");
+                for grant in &plugin.granted {
+                    tracing::info!(plugin = name, "granted {grant}");
+                }
                 if let Some(prev) = previous.as_ref().filter(|p| **p != name) {
                     retire(&mut st, prev);
                 }

@@ -1,6 +1,11 @@
 """First use of a Python sidecar's engine: install it from PyPI into a venv
 in the user's cache, then run the sidecar again inside that venv.
 
+With `--install-only` the sidecar installs its engine and exits: the server
+runs that step first, in a process that may reach the index and write the
+venv, and then the game's own process, which may do neither, finds the
+engine installed.
+
 Shared by the bundled Python sidecars (the phase bridge, the OpenSpiel
 bridge); the server writes this file beside each of them. The venv sits in
 the user cache (`$XDG_CACHE_HOME/ludus/NAME`), not a server's cache
@@ -27,7 +32,18 @@ def ensure(requirement, module, venv_name, engine, size, notice, script):
     """Makes `module` importable: already there, or `requirement` installed on
     first use into the venv `venv_name`, then `script` runs again inside it
     (this call does not return then). Returns None when ready, else why not
-    and how to fix it. `notice` tells the agent and the log what takes long."""
+    and how to fix it. `notice` tells the agent and the log what takes long.
+    With `--install-only` it exits instead of returning: 0 when installed,
+    else 1 with the reason as its last line on stderr."""
+    problem = prepare(requirement, module, venv_name, engine, size, notice, script)
+    if "--install-only" in sys.argv:
+        if problem:
+            sys.stderr.write(problem + "\n")
+        sys.exit(1 if problem else 0)
+    return problem
+
+
+def prepare(requirement, module, venv_name, engine, size, notice, script):
     if sys.version_info < (3, 11):
         return f"{engine} needs Python 3.11 or newer; this is {sys.version.split()[0]} (install a newer python3)"
     try:
@@ -39,9 +55,36 @@ def ensure(requirement, module, venv_name, engine, size, notice, script):
     venv = venv_dir(venv_name)
     if os.environ.get(reexec):
         return f"{requirement} is not importable even inside {venv}; delete that directory to reinstall"
+    python = os.path.join(venv, "bin", "python")
+    # Named for the requirement: a server that needs another version sees at
+    # once that it is not installed (and installs it before the game).
+    marker = os.path.join(venv, f".installed-{requirement}")
+    if not is_installed(marker, requirement):
+        try:
+            failed = install(requirement, venv, python, marker, engine, size, notice)
+        except OSError as e:
+            failed = f"{engine} is not installed, and this process cannot install it ({e}); the server installs it before a game starts"
+        if failed or "--install-only" in sys.argv:
+            return failed
+    if "--install-only" in sys.argv:
+        return None
+    os.environ[reexec] = "1"
+    os.execv(python, [python, os.path.abspath(script)] + [a for a in sys.argv[1:] if a != "--install-only"])
+
+
+def is_installed(marker, requirement):
+    try:
+        with open(marker) as f:
+            return f.read() == requirement
+    except OSError:
+        return False
+
+
+def install(requirement, venv, python, marker, engine, size, notice):
+    """Installs `requirement` into `venv` once, under a file lock; None when
+    done, else why not."""
     import fcntl
 
-    python = os.path.join(venv, "bin", "python")
     os.makedirs(os.path.dirname(venv), exist_ok=True)
     # One install at a time: a second game started meanwhile waits here and
     # then finds the engine installed.
@@ -51,8 +94,7 @@ def ensure(requirement, module, venv_name, engine, size, notice, script):
         except BlockingIOError:
             notice(f"first use: another game is installing {engine}; waiting for it")
             fcntl.flock(lock, fcntl.LOCK_EX)
-        marker = os.path.join(venv, ".installed")
-        if not (os.path.exists(marker) and open(marker).read() == requirement):
+        if not is_installed(marker, requirement):
             started = time.time()
             steps = [
                 (f"first use: creating a Python venv for {engine} in {venv}", [sys.executable, "-m", "venv", "--clear", venv],
@@ -69,8 +111,7 @@ def ensure(requirement, module, venv_name, engine, size, notice, script):
             with open(marker, "w") as f:
                 f.write(requirement)
             notice(f"{engine} is installed ({time.time() - started:.0f} s); starting the game")
-    os.environ[reexec] = "1"
-    os.execv(python, [python, os.path.abspath(script)] + sys.argv[1:])
+    return None
 
 
 def run_step(cmd, why):

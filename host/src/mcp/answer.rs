@@ -353,7 +353,7 @@ mod tests {
     /// Hanoi's plugin and its `get_state` tool, whose answer is a record with its text.
     fn hanoi(config: &crate::config::Config) -> (Arc<Plugin>, usize) {
         let bytes = std::fs::read(std::path::Path::new(env!("LUDUS_WASM_DIR")).join("hanoi.wasm")).unwrap();
-        let runtime = crate::runtime::Runtime::new(None).unwrap();
+        let runtime = crate::runtime::Runtime::new(None, &Default::default()).unwrap();
         let plugin = Plugin::load(&runtime, config, &bytes, Source::Builtin).unwrap();
         let tool = plugin.tools.iter().position(|t| t.name == "hanoi_get_state").unwrap();
         (Arc::new(plugin), tool)

@@ -58,6 +58,8 @@ pub fn describe(p: &Plugin, data_bytes: usize) -> Value {
             // Sessions start from a copy of the data, or map it copy-on-write from 1 MiB up.
             "data": {"bytes": data_bytes, "mapped": p.maps_data},
             "resources": p.resources.iter().map(|r| json!({"uri": r.uri, "name": r.name, "description": r.description, "mimeType": r.mime_type})).collect::<Vec<_>>(),
+            // What it was granted (channels, its engine processes' limits and grants), and why.
+            "granted": p.granted,
         },
         "tools": tools,
     })

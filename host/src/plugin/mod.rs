@@ -5,6 +5,7 @@
 
 pub mod docs;
 mod error;
+mod grants;
 mod prompts;
 pub mod schema;
 
@@ -263,6 +264,8 @@ pub struct Plugin {
     pub on_closed: Option<ComponentExportIndex>,
     /// The channel endpoints the operator granted, with their limits.
     pub channels: Arc<ChannelGrant>,
+    /// What it was granted and why, a line each (the load line, `ludus inspect`).
+    pub granted: Vec<String>,
     pub read_resource: ComponentExportIndex,
     /// `resources.read` (0.1.4): resources as text or bytes; read here
     /// rather than through `read_resource` when exported.
@@ -330,7 +333,13 @@ impl Plugin {
         };
         let prefix = config.plugins.get(&info.name).and_then(|p| p.prefix.clone()).unwrap_or_else(|| info.name.clone());
         validate_plugin_name(&prefix).map_err(LoadError::Contract)?;
+        let sha256 = crate::runtime::sha256_hex(bytes);
+        let granted = grants::of(config, &info.name, &sha256, &source);
         let mut limits = config.limits_for(&info.name, info.idle_timeout_ms);
+        if !granted.table_applies {
+            // The guest's environment is the operator's grant too.
+            limits.env.clear();
+        }
         let maps_data = runtime.maps_data(&component);
         if maps_data {
             cap_mapped_sessions(&info.name, &mut limits);
@@ -367,7 +376,9 @@ impl Plugin {
         let channels = Arc::new(ChannelGrant {
             plugin: info.name.clone(),
             processes: runtime.processes.clone(),
-            endpoints: config.plugins.get(&info.name).map(|p| p.channels.clone()).unwrap_or_default(),
+            sandbox: runtime.sandbox.clone(),
+            endpoints: granted.endpoints,
+            engine: granted.engine,
             limits: config.channel_limits(),
             receives: event("on-message").is_some(),
         });
@@ -388,7 +399,8 @@ impl Plugin {
                 .collect(),
             name: info.name,
             source,
-            sha256: crate::runtime::sha256_hex(bytes),
+            sha256,
+            granted: granted.said,
             pre,
             tools,
             on_timer: event("on-timer"),

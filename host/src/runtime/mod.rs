@@ -3,7 +3,8 @@
 //! components, and stores with their memory cap and CPU budget. Beside it:
 //! the clock thread that makes CPU limits real and fires timers (`clock`),
 //! where a guest call runs (`speed`), memory outside the guests (`memory`),
-//! content hashes (`digest`) and the game-process budget (`processes`). It
+//! content hashes (`digest`), the game-process budget (`processes`) and what
+//! confines those processes (`sandbox`). It
 //! knows nothing of what a plugin may import (`capability`) or of sessions;
 //! a store's state is whatever its caller hands it.
 
@@ -24,6 +25,7 @@ mod digest;
 mod engine;
 mod memory;
 pub mod processes;
+pub mod sandbox;
 mod speed;
 
 pub use digest::{hex, same_secret, sha256_hex};
@@ -70,6 +72,8 @@ pub struct Runtime {
     pub timers: Arc<clock::Timers>,
     /// The game processes plugins' sessions may run.
     pub processes: Arc<processes::ProcessBudget>,
+    /// What confines those processes.
+    pub sandbox: Arc<sandbox::Sandbox>,
     /// What games say changed (`watchers.changed`): (plugin, resource URI),
     /// heard by the protocol layer's resource subscriptions.
     pub resource_changes: tokio::sync::broadcast::Sender<(String, String)>,
@@ -77,14 +81,15 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    pub fn new(cache_dir: Option<PathBuf>) -> Result<Arc<Runtime>> {
+    pub fn new(cache_dir: Option<PathBuf>, engines: &crate::config::Engines) -> Result<Arc<Runtime>> {
         let (copied, mapped) = (Engine::new(&config(false))?, Engine::new(&config(true))?);
         let timers = Arc::new(clock::Timers::default());
         clock::start(&[&copied, &mapped], timers.clone());
         let defaults = crate::config::Limits::default();
         let processes = processes::ProcessBudget::new(defaults.max_processes, defaults.max_processes_per_caller);
         let resource_changes = tokio::sync::broadcast::channel(256).0;
-        Ok(Arc::new(Runtime { copied, mapped, timers, processes, resource_changes, cache_dir }))
+        let sandbox = sandbox::Sandbox::new(cache_dir.as_deref(), engines);
+        Ok(Arc::new(Runtime { copied, mapped, timers, processes, sandbox, resource_changes, cache_dir }))
     }
 
     /// Whether `component`'s instances map their data segments rather than
@@ -240,7 +245,7 @@ mod tests {
         assert!(data_bytes(&chess) >= MAPPED_DATA_BYTES, "chess carries {} bytes of data", data_bytes(&chess));
         assert!((1..MAPPED_DATA_BYTES).contains(&data_bytes(&hanoi)), "hanoi carries {} bytes of data", data_bytes(&hanoi));
         assert_eq!(data_bytes(b"not wasm"), 0);
-        let runtime = Runtime::new(None).unwrap();
+        let runtime = Runtime::new(None, &Default::default()).unwrap();
         assert!(runtime.maps_data(&runtime.compile(&chess).unwrap()));
         assert!(!runtime.maps_data(&runtime.compile(&hanoi).unwrap()));
     }

@@ -51,6 +51,8 @@ pub struct Sidecar {
     pub entry: &'static str,
     /// Processes it runs (`limits.max_processes` counts them).
     pub weight: u32,
+    /// Its own data cache under the user cache, which it may write.
+    pub data: Option<&'static str>,
     pub files: &'static [(&'static str, &'static str)],
     /// What it needs on the machine (`ludus doctor` checks it).
     pub needs: Needs,
@@ -97,6 +99,8 @@ pub static SIDECARS: &[Sidecar] = &[
         command: "python3",
         entry: "phase_bridge.py",
         weight: 1,
+        // Card data indexes, and MTGJSON's file when the operator asks for it.
+        data: Some("ludus/cards"),
         files: &[
             ("phase_bridge.py", include_str!("../../../plugins/cards/bridge/phase_bridge.py")),
             ("first_use.py", include_str!("../../../plugins/sidecar/first_use.py")),
@@ -109,7 +113,7 @@ pub static SIDECARS: &[Sidecar] = &[
             min: (3, 11),
             fix: "install Python 3.11+ with venv (Debian: apt-get install python3 python3-venv), or grant an `xmage` endpoint",
             engine: "the rules engine (phase-python 0.103.0)",
-            installed: "ludus/phase-venv/.installed",
+            installed: "ludus/phase-venv/.installed-phase-python==0.103.0",
             installer: None,
             registry: Registry::PyPI,
             size: "pip, about 35 MB",
@@ -123,6 +127,8 @@ pub static SIDECARS: &[Sidecar] = &[
         command: "python3",
         entry: "openspiel_bridge.py",
         weight: 1,
+        // Equilibrium policies computed once per machine.
+        data: Some("ludus/openspiel-policies"),
         files: &[
             ("openspiel_bridge.py", include_str!("../../../plugins/openspiel/bridge/openspiel_bridge.py")),
             ("first_use.py", include_str!("../../../plugins/sidecar/first_use.py")),
@@ -132,7 +138,7 @@ pub static SIDECARS: &[Sidecar] = &[
             min: (3, 11),
             fix: "install Python 3.11+ with venv (Debian: apt-get install python3 python3-venv)",
             engine: "OpenSpiel (open_spiel 2.0.2)",
-            installed: "ludus/openspiel-venv/.installed",
+            installed: "ludus/openspiel-venv/.installed-open_spiel==2.0.2",
             installer: None,
             registry: Registry::PyPI,
             size: "pip, about 16 MB and numpy",
@@ -149,6 +155,7 @@ pub static SIDECARS: &[Sidecar] = &[
         // The launcher installs the simulator, then loads it into its own
         // process: one process per battle.
         weight: 1,
+        data: None,
         files: &[("showdown_sim.js", include_str!("../../../plugins/showdown/sidecar/showdown_sim.js"))],
         needs: Needs {
             what: "Node.js",

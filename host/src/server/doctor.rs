@@ -25,28 +25,39 @@ pub struct Verdict {
 }
 
 pub fn check(config: &Config) -> Vec<Verdict> {
-    BUNDLED
-        .iter()
-        .map(|bundled| {
-            let game = bundled.name;
-            let settings = config.plugins.get(game);
-            if settings.is_some_and(|p| p.disabled) {
-                return Verdict { game, ready: false, detail: "turned off in the config (disabled = true)".into() };
-            }
-            match SIDECARS.iter().find(|car| car.plugin == game) {
-                None => Verdict { game, ready: true, detail: "ready (needs nothing else)".into() },
-                Some(car) => match settings.and_then(|p| p.channels.get(car.endpoint)) {
-                    Some(Endpoint::Disabled(_)) => {
-                        Verdict { game, ready: false, detail: format!("`{}` turned off in the config", car.endpoint) }
-                    }
-                    Some(e) => {
-                        Verdict { game, ready: true, detail: format!("uses the operator's `{}` endpoint ({})", car.endpoint, e.kind()) }
-                    }
-                    None => sidecar(game, car),
-                },
-            }
-        })
-        .collect()
+    let games = BUNDLED.iter().map(|bundled| {
+        let game = bundled.name;
+        let settings = config.plugins.get(game);
+        if settings.is_some_and(|p| p.disabled) {
+            return Verdict { game, ready: false, detail: "turned off in the config (disabled = true)".into() };
+        }
+        match SIDECARS.iter().find(|car| car.plugin == game) {
+            None => Verdict { game, ready: true, detail: "ready (needs nothing else)".into() },
+            Some(car) => match settings.and_then(|p| p.channels.get(car.endpoint)) {
+                Some(Endpoint::Disabled(_)) => {
+                    Verdict { game, ready: false, detail: format!("`{}` turned off in the config", car.endpoint) }
+                }
+                Some(e) => Verdict { game, ready: true, detail: format!("uses the operator's `{}` endpoint ({})", car.endpoint, e.kind()) },
+                None => sidecar(game, car),
+            },
+        }
+    });
+    games.chain(std::iter::once(sandbox(config))).collect()
+}
+
+/// What confines engine processes on this machine: not ready only where the
+/// operator requires Landlock and the kernel lacks it.
+fn sandbox(config: &Config) -> Verdict {
+    let sandbox = crate::runtime::sandbox::Sandbox::new(None, &config.engines);
+    let (said, whole) = sandbox.describe();
+    let l = &config.engines.limits;
+    let limits = format!(
+        "; limits per engine ([engines]): {} MiB address space, {} s CPU, {} processes, {} open files, {} MiB files",
+        l.memory_mb, l.cpu_s, l.processes, l.open_files, l.file_mb
+    );
+    let refused = said.contains("engines are refused");
+    let note = if whole || refused { "" } else { " (engines run with what there is: [engines] landlock = \"best-effort\")" };
+    Verdict { game: "sandbox", ready: !refused, detail: format!("{said}{note}{limits}") }
 }
 
 fn sidecar(game: &'static str, car: &Sidecar) -> Verdict {
@@ -161,7 +172,7 @@ fn parse_version(text: &str) -> (u32, u32) {
 
 /// Where the sidecars install their engines: the user cache, shared by every
 /// server of the user (not the server's component `cache_dir`).
-fn user_cache() -> PathBuf {
+pub fn user_cache() -> PathBuf {
     std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))

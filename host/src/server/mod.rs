@@ -47,8 +47,12 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     }
     check_plugin_tables(&config, opts.builtins, opts.plugins.is_some())?;
     let config = Arc::new(config);
-    let runtime = Runtime::new(cache)?;
+    let runtime = Runtime::new(cache, &config.engines)?;
     runtime.processes.set_limits(config.limits.max_processes, config.limits.max_processes_per_caller);
+    match runtime.sandbox.describe() {
+        (said, true) => tracing::info!("{said}"),
+        (said, false) => tracing::warn!("{said} (`ludus doctor` says more)"),
+    }
     // Leases need a name for this server even when the operator gave none.
     let name = config.server_name.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()[..12].to_string());
     let store = crate::store::open(&opts.store, &name)?;
@@ -223,28 +227,51 @@ fn session_limits(config: &crate::config::Config) -> SessionLimits {
     total
 }
 
+/// The config with the built-in games' own engines granted, as a server
+/// grants them (`ludus inspect` of a built-in game shows them so).
+pub fn with_builtin_engines(mut config: Config) -> Config {
+    let cache = config.cache_dir.clone().or_else(crate::runtime::default_cache_dir);
+    grant_sidecars(&mut config, cache.as_deref());
+    config
+}
+
 /// Writes each bundled sidecar into the cache directory and grants its
-/// endpoint, unless the operator configured that endpoint (or disabled the
-/// game). A sidecar that cannot be written is left out with a warning: its
-/// game then says the endpoint is not granted.
+/// endpoint to the built-in game it belongs to (never to a plugin that takes
+/// the game's name: `Config::builtin_channels`), unless the operator
+/// configured that endpoint (or disabled the game). A sidecar that cannot be
+/// written is left out with a warning: its game then says the endpoint is
+/// not granted.
 fn grant_sidecars(config: &mut Config, cache: Option<&std::path::Path>) {
     let root = cache.map(|c| c.join("sidecars")).unwrap_or_else(|| std::env::temp_dir().join("ludus-sidecars"));
+    let user_cache = doctor::user_cache();
     for car in bundled::SIDECARS {
         if !config.serves(car.plugin) {
             continue;
         }
-        let plugin = config.plugins.entry(car.plugin.to_string()).or_default();
-        if plugin.disabled || plugin.channels.contains_key(car.endpoint) {
+        let plugin = config.plugins.get(car.plugin);
+        if plugin.is_some_and(|p| p.disabled || p.channels.contains_key(car.endpoint)) {
             continue;
         }
         let dir = root.join(car.plugin);
         match write_sidecar(&dir, car) {
             Ok(()) => {
                 let entry = dir.join(car.entry).display().to_string();
-                plugin.channels.insert(
-                    car.endpoint.into(),
-                    Endpoint::Process { command: car.command.into(), args: vec![entry], cwd: None, weight: car.weight },
-                );
+                let installed = user_cache.join(car.needs.installed);
+                let bundled = crate::config::BundledEngine {
+                    user_cache: user_cache.clone(),
+                    package: installed.parent().map(std::path::Path::to_path_buf).unwrap_or_else(|| user_cache.clone()),
+                    installed,
+                    data: car.data.map(|d| user_cache.join(d)),
+                    install: vec![entry.clone(), "--install-only".into()],
+                };
+                let endpoint = Endpoint::Process {
+                    command: car.command.into(),
+                    args: vec![entry],
+                    cwd: None,
+                    weight: car.weight,
+                    bundled: Some(bundled),
+                };
+                config.builtin_channels.entry(car.plugin.to_string()).or_default().insert(car.endpoint.into(), endpoint);
             }
             Err(e) => tracing::warn!(plugin = car.plugin, dir = %dir.display(), "cannot write the bundled {} program: {e:#}", car.endpoint),
         }

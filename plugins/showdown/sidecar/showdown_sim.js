@@ -6,9 +6,14 @@
 // The plugin talks to the simulator on stdin/stdout; this program makes
 // sure it is there (or takes the package given with `--package DIR`), then
 // runs it in this process, checking the teams players bring with the
-// simulator's own validator. Everything it says itself goes to stderr (the
+// simulator's own validator. Only the simulator commands a battle needs
+// reach it (`COMMANDS`): `>eval` and the rest of its debugging commands run
+// JavaScript, and never pass. Everything it says itself goes to stderr (the
 // server's log). When it cannot run the simulator, its last line on stderr
 // says why and how to fix it, and the server passes that line on to the agent.
+//
+// `--install-only` installs the simulator and exits: the server runs that
+// step first, where the battle's own process may reach no registry.
 
 "use strict";
 const fs = require("fs");
@@ -23,6 +28,10 @@ const NODE_MAJOR = 18;
 // registry that never answers, or a proxy whose certificate this machine
 // lacks, must not hold a battle silently for ever.
 const INSTALL_LIMIT_S = Number(process.env.LUDUS_INSTALL_TIMEOUT_S) || 300;
+// The simulator commands a battle is played with (`sim/SIM-PROTOCOL.md`):
+// start it, seat the players, make their choices, end it. Any other line is
+// refused before it reaches the simulator.
+const COMMANDS = new Set(["start", "player", "p1", "p2", "p3", "p4", "forcewin", "forcetie", "forcelose"]);
 
 function fail(why) {
   process.stderr.write(`${why}\n`);
@@ -165,6 +174,7 @@ function main() {
       if (!installed(dir, pkg)) install(dir, pkg);
     });
   }
+  if (process.argv.includes("--install-only")) return;
   simulate(pkg);
 }
 
@@ -190,6 +200,11 @@ function simulate(pkg) {
   };
   const input = require("readline").createInterface({ input: process.stdin, terminal: false });
   input.on("line", (line) => {
+    const command = /^>([a-z0-9]+)(?: |$)/.exec(line);
+    if (!command || !COMMANDS.has(command[1])) {
+      say(`refused a line that is no battle command: ${JSON.stringify(line.slice(0, 80))}`);
+      return;
+    }
     if (line.startsWith(">start ")) {
       try {
         format = JSON.parse(line.slice(7)).formatid || "";

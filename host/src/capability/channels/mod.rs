@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 use crate::config::{ChannelLimits, Endpoint};
 use crate::runtime::bindings::ludus::plugin::channels;
 use crate::runtime::processes::ProcessBudget;
+use crate::runtime::sandbox::{EngineRules, Sandbox};
 
 pub use table::ChannelInfo;
 pub use transport::{Inbox, Input, install_tls_provider};
@@ -31,6 +32,9 @@ pub struct ChannelGrant {
     pub plugin: String,
     /// The server's budget of game processes.
     pub processes: Arc<ProcessBudget>,
+    /// What confines them, and what this plugin's may use.
+    pub sandbox: Arc<Sandbox>,
+    pub engine: EngineRules,
     pub endpoints: BTreeMap<String, Endpoint>,
     pub limits: ChannelLimits,
     /// The plugin exports `events.on-message`.
@@ -95,7 +99,8 @@ impl Channels {
         self.table.open(grant.limits.max_per_session, |id| {
             let (tx, rx) = mpsc::unbounded_channel();
             let link = transport::Link { inbox, table, channel: id, max: grant.limits.max_message_bytes };
-            let (task, pid) = transport::start(endpoint, rx, link, &self.rt).map_err(|e| {
+            let engine = transport::Engine { sandbox: &grant.sandbox, plugin: p, rules: &grant.engine };
+            let (task, pid) = transport::start(endpoint, &engine, rx, link, &self.rt).map_err(|e| {
                 let command = match endpoint {
                     Endpoint::Process { command, .. } => command.as_str(),
                     _ => name,

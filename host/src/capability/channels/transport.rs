@@ -10,7 +10,8 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use crate::config::Endpoint;
+use crate::config::{BundledEngine, Endpoint};
+use crate::runtime::sandbox::{Confined, EngineRules, Launch, Sandbox};
 
 use super::table::Table;
 
@@ -61,27 +62,45 @@ impl Link {
     }
 }
 
+/// What a process endpoint starts under: the server's sandbox and what
+/// this plugin's engines were granted.
+pub struct Engine<'a> {
+    pub sandbox: &'a Arc<Sandbox>,
+    pub plugin: &'a str,
+    pub rules: &'a EngineRules,
+}
+
 /// Starts the task that serves one channel. A process is spawned here, so a
 /// command that cannot start fails the `open`; sockets connect inside the
 /// task, and a failure arrives as `on-closed`. Returns the task and the
 /// process id, if any.
 pub fn start(
     endpoint: &Endpoint,
+    engine: &Engine,
     rx: mpsc::UnboundedReceiver<String>,
     link: Link,
     rt: &tokio::runtime::Handle,
 ) -> std::io::Result<(tokio::task::AbortHandle, Option<u32>)> {
     let task = match endpoint {
-        Endpoint::Process { command, args, cwd, .. } => {
+        Endpoint::Process { command, args, cwd, bundled, .. } => {
             let _in_runtime = rt.enter();
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-            if let Some(cwd) = cwd {
-                cmd.current_dir(cwd);
-            }
-            let child = cmd.spawn()?;
-            let pid = child.id();
-            return Ok((rt.spawn(run_process(child, rx, link)).abort_handle(), pid));
+            let start = Start {
+                sandbox: engine.sandbox.clone(),
+                plugin: engine.plugin.to_string(),
+                rules: engine.rules.clone(),
+                command: command.clone(),
+                args: args.clone(),
+                cwd: cwd.clone(),
+                bundled: bundled.clone(),
+            };
+            // A built-in engine not installed yet is installed first, by a
+            // process of its own that may reach its registry; the engine
+            // that then plays is kept off the network.
+            let installing = bundled.as_ref().is_some_and(|b| !b.installed.exists());
+            let first = start.spawn(installing)?;
+            let pid = first.pid;
+            let then = installing.then_some(start);
+            return Ok((rt.spawn(run_process(first, then, rx, link)).abort_handle(), pid));
         }
         Endpoint::Websocket(url) => rt.spawn(run_websocket(url.clone(), rx, link)),
         Endpoint::Tcp(addr) => rt.spawn(run_tcp(addr.clone(), rx, link)),
@@ -91,15 +110,96 @@ pub fn start(
     Ok((task.abort_handle(), None))
 }
 
-async fn run_process(mut child: tokio::process::Child, rx: mpsc::UnboundedReceiver<String>, link: Link) {
+/// Everything needed to start an endpoint's process, confined.
+struct Start {
+    sandbox: Arc<Sandbox>,
+    plugin: String,
+    rules: EngineRules,
+    command: String,
+    args: Vec<String>,
+    cwd: Option<std::path::PathBuf>,
+    bundled: Option<BundledEngine>,
+}
+
+impl Start {
+    /// Spawns the engine, or (`installing`) the step that installs it.
+    fn spawn(&self, installing: bool) -> std::io::Result<Running> {
+        let (args, cwd) = match (&self.bundled, installing) {
+            (Some(b), true) => (&b.install, None),
+            _ => (&self.args, self.cwd.as_deref()),
+        };
+        let launch = Launch { program: &self.command, args, cwd, bundled: self.bundled.as_ref(), installing };
+        let jail = self.sandbox.jail(&self.plugin, &self.rules, &launch)?;
+        let mut cmd = tokio::process::Command::new(&self.command);
+        cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        if let Some(cwd) = cwd {
+            cmd.current_dir(cwd);
+        }
+        let confined = jail.confine(&mut cmd);
+        let child = cmd.spawn()?;
+        Ok(Running { pid: child.id(), child, confined })
+    }
+}
+
+/// A confined process and what it holds. Dropping it (the channel closed,
+/// the session ended) kills the process and everything it started.
+struct Running {
+    pid: Option<u32>,
+    child: tokio::process::Child,
+    confined: Confined,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.confined.end(self.pid);
+    }
+}
+
+/// Serves a process channel: the first-use install first where there is
+/// one (its lines reach the game as they come, nothing the game sends
+/// reaches it), then the engine, until it ends or the channel closes.
+async fn run_process(mut running: Running, mut then: Option<Start>, mut rx: mpsc::UnboundedReceiver<String>, link: Link) {
+    loop {
+        let (_quiet, mut nothing) = mpsc::unbounded_channel();
+        let input = if then.is_some() { &mut nothing } else { &mut rx };
+        let why = match serve_process(&mut running.child, input, &link).await {
+            Served::Exited { success: true, .. } if then.is_some() => {
+                let start = then.take().expect("checked just above");
+                match start.spawn(false) {
+                    Ok(next) => {
+                        running = next;
+                        continue;
+                    }
+                    Err(e) => format!("the engine is installed, but `{}` cannot start: {e}", start.command),
+                }
+            }
+            Served::Exited { why, .. } | Served::Failed(why) => why,
+            Served::Dropped => return,
+        };
+        drop(running);
+        return link.closed(why).await;
+    }
+}
+
+enum Served {
+    Exited {
+        success: bool,
+        why: String,
+    },
+    Failed(String),
+    /// The session or the channel is gone: nobody to tell.
+    Dropped,
+}
+
+/// Carries one process's lines until its output ends.
+async fn serve_process(child: &mut tokio::process::Child, rx: &mut mpsc::UnboundedReceiver<String>, link: &Link) -> Served {
     let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
-        return link.closed("the process has no pipes".into()).await;
+        return Served::Failed("the process has no pipes".into());
     };
     let pid = child.id().unwrap_or(0);
     let last_words = Arc::new(std::sync::Mutex::new(String::new()));
     let stderr_done = tokio::spawn(log_stderr(stderr, pid, last_words.clone(), link.inbox.clone()));
-    let why = pump_lines(BufReader::new(stdout), stdin, rx, &link).await;
-    let why = match why {
+    match pump_lines(BufReader::new(stdout), stdin, rx, link).await {
         Ended::Eof => {
             let status = child.wait().await;
             // The process's own explanation, when it gave one, is the useful part.
@@ -107,17 +207,16 @@ async fn run_process(mut child: tokio::process::Child, rx: mpsc::UnboundedReceiv
             let said = last_words.lock().map(|w| w.clone()).unwrap_or_default();
             let said = if said.is_empty() { String::new() } else { format!("; its last line on stderr: {said}") };
             match status {
-                Ok(status) => format!("the process exited ({status}){said}"),
-                Err(e) => format!("the process ended: {e}{said}"),
+                Ok(status) => Served::Exited { success: status.success(), why: format!("the process exited ({status}){said}") },
+                Err(e) => Served::Exited { success: false, why: format!("the process ended: {e}{said}") },
             }
         }
         Ended::Error(e) => {
             let _ = child.start_kill();
-            e
+            Served::Failed(e)
         }
-        Ended::Dropped => return,
-    };
-    link.closed(why).await;
+        Ended::Dropped => Served::Dropped,
+    }
 }
 
 /// A sidecar's stderr goes to the log, a line at a time, and to its session
@@ -140,11 +239,11 @@ async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32, last: Arc<std
     }
 }
 
-async fn run_tcp(addr: String, rx: mpsc::UnboundedReceiver<String>, link: Link) {
+async fn run_tcp(addr: String, mut rx: mpsc::UnboundedReceiver<String>, link: Link) {
     match tokio::net::TcpStream::connect(&addr).await {
         Ok(stream) => {
             let (read, write) = stream.into_split();
-            let why = match pump_lines(BufReader::new(read), write, rx, &link).await {
+            let why = match pump_lines(BufReader::new(read), write, &mut rx, &link).await {
                 Ended::Eof => "the peer closed the connection".to_string(),
                 Ended::Error(e) => e,
                 Ended::Dropped => return,
@@ -166,7 +265,7 @@ enum Ended {
 async fn pump_lines(
     mut read: impl AsyncBufRead + Unpin,
     mut write: impl AsyncWrite + Unpin,
-    mut rx: mpsc::UnboundedReceiver<String>,
+    rx: &mut mpsc::UnboundedReceiver<String>,
     link: &Link,
 ) -> Ended {
     let mut buf = Vec::new();

@@ -56,6 +56,23 @@ struct Open {
     last_used: Instant,
     /// With bearer tokens: the token (caller name) that opened it.
     owner: Option<String>,
+    /// Whose share of the table it takes: its token's, else its address's.
+    share: Arc<str>,
+}
+
+/// Why no MCP session can be opened for a caller now.
+#[derive(Debug, thiserror::Error)]
+pub enum NoRoom {
+    #[error(
+        "you already have {open} MCP sessions, each answering a request (limits.max_mcp_sessions_per_caller = {max}); \
+         at that limit your longest-idle session is closed for a new one, but none of yours is idle"
+    )]
+    Caller { open: usize, max: usize },
+    #[error(
+        "this server already has {open} MCP sessions, each answering a request (limits.max_mcp_sessions); \
+         try again in a moment"
+    )]
+    Server { open: usize },
 }
 
 /// Why the session table could not give a GET its stream: the gate
@@ -100,23 +117,24 @@ impl McpSessions {
         sessions
     }
 
-    pub fn count(&self) -> usize {
-        lock(&self.open).len()
-    }
-
     /// Opens a session with its `initialize` for the caller whose token is
     /// `owner` (if tokens are in use): the session's id, and the answer as
     /// JSON. No id when the answer is an error (no protocol version agreed
     /// on): then no session is kept.
-    pub async fn open(&self, request: JsonRpcRequest<ClientRequest>, owner: Option<String>) -> (Option<SessionId>, Vec<u8>) {
-        let id = self.create(owner);
+    pub async fn open(
+        &self,
+        request: JsonRpcRequest<ClientRequest>,
+        owner: Option<String>,
+        share: Arc<str>,
+    ) -> (Option<SessionId>, Vec<u8>) {
+        let id = self.create(owner, share);
         let answer = self.initialize(&id, request).await;
         let opened = matches!(answer, Direct::Result(..));
         (opened.then_some(id), answer.into_line(Peer::Legacy))
     }
 
     /// A new session's entry, not yet initialized.
-    fn create(&self, owner: Option<String>) -> SessionId {
+    fn create(&self, owner: Option<String>, share: Arc<str>) -> SessionId {
         // With a server name, ids start with it and a dash (a proxy routes by them).
         let uuid = uuid::Uuid::new_v4();
         let id: SessionId = match &self.server_name {
@@ -126,7 +144,7 @@ impl McpSessions {
         let outbox = Arc::new(Outbox::default());
         let to_outbox = outbox.clone();
         let handler = Arc::new(self.ludus.another().with_outbox(Arc::new(move |m| to_outbox.send(m))));
-        let open = Open { handler, outbox, last_used: Instant::now(), owner };
+        let open = Open { handler, outbox, last_used: Instant::now(), owner, share };
         lock(&self.open).insert(id.clone(), open);
         id
     }
@@ -285,6 +303,39 @@ impl McpSessions {
             });
         }
         true
+    }
+
+    /// Makes room for a new session of `share` (a token's or an address's):
+    /// at its own limit its longest-idle session closes; at the server's,
+    /// the longest-idle session of whoever holds the most. A session
+    /// answering a request is never closed for another, so one caller can
+    /// fill neither the table nor another caller's place in it.
+    pub fn make_room(&self, share: &str, max_total: usize, max_share: usize) -> Result<(), NoRoom> {
+        let victim = {
+            let open = lock(&self.open);
+            let in_flight = lock(&self.in_flight);
+            let busy: std::collections::HashSet<&SessionId> = in_flight.keys().map(|(session, _)| session).collect();
+            let mut held: HashMap<&str, usize> = HashMap::new();
+            for session in open.values() {
+                *held.entry(&session.share).or_default() += 1;
+            }
+            let idle = open.iter().filter(|(id, _)| !busy.contains(id));
+            let mine = held.get(share).copied().unwrap_or(0);
+            if mine >= max_share {
+                let oldest = idle.filter(|(_, s)| &*s.share == share).min_by_key(|(_, s)| s.last_used);
+                Some(oldest.map(|(id, _)| id.clone()).ok_or(NoRoom::Caller { open: mine, max: max_share })?)
+            } else if open.len() >= max_total {
+                let most = idle.max_by_key(|(_, s)| (held[&*s.share], std::cmp::Reverse(s.last_used)));
+                Some(most.map(|(id, _)| id.clone()).ok_or(NoRoom::Server { open: open.len() })?)
+            } else {
+                None
+            }
+        };
+        if let Some(id) = victim {
+            tracing::info!(session = %id, caller = share, "closing an idle MCP session to make room for a new one");
+            self.close(&id);
+        }
+        Ok(())
     }
 
     fn close_idle(&self) {

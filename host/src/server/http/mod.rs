@@ -101,6 +101,7 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
         proxies: proxies.clone(),
         max_body,
         max_sessions: limits.max_mcp_sessions,
+        max_sessions_per_caller: limits.max_mcp_sessions_per_caller,
         body_time: Duration::from_millis(limits.http_body_timeout_ms),
         min_body_rate: limits.http_min_body_rate.max(1),
         stopping: ct.clone(),
@@ -276,6 +277,8 @@ struct Gate {
     proxies: TrustedProxies,
     max_body: usize,
     max_sessions: usize,
+    /// MCP sessions one caller (a token, else an address) may hold.
+    max_sessions_per_caller: usize,
     /// A body's time: this, plus a second per `min_body_rate` bytes.
     body_time: Duration,
     min_body_rate: u64,
@@ -434,7 +437,8 @@ impl Gate {
         match (session, message) {
             (Some(session), message) => self.answer_in_session(session, message, caller, answering).await,
             (None, JsonRpcMessage::Request(request)) if matches!(request.request, ClientRequest::InitializeRequest(_)) => {
-                self.open_session(request, &caller).await
+                let client = self.proxies.client(conn.address(), &parts.headers);
+                self.open_session(request, &caller, client).await
             }
             (None, _) => {
                 let why = "name the MCP session in an Mcp-Session-Id header (its initialize answer gave it); a client \
@@ -471,19 +475,16 @@ impl Gate {
     /// An `initialize` without a session opens one, within
     /// `limits.max_mcp_sessions`: its answer as plain JSON, with the new
     /// session's id.
-    async fn open_session(&self, request: JsonRpcRequest<ClientRequest>, caller: &Caller) -> Response {
-        let open = self.sessions.count();
-        if open >= self.max_sessions {
-            let why = format!(
-                "this server already has {open} MCP sessions (limits.max_mcp_sessions); close one with DELETE, or wait for idle ones to expire"
-            );
-            return json_answer(StatusCode::SERVICE_UNAVAILABLE, jsonrpc::error_reply(serde_json::Value::Null, -32000, why));
-        }
-        let owner = match caller {
-            Caller::Token(name) => Some(name.clone()),
-            _ => None,
+    async fn open_session(&self, request: JsonRpcRequest<ClientRequest>, caller: &Caller, client: std::net::IpAddr) -> Response {
+        // A caller's share of the table: its token's, else its address's.
+        let (owner, share): (Option<String>, Arc<str>) = match caller {
+            Caller::Token(name) => (Some(name.clone()), format!("token {name}").into()),
+            _ => (None, client.to_string().into()),
         };
-        let (id, answer) = self.sessions.open(request, owner).await;
+        if let Err(why) = self.sessions.make_room(&share, self.max_sessions, self.max_sessions_per_caller) {
+            return json_answer(StatusCode::SERVICE_UNAVAILABLE, jsonrpc::error_reply(serde_json::Value::Null, -32000, why.to_string()));
+        }
+        let (id, answer) = self.sessions.open(request, owner, share).await;
         let mut response = json_answer(StatusCode::OK, answer);
         if let Some(id) = id.and_then(|id| HeaderValue::from_str(&id).ok()) {
             response.headers_mut().insert(MCP_SESSION_ID, id);
