@@ -616,9 +616,23 @@ async fn a_killed_bridge_ends_that_game_with_a_clear_error_and_the_server_goes_o
 #[tokio::test]
 async fn the_xmage_path_plays_through_an_operator_configured_headless_client() {
     let work = scratch();
+    // An operator's engine gets only what the operator grants: here the
+    // rules engine the built-in bridge installed, and its card indexes.
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
+    let (venv, indexes) = (cache.join("ludus/phase-venv"), cache.join("ludus/cards"));
+    // The built-in bridge's first game installs the engine, if no test has yet.
+    let builtin = stdio(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
+    first_decision(&builtin, json!({"seed": 5})).await;
+    builtin.close().await;
     let extra = format!(
-        "[plugins.cards.channels.xmage]\nprocess = {{ command = \"python3\", args = [{:?}, \"--seats\", \"agent,ai\", \"--seed\", \"5\"] }}\n",
-        bridge().display().to_string()
+        "[plugins.cards.channels.xmage]\nprocess = {{ command = \"python3\", args = [{:?}, \"--seats\", \"agent,ai\", \"--seed\", \"5\"] }}\n\
+         [plugins.cards.engine]\nenv = {{ XDG_CACHE_HOME = {:?} }}\nread = [{:?}]\nwrite = [{:?}]\n",
+        bridge().display().to_string(),
+        cache.display().to_string(),
+        venv.display().to_string(),
+        indexes.display().to_string()
     );
     let cfg = dealt(work.path(), &extra);
     let c = stdio(&["--config", cfg.to_str().unwrap()], work.path()).await;

@@ -57,6 +57,7 @@ pub const SYSTEM: &[&str] = &[
     "/etc/gai.conf",
     "/etc/mime.types",
     "/etc/os-release",
+    "/etc/debian_version",
     "/etc/alternatives",
     "/etc/python3",
     "/etc/python3.11",
@@ -70,29 +71,37 @@ pub fn abi() -> i32 {
     i32::try_from(v).unwrap_or(0).max(0)
 }
 
+/// What a ruleset confines: an engine, or a built-in engine's first-use
+/// install (our own npm or pip run, which nothing the game sends reaches: it
+/// may read what the user's registry settings name, wherever they are, and
+/// reach the network, but write only its package and scratch directories).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Confines {
+    Engine,
+    Install,
+}
+
 /// The ruleset for one process, or none where the kernel has no Landlock.
-/// `connect`: the TCP ports it may connect to; `None` leaves TCP alone (a
-/// first-use install downloads its engine).
-pub fn ruleset(abi: i32, read: &[PathBuf], write: &[PathBuf], connect: Option<&[u16]>) -> std::io::Result<Option<OwnedFd>> {
+/// `connect`: the TCP ports an engine may connect to.
+pub fn ruleset(abi: i32, confines: Confines, read: &[PathBuf], write: &[PathBuf], connect: &[u16]) -> std::io::Result<Option<OwnedFd>> {
     if abi == 0 {
         return Ok(None);
     }
     let fail = |e: landlock::RulesetError| std::io::Error::other(format!("preparing the engine's Landlock rules: {e}"));
-    let mut ruleset =
-        Ruleset::default().set_compatibility(CompatLevel::BestEffort).handle_access(AccessFs::from_all(WANTED)).map_err(fail)?;
-    if connect.is_some() {
+    let handled = match confines {
+        Confines::Engine => AccessFs::from_all(WANTED),
+        Confines::Install => AccessFs::from_write(WANTED),
+    };
+    let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::BestEffort).handle_access(handled).map_err(fail)?;
+    if confines == Confines::Engine {
         ruleset = ruleset.handle_access(AccessNet::from_all(WANTED)).map_err(fail)?;
     }
-    let mut created = ruleset
-        .scope(Scope::AbstractUnixSocket | Scope::Signal)
-        .map_err(fail)?
-        .create()
-        .map_err(fail)?
-        .add_rules(path_beneath_rules(read, AccessFs::from_read(WANTED)))
-        .map_err(fail)?
-        .add_rules(path_beneath_rules(write, AccessFs::from_all(WANTED)))
-        .map_err(fail)?;
-    for port in connect.unwrap_or_default() {
+    let mut created = ruleset.scope(Scope::AbstractUnixSocket | Scope::Signal).map_err(fail)?.create().map_err(fail)?;
+    if confines == Confines::Engine {
+        created = created.add_rules(path_beneath_rules(read, AccessFs::from_read(WANTED))).map_err(fail)?;
+    }
+    created = created.add_rules(path_beneath_rules(write, handled)).map_err(fail)?;
+    for port in connect {
         created = created.add_rule(NetPort::new(*port, AccessNet::ConnectTcp)).map_err(fail)?;
     }
     Ok(Option::<OwnedFd>::from(created))

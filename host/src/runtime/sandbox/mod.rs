@@ -161,7 +161,9 @@ impl Sandbox {
         let scratch = Scratch::make(&self.scratch.join(format!("{plugin}-{n}")))?;
         let env = environment(rules, launch, &scratch.0);
         let (read, write) = paths(rules, launch, &scratch.0);
-        let ruleset = landlock::ruleset(self.abi, &read, &write, (!launch.installing).then_some(&rules.connect[..]))?;
+        let confines = if launch.installing { landlock::Confines::Install } else { landlock::Confines::Engine };
+        let connect = if launch.installing { &[][..] } else { &rules.connect[..] };
+        let ruleset = landlock::ruleset(self.abi, confines, &read, &write, connect)?;
         let limits = if launch.installing { install_limits(&rules.limits) } else { rules.limits };
         let pids = self.pids().and_then(|p| p.child(&format!("{plugin}-{n}"), limits.processes));
         Ok(Jail { scratch, env, ruleset, limits, pids })
@@ -209,7 +211,7 @@ fn paths(rules: &EngineRules, launch: &Launch, scratch: &Path) -> (Vec<PathBuf>,
     // the working directory the operator named.
     for arg in launch.args.iter().map(Path::new).filter(|p| p.is_absolute()) {
         if arg.is_file() {
-            read.extend(arg.parent().map(Path::to_path_buf));
+            read.extend(arg.parent().into_iter().flat_map(with_link_targets));
         } else if arg.is_dir() {
             let modules = arg.ancestors().find(|a| a.file_name().is_some_and(|n| n == "node_modules"));
             read.push(modules.unwrap_or(arg).to_path_buf());
@@ -226,12 +228,24 @@ fn paths(rules: &EngineRules, launch: &Launch, scratch: &Path) -> (Vec<PathBuf>,
             let _ = std::fs::create_dir_all(data);
             write.push(data.clone());
         }
-        if launch.installing {
-            // The install's lock file sits beside the package directory.
-            write.extend(b.package.parent().map(Path::to_path_buf));
+        if let Some(beside) = b.package.parent().filter(|_| launch.installing) {
+            // The install's lock file sits beside the package directory; a
+            // rule names a directory that exists, so it is made first.
+            let _ = std::fs::create_dir_all(beside);
+            write.push(beside.to_path_buf());
         }
     }
     (read, write)
+}
+
+/// A program's directory, and where the links in it lead (a script's
+/// helper module linked from a shared directory, as the bundled bridges' are).
+fn with_link_targets(dir: &Path) -> Vec<PathBuf> {
+    let links = std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_symlink()));
+    let targets = links
+        .filter_map(|e| e.path().canonicalize().ok())
+        .filter_map(|t| if t.is_dir() { Some(t) } else { t.parent().map(Path::to_path_buf) });
+    std::iter::once(dir.to_path_buf()).chain(targets).collect()
 }
 
 /// The installation a program belongs to: the directory above the one that
