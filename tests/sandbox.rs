@@ -332,3 +332,38 @@ async fn one_caller_opening_mcp_sessions_cannot_lock_out_another() {
         .unwrap();
     assert_eq!(r.status(), 404);
 }
+
+/// The real engines (Showdown's simulator from npm, the phase bridge with
+/// phase-python, the OpenSpiel bridge with open_spiel) run with none of the
+/// server's environment, in their own directories, under the limits.
+#[tokio::test]
+async fn the_real_engines_run_without_the_servers_secrets_and_under_their_limits() {
+    let work = scratch();
+    let package = common::showdown::showdown_package();
+    let cfg = config(work.path(), &format!("whole_seeds = true\n{}", common::showdown::sim_endpoint(&package)));
+    let canaries = [("LUDUS_CANARY_SECRET", "c4n4ry-b1rd"), ("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI-not-a-real-key")];
+    let server = http_server_env(&["--config", cfg.to_str().unwrap()], work.path(), &canaries).await;
+    let c = http_client(&server).await;
+    common::showdown::offline(&c, "random", 1).await;
+    let mut magic = c.ok("cards_start_game", json!({"seed": 3})).await;
+    while magic["action_pending"] != true {
+        magic = c.ok("cards_wait_for_action", json!({"game_id": magic["game_id"]})).await;
+    }
+    c.ok("openspiel_start_game", json!({"game": "tic_tac_toe"})).await;
+
+    let engines = common::processes::descendants(server.pid());
+    let cmdline = |pid: u32| String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default()).replace('\0', " ");
+    for name in ["showdown_sim.js", "phase_bridge.py", "openspiel_bridge.py"] {
+        let pid = *engines.iter().find(|&&p| cmdline(p).contains(name)).unwrap_or_else(|| panic!("no {name} among {engines:?}"));
+        let environ = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/environ")).unwrap()).replace('\0', "\n");
+        assert!(!environ.contains("c4n4ry") && !environ.contains("AWS_"), "{name} has the server's secrets:\n{environ}");
+        let home = environ.lines().find_map(|l| l.strip_prefix("HOME=")).unwrap_or_default();
+        assert!(home.contains("/engines/"), "{name}: HOME is not its own directory: {home}");
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
+        assert_eq!(cwd, std::path::Path::new(home), "{name} runs elsewhere than its own directory");
+        let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+        assert!(limits.lines().any(|l| l.starts_with("Max address space") && l.contains(&(4096u64 << 20).to_string())), "{name}: {limits}");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        assert!(status.lines().any(|l| l.starts_with("NoNewPrivs:") && l.ends_with('1')), "{name}: {status}");
+    }
+}

@@ -471,3 +471,45 @@ async fn ten_thousand_mcp_sessions_held_and_deleted_give_their_memory_back() {
     );
     assert!(again.saturating_sub(level) * 2 <= took, "a third 10,000 sessions left {again} KiB after the second's {level} KiB");
 }
+
+/// What bounds the server's threads: a connection has a thread of its own,
+/// and the connection caps bound the connections. 10,000 idle connections
+/// from 20 addresses leave the server at `max_http_connections`, its
+/// threads near that many, and a new client is answered.
+#[tokio::test]
+async fn ten_thousand_idle_connections_leave_the_server_at_its_caps() {
+    // This process holds the 10,000 sockets: its open-file limit as high as it may go.
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: plain system calls on a struct on the stack.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    assert!(limit.rlim_max >= 11_000, "this test needs an open-file limit of 11,000 or more (ulimit -Hn is {})", limit.rlim_max);
+    limit.rlim_cur = limit.rlim_max;
+    // SAFETY: as above.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) };
+
+    let work = scratch();
+    let cfg = config(work.path(), "[limits]\nmax_http_connections = 1024\nmax_http_connections_per_address = 512\n");
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let addr: std::net::SocketAddr = server.url.trim_start_matches("http://").trim_end_matches("/mcp").parse().unwrap();
+    let mut held = Vec::with_capacity(10_000);
+    let started = Instant::now();
+    for batch in 0..20u8 {
+        let from = std::net::SocketAddr::from(([127, 0, 0, batch + 1], 0));
+        let connects = (0..500).map(|_| async move {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind(from).unwrap();
+            socket.connect(addr).await
+        });
+        for stream in futures_util::future::join_all(connects).await {
+            held.push(stream.expect("a connection was refused outright"));
+        }
+    }
+    let took = started.elapsed();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid())).unwrap();
+    let threads: usize = status.lines().find_map(|l| l.strip_prefix("Threads:")).unwrap().trim().parse().unwrap();
+    eprintln!("10,000 connections opened in {took:?}; the server has {threads} threads");
+    assert!(threads <= 1024 + 128, "10,000 idle connections left the server with {threads} threads");
+    let c = http_client(&server).await;
+    c.ok("hanoi_init_simulator", json!({"n": 3})).await;
+    drop(held);
+}
