@@ -149,8 +149,8 @@ pub async fn stdio(args: &[&str], work: &Path) -> Client {
     stdio_env(args, work, &[]).await
 }
 
-/// The same, with these environment variables set for the server (and so for
-/// the channel processes it starts).
+/// The same, with these environment variables set for the server (its
+/// engine processes get none of them but the few the sandbox keeps).
 pub async fn stdio_env(args: &[&str], work: &Path, env: &[(&str, &str)]) -> Client {
     let mut cmd = stdio_command(args, work);
     cmd.envs(env.iter().copied());
