@@ -292,10 +292,16 @@ async fn until_no_descendants(pid: u32) -> Vec<u32> {
 async fn game_processes_are_budgeted_and_a_finished_battle_frees_them_at_once() {
     let package = showdown::showdown_package();
     let work = scratch();
-    let cfg =
-        config(work.path(), &format!("[limits]\nmax_processes = 40\nmax_processes_per_caller = 20\n{}", showdown::sim_endpoint(&package)));
+    // Three callers: without tokens, the MCP sessions of one address would be one.
+    let tokens = ["alice", "bob", "carol"].map(issue_token);
+    let lines: Vec<&str> = tokens.iter().map(|(_, l)| l.as_str()).collect();
+    let cfg = config(
+        work.path(),
+        &format!("[limits]\nmax_processes = 40\nmax_processes_per_caller = 20\n{}\n{}", showdown::sim_endpoint(&package), lines.join("\n")),
+    );
     let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
-    let (a, b, c) = (http_client(&server).await, http_client(&server).await, http_client(&server).await);
+    let client = |i: usize| http_client_with_token(&server, &tokens[i].0);
+    let (a, b, c) = (client(0).await, client(1).await, client(2).await);
     // 20 battles fill A's budget; 40 more starts are refused by name.
     let mut battles = Vec::new();
     for seed in 0..20 {
@@ -440,8 +446,10 @@ async fn delete_session(http: &reqwest::Client, url: &str, id: &str) {
 async fn ten_thousand_mcp_sessions_held_and_deleted_give_their_memory_back() {
     use futures_util::{StreamExt, stream};
     let work = scratch();
+    // One address holds all 10,000: its share is raised to the server's cap.
+    let cfg = config(work.path(), "[limits]\nmax_mcp_sessions_per_caller = 10000\n");
     // At the level a user runs (info), where per-session log spans would pin memory.
-    let server = http_server_env(&[], work.path(), &[("LUDUS_LOG", "info")]).await;
+    let server = http_server_env(&["--config", cfg.to_str().unwrap()], work.path(), &[("LUDUS_LOG", "info")]).await;
     let http = reqwest::Client::new();
     let url = server.url.clone();
     // The baseline: one session opened and closed, so the code serving one is in memory.
@@ -512,4 +520,20 @@ async fn ten_thousand_idle_connections_leave_the_server_at_its_caps() {
     let c = http_client(&server).await;
     c.ok("hanoi_init_simulator", json!({"n": 3})).await;
     drop(held);
+}
+
+/// Without tokens, every MCP session of one address is one caller for the
+/// process budget: opening more sessions gets no more game processes.
+#[tokio::test]
+async fn more_mcp_sessions_from_one_address_get_no_more_game_processes() {
+    let package = showdown::showdown_package();
+    let work = scratch();
+    let cfg =
+        config(work.path(), &format!("[limits]\nmax_processes = 40\nmax_processes_per_caller = 2\n{}", showdown::sim_endpoint(&package)));
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (a, b) = (http_client(&server).await, http_client(&server).await);
+    showdown::offline(&a, "random", 1).await;
+    showdown::offline(&b, "random", 2).await;
+    let e = b.err("showdown_start_offline_battle", json!({"bot": "random", "seed": 3})).await;
+    assert!(e.contains("limits.max_processes_per_caller = 2") && e.contains("one address"), "{e}");
 }

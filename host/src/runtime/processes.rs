@@ -21,6 +21,10 @@ struct Counts {
     max_per_caller: usize,
     total: usize,
     per_caller: HashMap<String, usize>,
+    /// Whose share a caller's processes count in, where not its own: a
+    /// caller without a token (one MCP session) counts in its address's,
+    /// so one address cannot take every process by opening sessions.
+    counts_as: HashMap<String, String>,
 }
 
 /// Which limit refuses more processes. The texts say what frees them.
@@ -33,7 +37,8 @@ pub enum OverBudget {
     Server { running: usize, max: usize },
     #[error(
         "your games already run {running} game processes, the limit for one caller (limits.max_processes_per_caller \
-         = {max}); a game that ends frees its processes at once, so finish one first, or ask the operator to raise the limit"
+         = {max}; without a bearer token, the MCP sessions of one address are one caller); a game that ends frees its \
+         processes at once, so finish one first, or ask the operator to raise the limit"
     )]
     Caller { running: usize, max: usize },
 }
@@ -60,10 +65,22 @@ impl ProcessBudget {
         lock(&self.state).total
     }
 
+    /// `caller`'s processes count in `share`'s, until `forget`.
+    pub fn count_as(&self, caller: &str, share: &str) {
+        lock(&self.state).counts_as.insert(caller.to_string(), share.to_string());
+    }
+
+    /// `caller` is gone: processes it starts later count as its own.
+    /// Those it holds stay counted where they were taken.
+    pub fn forget(&self, caller: &str) {
+        lock(&self.state).counts_as.remove(caller);
+    }
+
     /// Counts `weight` processes for `caller`, or says which limit refuses them.
     pub fn take(self: &Arc<Self>, caller: &str, weight: usize) -> Result<ProcessPermit, OverBudget> {
         let mut s = lock(&self.state);
-        let mine = s.per_caller.get(caller).copied().unwrap_or(0);
+        let caller = s.counts_as.get(caller).cloned().unwrap_or_else(|| caller.to_string());
+        let mine = s.per_caller.get(&caller).copied().unwrap_or(0);
         if s.total + weight > s.max_total {
             return Err(OverBudget::Server { running: s.total, max: s.max_total });
         }
@@ -71,8 +88,8 @@ impl ProcessBudget {
             return Err(OverBudget::Caller { running: mine, max: s.max_per_caller });
         }
         s.total += weight;
-        *s.per_caller.entry(caller.to_string()).or_default() += weight;
-        Ok(ProcessPermit { budget: self.clone(), caller: caller.to_string(), weight })
+        *s.per_caller.entry(caller.clone()).or_default() += weight;
+        Ok(ProcessPermit { budget: self.clone(), caller, weight })
     }
 }
 
@@ -105,5 +122,17 @@ mod tests {
         let _c = budget.take("c", 2).unwrap();
         drop(b);
         assert_eq!(budget.running(), 2);
+    }
+
+    #[test]
+    fn callers_without_a_token_count_in_their_address_share() {
+        let budget = ProcessBudget::new(10, 2);
+        budget.count_as("client-1", "127.0.0.9");
+        budget.count_as("client-2", "127.0.0.9");
+        let _one = budget.take("client-1", 2).unwrap();
+        assert!(budget.take("client-2", 1).is_err(), "a second session of the same address has no processes left");
+        budget.forget("client-2");
+        let _own = budget.take("client-2", 1).unwrap();
+        assert_eq!(budget.running(), 3);
     }
 }

@@ -29,8 +29,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::config::{BundledEngine, EngineLimits, Engines, LandlockPolicy};
 
-pub use landlock::abi as landlock_abi;
-
 /// What one plugin's engine processes were granted, beyond their own
 /// directory (the operator's `[plugins.NAME.engine]`, resolved at load).
 #[derive(Debug, Clone, Default)]

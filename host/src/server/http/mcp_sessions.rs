@@ -25,10 +25,12 @@ use rmcp::model::{
 use tokio_util::sync::CancellationToken;
 
 use super::events::{Answered, CallEvents, Event, Events, answered_alone};
+use super::guard::CallerNames;
 use super::outbox::{Outbox, event_number};
 use super::resume::Resumable;
 use crate::locking::{lock, shrink_emptied};
 use crate::mcp::{Direct, Ludus, Notify, Peer};
+use crate::runtime::processes::ProcessBudget;
 use crate::session::Caller;
 
 pub struct McpSessions {
@@ -44,6 +46,10 @@ pub struct McpSessions {
     resumable: Resumable,
     /// A trim of freed memory is due shortly (MCP sessions were closed).
     trim_due: Arc<AtomicBool>,
+    /// The callers of sessions without a token, whose game processes
+    /// count in their address's share of the budget.
+    names: CallerNames,
+    processes: Arc<ProcessBudget>,
 }
 
 /// One open MCP session.
@@ -95,7 +101,13 @@ impl McpSessions {
     /// MCP sessions for `ludus`'s registry that close after `idle_limit` without
     /// a request; the sweep runs on the current runtime for as long as the
     /// returned manager lives.
-    pub fn new(ludus: Ludus, idle_limit: Duration, server_name: Option<String>) -> Arc<McpSessions> {
+    pub fn new(
+        ludus: Ludus,
+        idle_limit: Duration,
+        server_name: Option<String>,
+        names: CallerNames,
+        processes: Arc<ProcessBudget>,
+    ) -> Arc<McpSessions> {
         let sessions = Arc::new(McpSessions {
             open: Default::default(),
             ludus,
@@ -104,6 +116,8 @@ impl McpSessions {
             server_name,
             resumable: Resumable::default(),
             trim_due: Arc::default(),
+            names,
+            processes,
         });
         let weak = Arc::downgrade(&sessions);
         let every = (idle_limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
@@ -144,6 +158,9 @@ impl McpSessions {
         let outbox = Arc::new(Outbox::default());
         let to_outbox = outbox.clone();
         let handler = Arc::new(self.ludus.another().with_outbox(Arc::new(move |m| to_outbox.send(m))));
+        if owner.is_none() {
+            self.processes.count_as(self.names.of(&id).name(), &share);
+        }
         let open = Open { handler, outbox, last_used: Instant::now(), owner, share };
         lock(&self.open).insert(id.clone(), open);
         id
@@ -292,6 +309,9 @@ impl McpSessions {
             return false;
         };
         session.handler.close();
+        if session.owner.is_none() {
+            self.processes.forget(self.names.of(id).name());
+        }
         self.resumable.forget(id);
         self.ludus.clients().closed(id);
         if !self.trim_due.swap(true, Ordering::Relaxed) {

@@ -82,7 +82,8 @@ pub async fn serve(registry: Arc<Registry>, run: Option<Arc<crate::arena::Run>>,
     let idle_limit = Duration::from_millis(registry.config.limits.mcp_session_idle_ms);
     let ludus = Ludus::new(registry.clone(), run.clone());
     let names = CallerNames::new();
-    let sessions = McpSessions::new(ludus.clone(), idle_limit, registry.config.server_name.clone());
+    let sessions =
+        McpSessions::new(ludus.clone(), idle_limit, registry.config.server_name.clone(), names, registry.runtime.processes.clone());
     let limits = &registry.config.limits;
     // A loopback server the operator issued no tokens for makes one for its
     // own user, as notebook servers do: a client that keeps no MCP session
