@@ -36,6 +36,9 @@ use crate::session::Caller;
 pub struct McpSessions {
     /// The open sessions.
     open: Mutex<HashMap<SessionId, Open>>,
+    /// How many of them each share (a token's, an address's) holds. Locked
+    /// after `open` where both are.
+    held: Mutex<HashMap<Arc<str>, usize>>,
     ludus: Ludus,
     idle_limit: Duration,
     in_flight: InFlight,
@@ -110,6 +113,7 @@ impl McpSessions {
     ) -> Arc<McpSessions> {
         let sessions = Arc::new(McpSessions {
             open: Default::default(),
+            held: Default::default(),
             ludus,
             idle_limit,
             in_flight: Default::default(),
@@ -161,6 +165,7 @@ impl McpSessions {
         if owner.is_none() {
             self.processes.count_as(self.names.of(&id).name(), &share);
         }
+        *lock(&self.held).entry(share.clone()).or_default() += 1;
         let open = Open { handler, outbox, last_used: Instant::now(), owner, share };
         lock(&self.open).insert(id.clone(), open);
         id
@@ -308,6 +313,14 @@ impl McpSessions {
         }) else {
             return false;
         };
+        let mut held = lock(&self.held);
+        if let Some(n) = held.get_mut(&session.share) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&session.share);
+            }
+        }
+        drop(held);
         session.handler.close();
         if session.owner.is_none() {
             self.processes.forget(self.names.of(id).name());
@@ -331,21 +344,22 @@ impl McpSessions {
     /// answering a request is never closed for another, so one caller can
     /// fill neither the table nor another caller's place in it.
     pub fn make_room(&self, share: &str, max_total: usize, max_share: usize) -> Result<(), NoRoom> {
+        let mine = lock(&self.held).get(share).copied().unwrap_or(0);
+        // The common case, below both caps, looks at no other session.
+        if mine < max_share && lock(&self.open).len() < max_total {
+            return Ok(());
+        }
         let victim = {
             let open = lock(&self.open);
+            let held = lock(&self.held);
             let in_flight = lock(&self.in_flight);
             let busy: std::collections::HashSet<&SessionId> = in_flight.keys().map(|(session, _)| session).collect();
-            let mut held: HashMap<&str, usize> = HashMap::new();
-            for session in open.values() {
-                *held.entry(&session.share).or_default() += 1;
-            }
             let idle = open.iter().filter(|(id, _)| !busy.contains(id));
-            let mine = held.get(share).copied().unwrap_or(0);
             if mine >= max_share {
                 let oldest = idle.filter(|(_, s)| &*s.share == share).min_by_key(|(_, s)| s.last_used);
                 Some(oldest.map(|(id, _)| id.clone()).ok_or(NoRoom::Caller { open: mine, max: max_share })?)
             } else if open.len() >= max_total {
-                let most = idle.max_by_key(|(_, s)| (held[&*s.share], std::cmp::Reverse(s.last_used)));
+                let most = idle.max_by_key(|(_, s)| (held.get(&s.share).copied().unwrap_or(0), std::cmp::Reverse(s.last_used)));
                 Some(most.map(|(id, _)| id.clone()).ok_or(NoRoom::Server { open: open.len() })?)
             } else {
                 None
