@@ -38,7 +38,8 @@
 //! measures what keeping games across restarts costs: a changing call and a
 //! read-only one with the session store against `--store memory`, and the
 //! time from a restart to the first answered call with 10,000 stored games.
-//! `LUDUS_BENCH=idle` measures games that leave memory while idle: memory
+//! `LUDUS_BENCH=engines` what confining an engine process adds to a game's
+//! start. `LUDUS_BENCH=idle` measures games that leave memory while idle: memory
 //! per game with 100,000 puzzles, and the first call on a puzzle or a chess
 //! game out of memory; `LUDUS_BENCH=million` a million puzzles kept in the
 //! store file, with the server's memory flat (`million/`).
@@ -1177,6 +1178,52 @@ fn p50_p95(mut d: Vec<Duration>) -> (Duration, Duration) {
 /// in the same run; then the memory of 8 live connect-four games (a
 /// caller's process budget): the server's share and the bridge processes';
 /// and connect four against each MCTS level (a move includes the search).
+/// What confining an engine adds to its start (`LUDUS_BENCH=engines`):
+/// preparing its jail (scratch directory, cgroup, Landlock rules), against
+/// starting the interpreter it confines, and a whole OpenSpiel game start.
+fn engine_start_costs(cfg: &Path) {
+    use ludus::runtime::sandbox::{EngineRules, Launch, Sandbox};
+    let scratch = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(Some(scratch.path()), &ludus::config::Engines::default());
+    let bridge = cfg.parent().unwrap().join("cache/sidecars/openspiel/openspiel_bridge.py").display().to_string();
+    let args = [bridge];
+    let launch = Launch { program: "python3", args: &args, cwd: None, bundled: None, installing: false };
+    let rules = EngineRules::default();
+    let jail: Vec<Duration> = (0..200)
+        .map(|_| {
+            let t = Instant::now();
+            drop(sandbox.jail("bench", &rules, &launch).unwrap());
+            t.elapsed()
+        })
+        .collect();
+    let python: Vec<Duration> = (0..20)
+        .map(|_| {
+            let t = Instant::now();
+            std::process::Command::new("python3").args(["-c", "pass"]).status().unwrap();
+            t.elapsed()
+        })
+        .collect();
+    let mut c = RawClient::start(cfg);
+    let mut id = 10;
+    openspiel_game(&mut c, &mut id, "tic_tac_toe", "random", 0);
+    let starts: Vec<Duration> = (0..20)
+        .map(|seed| {
+            let t = Instant::now();
+            let turn = openspiel_call(&mut c, &mut id, "openspiel_start_game", json!({"game": "tic_tac_toe", "seed": seed}));
+            let took = t.elapsed();
+            openspiel_call(&mut c, &mut id, "openspiel_forfeit", json!({"game_id": turn["game_id"]}));
+            took
+        })
+        .collect();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let ((j50, j95), (p50, _), (s50, s95)) = (p50_p95(jail), p50_p95(python), p50_p95(starts));
+    println!("| engine start | p50 | p95 |\n|---|---|---|");
+    println!("| preparing an engine's jail (200 times) | {:.2} ms | {:.2} ms |", ms(j50), ms(j95));
+    println!("| `python3 -c pass` (20 times) | {:.1} ms | |", ms(p50));
+    println!("| `openspiel_start_game` tic_tac_toe, its bridge started (20 games) | {:.1} ms | {:.1} ms |", ms(s50), ms(s95));
+    println!("| the jail's share of a game's start | {:.1} % | |", 100.0 * ms(j50) / ms(s50).max(1e-9));
+}
+
 fn openspiel_costs(cfg: &Path) {
     let mut c = RawClient::start(cfg);
     let mut id = 10;
@@ -1966,6 +2013,7 @@ async fn main() {
         Ok("idle") => return tokio::task::spawn_blocking(move || idle_costs(&cfg)).await.unwrap(),
         Ok("million") => return tokio::task::spawn_blocking(move || million::million_stored(&cfg)).await.unwrap(),
         Ok("openspiel") => return tokio::task::spawn_blocking(move || openspiel_costs(&cfg)).await.unwrap(),
+        Ok("engines") => return tokio::task::spawn_blocking(move || engine_start_costs(&cfg)).await.unwrap(),
         Ok("http") => match std::env::var("LUDUS_BENCH_BASELINE") {
             Ok(baseline) => return http_against(&cfg, &baseline).await,
             Err(_) => return http_only(&cfg).await,
