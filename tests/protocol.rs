@@ -454,24 +454,25 @@ async fn silent_connections_are_closed_and_connections_are_capped() {
     c.ok("hanoi_init_simulator", json!({"n": 3})).await;
 }
 
-/// Over HTTP the MCP sessions are capped: `initialize` beyond the limit gets
-/// 503 with a JSON-RPC error naming it, and a deleted session frees its slot.
+/// Over HTTP the MCP sessions are capped: at the cap a new `initialize`
+/// takes the place of the longest-idle session (its id then finds nothing),
+/// and a deleted session frees its slot.
 #[tokio::test]
-async fn mcp_sessions_are_capped_and_freed_by_delete() {
+async fn mcp_sessions_are_capped_and_the_longest_idle_makes_room() {
     let work = scratch();
     let cfg = config(work.path(), "[limits]\nmax_mcp_sessions = 2\n");
     let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
     let url = server.url.as_str();
     let first = open_session(url).await;
-    open_session(url).await;
-    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
-    let r = post(url, None, init).await;
-    assert_eq!(r.status(), 503);
-    let (_, code, m) = error_of(&r.json().await.unwrap());
-    assert!(code == -32000 && m.contains("limits.max_mcp_sessions"), "{m}");
-    let deleted = reqwest::Client::new().delete(url).header("mcp-session-id", &first).send().await.unwrap();
+    let second = open_session(url).await;
+    let third = open_session(url).await;
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    assert_eq!(post(url, Some(&first), ping).await.status(), 404, "the longest-idle session made room");
+    assert_eq!(post(url, Some(&second), ping).await.status(), 200);
+    let deleted = reqwest::Client::new().delete(url).header("mcp-session-id", &third).send().await.unwrap();
     assert_eq!(deleted.status(), 200);
     open_session(url).await;
+    assert_eq!(post(url, Some(&second), ping).await.status(), 200, "a deleted session's slot was free: nobody else had to go");
 }
 
 /// An MCP session busy with tool calls stays open however long it lives; one

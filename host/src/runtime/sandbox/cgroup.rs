@@ -77,7 +77,9 @@ fn pids_hierarchy(own: &str) -> Option<(PathBuf, bool)> {
     v2.filter(|(dir, _)| std::fs::read_to_string(dir.join("cgroup.controllers")).is_ok_and(|c| c.split_whitespace().any(|c| c == "pids")))
 }
 
-/// The cgroups of servers that are gone: `ludus-<pid>` whose process no longer runs.
+/// The cgroups of servers that are gone: `ludus-<pid>` whose process no
+/// longer runs. What their engines left running (a server killed with
+/// SIGKILL ends its engines only through their stdin's end) is killed first.
 fn remove_stale(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else { return };
     for entry in entries.flatten() {
@@ -86,7 +88,7 @@ fn remove_stale(base: &Path) {
         if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
             if let Ok(children) = std::fs::read_dir(entry.path()) {
                 children.flatten().filter(|c| c.path().is_dir()).for_each(|c| {
-                    let _ = std::fs::remove_dir(c.path());
+                    drop(Child { dir: c.path(), procs: None });
                 });
             }
             let _ = std::fs::remove_dir(entry.path());
