@@ -216,7 +216,23 @@ async fn an_engine_process_gets_only_what_it_was_granted() {
     assert!(limit("Max core file size").split_whitespace().any(|w| w == "0"), "{limits}");
     let status = std::fs::read_to_string(format!("/proc/{}/status", probe_pid(work.path()))).unwrap();
     assert!(status.lines().any(|l| l.starts_with("NoNewPrivs:") && l.ends_with('1')), "{status}");
+    let cgroup = std::fs::read_to_string(format!("/proc/{}/cgroup", probe_pid(work.path()))).unwrap();
+    let own = cgroup.lines().find(|l| l.contains("ludus-")).unwrap_or_else(|| panic!("not in an engine cgroup: {cgroup}")).to_string();
+
+    // A server that stops leaves none of its engines' directories or cgroups.
     c.close().await;
+    let engines = work.path().join("cache/engines");
+    let left = || std::fs::read_dir(&engines).map(|d| d.count()).unwrap_or(0);
+    for _ in 0..50 {
+        if left() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(left(), 0, "scratch directories outlived the server in {}", engines.display());
+    let dir = own.rsplit(':').next().unwrap().trim_start_matches('/');
+    let dir = std::path::Path::new("/sys/fs/cgroup/pids").join(dir);
+    assert!(!dir.exists() || !own.contains("pids"), "the engine's cgroup {} outlived the server", dir.display());
 }
 
 /// An engine that forks without end is held at its process limit and one

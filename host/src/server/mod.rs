@@ -301,6 +301,7 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
         None => None,
     };
     let sessions = registry.sessions.clone();
+    let sandbox = registry.runtime.sandbox.clone();
     let served = match opts.http {
         None => {
             let unread_limit = registry.config.limits.max_unread_output_bytes;
@@ -312,5 +313,6 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
     };
     // Games that end with this process (none is kept for a restart) are recorded now.
     sessions.stopping("the server stopped");
+    sandbox.sweep();
     served
 }

@@ -51,6 +51,16 @@ impl Parent {
     }
 }
 
+impl Parent {
+    /// Kills what is left in this server's engine cgroups and removes them,
+    /// waiting a moment for the killed to be reaped: the server is stopping.
+    pub fn sweep(&self) {
+        let Ok(children) = std::fs::read_dir(&self.dir) else { return };
+        children.flatten().map(|c| c.path()).filter(|c| c.is_dir()).for_each(|c| end_and_remove(&c));
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
 impl Drop for Parent {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir(&self.dir);
@@ -87,9 +97,7 @@ fn remove_stale(base: &Path) {
         let pid = name.to_str().and_then(|n| n.strip_prefix("ludus-")).and_then(|p| p.parse::<u32>().ok());
         if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
             if let Ok(children) = std::fs::read_dir(entry.path()) {
-                children.flatten().filter(|c| c.path().is_dir()).for_each(|c| {
-                    drop(Child { dir: c.path(), procs: None });
-                });
+                children.flatten().map(|c| c.path()).filter(|c| c.is_dir()).for_each(|c| end_and_remove(&c));
             }
             let _ = std::fs::remove_dir(entry.path());
         }
@@ -111,11 +119,7 @@ impl Child {
 
     /// Kills every process in the cgroup.
     pub fn kill_all(&self) {
-        let Ok(pids) = std::fs::read_to_string(self.dir.join("cgroup.procs")) else { return };
-        for pid in pids.lines().filter_map(|p| p.trim().parse::<i32>().ok()).filter(|p| *p > 1) {
-            // SAFETY: a plain system call on a process in this engine's own cgroup.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
+        kill_all_in(&self.dir);
     }
 }
 
@@ -136,6 +140,27 @@ impl Drop for Child {
                 }
             }
         });
+    }
+}
+
+/// Kills what runs in the engine cgroup `dir` and removes it once the
+/// killed are reaped (half a second at most).
+fn end_and_remove(dir: &Path) {
+    kill_all_in(dir);
+    for _ in 0..50 {
+        if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Kills every process in the engine cgroup `dir`.
+fn kill_all_in(dir: &Path) {
+    let Ok(pids) = std::fs::read_to_string(dir.join("cgroup.procs")) else { return };
+    for pid in pids.lines().filter_map(|p| p.trim().parse::<i32>().ok()).filter(|p| *p > 1) {
+        // SAFETY: a plain system call on a process in one of this server's engine cgroups.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }
 

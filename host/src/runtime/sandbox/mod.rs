@@ -136,6 +136,15 @@ impl Sandbox {
         )
     }
 
+    /// The server is stopping: what its engines left (processes in their
+    /// cgroups, scratch directories) goes now rather than at the next start.
+    pub fn sweep(&self) {
+        if let Some(pids) = self.pids.get().and_then(Option::as_ref) {
+            pids.sweep();
+        }
+        let _ = std::fs::remove_dir_all(&self.scratch);
+    }
+
     fn pids(&self) -> Option<&cgroup::Parent> {
         self.pids.get_or_init(cgroup::Parent::make).as_ref()
     }
