@@ -268,8 +268,7 @@ impl EngineConfig {
     /// The environment the operator grants its engines: `env`, then the
     /// `pass_env` variables the server has.
     pub fn environment(&self) -> Vec<(String, String)> {
-        let passed = self.pass_env.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v)));
-        self.env.iter().map(|(k, v)| (k.clone(), v.clone())).chain(passed).collect()
+        granted_env(&self.env, &self.pass_env)
     }
 }
 
@@ -488,7 +487,7 @@ impl Config {
             max_waits: l.max_waits_per_session,
             max_result_bytes: l.max_result_bytes,
             max_output_bytes: l.max_guest_output_bytes,
-            env: plugin_env(&p),
+            env: granted_env(&p.env, &p.pass_env),
             illegal_moves: p.illegal_moves.unwrap_or(self.illegal_moves),
         }
     }
@@ -626,11 +625,12 @@ pub struct PluginLimits {
     pub illegal_moves: IllegalMovePolicy,
 }
 
-/// A plugin's environment: the literal `env`, then the `pass_env` variables
-/// the server itself has (unset ones are left out; the plugin reports what it misses).
-fn plugin_env(p: &PluginConfig) -> Vec<(String, String)> {
-    let passed = p.pass_env.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v)));
-    p.env.iter().map(|(k, v)| (k.clone(), v.clone())).chain(passed).collect()
+/// An environment the operator grants (a plugin's, its engines'): the
+/// literal `env`, then the `pass_env` variables the server itself has
+/// (unset ones are left out; the plugin reports what it misses).
+fn granted_env(env: &BTreeMap<String, String>, pass_env: &[String]) -> Vec<(String, String)> {
+    let passed = pass_env.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v)));
+    env.iter().map(|(k, v)| (k.clone(), v.clone())).chain(passed).collect()
 }
 
 #[cfg(test)]

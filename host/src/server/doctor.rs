@@ -55,7 +55,7 @@ fn sandbox(config: &Config) -> Verdict {
         "; limits per engine ([engines]): {} MiB address space, {} s CPU, {} processes, {} open files, {} MiB files",
         l.memory_mb, l.cpu_s, l.processes, l.open_files, l.file_mb
     );
-    let refused = said.contains("engines are refused");
+    let refused = sandbox.refuses().is_some();
     let note = if whole || refused { "" } else { " (engines run with what there is: [engines] landlock = \"best-effort\")" };
     Verdict { game: "sandbox", ready: !refused, detail: format!("{said}{note}{limits}") }
 }

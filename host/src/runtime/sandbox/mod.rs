@@ -150,7 +150,7 @@ impl Sandbox {
     }
 
     /// Why no engine may start here, if the operator requires what the kernel lacks.
-    fn refuses(&self) -> Option<String> {
+    pub fn refuses(&self) -> Option<String> {
         (self.policy == LandlockPolicy::Required && self.abi < 4).then(|| {
             format!(
                 "[engines] landlock = \"required\", and this kernel's Landlock ABI is {} (4 or more is needed to confine TCP)",
