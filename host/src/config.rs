@@ -85,6 +85,9 @@ pub struct Limits {
     pub max_processes: usize,
     /// The same, for the sessions of one caller.
     pub max_processes_per_caller: usize,
+    /// Games one caller may have at once in shared engine processes (which
+    /// `max_processes` counts as processes, not games).
+    pub max_engine_games_per_caller: usize,
     /// HTTP: MCP sessions (initialize-era clients) at once. At the cap a new
     /// one takes the place of the longest-idle session of the caller holding
     /// the most; only when every session is answering a request is it refused.
@@ -133,6 +136,7 @@ impl Default for Limits {
             max_sse_streams_per_caller: 32,
             max_processes: 32,
             max_processes_per_caller: 8,
+            max_engine_games_per_caller: 200,
             max_mcp_sessions: 10_000,
             max_mcp_sessions_per_caller: 1_000,
             mcp_session_idle_ms: 30 * 60 * 1000,
@@ -189,14 +193,39 @@ pub struct Engines {
     /// the other limits only (and says so at start and in `ludus doctor`);
     /// `"required"` refuses to start them.
     pub landlock: LandlockPolicy,
+    /// Games one shared engine process serves at most (an engine that
+    /// speaks tagged lines); 1 gives every game its own process.
+    pub games_per_process: usize,
+    /// Shared processes of one engine started before games double up in
+    /// them: a game joins the one with the fewest games. 0: one per core.
+    pub shards: usize,
     #[serde(flatten)]
     pub limits: EngineLimits,
 }
 
 impl Default for Engines {
     fn default() -> Self {
-        Engines { landlock: LandlockPolicy::BestEffort, limits: EngineLimits::default() }
+        Engines { landlock: LandlockPolicy::BestEffort, games_per_process: 250, shards: 0, limits: EngineLimits::default() }
     }
+}
+
+impl Engines {
+    /// How shared processes are filled, for a plugin with these grants.
+    pub fn sharing(&self, own: &EngineConfig) -> Sharing {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let shards = own.shards.unwrap_or(self.shards);
+        Sharing {
+            games_per_process: own.games_per_process.unwrap_or(self.games_per_process).max(1),
+            shards: if shards == 0 { cores } else { shards },
+        }
+    }
+}
+
+/// How the games of one engine share processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sharing {
+    pub games_per_process: usize,
+    pub shards: usize,
 }
 
 /// What to do where the kernel cannot confine engine processes with Landlock.
@@ -241,6 +270,10 @@ pub struct EngineConfig {
     pub processes: Option<u64>,
     pub open_files: Option<u64>,
     pub file_mb: Option<u64>,
+    /// Games one shared process of its engine serves (1: a process per game).
+    pub games_per_process: Option<usize>,
+    /// Shared processes of its engine before games double up (0: one per core).
+    pub shards: Option<usize>,
     /// Environment variables its engine processes get, with their values.
     pub env: BTreeMap<String, String>,
     /// Names of the server's environment variables passed on to them.
@@ -554,6 +587,11 @@ pub enum Endpoint {
         /// (a launcher that starts a second process counts 2).
         #[serde(default = "one")]
         weight: u32,
+        /// The program speaks the shared-engine protocol (every line tagged
+        /// with its game's number): one process then serves many games
+        /// (`[engines] games_per_process`, `shards`).
+        #[serde(default)]
+        tagged: bool,
         /// A built-in game's own engine: set by the server, never by a config.
         #[serde(skip)]
         bundled: Option<BundledEngine>,

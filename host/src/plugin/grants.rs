@@ -63,6 +63,7 @@ pub fn of(config: &Config, name: &str, sha256: &str, source: &Source) -> Grants 
         write: engine.write.clone(),
         connect: engine.connect.clone(),
         limits: engine.limits(&config.engines.limits),
+        sharing: config.engines.sharing(engine),
     };
     if endpoints.values().any(|e| matches!(e, Endpoint::Process { .. })) {
         said.push(engine_line(name, &rules));
@@ -110,7 +111,8 @@ mod tests {
 
     fn config(text: &str) -> Config {
         let mut c: Config = toml::from_str(text).unwrap();
-        let own = Endpoint::Process { command: "node".into(), args: vec!["sim.js".into()], cwd: None, weight: 1, bundled: None };
+        let own =
+            Endpoint::Process { command: "node".into(), args: vec!["sim.js".into()], cwd: None, weight: 1, tagged: false, bundled: None };
         c.builtin_channels.insert("showdown".into(), BTreeMap::from([("sim".to_string(), own)]));
         c
     }

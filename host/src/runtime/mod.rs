@@ -86,7 +86,8 @@ impl Runtime {
         let timers = Arc::new(clock::Timers::default());
         clock::start(&[&copied, &mapped], timers.clone());
         let defaults = crate::config::Limits::default();
-        let processes = processes::ProcessBudget::new(defaults.max_processes, defaults.max_processes_per_caller);
+        let processes =
+            processes::ProcessBudget::new(defaults.max_processes, defaults.max_processes_per_caller, defaults.max_engine_games_per_caller);
         let resource_changes = tokio::sync::broadcast::channel(256).0;
         let sandbox = sandbox::Sandbox::new(cache_dir.as_deref(), engines);
         Ok(Arc::new(Runtime { copied, mapped, timers, processes, sandbox, resource_changes, cache_dir }))

@@ -4,6 +4,10 @@
 //! kilobytes. So they are counted apart from sessions: in all, and per
 //! caller, each by its weight. A permit is held while the process runs and
 //! returned when its channel closes.
+//!
+//! A shared engine process (one that serves many games) is the server's,
+//! not a caller's: it counts in all only. The games a caller has in shared
+//! processes are counted apart, so that no caller fills them all.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,6 +25,8 @@ struct Counts {
     max_per_caller: usize,
     total: usize,
     per_caller: HashMap<String, usize>,
+    max_games_per_caller: usize,
+    games: HashMap<String, usize>,
     /// Whose share a caller's processes count in, where not its own: a
     /// caller without a token (one MCP session) counts in its address's,
     /// so one address cannot take every process by opening sessions.
@@ -41,23 +47,36 @@ pub enum OverBudget {
          processes at once, so finish one first, or ask the operator to raise the limit"
     )]
     Caller { running: usize, max: usize },
+    #[error(
+        "your games already hold {running} places in shared engine processes, the limit for one caller \
+         (limits.max_engine_games_per_caller = {max}); a game that ends frees its place at once, so finish one first, \
+         or ask the operator to raise the limit"
+    )]
+    Games { running: usize, max: usize },
 }
 
 /// Processes counted against the budget while this lives.
 pub struct ProcessPermit {
     budget: Arc<ProcessBudget>,
-    caller: String,
+    /// Whose share it counts in: none for a shared process, the server's.
+    caller: Option<String>,
     weight: usize,
 }
 
+/// One game's place in shared engine processes, counted for its caller while this lives.
+pub struct GamePermit {
+    budget: Arc<ProcessBudget>,
+    caller: String,
+}
+
 impl ProcessBudget {
-    pub fn new(max_total: usize, max_per_caller: usize) -> Arc<ProcessBudget> {
-        Arc::new(ProcessBudget { state: Mutex::new(Counts { max_total, max_per_caller, ..Counts::default() }) })
+    pub fn new(max_total: usize, max_per_caller: usize, max_games_per_caller: usize) -> Arc<ProcessBudget> {
+        Arc::new(ProcessBudget { state: Mutex::new(Counts { max_total, max_per_caller, max_games_per_caller, ..Counts::default() }) })
     }
 
-    pub fn set_limits(&self, max_total: usize, max_per_caller: usize) {
+    pub fn set_limits(&self, max_total: usize, max_per_caller: usize, max_games_per_caller: usize) {
         let mut s = lock(&self.state);
-        (s.max_total, s.max_per_caller) = (max_total, max_per_caller);
+        (s.max_total, s.max_per_caller, s.max_games_per_caller) = (max_total, max_per_caller, max_games_per_caller);
     }
 
     /// Processes running now, in all.
@@ -89,7 +108,45 @@ impl ProcessBudget {
         }
         s.total += weight;
         *s.per_caller.entry(caller.clone()).or_default() += weight;
-        Ok(ProcessPermit { budget: self.clone(), caller, weight })
+        Ok(ProcessPermit { budget: self.clone(), caller: Some(caller), weight })
+    }
+
+    /// Counts a shared engine process: the server's, so in all only.
+    pub fn take_shared(self: &Arc<Self>, weight: usize) -> Result<ProcessPermit, OverBudget> {
+        let mut s = lock(&self.state);
+        if s.total + weight > s.max_total {
+            return Err(OverBudget::Server { running: s.total, max: s.max_total });
+        }
+        s.total += weight;
+        Ok(ProcessPermit { budget: self.clone(), caller: None, weight })
+    }
+
+    /// Counts one game of `caller` in shared engine processes.
+    pub fn take_game(self: &Arc<Self>, caller: &str) -> Result<GamePermit, OverBudget> {
+        let mut s = lock(&self.state);
+        let caller = s.counts_as.get(caller).cloned().unwrap_or_else(|| caller.to_string());
+        let mine = s.games.get(&caller).copied().unwrap_or(0);
+        if mine >= s.max_games_per_caller {
+            return Err(OverBudget::Games { running: mine, max: s.max_games_per_caller });
+        }
+        *s.games.entry(caller.clone()).or_default() += 1;
+        Ok(GamePermit { budget: self.clone(), caller })
+    }
+}
+
+/// Takes `n` off `caller`'s count in `counts`, forgetting a caller at 0.
+fn uncount(counts: &mut HashMap<String, usize>, caller: &str, n: usize) {
+    if let Some(held) = counts.get_mut(caller) {
+        *held -= n;
+        if *held == 0 {
+            counts.remove(caller);
+        }
+    }
+}
+
+impl Drop for GamePermit {
+    fn drop(&mut self) {
+        uncount(&mut lock(&self.budget.state).games, &self.caller, 1);
     }
 }
 
@@ -97,11 +154,8 @@ impl Drop for ProcessPermit {
     fn drop(&mut self) {
         let mut s = lock(&self.budget.state);
         s.total -= self.weight;
-        if let Some(n) = s.per_caller.get_mut(&self.caller) {
-            *n -= self.weight;
-            if *n == 0 {
-                s.per_caller.remove(&self.caller);
-            }
+        if let Some(caller) = &self.caller {
+            uncount(&mut s.per_caller, caller, self.weight);
         }
     }
 }
@@ -112,7 +166,7 @@ mod tests {
 
     #[test]
     fn permits_count_by_weight_in_all_and_per_caller_until_dropped() {
-        let budget = ProcessBudget::new(5, 3);
+        let budget = ProcessBudget::new(5, 3, 2);
         let a = budget.take("a", 2).unwrap();
         assert!(budget.take("a", 2).err().unwrap().to_string().contains("limits.max_processes_per_caller = 3"));
         let b = budget.take("b", 3).unwrap();
@@ -126,7 +180,7 @@ mod tests {
 
     #[test]
     fn callers_without_a_token_count_in_their_address_share() {
-        let budget = ProcessBudget::new(10, 2);
+        let budget = ProcessBudget::new(10, 2, 2);
         budget.count_as("client-1", "127.0.0.9");
         budget.count_as("client-2", "127.0.0.9");
         let _one = budget.take("client-1", 2).unwrap();
@@ -134,5 +188,20 @@ mod tests {
         budget.forget("client-2");
         let _own = budget.take("client-2", 1).unwrap();
         assert_eq!(budget.running(), 3);
+    }
+
+    #[test]
+    fn shared_processes_count_in_all_and_games_per_caller() {
+        let budget = ProcessBudget::new(2, 1, 2);
+        let shared = budget.take_shared(1).unwrap();
+        let _own = budget.take("a", 1).unwrap();
+        assert!(budget.take_shared(1).is_err(), "a shared process counts against limits.max_processes");
+        let (g1, _g2) = (budget.take_game("a").unwrap(), budget.take_game("a").unwrap());
+        assert!(budget.take_game("a").err().unwrap().to_string().contains("max_engine_games_per_caller = 2"));
+        let _b = budget.take_game("b").unwrap();
+        drop(g1);
+        let _g3 = budget.take_game("a").unwrap();
+        drop(shared);
+        assert_eq!(budget.running(), 1);
     }
 }

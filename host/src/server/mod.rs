@@ -48,7 +48,11 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     check_plugin_tables(&config, opts.builtins, opts.plugins.is_some())?;
     let config = Arc::new(config);
     let runtime = Runtime::new(cache, &config.engines)?;
-    runtime.processes.set_limits(config.limits.max_processes, config.limits.max_processes_per_caller);
+    runtime.processes.set_limits(
+        config.limits.max_processes,
+        config.limits.max_processes_per_caller,
+        config.limits.max_engine_games_per_caller,
+    );
     match runtime.sandbox.describe() {
         (said, true) => tracing::info!("{said}"),
         (said, false) => tracing::warn!("{said} (`ludus doctor` says more)"),
@@ -269,6 +273,7 @@ fn grant_sidecars(config: &mut Config, cache: Option<&std::path::Path>) {
                     args: vec![entry],
                     cwd: None,
                     weight: car.weight,
+                    tagged: car.tagged,
                     bundled: Some(bundled),
                 };
                 config.builtin_channels.entry(car.plugin.to_string()).or_default().insert(car.endpoint.into(), endpoint);

@@ -10,6 +10,7 @@
 //! failure arrives as `on-closed`. Sends made before the connection is up
 //! are queued.
 
+mod shared;
 mod table;
 mod transport;
 
@@ -67,6 +68,11 @@ impl Channels {
         self.table.list()
     }
 
+    /// Closes one channel, as the plugin would: no `on-closed` follows.
+    pub fn close(&self, channel: u32) {
+        self.table.close(channel);
+    }
+
     /// Closes every channel: the session ended. Whether any was open.
     pub fn close_all(&self) -> bool {
         self.table.close_all()
@@ -91,15 +97,25 @@ impl Channels {
                 "channel endpoint `{name}` of plugin {p} is turned off by the operator ([plugins.{p}.channels.{name}] disabled = true)"
             ));
         }
+        // A game in a shared process counts as a game, not a process.
         let permit = match endpoint {
-            Endpoint::Process { weight, .. } => Some(grant.processes.take(&self.owner, *weight as usize).map_err(|e| e.to_string())?),
+            Endpoint::Process { weight, .. } if !transport::shares(endpoint, &grant.engine) => {
+                Some(grant.processes.take(&self.owner, *weight as usize).map_err(|e| e.to_string())?)
+            }
             _ => None,
         };
         let table = Arc::downgrade(&self.table);
         self.table.open(grant.limits.max_per_session, |id| {
             let (tx, rx) = mpsc::unbounded_channel();
             let link = transport::Link { inbox, table, channel: id, max: grant.limits.max_message_bytes };
-            let engine = transport::Engine { sandbox: &grant.sandbox, plugin: p, rules: &grant.engine };
+            let engine = transport::Engine {
+                sandbox: &grant.sandbox,
+                plugin: p,
+                rules: &grant.engine,
+                endpoint: name,
+                budget: &grant.processes,
+                owner: &self.owner,
+            };
             let (task, pid) = transport::start(endpoint, &engine, rx, link, &self.rt).map_err(|e| {
                 let command = match endpoint {
                     Endpoint::Process { command, .. } => command.as_str(),
@@ -151,7 +167,7 @@ impl channels::Host for ChannelsCtx {
 
     fn close(&mut self, channel: u32) {
         if let Some((channels, _)) = &self.0 {
-            channels.table.close(channel);
+            channels.close(channel);
         }
     }
 }

@@ -11,6 +11,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufRea
 use tokio::sync::mpsc;
 
 use crate::config::{BundledEngine, Endpoint};
+use crate::runtime::processes::ProcessBudget;
 use crate::runtime::sandbox::{Confined, EngineRules, Launch, Sandbox};
 
 use super::table::Table;
@@ -45,7 +46,7 @@ impl Link {
     /// Delivers one message and waits until the guest has handled it, so
     /// input is handled in order and a slow guest slows its reader down.
     /// False when the session is gone or the channel was closed.
-    async fn message(&self, data: String) -> bool {
+    pub(super) async fn message(&self, data: String) -> bool {
         let open = self.table.upgrade().is_some_and(|t| t.is_open(self.channel));
         match self.inbox.upgrade() {
             Some(inbox) if open => inbox.deliver(self.channel, Input::Message(data)).await,
@@ -53,8 +54,15 @@ impl Link {
         }
     }
 
+    /// News for the session's waiting clients.
+    pub(super) fn note(&self, line: &str) {
+        if let Some(inbox) = self.inbox.upgrade() {
+            inbox.note(line);
+        }
+    }
+
     /// The channel ended without the plugin closing it.
-    async fn closed(&self, reason: String) {
+    pub(super) async fn closed(&self, reason: String) {
         let ended = self.table.upgrade().is_some_and(|t| t.ended(self.channel));
         if let Some(inbox) = self.inbox.upgrade().filter(|_| ended) {
             inbox.deliver(self.channel, Input::Closed(reason)).await;
@@ -63,11 +71,21 @@ impl Link {
 }
 
 /// What a process endpoint starts under: the server's sandbox and what
-/// this plugin's engines were granted.
+/// this plugin's engines were granted; for a shared process, the budget
+/// its games count in.
 pub struct Engine<'a> {
     pub sandbox: &'a Arc<Sandbox>,
     pub plugin: &'a str,
     pub rules: &'a EngineRules,
+    pub endpoint: &'a str,
+    pub budget: &'a Arc<ProcessBudget>,
+    pub owner: &'a str,
+}
+
+/// Whether games of this endpoint share processes: its program speaks
+/// tagged lines, and the operator lets more than one game into a process.
+pub fn shares(endpoint: &Endpoint, rules: &EngineRules) -> bool {
+    matches!(endpoint, Endpoint::Process { tagged: true, .. }) && rules.sharing.games_per_process > 1
 }
 
 /// Starts the task that serves one channel. A process is spawned here, so a
@@ -82,7 +100,7 @@ pub fn start(
     rt: &tokio::runtime::Handle,
 ) -> std::io::Result<(tokio::task::AbortHandle, Option<u32>)> {
     let task = match endpoint {
-        Endpoint::Process { command, args, cwd, bundled, .. } => {
+        Endpoint::Process { command, args, cwd, bundled, weight, .. } => {
             let _in_runtime = rt.enter();
             let start = Start {
                 sandbox: engine.sandbox.clone(),
@@ -93,11 +111,18 @@ pub fn start(
                 cwd: cwd.clone(),
                 bundled: bundled.clone(),
             };
+            if shares(endpoint, engine.rules) {
+                let key = format!("{}/{}/{command} {args:?}/{:p}", engine.plugin, engine.endpoint, Arc::as_ptr(engine.sandbox));
+                let sharing = engine.rules.sharing;
+                let (member, pid) = super::shared::join(key, sharing, engine.budget, engine.owner, *weight as usize, start, link.max)
+                    .map_err(std::io::Error::other)?;
+                return Ok((rt.spawn(super::shared::run_member(member, rx, link)).abort_handle(), pid));
+            }
             // A built-in engine not installed yet is installed first, by a
             // process of its own that may reach its registry; the engine
             // that then plays is kept off the network.
-            let installing = bundled.as_ref().is_some_and(|b| !b.installed.exists());
-            let first = start.spawn(installing)?;
+            let installing = start.needs_install();
+            let first = start.spawn(installing, false)?;
             let pid = first.pid;
             let then = installing.then_some(start);
             return Ok((rt.spawn(run_process(first, then, rx, link)).abort_handle(), pid));
@@ -111,24 +136,30 @@ pub fn start(
 }
 
 /// Everything needed to start an endpoint's process, confined.
-struct Start {
+pub(super) struct Start {
     sandbox: Arc<Sandbox>,
     plugin: String,
     rules: EngineRules,
-    command: String,
+    pub(super) command: String,
     args: Vec<String>,
     cwd: Option<std::path::PathBuf>,
     bundled: Option<BundledEngine>,
 }
 
 impl Start {
-    /// Spawns the engine, or (`installing`) the step that installs it.
-    fn spawn(&self, installing: bool) -> std::io::Result<Running> {
+    /// A built-in engine not installed yet is installed first.
+    pub(super) fn needs_install(&self) -> bool {
+        self.bundled.as_ref().is_some_and(|b| !b.installed.exists())
+    }
+
+    /// Spawns the engine (`shared`: one that serves many games), or
+    /// (`installing`) the step that installs it.
+    pub(super) fn spawn(&self, installing: bool, shared: bool) -> std::io::Result<Running> {
         let (args, cwd) = match (&self.bundled, installing) {
             (Some(b), true) => (&b.install, None),
             _ => (&self.args, self.cwd.as_deref()),
         };
-        let launch = Launch { program: &self.command, args, cwd, bundled: self.bundled.as_ref(), installing };
+        let launch = Launch { program: &self.command, args, cwd, bundled: self.bundled.as_ref(), installing, shared };
         let jail = self.sandbox.jail(&self.plugin, &self.rules, &launch)?;
         let mut cmd = tokio::process::Command::new(&self.command);
         cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
@@ -143,9 +174,9 @@ impl Start {
 
 /// A confined process and what it holds. Dropping it (the channel closed,
 /// the session ended) kills the process and everything it started.
-struct Running {
-    pid: Option<u32>,
-    child: tokio::process::Child,
+pub(super) struct Running {
+    pub(super) pid: Option<u32>,
+    pub(super) child: tokio::process::Child,
     confined: Confined,
 }
 
@@ -165,7 +196,7 @@ async fn run_process(mut running: Running, mut then: Option<Start>, mut rx: mpsc
         let why = match serve_process(&mut running.child, input, &link).await {
             Served::Exited { success: true, .. } if then.is_some() => {
                 let start = then.take().expect("checked just above");
-                match start.spawn(false) {
+                match start.spawn(false, false) {
                     Ok(next) => {
                         running = next;
                         continue;
@@ -293,7 +324,7 @@ async fn pump_lines(
 /// One line without its break; none at end of input. A line over `max`
 /// bytes is an error rather than unbounded memory. Cancel-safe: a partial
 /// line stays in `buf` for the next call.
-async fn read_line(read: &mut (impl AsyncBufRead + Unpin), buf: &mut Vec<u8>, max: usize) -> Result<Option<String>, String> {
+pub(super) async fn read_line(read: &mut (impl AsyncBufRead + Unpin), buf: &mut Vec<u8>, max: usize) -> Result<Option<String>, String> {
     loop {
         let chunk = read.fill_buf().await.map_err(|e| format!("reading failed: {e}"))?;
         if chunk.is_empty() {

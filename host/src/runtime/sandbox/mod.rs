@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::config::{BundledEngine, EngineLimits, Engines, LandlockPolicy};
+use crate::config::{BundledEngine, EngineLimits, Engines, LandlockPolicy, Sharing};
 
 /// What one plugin's engine processes were granted, beyond their own
 /// directory (the operator's `[plugins.NAME.engine]`, resolved at load).
@@ -38,6 +38,8 @@ pub struct EngineRules {
     pub write: Vec<PathBuf>,
     pub connect: Vec<u16>,
     pub limits: EngineLimits,
+    /// How its games share processes, where its engine speaks tagged lines.
+    pub sharing: Sharing,
 }
 
 /// One process to start: the program, its arguments and working directory.
@@ -49,6 +51,9 @@ pub struct Launch<'a> {
     /// The first-use install of a bundled engine: it may reach the network
     /// and write its package; nothing the game sends reaches it.
     pub installing: bool,
+    /// A shared process: told so by `LUDUS_ENGINE_SHARED=1`, it tags every
+    /// line with its game.
+    pub shared: bool,
 }
 
 /// The environment an engine may have of the server's: what finds programs,
@@ -205,6 +210,9 @@ fn environment(rules: &EngineRules, launch: &Launch, scratch: &Path) -> Vec<(Str
         env.extend(std::env::vars().filter(|(k, _)| kept_for_install(k)));
     }
     env.extend(rules.env.iter().cloned());
+    if launch.shared {
+        env.push(("LUDUS_ENGINE_SHARED".into(), "1".into()));
+    }
     env
 }
 
@@ -386,7 +394,7 @@ mod tests {
     #[test]
     fn an_engine_keeps_only_the_allowed_environment_and_its_grants() {
         let rules = EngineRules { env: vec![("GRANTED".into(), "1".into())], ..EngineRules::default() };
-        let launch = Launch { program: "true", args: &[], cwd: None, bundled: None, installing: false };
+        let launch = Launch { program: "true", args: &[], cwd: None, bundled: None, installing: false, shared: false };
         let env = environment(&rules, &launch, Path::new("/scratch"));
         let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
         assert!(names.iter().all(|n| kept(n) || ["HOME", "TMPDIR", "GRANTED"].contains(n)), "{names:?}");

@@ -147,11 +147,19 @@ impl Session {
     }
 
     /// Delivers the end of channel `channel`, as its log says it ended.
+    /// A process that ended by itself when the game was played (killed,
+    /// crashed) still runs here: once its lines are all in (`SETTLE`), the
+    /// replay ends it the same way, and the game hears of it as it did then.
     pub async fn replay_closed(self: &Arc<Self>, channel: u32) -> Result<(), String> {
         let held = self.held()?;
         let is_end = |i: &Input| matches!(i, Input::Closed(_));
-        let Some(end) = held.take(channel, is_end, FIRST_WAIT).await else {
-            return Err(format!("channel {channel} did not close within {} s", FIRST_WAIT.as_secs()));
+        let end = match held.take(channel, is_end, SETTLE).await {
+            Some(end) => end,
+            None => {
+                tracing::debug!(channel, "replay: the channel's process ended when the game was played; ending it");
+                self.channels.close(channel);
+                Input::Closed("the process ended here when the game was played, and the replay ends it too".into())
+            }
         };
         self.clone().deliver_now(channel, end).await;
         Ok(())
