@@ -99,6 +99,11 @@ async fn the_games_evaluators_use_play_to_their_end_with_a_record_each() {
         ("bridge", json!([])),
         ("blackjack", json!([])),
         ("2048", json!([])),
+        // Chance from the game's own generator, seeded from the game's seed.
+        ("tarok", json!([])),
+        ("negotiation", json!([])),
+        ("stones_and_gems", json!([])),
+        ("bridge_uncontested_bidding", json!([])),
     ];
     let mut ids = Vec::new();
     for (k, (game, parameters)) in games.iter().enumerate() {
@@ -110,15 +115,16 @@ async fn the_games_evaluators_use_play_to_their_end_with_a_record_each() {
         // Once over, everyone may see the whole game.
         assert!(last["history"].as_array().is_some_and(|h| !h.is_empty()), "{game}: {last}");
         assert!(moves >= 1, "{game}");
-        ids.push((id, *game));
+        ids.push((id, *game, moves));
     }
 
     // One record per game, with every seat's result.
     let all = records(&records_path);
-    for (id, game) in &ids {
+    for (id, game, moves) in &ids {
         let mine: Vec<&Value> = all.iter().filter(|r| r["record"] == format!("{id}/1")).collect();
         assert_eq!(mine.len(), 1, "{game}: {all:?}");
         let r = mine[0];
+        assert_eq!(r["moves"], *moves, "{game}: every accepted move is counted, the last one too: {r}");
         assert_ne!(r["outcome"], "playing", "{game}: {r}");
         let seats = r["seats"].as_array().unwrap_or_else(|| panic!("{game}: no seats in {r}"));
         assert!(seats.iter().all(|s| s["result"].is_string()), "{game}: {r}");
@@ -183,71 +189,109 @@ async fn everything_seen(c: &Client, id: &str, views: &mut Vec<String>) -> Strin
     seen
 }
 
+/// One game of the audit: what seat 1 and the watcher were shown so far.
+struct Audited {
+    game: &'static str,
+    id: String,
+    agents: [Agent; 2],
+    shown_to_b: Vec<String>,
+    seen_by_b: String,
+    seen_by_watcher: String,
+    steps: usize,
+    over: bool,
+}
+
+/// Twenty games that hide information live at once in one shared bridge
+/// process, played a step each in turn: each seat is shown only what
+/// OpenSpiel itself shows that seat, and no seat or watcher sees a word of
+/// another seat's views, of its own game or of any other in the process.
 #[tokio::test]
 async fn each_seat_sees_only_its_own_cards_while_the_game_runs() {
     let work = scratch();
-    let cfg = dealt(work.path());
+    let cfg = config(work.path(), "whole_seeds = true\n[engines]\nshards = 1");
     // Two agents and a spectator on one server, one HTTP client each.
     let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
     let (a, b, watcher) = (http_client(&server).await, http_client(&server).await, http_client(&server).await);
-    // (game, the other seats: the second agent's first)
-    let games: &[(&str, Value)] = &[
-        ("kuhn_poker", json!(["agent"])),
-        ("leduc_poker", json!(["agent"])),
-        ("liars_dice", json!(["agent"])),
-        ("gin_rummy", json!(["agent"])),
-        ("hanabi", json!(["agent"])),
-        ("tiny_bridge_2p", json!(["agent"])),
-        ("bridge", json!(["agent", "random", "random"])),
+    // (game, the other seats: the second agent's first, how many at once)
+    let kinds: &[(&str, Value, usize)] = &[
+        ("kuhn_poker", json!(["agent"]), 7),
+        ("leduc_poker", json!(["agent"]), 4),
+        ("liars_dice", json!(["agent"]), 2),
+        ("gin_rummy", json!(["agent"]), 2),
+        ("hanabi", json!(["agent"]), 1),
+        ("tiny_bridge_2p", json!(["agent"]), 3),
+        ("bridge", json!(["agent", "random", "random"]), 1),
     ];
-    for (k, (game, opponents)) in games.iter().enumerate() {
-        let (id, _) = start(&a, json!({"game": game, "opponents": opponents, "seed": 7 + k})).await;
-        let code = join_code(&a, &id).await;
-        let joined = b.ok("openspiel_join_game", json!({"game_id": id, "join_code": code})).await;
-        assert_eq!(joined["seat"], 1, "{joined}");
-        let (mut shown_to_b, mut seen_by_b, mut seen_by_watcher) = (Vec::new(), String::new(), String::new());
-        let mut agents = [Agent(k as u64), Agent(99 + k as u64)];
-        let mut steps = 0;
-        loop {
-            let sa = a.ok("openspiel_get_state", json!({"game_id": id})).await;
-            if sa["game_over"] == true {
-                break;
-            }
-            steps += 1;
-            assert!(steps < 3000, "{game}: not over");
-            let sb = b.ok("openspiel_get_state", json!({"game_id": id})).await;
-            // While it runs, nothing shows the history of a game that hides information.
-            assert!(sa["history"].is_null() && sb["history"].is_null(), "{game}: {sa} {sb}");
-            seen_by_b.push_str(&everything_seen(&b, &id, &mut shown_to_b).await);
-            let w = watcher.ok("openspiel_get_state", json!({"game_id": id})).await;
-            assert!(w["seat"].is_null() && w["observation"].is_null() && w["history"].is_null(), "{game}: the watcher sees {w}");
-            strings_in(&w, &mut seen_by_watcher);
-            let (mover, turn, who) = match (sa["your_turn"] == true, sb["your_turn"] == true) {
-                (true, _) => (&a, sa, 0),
-                (_, true) => (&b, sb, 1),
-                _ => {
-                    a.ok("openspiel_wait_for_turn", json!({"game_id": id})).await;
-                    continue;
-                }
-            };
-            let action = agents[who].action(&turn);
-            mover.ok("openspiel_move", json!({"game_id": id, "action": action, "decision": turn["decision"]})).await;
-        }
-        // Once over, the whole game is everyone's; OpenSpiel itself says what each seat saw.
-        let end = watcher.ok("openspiel_get_state", json!({"game_id": id})).await;
-        assert!(end["history"].as_array().is_some_and(|h| !h.is_empty()), "{game}: {end}");
-        let views = referee(game, &end["history_actions"]);
-        assert!(!shown_to_b.is_empty(), "{game}: seat 1 was never shown a view");
-        for v in &shown_to_b {
-            assert!(views[1].contains(v), "{game}: seat 1 was shown {v:?}, which is not a view seat 1 ever had");
-        }
-        // Seat 0's views that seat 1 never had appear nowhere seat 1 or the watcher looked.
-        let secrets: Vec<&String> = views[0].iter().filter(|v| v.len() >= 12 && !views[1].contains(v)).collect();
-        for s in secrets {
-            assert!(!seen_by_b.contains(s.as_str()), "{game}: seat 1 was shown seat 0's {s:?}");
-            assert!(!seen_by_watcher.contains(s.as_str()), "{game}: the watcher was shown seat 0's {s:?}");
+    let mut games = Vec::new();
+    for (game, opponents, n) in kinds {
+        for _ in 0..*n {
+            let k = games.len() as u64;
+            let (id, _) = start(&a, json!({"game": game, "opponents": opponents, "seed": 7 + k})).await;
+            let code = join_code(&a, &id).await;
+            let joined = b.ok("openspiel_join_game", json!({"game_id": id, "join_code": code})).await;
+            assert_eq!(joined["seat"], 1, "{joined}");
+            let agents = [Agent(k), Agent(99 + k)];
+            let (shown_to_b, seen_by_b, seen_by_watcher) = (Vec::new(), String::new(), String::new());
+            games.push(Audited { game, id, agents, shown_to_b, seen_by_b, seen_by_watcher, steps: 0, over: false });
         }
     }
+    assert!(games.len() >= 20);
+    let running = bridges_of(work.path());
+    assert_eq!(running.len(), 1, "{} games in one shared process: {running:?}", games.len());
+    while games.iter().any(|g| !g.over) {
+        for g in games.iter_mut().filter(|g| !g.over) {
+            audit_step(&a, &b, &watcher, g).await;
+        }
+    }
+    for g in &games {
+        // Once over, the whole game is everyone's; OpenSpiel itself says what each seat saw.
+        let end = watcher.ok("openspiel_get_state", json!({"game_id": g.id})).await;
+        assert!(end["history"].as_array().is_some_and(|h| !h.is_empty()), "{}: {end}", g.game);
+        let views = referee(g.game, &end["history_actions"]);
+        assert!(!g.shown_to_b.is_empty(), "{}: seat 1 was never shown a view", g.game);
+        for v in &g.shown_to_b {
+            assert!(views[1].contains(v), "{}: seat 1 was shown {v:?}, which is not a view seat 1 ever had", g.game);
+        }
+        // Seat 0's views that seat 1 never had appear nowhere seat 1 or the
+        // watcher looked, in this game or any other of the process.
+        let secrets: Vec<&String> = views[0].iter().filter(|v| v.len() >= 12 && !views[1].contains(v)).collect();
+        for s in secrets {
+            for other in &games {
+                assert!(!other.seen_by_b.contains(s.as_str()), "{}: seat 1 of {} was shown seat 0's {s:?}", g.game, other.game);
+                assert!(!other.seen_by_watcher.contains(s.as_str()), "{}: the watcher was shown seat 0's {s:?}", g.game);
+            }
+        }
+    }
+}
+
+/// One step of an audited game: what seat 1 and the watcher see, then a move.
+async fn audit_step(a: &Client, b: &Client, watcher: &Client, g: &mut Audited) {
+    let (game, id) = (g.game, g.id.as_str());
+    let sa = a.ok("openspiel_get_state", json!({"game_id": id})).await;
+    if sa["game_over"] == true {
+        g.over = true;
+        return;
+    }
+    g.steps += 1;
+    assert!(g.steps < 3000, "{game}: not over");
+    let sb = b.ok("openspiel_get_state", json!({"game_id": id})).await;
+    // While it runs, nothing shows the history of a game that hides information.
+    assert!(sa["history"].is_null() && sb["history"].is_null(), "{game}: {sa} {sb}");
+    let seen = everything_seen(b, id, &mut g.shown_to_b).await;
+    g.seen_by_b.push_str(&seen);
+    let w = watcher.ok("openspiel_get_state", json!({"game_id": id})).await;
+    assert!(w["seat"].is_null() && w["observation"].is_null() && w["history"].is_null(), "{game}: the watcher sees {w}");
+    strings_in(&w, &mut g.seen_by_watcher);
+    let (mover, turn, who) = match (sa["your_turn"] == true, sb["your_turn"] == true) {
+        (true, _) => (a, sa, 0),
+        (_, true) => (b, sb, 1),
+        _ => {
+            a.ok("openspiel_wait_for_turn", json!({"game_id": id})).await;
+            return;
+        }
+    };
+    let action = g.agents[who].action(&turn);
+    mover.ok("openspiel_move", json!({"game_id": id, "action": action, "decision": turn["decision"]})).await;
 }
 
 #[tokio::test]
@@ -277,6 +321,12 @@ async fn open_seats_wait_and_moves_out_of_turn_are_refused_with_the_legal_action
     assert!(e.contains("board_size"), "{e}");
     let e = c.err("openspiel_start_game", json!({"game": "kuhn_poker", "opponents": ["mcts"]})).await;
     assert!(e.contains("hides"), "{e}");
+    // A game OpenSpiel has that is not offered says why.
+    let e = c.err("openspiel_start_game", json!({"game": "mfg_garnet"})).await;
+    assert!(e.contains("left out here: a mean-field game"), "{e}");
+    // A game whose chance is its own generator takes its seed from the game, never from a player.
+    let e = c.err("openspiel_start_game", json!({"game": "tarok", "parameters": [{"name": "rng_seed", "value": "1"}]})).await;
+    assert!(e.contains("rng_seed"), "{e}");
 }
 
 #[tokio::test]
@@ -359,4 +409,95 @@ async fn the_random_policy_plays_a_legal_action_for_a_refused_move_and_verify_dr
     assert_eq!(rec[0]["illegal_move_policy"]["fired"], 1, "{:?}", rec[0]);
     let (code, printed) = verify(&[&records_path], &cfg);
     assert_eq!(code, Some(0), "{printed}");
+}
+
+/// The bridge processes of the server whose work directory is `work`.
+fn bridges_of(work: &Path) -> Vec<u32> {
+    pids_with(&format!("{}/cache/sidecars/openspiel/openspiel_bridge.py", work.display()))
+}
+
+/// One caller's hundred games under the default limits: they share a
+/// bridge process per core (not one each, which the process budget of 8
+/// a caller would refuse), and the processes end with the games.
+#[tokio::test]
+async fn a_hundred_games_of_one_caller_share_a_bridge_per_core() {
+    let work = scratch();
+    let c = stdio(&["--config", dealt(work.path()).to_str().unwrap()], work.path()).await;
+    let mut games = Vec::new();
+    for seed in 0..100 {
+        let (id, turn) = start(&c, json!({"game": "connect_four", "seed": seed})).await;
+        let legal = turn["legal_actions"].as_array().unwrap();
+        let action = legal[seed as usize % legal.len()]["text"].clone();
+        let after = c.ok("openspiel_move", json!({"game_id": id, "action": action, "decision": turn["decision"]})).await;
+        assert_eq!(after["history_actions"].as_array().unwrap().len(), 2, "the move and the reply: {after}");
+        games.push(id);
+    }
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let running = bridges_of(work.path());
+    assert!(!running.is_empty() && running.len() <= cores, "100 games in {} processes on {cores} cores: {running:?}", running.len());
+    for id in &games {
+        c.ok("openspiel_forfeit", json!({"game_id": id})).await;
+    }
+    let left = still_living(|| bridges_of(work.path())).await;
+    assert!(left.is_empty(), "finished games' shared bridges linger: {left:?}");
+}
+
+/// A kill -9 of the one shared process that holds twenty games: the calls
+/// in flight fail with nothing made, every game rebuilds on its next call
+/// and plays to its end with no acknowledged move lost or doubled, and every
+/// record verifies.
+#[tokio::test]
+async fn a_killed_shared_bridge_costs_nothing_acknowledged_and_every_record_verifies() {
+    let work = scratch();
+    let records_path = work.path().join("records.jsonl");
+    let cfg = config(work.path(), "whole_seeds = true\n[engines]\nshards = 1");
+    let c = stdio(&["--records", records_path.to_str().unwrap(), "--config", cfg.to_str().unwrap()], work.path()).await;
+    let names = ["connect_four", "kuhn_poker", "tic_tac_toe", "leduc_poker"];
+    let mut games = Vec::new();
+    for k in 0..20 {
+        let (id, turn) = start(&c, json!({"game": names[k % names.len()], "seed": 40 + k})).await;
+        let mut agent = Agent(k as u64);
+        let action = agent.action(&turn);
+        let after = c.ok("openspiel_move", json!({"game_id": id, "action": action, "decision": turn["decision"]})).await;
+        games.push((id, agent, after));
+    }
+    let running = bridges_of(work.path());
+    assert_eq!(running.len(), 1, "twenty games, one shared process: {running:?}");
+    std::process::Command::new("kill").args(["-9", &running[0].to_string()]).status().unwrap();
+    for (id, agent, before) in &mut games {
+        let state = c.ok("openspiel_get_state", json!({"game_id": id})).await;
+        assert_eq!(state["history_actions"], before["history_actions"], "{id}: the game is as its last answer left it");
+        let mut turn = before.clone();
+        let mut moved = false;
+        for _ in 0..3 {
+            if turn["game_over"] == true || turn["your_turn"] != true {
+                break;
+            }
+            let action = agent.action(&turn);
+            let r = c.call("openspiel_move", json!({"game_id": id, "action": action, "decision": turn["decision"]})).await;
+            if r.is_error != Some(true) {
+                let after = r.structured_content.unwrap();
+                // Where the history is shown (games that hide nothing), it extends
+                // the one before; elsewhere the move is the next decision.
+                match (before["history_actions"].as_array(), after["history_actions"].as_array()) {
+                    (Some(old), Some(new)) => {
+                        assert!(
+                            new.len() > old.len() && new[..old.len()] == old[..],
+                            "{id}: the history after the kill extends the one before"
+                        )
+                    }
+                    _ => assert!(after["game_over"] == true || after["decision"].as_u64() > turn["decision"].as_u64(), "{id}: {after}"),
+                }
+                moved = true;
+                break;
+            }
+            assert!(text(&r).contains("stopped") && text(&r).contains("call again"), "{}", text(&r));
+            turn = c.ok("openspiel_get_state", json!({"game_id": id})).await;
+        }
+        assert!(moved || turn["game_over"] == true, "{id}: no move was made after the kill");
+        play_out(&c, id, agent, 3000).await;
+    }
+    drop(c);
+    let (code, printed) = verify(&[&records_path], &cfg);
+    assert_eq!(code, Some(0), "every record verifies after the kill: {printed}");
 }

@@ -2,13 +2,14 @@
 """Writes the `openspiel` plugin's catalogue (`plugins/openspiel/games.json`)
 from the installed OpenSpiel: every game that loads by name with its default
 parameters and is played in turns (simultaneous-move games in OpenSpiel's
-turn-based form). The plugin embeds the file, so listing games needs no
+turn-based form), and why each other one is left out (`left_out`). The plugin embeds the file, so listing games needs no
 Python; `tests/openspiel.rs` checks it against the pinned OpenSpiel.
 
     python catalogue.py > ../games.json
 """
 
 import json
+import random
 import sys
 
 import pyspiel
@@ -28,7 +29,7 @@ RULES = {
     "liars_dice": "Each player rolls hidden dice; bid on how many dice show a face across all players, or call liar.",
     "hanabi": "Cooperative: play cards in order by colour while seeing everyone's hand but your own; hints cost tokens.",
     "gin_rummy": "Draw and discard to form melds; knock when deadwood is 10 or less, gin with none.",
-    "bridge": "Contract bridge: four seats in two partnerships, an auction, then twelve tricks' worth of play.",
+    "bridge": "Contract bridge: four seats in two partnerships, an auction, then thirteen tricks.",
     "tiny_bridge_2p": "A two-player bridge with an eight-card deck: an auction, then two tricks.",
     "blackjack": "One player against the dealer: hit or stand, get closer to 21 than the dealer without going over.",
     "2048": "Slide tiles on a 4×4 grid; equal tiles merge; a new tile appears by chance after each move.",
@@ -45,19 +46,24 @@ RULES = {
 }
 
 
+class LeftOut(Exception):
+    """A game the plugin does not offer, and why."""
+
+
 def entry(name):
     game = pyspiel.load_game(name)
     kind = game.get_type()
     if kind.dynamics == pyspiel.GameType.Dynamics.MEAN_FIELD:
-        return None
-    if kind.chance_mode == pyspiel.GameType.ChanceMode.SAMPLED_STOCHASTIC:
-        # Chance inside the engine's own generator: not rebuilt from the history.
-        return None
+        raise LeftOut("a mean-field game: it models a population, not seats that agents play")
+    # Chance inside the engine's own generator, seeded by `rng_seed`: the
+    # bridge loads such a game afresh for each match with the match's seed,
+    # so the same actions rebuild the same game.
+    sampled = kind.chance_mode == pyspiel.GameType.ChanceMode.SAMPLED_STOCHASTIC
     simultaneous = kind.dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS
     if simultaneous:
         game = pyspiel.convert_to_turn_based(game)
     if not plays_by_action_numbers(game):
-        return None
+        raise LeftOut("it takes structured actions only, never action numbers, so an agent cannot name a move")
     perfect = game.get_type().information == pyspiel.GameType.Information.PERFECT_INFORMATION
     return {
         "name": name,
@@ -69,9 +75,32 @@ def entry(name):
         "chance": kind.chance_mode != pyspiel.GameType.ChanceMode.DETERMINISTIC,
         "simultaneous": simultaneous,
         "utility": str(kind.utility).split(".")[-1].lower().replace("_", "-"),
-        "parameters": {k: v for k, v in sorted(game.get_parameters().items()) if k != "game"},
+        # The match's seed sets `rng_seed`: a player does not choose it.
+        "parameters": {k: v for k, v in sorted(game.get_parameters().items()) if k not in ("game", "rng_seed")},
         "rules": RULES.get(name, ""),
+        "sampled": sampled,
+        "ismcts": not perfect and not sampled and searches_information_sets(game),
     }
+
+
+def searches_information_sets(game):
+    """Whether OpenSpiel's IS-MCTS plays the game: it samples the states a
+    player's information state allows (`ResampleFromInfostate`), which
+    only some games implement."""
+    state, rng = game.new_initial_state(), random.Random(1)
+    for _ in range(2000):
+        if state.is_terminal() or not state.is_chance_node():
+            break
+        state.apply_action(rng.choice([a for a, _ in state.chance_outcomes()]))
+    if state.is_terminal():
+        return False
+    evaluator = pyspiel.RandomRolloutEvaluator(1, 1)
+    bot = pyspiel.ISMCTSBot(1, evaluator, 2.0, 20, -1, pyspiel.ISMCTSFinalPolicyType.NORMALIZED_VISIT_COUNT, False, False)
+    try:
+        bot.step(state)
+        return True
+    except pyspiel.SpielError:
+        return False
 
 
 def plays_by_action_numbers(game):
@@ -89,15 +118,16 @@ def plays_by_action_numbers(game):
 
 
 def main():
-    games = []
+    games, left_out = [], {}
     for name in sorted(pyspiel.registered_names()):
         try:
-            e = entry(name)
-        except (pyspiel.SpielError, IndexError):
-            continue  # needs parameters (or a file) it has no default for
-        if e:
-            games.append(e)
-    json.dump({"open_spiel": "2.0.2", "games": games}, sys.stdout, indent=1, sort_keys=True)
+            games.append(entry(name))
+        except LeftOut as why:
+            left_out[name] = str(why)
+        except (pyspiel.SpielError, IndexError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            left_out[name] = f"it does not load with its default parameters (OpenSpiel says: {first[:200]})"
+    json.dump({"open_spiel": "2.0.2", "games": games, "left_out": left_out}, sys.stdout, indent=1, sort_keys=True)
     sys.stdout.write("\n")
 
 

@@ -6,7 +6,7 @@ answer `{"id": N, "ok": SNAPSHOT}` or `{"id": N, "error": TEXT}`; while the
 engine installs on first use, `{"notice": TEXT}` lines say what takes long.
 
 - `new`: `game`, `params` (a JSON object), `seats` (per seat: `agent`,
-  `random`, `mcts:LEVEL` or `cfr`), `seed` and `history` (the actions so far,
+  `random`, `mcts:LEVEL`, `ismcts:LEVEL` or `cfr`), `seed` and `history` (the actions so far,
   chance outcomes included: a restart or another server rebuilds the game
   by applying them again).
 - `move`: `seat` and `action` (the action's text for that seat, or its
@@ -25,12 +25,21 @@ facing text comes from the snapshot: each seat's own observation, and the
 whole history only where the game hides nothing or once it is over.
 
 Stdout carries only protocol lines; diagnostics go to stderr.
+
+Shared (`LUDUS_ENGINE_SHARED=1`): one process holds many games. Every line
+in is `TAG REQUEST` for the game the host numbered TAG, and its answers go
+out as `TAG ANSWER`; `-TAG` says the game is gone, and its state is freed.
+A request that fails fails for its game only. Games are served by a few
+worker threads, each game's requests in order: a slow search (MCTS releases
+the interpreter lock while it thinks) holds up its own game, not the others.
 """
 
 import json
 import os
 import random
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # OpenSpiel, pinned: its game names, parameters and action texts are what the
@@ -38,6 +47,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REQUIREMENT = "open_spiel==2.0.2"
 # MCTS strength: simulations per move at levels 1 to 5.
 MCTS_SIMULATIONS = (10, 100, 1000, 3000, 10000)
+# IS-MCTS strength (OpenSpiel's Python IS-MCTS: each simulation samples a
+# state the seat's information allows, so fewer of them a move).
+ISMCTS_SIMULATIONS = (10, 30, 100, 300, 1000)
 # CFR+ iterations for the equilibrium opponent (exploitability of the
 # average policy: Kuhn 1e-4, Leduc 5e-3).
 CFR_ITERATIONS = {"kuhn_poker": 1000, "leduc_poker": 200}
@@ -47,9 +59,24 @@ def log(msg):
     print(f"openspiel-bridge: {msg}", file=sys.stderr, flush=True)
 
 
+# Worker threads of a shared process: games served at once. Few, as the
+# engine's processes and threads are capped (`[engines] processes`).
+WORKERS = 6
+# The game whose request this thread handles, in a shared process: what is
+# said meanwhile (a notice, the answer) is tagged with it.
+CURRENT = threading.local()
+# Equilibrium policies by game name, shared by every game of a process.
+POLICIES = {}
+POLICY_LOCK = threading.Lock()
+OUT = threading.Lock()
+
+
 def send(msg):
-    sys.stdout.write(json.dumps(msg, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
+    text = json.dumps(msg, separators=(",", ":"))
+    tag = getattr(CURRENT, "tag", None)
+    with OUT:
+        sys.stdout.write(text + "\n" if tag is None else f"{tag} {text}\n")
+        sys.stdout.flush()
 
 
 def notice(msg):
@@ -61,11 +88,19 @@ class Refusal(Exception):
     """A request the game refuses: said to the agent as it is."""
 
 
-def load(pyspiel, name, params):
+def load(pyspiel, name, params, seed):
+    params = dict(params or {})
+    if "rng_seed" in params:
+        raise Refusal("rng_seed is the game's own (set from its seed); it is not a parameter")
     try:
-        game = pyspiel.load_game(name, params or {})
+        game = pyspiel.load_game(name, params)
+        if game.get_type().chance_mode == pyspiel.GameType.ChanceMode.SAMPLED_STOCHASTIC:
+            # Chance is the game object's own generator: a fresh load per
+            # match, seeded from the match's seed, replays the same game
+            # from the same actions.
+            game = pyspiel.load_game(name, {**params, "rng_seed": seed % 2**31})
     except pyspiel.SpielError as e:
-        raise Refusal(f"OpenSpiel cannot load {name} with {json.dumps(params or {})}: {e}") from None
+        raise Refusal(f"OpenSpiel cannot load {name} with {json.dumps(params)}: {e}") from None
     if game.get_type().dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS:
         # Each player chooses in turn, seeing nothing of the others' choices.
         game = pyspiel.convert_to_turn_based(game)
@@ -76,7 +111,8 @@ class Match:
     def __init__(self, pyspiel, req):
         self.sp = pyspiel
         self.name = req["game"]
-        self.game = load(pyspiel, self.name, req.get("params"))
+        self.seed = int(req.get("seed") or 0)
+        self.game = load(pyspiel, self.name, req.get("params"), self.seed)
         kind = self.game.get_type()
         self.perfect = kind.information == pyspiel.GameType.Information.PERFECT_INFORMATION
         self.has_obs = kind.provides_observation_string
@@ -84,7 +120,6 @@ class Match:
         self.seats = list(req["seats"])
         if len(self.seats) != self.game.num_players():
             raise Refusal(f"{self.name} has {self.game.num_players()} seats; {len(self.seats)} were given")
-        self.seed = int(req.get("seed") or 0)
         self.state = self.game.new_initial_state()
         self.history = []
         # Every action as [player, text] (chance is -1), kept as they are
@@ -129,10 +164,13 @@ class Match:
     def bot_action(self, player, who):
         legal = self.state.legal_actions(player)
         rng = self.rng()
+        if who.startswith("ismcts"):
+            return self.ismcts_action(int(who.split(":")[1]) if ":" in who else 3, rng.randrange(2**31))
         if who.startswith("mcts"):
             level = int(who.split(":")[1]) if ":" in who else 3
             seed = rng.randrange(2**31)
-            bot = self.sp.MCTSBot(self.game, self.sp.RandomRolloutEvaluator(1, seed), 2.0, MCTS_SIMULATIONS[level - 1], 1000, True, seed, False)
+            evaluator = self.sp.RandomRolloutEvaluator(1, seed)
+            bot = self.sp.MCTSBot(self.game, evaluator, 2.0, MCTS_SIMULATIONS[level - 1], 1000, True, seed, False)
             return bot.step(self.state)
         if who == "cfr":
             probs = self.equilibrium().get(self.state.information_state_string(player))
@@ -145,17 +183,37 @@ class Match:
                 return probs[-1][0]
         return rng.choice(legal)
 
+    def ismcts_action(self, level, seed):
+        """IS-MCTS's move: it searches states sampled from what this seat
+        knows, never the true state. OpenSpiel's Python IS-MCTS, as its C++
+        one draws from unseeded generators: every draw here comes from the
+        seed, so the same game is played again by a rebuild and `verify`."""
+        import numpy as np
+        from open_spiel.python.algorithms import ismcts, mcts
+
+        draws = np.random.RandomState(seed)
+        evaluator = mcts.RandomRolloutEvaluator(1, random_state=draws)
+        bot = ismcts.ISMCTSBot(self.game, evaluator, 2.0, ISMCTS_SIMULATIONS[level - 1], random_state=draws)
+        sampler = self.sp.UniformProbabilitySampler(seed, 0.0, 1.0)
+        bot.set_resampler(lambda state, player: state.resample_from_infostate(player, sampler))
+        return int(bot.step(self.state))
+
     def equilibrium(self):
         """The CFR+ average policy by information state, computed once per
         machine and kept in the user cache."""
-        if self.policy is not None:
-            return self.policy
+        if self.policy is None:
+            with POLICY_LOCK:
+                self.policy = POLICIES.get(self.name) or self.solve()
+        return self.policy
+
+    def solve(self):
+        """The policy from the user cache, else computed and kept there."""
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         path = os.path.join(cache, "ludus", "openspiel-policies", f"{self.name}-{CFR_ITERATIONS[self.name]}.json")
         try:
             with open(path) as f:
-                self.policy = json.load(f)
-                return self.policy
+                POLICIES[self.name] = json.load(f)
+                return POLICIES[self.name]
         except (OSError, ValueError):
             pass
         notice(f"first use: computing the {self.name} equilibrium (CFR+, {CFR_ITERATIONS[self.name]} iterations; the first game waits for it, once per machine)")
@@ -183,7 +241,7 @@ class Match:
         with open(path + ".tmp", "w") as f:
             json.dump(table, f)
         os.replace(path + ".tmp", path)
-        self.policy = table
+        POLICIES[self.name] = table
         return table
 
     def action_of(self, seat, given):
@@ -273,33 +331,117 @@ def handle(sp, match, req):
     return match, match.snapshot()
 
 
+def answer(pyspiel, match, line):
+    """Handles one request line of a game; returns the game as it leaves it."""
+    try:
+        req = json.loads(line)
+    except ValueError:
+        send({"id": None, "error": "not JSON"})
+        return match
+    try:
+        match, snap = handle(pyspiel, match, req)
+        send({"id": req.get("id"), "ok": snap})
+    except Refusal as e:
+        send({"id": req.get("id"), "error": str(e)})
+    except (KeyError, TypeError, ValueError, pyspiel.SpielError) as e:
+        log(f"{req.get('op')} failed: {e!r}")
+        send({"id": req.get("id"), "error": f"OpenSpiel refused the request: {e}"})
+    except Exception as e:  # noqa: BLE001 — one game's failure is that game's only
+        log(f"{req.get('op')} failed unexpectedly: {e!r}")
+        send({"id": req.get("id"), "error": f"the OpenSpiel engine failed on this request: {e!r}"})
+    return match
+
+
+class Games:
+    """The games of a shared process, by tag: each game's requests run in
+    order on the worker pool, one at a time, different games at once."""
+
+    def __init__(self, pyspiel):
+        self.sp = pyspiel
+        self.pool = ThreadPoolExecutor(max_workers=WORKERS)
+        self.lock = threading.Lock()
+        self.matches = {}
+        # Requests not yet handled, and whether a worker drains them, by tag.
+        self.queued = {}
+        self.draining = set()
+        # Tags of games not gone (the host never uses a tag twice).
+        self.alive = set()
+
+    def take(self, tag, line):
+        with self.lock:
+            self.alive.add(tag)
+            self.queued.setdefault(tag, []).append(line)
+            if tag in self.draining:
+                return
+            self.draining.add(tag)
+        self.pool.submit(self.drain, tag)
+
+    def gone(self, tag):
+        with self.lock:
+            self.alive.discard(tag)
+            self.matches.pop(tag, None)
+            self.queued.pop(tag, None)
+
+    def drain(self, tag):
+        CURRENT.tag = tag
+        while True:
+            with self.lock:
+                lines = self.queued.get(tag)
+                if not lines:
+                    self.draining.discard(tag)
+                    self.queued.pop(tag, None)
+                    return
+                line = lines.pop(0)
+                match = self.matches.get(tag)
+            match = answer(self.sp, match, line)
+            with self.lock:
+                # A game that left meanwhile stays gone.
+                if tag in self.alive:
+                    self.matches[tag] = match
+
+
+def refuse_all(problem, line):
+    """Answers a request with why the engine cannot play."""
+    try:
+        said = json.loads(line).get("id")
+    except (ValueError, AttributeError):
+        said = None
+    send({"id": said, "error": problem})
+
+
 def main():
     sys.path.insert(0, HERE)
     import first_use
 
     problem = first_use.ensure(REQUIREMENT, "pyspiel", "openspiel-venv", "OpenSpiel", "about 16 MB and numpy", notice, __file__)
-    match = None
+    pyspiel = None
     if problem is None:
         import pyspiel
+    if os.environ.get("LUDUS_ENGINE_SHARED") == "1":
+        return serve_shared(pyspiel, problem)
+    match = None
     for line in sys.stdin:
         if not line.strip():
             continue
-        try:
-            req = json.loads(line)
-        except ValueError:
-            send({"id": None, "error": "not JSON"})
-            continue
         if problem:
-            send({"id": req.get("id"), "error": problem})
+            refuse_all(problem, line)
             continue
-        try:
-            match, snap = handle(pyspiel, match, req)
-            send({"id": req.get("id"), "ok": snap})
-        except Refusal as e:
-            send({"id": req.get("id"), "error": str(e)})
-        except (KeyError, TypeError, ValueError, pyspiel.SpielError) as e:
-            log(f"{req.get('op')} failed: {e!r}")
-            send({"id": req.get("id"), "error": f"OpenSpiel refused the request: {e}"})
+        match = answer(pyspiel, match, line)
+
+
+def serve_shared(pyspiel, problem):
+    games = Games(pyspiel)
+    for line in sys.stdin:
+        tag, _, line = line.strip().partition(" ")
+        if not tag:
+            continue
+        if tag.startswith("-"):
+            games.gone(tag[1:])
+        elif problem:
+            CURRENT.tag = tag
+            refuse_all(problem, line)
+        else:
+            games.take(tag, line)
 
 
 if __name__ == "__main__":

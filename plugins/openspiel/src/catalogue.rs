@@ -11,6 +11,9 @@ use serde_json::Value;
 pub struct Catalogue {
     pub open_spiel: String,
     pub games: Vec<Entry>,
+    /// The games OpenSpiel registers that are not offered, and why.
+    #[serde(default)]
+    pub left_out: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -27,6 +30,14 @@ pub struct Entry {
     /// Defaults by name: numbers, booleans or strings.
     pub parameters: serde_json::Map<String, Value>,
     pub rules: String,
+    /// Its chance is the engine's own generator (`rng_seed`, set from the
+    /// game's seed), not chance nodes.
+    #[serde(default)]
+    pub sampled: bool,
+    /// OpenSpiel's IS-MCTS plays it (it samples the states a player's
+    /// information state allows): the search opponent of games that hide.
+    #[serde(default)]
+    pub ismcts: bool,
 }
 
 pub fn catalogue() -> &'static Catalogue {
@@ -39,6 +50,9 @@ pub fn game(name: &str) -> Result<&'static Entry, String> {
     let games = &catalogue().games;
     if let Some(e) = games.iter().find(|e| e.name == name) {
         return Ok(e);
+    }
+    if let Some(why) = catalogue().left_out.get(name) {
+        return Err(format!("OpenSpiel's {name} is left out here: {why}"));
     }
     let near: Vec<&str> =
         games.iter().filter(|e| e.name.contains(name) || name.contains(&e.name)).map(|e| e.name.as_str()).take(8).collect();
@@ -110,5 +124,15 @@ mod tests {
         assert!(e.contains("board_size=19"), "{e}");
         assert!(go.parameters(&[("board_size".into(), "nine".into())]).unwrap_err().contains("an integer"));
         assert!(game("tic-tac-toe").is_err());
+    }
+
+    #[test]
+    fn sampled_games_are_offered_and_left_out_ones_say_why() {
+        for name in ["tarok", "negotiation", "stones_and_gems", "bridge_uncontested_bidding"] {
+            let e = game(name).unwrap();
+            assert!(e.sampled && !e.parameters.contains_key("rng_seed"), "{name}: the seed is the game's, not a parameter");
+        }
+        assert!(game("mfg_garnet").err().unwrap().contains("left out here: a mean-field game"));
+        assert!(game("bridge").unwrap().rules.contains("thirteen tricks"));
     }
 }

@@ -19,6 +19,9 @@ pub enum Seat {
     Open,
     Random,
     Mcts(u32),
+    /// Information-set MCTS: searches the states the seat's own
+    /// information allows, never the true one.
+    Ismcts(u32),
     Cfr,
 }
 
@@ -29,6 +32,7 @@ impl Seat {
             Seat::Agent(_) | Seat::Open => "agent".into(),
             Seat::Random => "random".into(),
             Seat::Mcts(level) => format!("mcts:{level}"),
+            Seat::Ismcts(level) => format!("ismcts:{level}"),
             Seat::Cfr => "cfr".into(),
         }
     }
@@ -38,6 +42,7 @@ impl Seat {
         match self {
             Seat::Random => Some("openspiel-random".into()),
             Seat::Mcts(level) => Some(format!("openspiel-mcts/{level}")),
+            Seat::Ismcts(level) => Some(format!("openspiel-ismcts/{level}")),
             Seat::Cfr => Some("openspiel-cfr".into()),
             Seat::Agent(_) | Seat::Open => None,
         }
@@ -51,6 +56,7 @@ impl Seat {
             Seat::Open => "open".into(),
             Seat::Random => "random".into(),
             Seat::Mcts(level) => format!("mcts/{level}"),
+            Seat::Ismcts(level) => format!("ismcts/{level}"),
             Seat::Cfr => "cfr".into(),
         }
     }
@@ -90,18 +96,38 @@ fn opponent(game: &Entry, name: &str) -> Result<Seat, String> {
         ("random", None) => Ok(Seat::Random),
         ("agent", None) => Ok(Seat::Open),
         ("mcts", _) if game.hidden => Err(format!(
-            "mcts searches the true state, which {} hides from its players; choose random{} or agent",
+            "mcts searches the true state, which {} hides from its players; choose random{}{} or agent",
+            game.name,
+            if game.ismcts { ", ismcts (which searches only what its seat knows)" } else { "" },
+            if CFR_GAMES.contains(&game.name.as_str()) { ", cfr" } else { "" }
+        )),
+        ("mcts", _) if game.sampled => Err(format!(
+            "mcts would draw {}'s chance from the game's own generator and change the game it searches; choose random or agent",
+            game.name
+        )),
+        ("mcts", level) => level_of("mcts", level).map(Seat::Mcts),
+        ("ismcts", _) if !game.hidden => Err(format!("{} hides nothing: its search opponent is mcts", game.name)),
+        ("ismcts", _) if !game.ismcts => Err(format!(
+            "OpenSpiel's IS-MCTS cannot play {}: it cannot sample the states a seat's information allows there; choose random{} or agent",
             game.name,
             if CFR_GAMES.contains(&game.name.as_str()) { ", cfr" } else { "" }
         )),
-        ("mcts", None) => Ok(Seat::Mcts(3)),
-        ("mcts", Some(level)) => match level.parse::<u32>() {
-            Ok(n) if (1..=MCTS_LEVELS).contains(&n) => Ok(Seat::Mcts(n)),
-            _ => Err(format!("mcts levels are 1 to {MCTS_LEVELS}; {level:?} is not one")),
-        },
+        ("ismcts", level) => level_of("ismcts", level).map(Seat::Ismcts),
         ("cfr", None) if CFR_GAMES.contains(&game.name.as_str()) => Ok(Seat::Cfr),
         ("cfr", None) => Err(format!("cfr plays {} only; {} has no equilibrium opponent here", CFR_GAMES.join(" and "), game.name)),
-        _ => Err(format!("unknown opponent {name:?}: random, mcts (or mcts/1 to mcts/{MCTS_LEVELS}), cfr or agent")),
+        _ => Err(format!(
+            "unknown opponent {name:?}: random, mcts (or mcts/1 to mcts/{MCTS_LEVELS}), ismcts (or ismcts/1 to \
+             ismcts/{MCTS_LEVELS}), cfr or agent"
+        )),
+    }
+}
+
+/// A search's level: 3 unless named.
+fn level_of(kind: &str, level: Option<&str>) -> Result<u32, String> {
+    match level.map(str::parse::<u32>) {
+        None => Ok(3),
+        Some(Ok(n)) if (1..=MCTS_LEVELS).contains(&n) => Ok(n),
+        Some(_) => Err(format!("{kind} levels are 1 to {MCTS_LEVELS}; {:?} is not one", level.unwrap_or_default())),
     }
 }
 
@@ -128,5 +154,10 @@ mod tests {
         assert_eq!(seat_table(kuhn, 2, 0, "me", &["cfr".into()]).unwrap()[1], Seat::Cfr);
         assert!(seat_table(game("go").unwrap(), 2, 0, "me", &["cfr".into()]).is_err());
         assert!(seat_table(game("go").unwrap(), 2, 0, "me", &["mcts/9".into()]).is_err());
+        let e = seat_table(kuhn, 2, 0, "me", &["mcts".into()]).unwrap_err();
+        assert!(e.contains("ismcts"), "the search that fits is named: {e}");
+        assert_eq!(seat_table(kuhn, 2, 0, "me", &["ismcts/2".into()]).unwrap()[1], Seat::Ismcts(2));
+        assert!(seat_table(game("go").unwrap(), 2, 0, "me", &["ismcts".into()]).unwrap_err().contains("hides nothing"));
+        assert!(seat_table(game("hanabi").unwrap(), 4, 0, "me", &["ismcts".into()]).unwrap_err().contains("cannot play hanabi"));
     }
 }

@@ -194,8 +194,14 @@ impl Game {
         match snapshot::parse(line) {
             Incoming::Answer { id, result } => {
                 self.link.notice = None;
+                // A move is counted when its answer comes, before the game
+                // it may end is recorded (a count after that is too late).
+                let a_move = self.link.calls.values().any(|(k, i)| *i == id && k.starts_with("move "));
                 let outcome = match result {
                     Ok(snap) => {
+                        if a_move {
+                            self.tally.sent(true);
+                        }
                         self.take(snap);
                         Ok(())
                     }

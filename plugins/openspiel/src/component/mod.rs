@@ -227,7 +227,7 @@ impl Guest for OpenSpiel {
 fn finish_move(g: &mut Game, caller: &str, key: &str, body: serde_json::Value) -> Result<Turn, String> {
     match awaited(g, caller, key, body, "") {
         Ok((turn, true)) => {
-            g.tally.sent(true);
+            // Counted as its answer arrived (`Game::receive`).
             g.tally.tell();
             Ok(turn)
         }
