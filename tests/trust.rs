@@ -297,7 +297,11 @@ async fn game_processes_are_budgeted_and_a_finished_battle_frees_them_at_once() 
     let lines: Vec<&str> = tokens.iter().map(|(_, l)| l.as_str()).collect();
     let cfg = config(
         work.path(),
-        &format!("[limits]\nmax_processes = 40\nmax_processes_per_caller = 20\n{}\n{}", showdown::sim_endpoint(&package), lines.join("\n")),
+        &format!(
+            "[limits]\nmax_processes = 40\nmax_processes_per_caller = 20\n{}\n{}",
+            showdown::sim_endpoint_per_battle(&package),
+            lines.join("\n")
+        ),
     );
     let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
     let client = |i: usize| http_client_with_token(&server, &tokens[i].0);
@@ -345,7 +349,8 @@ async fn finished_magic_games_leave_no_process() {
     for seed in 0..20 {
         games.push(a.ok("cards_start_game", json!({"seed": seed})).await["game_id"].as_str().unwrap().to_string());
     }
-    assert!(descendants(server.pid()).len() >= 20);
+    // Twenty games share the bridge processes (one per core).
+    assert!(!descendants(server.pid()).is_empty());
     for id in &games {
         a.ok("cards_concede", json!({"game_id": id})).await;
     }
@@ -528,8 +533,10 @@ async fn ten_thousand_idle_connections_leave_the_server_at_its_caps() {
 async fn more_mcp_sessions_from_one_address_get_no_more_game_processes() {
     let package = showdown::showdown_package();
     let work = scratch();
-    let cfg =
-        config(work.path(), &format!("[limits]\nmax_processes = 40\nmax_processes_per_caller = 2\n{}", showdown::sim_endpoint(&package)));
+    let cfg = config(
+        work.path(),
+        &format!("[limits]\nmax_processes = 40\nmax_processes_per_caller = 2\n{}", showdown::sim_endpoint_per_battle(&package)),
+    );
     let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
     let (a, b) = (http_client(&server).await, http_client(&server).await);
     showdown::offline(&a, "random", 1).await;

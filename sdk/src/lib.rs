@@ -288,8 +288,28 @@ macro_rules! legal_moves {
 
 /// A game's state as bytes and back, for [`durable!`].
 pub mod durable {
-    use std::cell::RefCell;
+    use std::cell::{Cell, RefCell};
     use std::thread::LocalKey;
+
+    /// Rebuilds after an engine stopped by itself that one game may make.
+    pub const REBUILDS: u32 = 3;
+
+    thread_local! {
+        static REBUILT: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// Whether this game may rebuild itself once more after its engine
+    /// stopped by itself (a crash, a kill of a shared engine process): by
+    /// `save` and `restore` in place, as after a restart of the server. A
+    /// few times, not for ever: an engine that fails on the game's history
+    /// fails again.
+    pub fn may_rebuild() -> bool {
+        REBUILT.with(|n| {
+            let more = n.get() < REBUILDS;
+            n.set(n.get() + u32::from(more));
+            more
+        })
+    }
 
     /// The slot's content, serialised.
     pub fn save<T: serde::Serialize + 'static>(slot: &'static LocalKey<RefCell<Option<T>>>) -> Vec<u8> {

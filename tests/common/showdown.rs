@@ -34,11 +34,21 @@ pub fn referee_dir() -> PathBuf {
 }
 
 /// The `sim` endpoint: the plugin's own sidecar (which checks teams with
-/// the simulator's validator) on the npm package installed for the tests.
+/// the simulator's validator) on the npm package installed for the tests,
+/// many battles to a process, as the built-in endpoint runs it.
 pub fn sim_endpoint(package: &Path) -> String {
+    sim_endpoint_of(package, true)
+}
+
+/// The same with a process per battle, as an operator's untagged endpoint runs.
+pub fn sim_endpoint_per_battle(package: &Path) -> String {
+    sim_endpoint_of(package, false)
+}
+
+fn sim_endpoint_of(package: &Path, tagged: bool) -> String {
     let sidecar = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/showdown/sidecar/showdown_sim.js");
     format!(
-        "[plugins.showdown.channels.sim]\nprocess = {{ command = \"node\", args = [{:?}, \"--package\", {:?}] }}\n",
+        "[plugins.showdown.channels.sim]\nprocess = {{ command = \"node\", args = [{:?}, \"--package\", {:?}], tagged = {tagged} }}\n",
         sidecar.canonicalize().unwrap().display().to_string(),
         package.display().to_string()
     )

@@ -51,6 +51,8 @@ pub struct Sidecar {
     pub entry: &'static str,
     /// Processes it runs (`limits.max_processes` counts them).
     pub weight: u32,
+    /// It speaks tagged lines: one process serves many games.
+    pub tagged: bool,
     /// Its own data cache under the user cache, which it may write.
     pub data: Option<&'static str>,
     pub files: &'static [(&'static str, &'static str)],
@@ -99,6 +101,8 @@ pub static SIDECARS: &[Sidecar] = &[
         command: "python3",
         entry: "phase_bridge.py",
         weight: 1,
+        // One process serves many games (`LUDUS_ENGINE_SHARED`).
+        tagged: true,
         // Card data indexes, and MTGJSON's file when the operator asks for it.
         data: Some("ludus/cards"),
         files: &[
@@ -127,6 +131,8 @@ pub static SIDECARS: &[Sidecar] = &[
         command: "python3",
         entry: "openspiel_bridge.py",
         weight: 1,
+        // One process serves many games (`LUDUS_ENGINE_SHARED`).
+        tagged: true,
         // Equilibrium policies computed once per machine.
         data: Some("ludus/openspiel-policies"),
         files: &[
@@ -153,8 +159,9 @@ pub static SIDECARS: &[Sidecar] = &[
         command: "node",
         entry: "showdown_sim.js",
         // The launcher installs the simulator, then loads it into its own
-        // process: one process per battle.
+        // process, which runs many battles (`LUDUS_ENGINE_SHARED`).
         weight: 1,
+        tagged: true,
         data: None,
         files: &[("showdown_sim.js", include_str!("../../../plugins/showdown/sidecar/showdown_sim.js"))],
         needs: Needs {

@@ -23,6 +23,12 @@ writes reaches the engine: decisions arrive as indexes, booleans and numbers
 into lists this program made.
 
 Stdout carries only protocol messages; diagnostics go to stderr.
+
+Shared (`LUDUS_ENGINE_SHARED=1`): one process serves many games. Every line
+in is `TAG MESSAGE` for the game the host numbered TAG, every answer goes out
+as `TAG ANSWER`, and `-TAG` says game TAG is gone. Each game has its own
+`Bridge`; the card data and the rules engine built for a set of cards are
+shared by the games that use them.
 """
 
 import json
@@ -113,8 +119,9 @@ class Table:
         if given is not None and len(given) != 2:
             raise ValueError(f"decks is a list of two decks, yours first; {len(given)} given (leave it out for the default decks)")
         lists = [deck_list(d, cards, decks, args.get("format")) for d in (given or ["izzet-tempo", "selesnya-beasts"])]
-        # The engine knows this game's cards only: quick to build whatever the card data's size.
-        engine = Engine.from_json(json.dumps(cards.faces(set(lists[0]) | set(lists[1]))))
+        # The engine knows this game's cards only: quick to build whatever the
+        # card data's size, and built once per set of cards in a process.
+        engine = engine_for(Engine, cards, set(lists[0]) | set(lists[1]))
         if len(lists) != 2:
             raise ValueError("decks is a list of two decks")
         # phase takes any 64-bit seed; every bit of it counts.
@@ -526,6 +533,19 @@ class ToolError(Exception):
     pass
 
 
+# What the games of one process share: the card data by file, and the rules
+# engine built for each set of cards (by file and card names).
+CARD_DATA = {}
+ENGINES = {}
+
+
+def engine_for(Engine, cards, names):
+    key = (cards.path, frozenset(names))
+    if key not in ENGINES:
+        ENGINES[key] = Engine.from_json(json.dumps(cards.faces(names)))
+    return ENGINES[key]
+
+
 class Bridge:
     def __init__(self):
         self.decks = load_decks()
@@ -550,8 +570,10 @@ class Bridge:
         from card_data import CardData
 
         if self.card_data is None or (named and named != self.card_data.path):
-            self.card_data = CardData(named, notice)
-            log(f"card data: {self.card_data.count} cards from {self.card_data.path} ({self.card_data.opened_ms:.0f} ms)")
+            if named not in CARD_DATA:
+                data = CARD_DATA[named] = CardData(named, notice)
+                log(f"card data: {data.count} cards from {data.path} ({data.opened_ms:.0f} ms)")
+            self.card_data = CARD_DATA[named]
         return self.card_data
 
     def call(self, seat, name, args):
@@ -820,8 +842,14 @@ class Bridge:
 # ---------------------------------------------------------------- protocol
 
 
+# The game whose message is being handled, in a shared process: what is
+# sent meanwhile goes to it.
+TAG = None
+
+
 def send(msg):
-    sys.stdout.write(json.dumps(msg, separators=(",", ":")) + "\n")
+    text = json.dumps(msg, separators=(",", ":"))
+    sys.stdout.write(text + "\n" if TAG is None else f"{TAG} {text}\n")
     sys.stdout.flush()
 
 
@@ -836,6 +864,8 @@ def send_result(req_id, value, error=False, journal=None):
 
 
 def handle(bridge, msg):
+    if msg is None:
+        return send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}})
     method, req_id, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
     if method == "initialize":
         send({"jsonrpc": "2.0", "id": req_id, "result": {
@@ -897,11 +927,16 @@ def launch_args(argv):
     return {"seats": a.seats.split(","), "seed": a.seed, "decks": a.decks.split(","), "ai_level": a.ai_level, "cards": a.cards}
 
 
-def serve_refusals(reason):
+def serve_refusals(reason, shared):
     """Answers every request with why the engine is not available, so the
     agent reads the reason rather than a closed pipe."""
+    global TAG
     log(reason)
     for line in sys.stdin:
+        if shared:
+            TAG, _, line = line.strip().partition(" ")
+            if TAG.startswith("-"):
+                continue
         try:
             msg = json.loads(line)
         except ValueError:
@@ -912,8 +947,11 @@ def serve_refusals(reason):
 
 def main():
     problem = ensure_engine()
+    shared = os.environ.get("LUDUS_ENGINE_SHARED") == "1"
     if problem:
-        return serve_refusals(problem)
+        return serve_refusals(problem, shared)
+    if shared:
+        return serve_shared()
     bridge = Bridge()
     launch = launch_args(sys.argv[1:])
     if launch:
@@ -921,14 +959,34 @@ def main():
         # process, its game already set up, no new_game needed.
         bridge.table = Table(bridge.cards(launch["cards"]), bridge.decks, launch)
     log(f"ready: decks {', '.join(sorted(bridge.decks))}")
+    serve({None: bridge}, lambda tag: bridge)
+
+
+def serve_shared():
+    """Many games, a `Bridge` each, by the host's tags."""
+    bridges = {}
+    log("ready: shared, one game per tag")
+
+    def bridge_of(tag):
+        if tag not in bridges:
+            bridges[tag] = Bridge()
+        return bridges[tag]
+
+    serve(bridges, bridge_of, tagged=True)
+
+
+def serve(bridges, bridge_of, tagged=False):
+    """Reads messages until stdin ends, answering held calls as they come due."""
+    global TAG
     buf = b""
     stdin = sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer
     while True:
-        deadline = bridge.next_deadline()
+        deadline = min((d for d in (b.next_deadline() for b in bridges.values()) if d is not None), default=None)
         timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
         ready, _, _ = select.select([stdin], [], [], timeout)
         if not ready:
-            bridge.check_waits()
+            for tag, bridge in list(bridges.items()):
+                guarded(bridges, tag, bridge.check_waits)
             continue
         chunk = os.read(stdin.fileno(), 65536)
         if not chunk:
@@ -938,12 +996,39 @@ def main():
             line, buf = buf.split(b"\n", 1)
             if not line.strip():
                 continue
+            tag = None
+            if tagged:
+                head, _, line = line.strip().partition(b" ")
+                tag = head.decode("ascii", "replace")
+                if tag.startswith("-"):
+                    bridges.pop(tag[1:], None)
+                    continue
             try:
                 msg = json.loads(line)
             except ValueError:
-                send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}})
-                continue
-            handle(bridge, msg)
+                msg = None
+            bridge = bridge_of(tag)
+            guarded(bridges, tag, lambda: handle(bridge, msg))
+
+
+def guarded(bridges, tag, work):
+    """Runs `work` for game `tag`. In a shared process a failure it does not
+    answer itself ends that game alone: the host closes its channel with why."""
+    global TAG
+    TAG = tag
+    try:
+        work()
+    except Exception as e:  # noqa: BLE001 — one game's failure is that game's only
+        if tag is None:
+            raise
+        log(f"game {tag} failed: {e!r}")
+        bridges.pop(tag, None)
+        TAG = None
+        why = f"the rules engine failed in this game: {e!r}".replace("\n", " ")[:300]
+        sys.stdout.write(f"-{tag} {why}\n")
+        sys.stdout.flush()
+    finally:
+        TAG = None
 
 
 if __name__ == "__main__":

@@ -14,6 +14,12 @@
 //
 // `--install-only` installs the simulator and exits: the server runs that
 // step first, where the battle's own process may reach no registry.
+//
+// Shared (`LUDUS_ENGINE_SHARED=1`): one process runs many battles, each a
+// `BattleTextStream` of its own, as Showdown's own server runs them. Every
+// line in is `TAG LINE` for the battle the host numbered TAG, every line out
+// `TAG LINE` from it; `-TAG` ends battle TAG. A battle that throws ends alone
+// (`-TAG REASON` to the host), and the others play on.
 
 "use strict";
 const fs = require("fs");
@@ -187,19 +193,78 @@ function main() {
 // invalid choice: `|error|[Invalid team] …`, one problem per `|`-free line.
 function simulate(pkg) {
   const dist = path.join(pkg, "dist");
-  const { BattleTextStream } = require(path.join(dist, "sim", "battle-stream.js"));
-  const { Teams } = require(path.join(dist, "sim", "teams.js"));
-  const { TeamValidator } = require(path.join(dist, "sim", "team-validator.js"));
-  const Streams = require(path.join(dist, "lib", "streams.js"));
-  const battle = new BattleTextStream({ noCatch: true });
-  void battle.pipeTo(Streams.stdout());
-  let format = "";
-  const refuse = (side, problems) => {
-    const text = problems.map((p) => p.replace(/[|\n]/g, " ")).join(" / ");
-    process.stdout.write(`sideupdate\n${side}\n|error|[Invalid team] ${text}\n\n`);
+  const sim = {
+    BattleTextStream: require(path.join(dist, "sim", "battle-stream.js")).BattleTextStream,
+    Teams: require(path.join(dist, "sim", "teams.js")).Teams,
+    TeamValidator: require(path.join(dist, "sim", "team-validator.js")).TeamValidator,
   };
   const input = require("readline").createInterface({ input: process.stdin, terminal: false });
+  if (process.env.LUDUS_ENGINE_SHARED === "1") {
+    simulateShared(sim, input);
+  } else {
+    const Streams = require(path.join(dist, "lib", "streams.js"));
+    const battle = new Battle(sim, { noCatch: true }, (text) => process.stdout.write(text));
+    void battle.stream.pipeTo(Streams.stdout());
+    input.on("line", (line) => battle.take(line));
+    input.on("close", () => void battle.stream.writeEnd());
+  }
+  // The server ends a battle's process with SIGKILL; stdin closing ends it too.
+  for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => process.exit(0));
+}
+
+// Many battles in this process, by the host's tags. A battle's simulator
+// errors are caught (`noCatch: false`): it says it crashed and ends, alone.
+function simulateShared(sim, input) {
+  const battles = new Map();
+  const out = (tag, text) => {
+    const lines = text.split("\n");
+    if (lines[lines.length - 1] === "") lines.pop();
+    process.stdout.write(lines.map((l) => `${tag} ${l}\n`).join(""));
+  };
   input.on("line", (line) => {
+    const space = line.indexOf(" ");
+    const tag = space < 0 ? line : line.slice(0, space);
+    if (!/^-?[0-9]+$/.test(tag)) return say("refused a line without a battle's tag");
+    if (tag.startsWith("-")) {
+      const gone = battles.get(tag.slice(1));
+      battles.delete(tag.slice(1));
+      if (gone) void gone.stream.writeEnd();
+      return;
+    }
+    let battle = battles.get(tag);
+    if (!battle) {
+      battle = new Battle(sim, { noCatch: false }, (text) => out(tag, text));
+      battles.set(tag, battle);
+      void (async () => {
+        for (let chunk; (chunk = await battle.stream.read()) != null; ) out(tag, chunk);
+      })().catch((e) => {
+        // This battle alone ends: the host closes its channel with the reason.
+        const why = String((e && e.message) || e).replace(/[\r\n]/g, " ").slice(0, 300);
+        say(`battle ${tag} failed: ${why}`);
+        battles.delete(tag);
+        process.stdout.write(`-${tag} the simulator failed in this battle: ${why}\n`);
+      });
+    }
+    battle.take(line.slice(space + 1));
+  });
+  input.on("close", () => process.exit(0));
+}
+
+// One battle: the simulator's stream, and the format its teams are checked for.
+class Battle {
+  constructor(sim, options, write) {
+    this.sim = sim;
+    this.stream = new sim.BattleTextStream(options);
+    this.write = write;
+    this.format = "";
+  }
+
+  refuse(side, problems) {
+    const text = problems.map((p) => p.replace(/[|\n]/g, " ")).join(" / ");
+    this.write(`sideupdate\n${side}\n|error|[Invalid team] ${text}\n\n`);
+  }
+
+  take(line) {
     const command = /^>([a-z0-9]+)(?: |$)/.exec(line);
     if (!command || !COMMANDS.has(command[1])) {
       say(`refused a line that is no battle command: ${JSON.stringify(line.slice(0, 80))}`);
@@ -207,7 +272,7 @@ function simulate(pkg) {
     }
     if (line.startsWith(">start ")) {
       try {
-        format = JSON.parse(line.slice(7)).formatid || "";
+        this.format = JSON.parse(line.slice(7)).formatid || "";
       } catch {}
     }
     const player = /^>player (p[1-4]) (.*)$/.exec(line);
@@ -219,25 +284,22 @@ function simulate(pkg) {
       if (options && typeof options.team === "string") {
         let sets = null;
         try {
-          sets = Teams.import(options.team);
+          sets = this.sim.Teams.import(options.team);
         } catch {}
-        if (!sets || !sets.length) return refuse(player[1], ["the team could not be read (give it in Showdown's export or packed form)"]);
+        if (!sets || !sets.length) return this.refuse(player[1], ["the team could not be read (give it in Showdown's export or packed form)"]);
         let problems;
         try {
-          problems = TeamValidator.get(format).validateTeam(sets);
+          problems = this.sim.TeamValidator.get(this.format).validateTeam(sets);
         } catch (e) {
           problems = [`the validator failed: ${e.message}`];
         }
-        if (problems && problems.length) return refuse(player[1], problems);
-        options.team = Teams.pack(sets);
+        if (problems && problems.length) return this.refuse(player[1], problems);
+        options.team = this.sim.Teams.pack(sets);
         line = `>player ${player[1]} ${JSON.stringify(options)}`;
       }
     }
-    void battle.write(`${line}\n`);
-  });
-  input.on("close", () => void battle.writeEnd());
-  // The server ends a battle's process with SIGKILL; stdin closing ends it too.
-  for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => process.exit(0));
+    void this.stream.write(`${line}\n`);
+  }
 }
 
 main();

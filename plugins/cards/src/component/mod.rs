@@ -558,6 +558,19 @@ impl events::Guest for Cards {
     }
 
     fn on_closed(_channel: u32, reason: String) {
+        let on_phase =
+            GAME.with_borrow(|g| g.as_ref().is_some_and(|g| g.failed.is_none() && g.backend == Backend::Phase && g.start.is_some()));
+        let mut reason = reason;
+        if on_phase && ludus_sdk::durable::may_rebuild() {
+            // The bridge ended by itself (a shared process killed, say): a
+            // new one applies the game's journal again, as after a restart.
+            match <Cards as durable::Guest>::restore(<Cards as durable::Guest>::save()) {
+                Ok(()) => {
+                    return ludus_sdk::log(ludus_sdk::LogLevel::Warn, &format!("the rules engine stopped ({reason}); the game is rebuilt"));
+                }
+                Err(e) => reason = format!("{reason}; starting it again failed: {e}"),
+            }
+        }
         let _ = with_game(|g| {
             if g.failed.is_none() {
                 g.failed = Some(format!("the card-game backend ({}) stopped: {reason}", g.backend.endpoint()));

@@ -810,8 +810,22 @@ impl events::Guest for Showdown {
     }
 
     fn on_closed(channel: u32, reason: String) {
+        let live = |g: &Game| channel == g.channel && !g.seat.battle.over() && g.status != Status::Finished;
+        let offline = GAME.with_borrow(|g| g.as_ref().is_some_and(|g| live(g) && matches!(g.mode, Mode::Offline { .. })));
+        let mut reason = reason;
+        if offline && ludus_sdk::durable::may_rebuild() {
+            // The simulator ended by itself (a shared process killed, say): a
+            // new one plays the battle again from its seeds and our lines,
+            // as after a restart of the server.
+            match <Showdown as durable::Guest>::restore(<Showdown as durable::Guest>::save()) {
+                Ok(()) => {
+                    return ludus_sdk::log(LogLevel::Warn, &format!("the battle simulator stopped ({reason}); the battle is rebuilt"));
+                }
+                Err(e) => reason = format!("{reason}; starting it again failed: {e}"),
+            }
+        }
         let _ = with_game(|g| {
-            if channel == g.channel && !g.seat.battle.over() && g.status != Status::Finished {
+            if live(g) {
                 let what = match g.mode {
                     Mode::Offline { .. } => "the battle simulator stopped",
                     Mode::Online { .. } => "the connection to the Showdown server closed",
