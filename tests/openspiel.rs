@@ -501,3 +501,38 @@ async fn a_killed_shared_bridge_costs_nothing_acknowledged_and_every_record_veri
     let (code, printed) = verify(&[&records_path], &cfg);
     assert_eq!(code, Some(0), "every record verifies after the kill: {printed}");
 }
+
+/// In one shared bridge, a game whose opponent thinks for seconds (MCTS at
+/// its strongest on 9×9 go) and a game the engine refuses cost only
+/// themselves: five tic-tac-toe games of the same process play their moves
+/// while the go move is still being searched.
+#[tokio::test]
+async fn a_slow_or_failing_game_holds_up_only_itself_in_a_shared_bridge() {
+    let work = scratch();
+    let cfg = config(work.path(), "whole_seeds = true\n[engines]\nshards = 1");
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (slow, quick) = (http_client(&server).await, http_client(&server).await);
+    let go = json!([{"name": "board_size", "value": "9"}]);
+    let (go_id, go_turn) = start(&slow, json!({"game": "go", "parameters": go, "opponents": ["mcts/5"], "seed": 1})).await;
+    let mut games = Vec::new();
+    for seed in 0..5 {
+        games.push(start(&quick, json!({"game": "tic_tac_toe", "seed": seed})).await);
+    }
+    assert_eq!(bridges_of(work.path()).len(), 1, "one shared process");
+    let thinking = tokio::spawn(async move {
+        slow.ok("openspiel_move", json!({"game_id": go_id, "action": "B e5", "decision": go_turn["decision"]})).await
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // An engine refusal in the same process: that game's start fails, alone.
+    let e = quick.err("openspiel_start_game", json!({"game": "kuhn_poker", "parameters": [{"name": "players", "value": "1"}]})).await;
+    assert!(e.contains("OpenSpiel cannot load kuhn_poker"), "{e}");
+    for (id, turn) in &games {
+        let mut agent = Agent(7);
+        let action = agent.action(turn);
+        let after = quick.ok("openspiel_move", json!({"game_id": id, "action": action, "decision": turn["decision"]})).await;
+        assert_eq!(after["history_actions"].as_array().unwrap().len(), 2, "{after}");
+    }
+    assert!(!thinking.is_finished(), "the go move was searched before the tic-tac-toe moves were made: no contention shown");
+    let after = thinking.await.unwrap();
+    assert_eq!(after["history_actions"].as_array().unwrap().len(), 2, "the slow move was made, and answered: {after}");
+}

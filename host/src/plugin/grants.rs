@@ -68,6 +68,13 @@ pub fn of(config: &Config, name: &str, sha256: &str, source: &Source) -> Grants 
     if endpoints.values().any(|e| matches!(e, Endpoint::Process { .. })) {
         said.push(engine_line(name, &rules));
     }
+    if endpoints.values().any(|e| matches!(e, Endpoint::Process { tagged: true, .. })) && rules.sharing.games_per_process > 1 {
+        let s = rules.sharing;
+        said.push(format!(
+            "shared engine processes: up to {} games a process, {} before games double up ([engines] games_per_process, shards)",
+            s.games_per_process, s.shards
+        ));
+    }
     Grants { endpoints, engine: rules, table_applies, said }
 }
 
