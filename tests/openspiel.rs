@@ -341,10 +341,20 @@ async fn the_built_in_opponents_play_their_games() {
         let r = end["returns"].as_array().unwrap();
         assert!(r[1].as_f64().unwrap() >= 0.0, "mcts/5 lost to random: {end}");
     }
-    // The equilibrium plays Kuhn and Leduc poker; a hand of each goes to its end.
+    // The equilibrium plays Kuhn and Leduc poker; a hand of each goes to its
+    // end, and each of the agent's moves is scored against it.
     for game in ["kuhn_poker", "leduc_poker"] {
-        let (id, _) = start(&c, json!({"game": game, "opponents": ["cfr"], "seed": 5})).await;
-        play_out(&c, &id, &mut Agent(5), 50).await;
+        let (id, turn) = start(&c, json!({"game": game, "opponents": ["cfr"], "seed": 5})).await;
+        let mut agent = Agent(5);
+        let action = agent.action(&turn);
+        let after = c.ok("openspiel_move", json!({"game_id": id, "action": action, "decision": turn["decision"]})).await;
+        let o = after["last_move"]["optimality"].as_f64().unwrap_or_else(|| panic!("{game}: no score for the move: {after}"));
+        assert!((0.0..=1.0).contains(&o) && after["last_move"]["best"].as_f64() >= after["last_move"]["value"].as_f64(), "{after}");
+        let (_, moves) = play_out(&c, &id, &mut agent, 50).await;
+        let rec: Vec<Value> = records(&records_path).into_iter().filter(|r| r["record"] == format!("{id}/1")).collect();
+        let scored = rec[0]["figures"]["optimality"].as_array().map_or(0, Vec::len);
+        assert_eq!(scored, moves + 1, "{game}: every move of the agent is scored in the record: {:?}", rec[0]);
+        assert!(rec[0]["figures"]["optimality_mean"].is_f64(), "{:?}", rec[0]);
     }
     // Four seats: the agent, another agent's open seat taken by a second client, two bots.
     let (id, _) = start(&c, json!({"game": "tiny_bridge_4p", "seat": 2, "opponents": ["random", "agent", "random"], "seed": 9})).await;

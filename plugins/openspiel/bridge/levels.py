@@ -4,7 +4,7 @@ level plays the one below it, the seats alternating, with the bridge's own
 bots (`openspiel_bridge.Match`, both seats bots), so what is measured is
 what an agent meets.
 
-    ~/.cache/ludus/openspiel-venv/bin/python levels.py [--games N] [--jobs J]
+    ~/.cache/ludus/openspiel-venv/bin/python levels.py [--games N] [--jobs J] [--search mcts|ismcts]
 
 Prints a Markdown table: per pairing, the higher level's score (a win 1, a
 draw 0.5) with its 95 % Wilson interval in games with a winner, or its mean
@@ -51,11 +51,14 @@ def main():
     args = argparse.ArgumentParser()
     args.add_argument("--games", type=int, default=40, help="games per pairing (half with each seat)")
     args.add_argument("--jobs", type=int, default=2)
+    args.add_argument("--search", choices=("mcts", "ismcts"), help="only this search")
     a = args.parse_args()
     print("| search, game | levels | games | the higher level's score (95 % interval) | seconds a game |")
     print("|---|---|---|---|---|")
     with ProcessPoolExecutor(max_workers=a.jobs) as pool:
         for search, game, pairings in MEASURED:
+            if a.search and search != a.search:
+                continue
             for high, low in pairings:
                 tasks = [(search, game, high, low, n) for n in range(a.games)]
                 results = list(pool.map(play, tasks))

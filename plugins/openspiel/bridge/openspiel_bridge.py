@@ -65,8 +65,10 @@ WORKERS = 6
 # The game whose request this thread handles, in a shared process: what is
 # said meanwhile (a notice, the answer) is tagged with it.
 CURRENT = threading.local()
-# Equilibrium policies by game name, shared by every game of a process.
+# Equilibrium policies by game name, shared by every game of a process, and
+# the action values they give (`Match.action_values`).
 POLICIES = {}
+VALUES = {}
 POLICY_LOCK = threading.Lock()
 OUT = threading.Lock()
 
@@ -130,6 +132,8 @@ class Match:
         for action in req.get("history") or []:
             self.apply(int(action))
         self.policy = None
+        # The last agent move's score, where the game has one (Kuhn, Leduc).
+        self.scored = None
 
     def apply(self, action):
         player = int(self.state.current_player())
@@ -269,8 +273,68 @@ class Match:
             raise Refusal("the game is over")
         if self.state.current_player() != seat:
             raise Refusal(f"it is not seat {seat}'s turn")
-        self.apply(self.action_of(seat, given))
+        action = self.action_of(seat, given)
+        self.scored = self.score(seat, action)
+        self.apply(action)
         self.advance()
+
+    def score(self, seat, action):
+        """How good `action` is where the equilibrium is known: its value for
+        the mover (the equilibrium played by everyone after it, the other
+        seats' cards weighed by how likely the equilibrium makes them), the
+        best legal action's, and the optimality between the worst (0) and
+        the best (1)."""
+        if self.name not in CFR_ITERATIONS:
+            return None
+        values = self.action_values().get(self.state.information_state_string(seat))
+        if not values:
+            return None
+        legal = [values[str(a)] for a in self.state.legal_actions(seat) if str(a) in values]
+        mine, best, worst = values.get(str(action)), max(legal), min(legal)
+        if mine is None:
+            return None
+        optimality = 1.0 if best - worst < 1e-12 else (mine - worst) / (best - worst)
+        return {"seat": seat, "value": round(mine, 6), "best": round(best, 6), "optimality": round(optimality, 6)}
+
+    def action_values(self):
+        """Each information state's action values for the player to move
+        there: one walk of the game tree under the equilibrium, each history
+        weighed by chance and the other players' reach. Once per process."""
+        if self.name in VALUES:
+            return VALUES[self.name]
+        policy = self.equilibrium()
+        sums, weights = {}, {}
+
+        def walk(state, reach):
+            if state.is_terminal():
+                return list(state.returns())
+            if state.is_chance_node():
+                total = [0.0] * self.game.num_players()
+                for a, p in state.chance_outcomes():
+                    total = [t + p * v for t, v in zip(total, walk(state.child(a), [r * p for r in reach]))]
+                return total
+            player, key = state.current_player(), state.information_state_string()
+            probs = dict((int(a), p) for a, p in policy.get(key, []))
+            others = 1.0
+            for i, r in enumerate(reach):
+                if i != player:
+                    others *= r
+            weights[key] = weights.get(key, 0.0) + others
+            total = [0.0] * self.game.num_players()
+            for a in state.legal_actions():
+                p = probs.get(a, 0.0)
+                child = walk(state.child(a), [r * p if i == player else r for i, r in enumerate(reach)])
+                cell = sums.setdefault(key, {})
+                cell[str(a)] = cell.get(str(a), 0.0) + others * child[player]
+                total = [t + p * v for t, v in zip(total, child)]
+            return total
+
+        # The chance player's reach is a factor of every other's here.
+        walk(self.game.new_initial_state(), [1.0] * self.game.num_players())
+        table = {key: {a: v / weights[key] for a, v in cell.items()} for key, cell in sums.items() if weights[key] > 0}
+        with POLICY_LOCK:
+            VALUES[self.name] = table
+        return table
 
     def view(self, seat):
         state, view = self.state, {}
@@ -297,6 +361,9 @@ class Match:
             "returns": self.returns() if over else None,
             "views": [self.view(seat) for seat in range(len(self.seats))],
         }
+        if self.scored is not None:
+            snap["scored"] = self.scored
+            self.scored = None
         # What every seat may see: the whole game where nothing is hidden,
         # and once it is over. The log from `log_from` on: the plugin keeps
         # what it had (0: all of it, as after a rebuild or at the end of a

@@ -80,13 +80,24 @@ impl Snapshot {
     }
 }
 
+/// How good an agent's move was (`Match.score` in the bridge): Kuhn and Leduc.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+pub struct Scored {
+    pub seat: usize,
+    pub value: f64,
+    pub best: f64,
+    pub optimality: f64,
+}
+
 /// A line from the bridge.
 #[derive(Debug, PartialEq)]
 pub enum Incoming {
-    /// The answer to request `id`: the game after it, or why it was refused.
+    /// The answer to request `id`: the game after it, or why it was refused;
+    /// and the score of the move it made, where the game has one.
     Answer {
         id: u64,
         result: Result<Snapshot, String>,
+        scored: Option<Scored>,
     },
     /// What the bridge is busy with (installing OpenSpiel, solving a game).
     Notice(String),
@@ -100,12 +111,15 @@ pub fn parse(line: &str) -> Incoming {
         return Incoming::Notice(text);
     }
     let Some(id) = msg.get("id").and_then(Value::as_u64) else { return garbage() };
+    // The score is the move's, not the game's: kept apart from the snapshot.
+    let scored = msg.get_mut("ok").and_then(Value::as_object_mut).and_then(|ok| ok.remove("scored"));
+    let scored = scored.and_then(|s| serde_json::from_value(s).ok());
     let result = match (msg.remove("ok"), msg.remove("error")) {
         (Some(ok), _) => serde_json::from_value(ok).map_err(|e| format!("the OpenSpiel bridge answered what this plugin cannot read: {e}")),
         (None, Some(Value::String(e))) => Err(e),
         _ => return garbage(),
     };
-    Incoming::Answer { id, result }
+    Incoming::Answer { id, result, scored }
 }
 
 #[cfg(test)]
@@ -115,11 +129,14 @@ mod tests {
     #[test]
     fn answers_notices_and_garbage_are_told_apart() {
         let line = r#"{"id":3,"ok":{"history":[0,1],"current":0,"over":false,"returns":null,"views":[{"observation":"0","legal":[[0,"Pass"],[1,"Bet"]]},{"observation":"1"}]}}"#;
-        let Incoming::Answer { id: 3, result: Ok(snap) } = parse(line) else { panic!("{:?}", parse(line)) };
+        let Incoming::Answer { id: 3, result: Ok(snap), scored: None } = parse(line) else { panic!("{:?}", parse(line)) };
         assert_eq!(snap.to_move(), Some(0));
         assert_eq!(snap.legal(0)[1], (1, "Bet".to_string()));
         assert!(snap.legal(1).is_empty() && snap.history_lines().is_none());
-        assert_eq!(parse(r#"{"id":4,"error":"no"}"#), Incoming::Answer { id: 4, result: Err("no".into()) });
+        assert_eq!(parse(r#"{"id":4,"error":"no"}"#), Incoming::Answer { id: 4, result: Err("no".into()), scored: None });
+        let scored = r#"{"id":5,"ok":{"history":[],"scored":{"seat":0,"value":-0.5,"best":-0.3,"optimality":0.0}}}"#;
+        let Incoming::Answer { scored: Some(s), result: Ok(_), .. } = parse(scored) else { panic!("{:?}", parse(scored)) };
+        assert_eq!((s.seat, s.best), (0, -0.3));
         assert_eq!(parse(r#"{"notice":"installing"}"#), Incoming::Notice("installing".into()));
         assert!(matches!(parse("Warning! quoridor"), Incoming::Garbage(_)));
     }

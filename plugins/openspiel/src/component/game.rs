@@ -61,6 +61,8 @@ pub struct Link {
     pub notice: Option<(String, u64)>,
     /// The last request id sent before the running bridge was opened.
     opened_at: u64,
+    /// The last scored agent move, shown to its seat (Kuhn, Leduc).
+    pub last_scored: Option<crate::snapshot::Scored>,
 }
 
 /// What one bridge request has come to.
@@ -192,7 +194,7 @@ impl Game {
     /// A line from the bridge.
     pub fn receive(&mut self, line: &str) {
         match snapshot::parse(line) {
-            Incoming::Answer { id, result } => {
+            Incoming::Answer { id, result, scored } => {
                 self.link.notice = None;
                 // A move is counted when its answer comes, before the game
                 // it may end is recorded (a count after that is too late).
@@ -201,6 +203,9 @@ impl Game {
                     Ok(snap) => {
                         if a_move {
                             self.tally.sent(true);
+                        }
+                        if let Some(s) = scored.filter(|_| a_move) {
+                            self.scored(s);
                         }
                         self.take(snap);
                         Ok(())
@@ -247,6 +252,21 @@ impl Game {
         }
     }
 
+    /// An agent's move was scored: shown to its seat, and its optimality
+    /// kept in the record's figures (as Showdown's are, for `ludus report`).
+    fn scored(&mut self, s: crate::snapshot::Scored) {
+        self.link.last_scored = Some(s);
+        let mut figures: Value = serde_json::from_str(&self.tally.figures).unwrap_or_else(|_| json!({}));
+        if !figures.is_object() {
+            figures = json!({});
+        }
+        let list = figures.as_object_mut().expect("an object").entry("optimality").or_insert_with(|| json!([]));
+        if let Some(list) = list.as_array_mut() {
+            list.push(json!(s.optimality));
+        }
+        self.tally.figures = figures.to_string();
+    }
+
     /// Each seat's result: won with the highest return, a draw when all are equal.
     pub fn results(&self) -> Option<Vec<End>> {
         let returns = self.snap.as_ref()?.returns.as_ref()?;
@@ -271,7 +291,13 @@ impl Game {
         let Some(results) = self.results() else { return };
         self.tally.end(results[self.creator]);
         let snap = self.snap.as_ref().expect("over");
-        self.tally.figures = json!({"returns": snap.returns, "actions": snap.history.len()}).to_string();
+        let kept: Value = serde_json::from_str(&self.tally.figures).unwrap_or_else(|_| json!({}));
+        let mut figures = json!({"returns": snap.returns, "actions": snap.history.len()});
+        if let Some(list) = kept["optimality"].as_array().filter(|l| !l.is_empty()) {
+            let mean = list.iter().filter_map(Value::as_f64).sum::<f64>() / list.len() as f64;
+            (figures["optimality"], figures["optimality_mean"]) = (json!(list), json!(mean));
+        }
+        self.tally.figures = figures.to_string();
         self.tally.tell();
         self.tell_seats();
     }

@@ -1,7 +1,7 @@
 //! The answers an agent reads: its own view only, or the public view for
 //! someone watching. Nothing here reads another seat's view.
 
-use super::bindings::exports::ludus::openspiel::tools::{Action, SeatHolder, Turn};
+use super::bindings::exports::ludus::openspiel::tools::{Action, Evaluation, SeatHolder, Turn};
 use super::game::{Game, now_ms};
 
 /// At most this many actions are listed in the text (all are in `legal-actions`).
@@ -29,6 +29,8 @@ pub fn turn(g: &Game, caller: &str, note: &str) -> Turn {
     let history_actions = history.as_ref().map(|_| snap.history.clone());
     let seats: Vec<SeatHolder> = g.seats.iter().enumerate().map(|(i, s)| SeatHolder { seat: i as u32, holder: s.shown(caller) }).collect();
 
+    // A move's score tells of its seat's cards: shown to that seat alone.
+    let last_move = g.link.last_scored.filter(|s| g.seats_of(caller).contains(&s.seat));
     let mut text = String::new();
     let who = match seat {
         Some(s) => format!("you are seat {s}"),
@@ -50,6 +52,12 @@ pub fn turn(g: &Game, caller: &str, note: &str) -> Turn {
     } else if let Some(m) = to_move {
         let waiting = if g.seats[m] == crate::seats::Seat::Open { " (an open seat: the game waits for an agent to join)" } else { "" };
         text.push_str(&format!("Seat {m} is to move{waiting}; call `openspiel_wait_for_turn`.\n"));
+    }
+    if let Some(s) = &last_move {
+        text.push_str(&format!(
+            "Your last move: worth {:+.3} against the equilibrium (the best action there {:+.3}; optimality {:.2}).\n",
+            s.value, s.best, s.optimality
+        ));
     }
     if let Some(obs) = &view.observation {
         text.push_str(&format!("Your observation:\n{}\n", obs.trim_end()));
@@ -99,6 +107,7 @@ pub fn turn(g: &Game, caller: &str, note: &str) -> Turn {
         history,
         history_actions,
         seats,
+        last_move: last_move.map(|s| Evaluation { value: s.value, best: s.best, optimality: s.optimality }),
         text: text.trim_end().to_string(),
     }
 }
