@@ -943,8 +943,13 @@ async fn finished_games_leave_no_bridge_process() {
 #[tokio::test]
 async fn hidden_cards_and_the_seed_reach_no_seat() {
     let work = scratch();
-    let server = http_server(&[], work.path()).await;
-    let (a, b) = (http_client(&server).await, http_client(&server).await);
+    // One shared bridge process, holding five other games besides the audited one.
+    let cfg = config(work.path(), "[engines]\nshards = 1");
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (a, b, others) = (http_client(&server).await, http_client(&server).await, http_client(&server).await);
+    for seed in 0..5 {
+        first_decision(&others, json!({"seed": 50 + seed})).await;
+    }
     let mut st = a.ok("cards_start_game", json!({"opponent": "agent"})).await;
     let id = st["game_id"].as_str().unwrap().to_string();
     let code = join_code(&a, &id).await;
@@ -973,6 +978,8 @@ async fn hidden_cards_and_the_seed_reach_no_seat() {
             assert!(!seen.to_string().contains(name), "{name} from the other seat's hand is in its {what}: {seen}");
         }
     }
+    let bridges = pids_with(&format!("{}/cache/sidecars/cards/phase_bridge.py", work.path().display()));
+    assert_eq!(bridges.len(), 1, "six games in one shared bridge: {bridges:?}");
     for c in [&a, &b] {
         let sessions = c.ok("ludus_sessions", json!({})).await;
         assert!(sessions["sessions"][0].get("seed").is_none(), "a running game's seed is shown: {sessions}");

@@ -1051,9 +1051,16 @@ async fn play_side(c: &Client, id: &str) -> (Value, Vec<String>) {
 async fn two_agents_play_one_offline_battle_over_http() {
     let package = showdown_package();
     let work = scratch();
-    // An evaluator's server: the chosen seed is the whole seed, so the two rounds play the same battle.
-    let cfg = config(work.path(), &format!("whole_seeds = true\n{}", sim_endpoint(&package)));
+    // An evaluator's server: the chosen seed is the whole seed, so the two
+    // rounds play the same battle; one shared simulator process, which also
+    // runs five battles of another client.
+    let cfg = config(work.path(), &format!("whole_seeds = true\n{}\n[engines]\nshards = 1", sim_endpoint(&package)));
     let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let others = http_client(&server).await;
+    for seed in 0..5 {
+        offline(&others, "random", 70 + seed).await;
+    }
+    let sims = || children_named(server.pid(), "node");
     let mut replays = Vec::new();
     for round in 0..2 {
         let (a, b) = (http_client(&server).await, http_client(&server).await);
@@ -1110,6 +1117,7 @@ async fn two_agents_play_one_offline_battle_over_http() {
             assert!(sessions["sessions"][0].get("join_code").is_none(), "no seat open, no code: {sessions}");
         }
 
+        assert_eq!(sims().len(), 1, "the battles share one simulator process: {:?}", sims());
         let ((fa, ta), (fb, tb)) = tokio::join!(play_side(&a, &id), play_side(&b, &id));
         assert_eq!(fa["winner"], fb["winner"], "{fa}\n{fb}");
         assert!(fa["winner"].is_string(), "{fa}");

@@ -39,7 +39,8 @@
 //! read-only one with the session store against `--store memory`, and the
 //! time from a restart to the first answered call with 10,000 stored games.
 //! `LUDUS_BENCH=engines` what confining an engine process adds to a game's
-//! start. `LUDUS_BENCH=idle` measures games that leave memory while idle: memory
+//! start; `LUDUS_BENCH=shared` 200 and 1,000 live OpenSpiel games in shared
+//! bridge processes (memory, a move's round trip). `LUDUS_BENCH=idle` measures games that leave memory while idle: memory
 //! per game with 100,000 puzzles, and the first call on a puzzle or a chess
 //! game out of memory; `LUDUS_BENCH=million` a million puzzles kept in the
 //! store file, with the server's memory flat (`million/`).
@@ -108,7 +109,7 @@ fn config_file(dir: &Path, cache: &Path) -> PathBuf {
     std::fs::write(
         &p,
         format!(
-            "cache_dir = {:?}\n[limits]\nmax_sessions = 100000\nmax_sessions_per_plugin = 100000\nmax_sessions_per_caller = 100000\n{}",
+            "cache_dir = {:?}\n[limits]\nmax_sessions = 100000\nmax_sessions_per_plugin = 100000\nmax_sessions_per_caller = 100000\nmax_engine_games_per_caller = 100000\n{}",
             cache.display().to_string(),
             // `LUDUS_BENCH_BUSY_POLL_US`: the servers' `limits.busy_poll_us` (default 100).
             std::env::var("LUDUS_BENCH_BUSY_POLL_US").map(|v| format!("busy_poll_us = {v}\n")).unwrap_or_default()
@@ -1187,7 +1188,7 @@ fn engine_start_costs(cfg: &Path) {
     let sandbox = Sandbox::new(Some(scratch.path()), &ludus::config::Engines::default());
     let bridge = cfg.parent().unwrap().join("cache/sidecars/openspiel/openspiel_bridge.py").display().to_string();
     let args = [bridge];
-    let launch = Launch { program: "python3", args: &args, cwd: None, bundled: None, installing: false };
+    let launch = Launch { program: "python3", args: &args, cwd: None, bundled: None, installing: false, shared: false };
     let rules = EngineRules::default();
     let jail: Vec<Duration> = (0..200)
         .map(|_| {
@@ -1222,6 +1223,188 @@ fn engine_start_costs(cfg: &Path) {
     println!("| `python3 -c pass` (20 times) | {:.1} ms | |", ms(p50));
     println!("| `openspiel_start_game` tic_tac_toe, its bridge started (20 games) | {:.1} ms | {:.1} ms |", ms(s50), ms(s95));
     println!("| the jail's share of a game's start | {:.1} % | |", 100.0 * ms(j50) / ms(s50).max(1e-9));
+}
+
+/// `LUDUS_BENCH=shared`: live connect-four games in shared bridge
+/// processes (a shard per core). Over stdio, 200 then 1,000 games started
+/// and a move made in each; the resident memory of the server and every
+/// bridge together, and a move's round trip (with the random reply) at each
+/// size, beside the same move with a bridge process per game
+/// (`games_per_process = 1`, 8 games: the default budget of a caller).
+fn shared_engine_costs(cfg: &Path) {
+    let mut c = RawClient::start(cfg);
+    let mut id = 10;
+    // The first use installs OpenSpiel (once per user cache).
+    openspiel_game(&mut c, &mut id, "tic_tac_toe", "random", 0);
+    let pid = c.child.id();
+    let all_kib = |pid: u32| rss_kib(pid) + common::descendants(pid).iter().map(|p| rss_kib(*p)).sum::<u64>();
+    let idle_kib = all_kib(pid);
+    println!(
+        "| live connect-four games, shared bridges | processes | resident, server and bridges | per game | a move, p50 / p95 |\n|---|---|---|---|---|"
+    );
+    let mut games: Vec<(String, Value)> = Vec::new();
+    for target in [200, 1000] {
+        let mut took = Vec::new();
+        while games.len() < target {
+            let seed = games.len() as u64;
+            let turn = openspiel_call(&mut c, &mut id, "openspiel_start_game", json!({"game": "connect_four", "seed": seed}));
+            games.push((turn["game_id"].as_str().unwrap().to_string(), turn));
+        }
+        for (game_id, turn) in games.iter_mut() {
+            let legal = turn["legal_actions"].as_array().unwrap();
+            let action = legal[id as usize % legal.len()]["text"].clone();
+            let t = Instant::now();
+            *turn = openspiel_call(
+                &mut c,
+                &mut id,
+                "openspiel_move",
+                json!({"game_id": game_id, "action": action, "decision": turn["decision"]}),
+            );
+            took.push(t.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        let kib = all_kib(pid);
+        let (p50, p95) = p50_p95(took);
+        println!(
+            "| {target} | {} | {:.1} MiB | {:.1} KiB | {} / {} |",
+            common::descendants(pid).len(),
+            kib as f64 / 1024.0,
+            kib.saturating_sub(idle_kib) as f64 / target as f64,
+            us(p50),
+            us(p95)
+        );
+    }
+    for (game_id, _) in &games {
+        openspiel_call(&mut c, &mut id, "openspiel_forfeit", json!({"game_id": game_id}));
+    }
+    let _ = c.child.kill();
+    let _ = c.child.wait();
+
+    // The peer in the same run: OpenSpiel's own MCP example holding 200.
+    let peer = std::process::Command::new(openspiel_peer_python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/openspiel_peer.py"))
+        .arg("200")
+        .stderr(Stdio::null())
+        .output()
+        .expect("the peer's venv");
+    let peer: Value = serde_json::from_slice(&peer.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&peer.stdout)));
+    println!(
+        "| 200, OpenSpiel's MCP example (the peer; one process) | 1 | {:.1} MiB | {:.1} KiB | {:.1} µs / {:.1} µs (`play_action` alone) |",
+        peer["rss_kib"].as_f64().unwrap() / 1024.0,
+        peer["rss_kib"].as_f64().unwrap() / 200.0,
+        peer["move_p50_us"].as_f64().unwrap(),
+        peer["move_p95_us"].as_f64().unwrap()
+    );
+
+    shared_battles_and_magic(cfg, 200, 100, "shared");
+
+    // The same decisions with a process per game, in the same run: 8 of
+    // each (a caller's process budget).
+    let own = cfg.with_file_name("own-process.toml");
+    let text = std::fs::read_to_string(cfg).unwrap();
+    std::fs::write(&own, format!("{text}\n[engines]\ngames_per_process = 1\n")).unwrap();
+    let mut c = RawClient::start(&own);
+    let took: Vec<Duration> = (0..8).flat_map(|seed| openspiel_game(&mut c, &mut id, "connect_four", "random", seed)).collect();
+    let (p50, p95) = p50_p95(took);
+    println!("| connect four, a bridge process per game (8 games played out) | | | | {} / {} |", us(p50), us(p95));
+    let _ = c.child.kill();
+    let _ = c.child.wait();
+    shared_battles_and_magic(&own, 8, 8, "a process each");
+}
+
+/// The Python of a venv with OpenSpiel's MCP example's needs
+/// (`LUDUS_BENCH_PEER_PYTHON`, else `target/bench-tools/openspiel-peer`,
+/// made here on first use from PyPI).
+fn openspiel_peer_python() -> PathBuf {
+    if let Some(python) = std::env::var_os("LUDUS_BENCH_PEER_PYTHON") {
+        return PathBuf::from(python);
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-tools/openspiel-peer");
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        eprintln!("installing the peer (open_spiel 2.0.2, fastmcp, absl-py) into {}", venv.display());
+        let made = std::process::Command::new("python3").args(["-m", "venv"]).arg(&venv).status().unwrap();
+        assert!(made.success(), "python3 -m venv failed");
+        let pip = std::process::Command::new(&python)
+            .args(["-m", "pip", "install", "-q", "open_spiel==2.0.2", "fastmcp==4.2.3", "absl-py==2.5.1"])
+            .status()
+            .unwrap();
+        assert!(pip.success(), "pip could not install the peer");
+    }
+    python
+}
+
+/// The second part of `LUDUS_BENCH=shared`: 200 offline Showdown battles
+/// and 100 Magic games live at once (built-in engines, installed on first
+/// use), each with one decision made; all processes' resident memory and a
+/// decision's round trip.
+fn shared_battles_and_magic(cfg: &Path, battles: u64, magic: u64, how: &str) {
+    let mut c = RawClient::start(cfg);
+    let mut id = 10;
+    let pid = c.child.id();
+    let all_kib = |pid: u32| rss_kib(pid) + common::descendants(pid).iter().map(|p| rss_kib(*p)).sum::<u64>();
+    let idle_kib = all_kib(pid);
+    if how == "shared" {
+        println!("| live games | processes | resident, server and engines | per game | a decision, p50 / p95 |\n|---|---|---|---|---|");
+    }
+    let battles: Vec<String> = (0..battles)
+        .map(|seed| {
+            let b = openspiel_call(&mut c, &mut id, "showdown_start_offline_battle", json!({"bot": "random", "seed": seed}));
+            b["battle_id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let took: Vec<Duration> = battles
+        .iter()
+        .map(|battle| {
+            let avail = openspiel_call(&mut c, &mut id, "showdown_get_available_actions", json!({"battle_id": battle}));
+            let action = avail["actions"][0]["action"].clone();
+            let t = Instant::now();
+            openspiel_call(&mut c, &mut id, "showdown_make_move", json!({"battle_id": battle, "action": action}));
+            t.elapsed()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let kib = all_kib(pid);
+    let (p50, p95) = p50_p95(took);
+    let row = |what: &str, n: usize, kib: u64, base: u64, p50, p95| {
+        let engines = common::descendants(pid).len();
+        let per = kib.saturating_sub(base) as f64 / n as f64;
+        println!("| {what} | {engines} | {:.1} MiB | {per:.1} KiB | {} / {} |", kib as f64 / 1024.0, us(p50), us(p95));
+    };
+    row(&format!("{} offline Showdown battles, {how} (`make_move`)", battles.len()), battles.len(), kib, idle_kib, p50, p95);
+    for battle in &battles {
+        openspiel_call(&mut c, &mut id, "showdown_forfeit_battle", json!({"battle_id": battle}));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let base = all_kib(pid);
+    let games: Vec<String> = (0..magic)
+        .map(|seed| {
+            let g = openspiel_call(&mut c, &mut id, "cards_start_game", json!({"seed": seed}));
+            let game = g["game_id"].as_str().unwrap().to_string();
+            let mut st = g;
+            while st["action_pending"] != true {
+                st = openspiel_call(&mut c, &mut id, "cards_wait_for_action", json!({"game_id": game}));
+            }
+            game
+        })
+        .collect();
+    let took: Vec<Duration> = games
+        .iter()
+        .map(|game| {
+            let t = Instant::now();
+            openspiel_call(&mut c, &mut id, "cards_pass_priority", json!({"game_id": game}));
+            t.elapsed()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let kib = all_kib(pid);
+    let (p50, p95) = p50_p95(took);
+    row(&format!("{} Magic games on phase, {how} (`pass_priority`)", games.len()), games.len(), kib, base, p50, p95);
+    for game in &games {
+        openspiel_call(&mut c, &mut id, "cards_concede", json!({"game_id": game}));
+    }
+    let _ = c.child.kill();
+    let _ = c.child.wait();
 }
 
 fn openspiel_costs(cfg: &Path) {
@@ -2014,6 +2197,7 @@ async fn main() {
         Ok("million") => return tokio::task::spawn_blocking(move || million::million_stored(&cfg)).await.unwrap(),
         Ok("openspiel") => return tokio::task::spawn_blocking(move || openspiel_costs(&cfg)).await.unwrap(),
         Ok("engines") => return tokio::task::spawn_blocking(move || engine_start_costs(&cfg)).await.unwrap(),
+        Ok("shared") => return tokio::task::spawn_blocking(move || shared_engine_costs(&cfg)).await.unwrap(),
         Ok("http") => match std::env::var("LUDUS_BENCH_BASELINE") {
             Ok(baseline) => return http_against(&cfg, &baseline).await,
             Err(_) => return http_only(&cfg).await,

@@ -2,7 +2,8 @@
 """Measures the built-in search opponents' levels against each other: each
 level plays the one below it, the seats alternating, with the bridge's own
 bots (`openspiel_bridge.Match`, both seats bots), so what is measured is
-what an agent meets.
+what an agent meets. Each seed is played twice with the seats swapped
+(duplicate play), which takes much of the cards' luck out of poker.
 
     ~/.cache/ludus/openspiel-venv/bin/python levels.py [--games N] [--jobs J] [--search mcts|ismcts]
 
@@ -34,7 +35,9 @@ def play(task):
     if n % 2:
         seats.reverse()
     t = time.perf_counter()
-    match = bridge.Match(pyspiel, {"game": game, "seats": seats, "seed": 1000 + n})
+    # Duplicate: each seed is played twice, the levels' seats swapped, so
+    # the cards dealt weigh less in the difference.
+    match = bridge.Match(pyspiel, {"game": game, "seats": seats, "seed": 1000 + n // 2})
     match.advance()
     returns = match.returns()
     return returns[seats.index(f"{search}:{high}")], time.perf_counter() - t
