@@ -708,6 +708,33 @@ async fn formats_are_the_simulators_and_unknown_ones_are_refused() {
     assert_eq!(random["offline"], true, "{random}");
 }
 
+/// One caller's forty offline battles under the default limits: they share
+/// a simulator process per core (a process each would meet the budget of 8
+/// a caller), each plays on, and the processes end with the battles.
+#[tokio::test]
+async fn forty_battles_of_one_caller_share_the_simulators() {
+    let (work, c) = sim_client().await;
+    let server = pids_with(&format!("{}/ludus.toml", work.path().display()))[0];
+    let mut ids = Vec::new();
+    for seed in 0..40 {
+        ids.push(offline(&c, "random", 400 + seed).await);
+    }
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let sims = children_named(server, "node");
+    assert!(!sims.is_empty() && sims.len() <= cores, "40 battles in {} simulators on {cores} cores: {sims:?}", sims.len());
+    for id in &ids {
+        let avail = c.ok("showdown_get_available_actions", json!({"battle_id": id})).await;
+        let action = avail["actions"][0]["action"].clone();
+        let r = c.ok("showdown_make_move", json!({"battle_id": id, "action": action})).await;
+        assert_ne!(r["status"], "error", "{r}");
+    }
+    for id in &ids {
+        c.ok("showdown_forfeit_battle", json!({"battle_id": id})).await;
+    }
+    let left = still_living(|| children_named(server, "node")).await;
+    assert!(left.is_empty(), "the shared simulators outlive their battles: {left:?}");
+}
+
 /// A finished battle frees its simulator at once (its state and log stay
 /// readable): twenty battles forfeited leave no simulator running.
 #[tokio::test]

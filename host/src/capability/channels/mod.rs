@@ -116,7 +116,11 @@ impl Channels {
                 budget: &grant.processes,
                 owner: &self.owner,
             };
-            let (task, pid) = transport::start(endpoint, &engine, rx, link, &self.rt).map_err(|e| {
+            let started = match transport::shares(endpoint, &grant.engine) {
+                true => shared::start(endpoint, &engine, rx, link, &self.rt),
+                false => transport::start(endpoint, &engine, rx, link, &self.rt),
+            };
+            let (task, pid) = started.map_err(|e| {
                 let command = match endpoint {
                     Endpoint::Process { command, .. } => command.as_str(),
                     _ => name,

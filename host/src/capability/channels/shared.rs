@@ -29,11 +29,11 @@ use std::sync::{Arc, LazyLock, Mutex, Weak};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use crate::config::Sharing;
+use crate::config::{Endpoint, Sharing};
 use crate::locking::lock;
 use crate::runtime::processes::{GamePermit, ProcessBudget, ProcessPermit};
 
-use super::transport::{Link, Running, Start, read_line};
+use super::transport::{Engine, Link, Running, Start, read_line};
 
 /// Every shared process of this server, by engine. A process-wide table:
 /// engine processes are the machine's, like the cgroups that hold them.
@@ -84,10 +84,33 @@ pub struct Member {
     _game: GamePermit,
 }
 
+/// Starts the task that serves one game's channel over a shared process of
+/// its engine (`transport::shares`). Returns the task and the process id,
+/// if the engine runs yet (not while it installs).
+pub fn start(
+    endpoint: &Endpoint,
+    engine: &Engine,
+    rx: mpsc::UnboundedReceiver<String>,
+    link: Link,
+    rt: &tokio::runtime::Handle,
+) -> std::io::Result<(tokio::task::AbortHandle, Option<u32>)> {
+    let (Some(start), Endpoint::Process { command, args, weight, .. }) = (Start::of(endpoint, engine), endpoint) else {
+        return Err(std::io::Error::other("only a process endpoint is shared"));
+    };
+    let _in_runtime = rt.enter();
+    // One family per engine as configured (a reloaded plugin with another
+    // command line gets processes of its own).
+    let key = format!("{}/{}/{command} {args:?}/{:p}", engine.plugin, engine.endpoint, Arc::as_ptr(engine.sandbox));
+    let sharing = engine.rules.sharing;
+    let (member, pid) =
+        join(key, sharing, engine.budget, engine.owner, *weight as usize, start, link.max).map_err(std::io::Error::other)?;
+    Ok((rt.spawn(run_member(member, rx, link)).abort_handle(), pid))
+}
+
 /// Joins a shared process of the engine `key`, starting one where the
 /// sharing rules call for it. Returns the place and the process id, if the
 /// engine runs yet (not while it installs).
-pub fn join(
+fn join(
     key: String,
     sharing: Sharing,
     budget: &Arc<ProcessBudget>,
@@ -137,7 +160,7 @@ impl Drop for Member {
 }
 
 /// Serves one game's channel over its shared process, until either ends.
-pub async fn run_member(mut member: Member, mut rx: mpsc::UnboundedReceiver<String>, link: Link) {
+async fn run_member(mut member: Member, mut rx: mpsc::UnboundedReceiver<String>, link: Link) {
     loop {
         tokio::select! {
             said = member.said.recv() => match said {

@@ -100,24 +100,9 @@ pub fn start(
     rt: &tokio::runtime::Handle,
 ) -> std::io::Result<(tokio::task::AbortHandle, Option<u32>)> {
     let task = match endpoint {
-        Endpoint::Process { command, args, cwd, bundled, weight, .. } => {
+        Endpoint::Process { .. } => {
             let _in_runtime = rt.enter();
-            let start = Start {
-                sandbox: engine.sandbox.clone(),
-                plugin: engine.plugin.to_string(),
-                rules: engine.rules.clone(),
-                command: command.clone(),
-                args: args.clone(),
-                cwd: cwd.clone(),
-                bundled: bundled.clone(),
-            };
-            if shares(endpoint, engine.rules) {
-                let key = format!("{}/{}/{command} {args:?}/{:p}", engine.plugin, engine.endpoint, Arc::as_ptr(engine.sandbox));
-                let sharing = engine.rules.sharing;
-                let (member, pid) = super::shared::join(key, sharing, engine.budget, engine.owner, *weight as usize, start, link.max)
-                    .map_err(std::io::Error::other)?;
-                return Ok((rt.spawn(super::shared::run_member(member, rx, link)).abort_handle(), pid));
-            }
+            let start = Start::of(endpoint, engine).expect("a process endpoint");
             // A built-in engine not installed yet is installed first, by a
             // process of its own that may reach its registry; the engine
             // that then plays is kept off the network.
@@ -147,6 +132,20 @@ pub(super) struct Start {
 }
 
 impl Start {
+    /// What starts a process endpoint's program for this plugin; none for other endpoints.
+    pub(super) fn of(endpoint: &Endpoint, engine: &Engine) -> Option<Start> {
+        let Endpoint::Process { command, args, cwd, bundled, .. } = endpoint else { return None };
+        Some(Start {
+            sandbox: engine.sandbox.clone(),
+            plugin: engine.plugin.to_string(),
+            rules: engine.rules.clone(),
+            command: command.clone(),
+            args: args.clone(),
+            cwd: cwd.clone(),
+            bundled: bundled.clone(),
+        })
+    }
+
     /// A built-in engine not installed yet is installed first.
     pub(super) fn needs_install(&self) -> bool {
         self.bundled.as_ref().is_some_and(|b| !b.installed.exists())
