@@ -286,6 +286,117 @@ macro_rules! legal_moves {
     };
 }
 
+/// Engine requests that tool calls wait for across the host's re-runs. A
+/// call that needs its engine sends a request, asks the host to wait
+/// (`host::wait`), and is run again when an answer arrives: it recognises
+/// its own request by a key (`"move e4"`), one request per caller, and takes
+/// the answer then. An engine game keeps one `Held` beside its channel.
+pub mod held {
+    use std::collections::HashMap;
+
+    /// Which request each caller waits for (by key and id), and the answers
+    /// that came for them.
+    pub struct Held<T> {
+        calls: HashMap<String, (String, u64)>,
+        answers: HashMap<u64, T>,
+    }
+
+    impl<T> Default for Held<T> {
+        fn default() -> Self {
+            Held { calls: HashMap::new(), answers: HashMap::new() }
+        }
+    }
+
+    /// What a caller's request has come to.
+    #[derive(Debug, PartialEq)]
+    pub enum Poll<T> {
+        /// Its answer: the request is done (asked again, it is `NotSent`).
+        Answered(T),
+        Waiting,
+        /// The caller waits for no request with this key.
+        NotSent,
+    }
+
+    impl<T> Held<T> {
+        /// What `caller`'s request `key` has come to.
+        pub fn poll(&mut self, caller: &str, key: &str) -> Poll<T> {
+            let Some(id) = self.calls.get(caller).filter(|(k, _)| k == key).map(|(_, id)| *id) else { return Poll::NotSent };
+            match self.answers.remove(&id) {
+                Some(answer) => {
+                    self.calls.remove(caller);
+                    Poll::Answered(answer)
+                }
+                None => Poll::Waiting,
+            }
+        }
+
+        /// `caller` sent request `id` for `key`. A request it abandoned is
+        /// replaced: its answer is dropped when it comes.
+        pub fn sent(&mut self, caller: &str, key: &str, id: u64) {
+            self.calls.insert(caller.to_string(), (key.to_string(), id));
+        }
+
+        /// The answer to request `id`, kept while a call waits for it.
+        pub fn answer(&mut self, id: u64, outcome: T) {
+            if self.waits_for(id) {
+                self.answers.insert(id, outcome);
+            }
+        }
+
+        /// Whether a call waits for request `id`.
+        pub fn waits_for(&self, id: u64) -> bool {
+            self.calls.values().any(|(_, i)| *i == id)
+        }
+
+        /// The key of the request `id` a call waits for.
+        pub fn key_of(&self, id: u64) -> Option<&str> {
+            self.calls.values().find(|(_, i)| *i == id).map(|(k, _)| k.as_str())
+        }
+
+        /// Whether `caller` waits for its request `key`.
+        pub fn in_flight(&self, caller: &str, key: &str) -> bool {
+            self.calls.get(caller).is_some_and(|(k, _)| k == key)
+        }
+
+        /// Whether any call waits for a request whose key `matches`.
+        pub fn any(&self, matches: impl Fn(&str) -> bool) -> bool {
+            self.calls.values().any(|(k, _)| matches(k))
+        }
+
+        /// Answers every request waited for that `which` takes (by id) with
+        /// `outcome()`: its engine stopped.
+        pub fn fail(&mut self, which: impl Fn(u64) -> bool, outcome: impl Fn() -> T) {
+            let ids: Vec<u64> = self.calls.values().map(|(_, id)| *id).filter(|id| which(*id)).collect();
+            for id in ids {
+                self.answers.insert(id, outcome());
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn a_call_takes_its_own_answer_once_and_a_replaced_one_is_dropped() {
+            let mut held = Held::default();
+            assert_eq!(held.poll("a", "move e4"), Poll::NotSent);
+            held.sent("a", "move e4", 1);
+            assert_eq!(held.poll("a", "move e4"), Poll::Waiting);
+            assert_eq!(held.poll("a", "move d4"), Poll::NotSent, "another key is another call");
+            held.sent("a", "move d4", 2);
+            held.answer(1, "old");
+            assert!(!held.waits_for(1), "the abandoned request's answer is dropped");
+            held.answer(2, "new");
+            assert_eq!(held.poll("a", "move d4"), Poll::Answered("new"));
+            assert_eq!(held.poll("a", "move d4"), Poll::NotSent);
+            held.sent("b", "start", 3);
+            held.fail(|id| id >= 3, || "stopped");
+            assert_eq!(held.poll("b", "start"), Poll::Answered("stopped"));
+        }
+    }
+}
+
 /// A game's state as bytes and back, for [`durable!`].
 pub mod durable {
     use std::cell::{Cell, RefCell};

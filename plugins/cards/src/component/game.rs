@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use ludus_sdk::held::{Held, Poll};
 use ludus_sdk::tally::{End, Tally};
 use ludus_sdk::{LogLevel, channels, host};
 use serde_json::Value;
@@ -42,21 +43,14 @@ pub enum Seat {
 }
 
 /// A backend request some tool call is waiting for.
-struct InFlight {
-    key: String,
-    id: u64,
-}
-
 pub struct Game {
     pub backend: Backend,
     /// The channel serving each seat (the phase bridge serves both on one).
     pub channels: [Option<u32>; 2],
     pub seats: [Seat; 2],
     next_id: u64,
-    /// Answers that arrived for requests in flight.
-    responses: HashMap<u64, Result<Value, String>>,
-    /// The request each caller waits for.
-    calls: HashMap<String, InFlight>,
+    /// The request each caller waits for, and the answers that arrived.
+    held: Held<Result<Value, String>>,
     /// Tools the backend offers (`tools/list`), once it answered.
     pub offered: Vec<String>,
     list_request: Option<u64>,
@@ -135,8 +129,7 @@ impl Game {
             channels: [None, None],
             seats,
             next_id: 0,
-            responses: HashMap::new(),
-            calls: HashMap::new(),
+            held: Held::default(),
             offered: Vec::new(),
             list_request: None,
             failed: None,
@@ -203,13 +196,15 @@ impl Game {
     /// Looks a card up by name once the game is over and its engine gone: in
     /// a bridge started for that, stopped as soon as it answers.
     pub fn look_up(&mut self, caller: &str, key: &str, args: Value) -> Step {
-        if let Some(c) = self.calls.get(caller).filter(|c| c.key == key) {
-            let Some(answer) = self.responses.remove(&c.id) else { return Step::Waiting };
-            self.calls.remove(caller);
-            if let Some(channel) = self.lookup.take() {
-                channels::close(channel);
+        match self.held.poll(caller, key) {
+            Poll::Answered(answer) => {
+                if let Some(channel) = self.lookup.take() {
+                    channels::close(channel);
+                }
+                return Step::Done(answer.and_then(rpc::tool_result));
             }
-            return Step::Done(answer.and_then(rpc::tool_result));
+            Poll::Waiting => return Step::Waiting,
+            Poll::NotSent => {}
         }
         let channel = match self.lookup {
             Some(channel) => channel,
@@ -226,7 +221,7 @@ impl Game {
         };
         let id = self.id();
         send(channel, &rpc::tool_call(id, "get_oracle_text", args, Some(0)));
-        self.calls.insert(caller.to_string(), InFlight { key: key.to_string(), id });
+        self.held.sent(caller, key, id);
         Step::Waiting
     }
 
@@ -278,15 +273,11 @@ impl Game {
     /// One backend tool call for `caller`, across the host's re-runs: sent the
     /// first time, its answer returned once it came, else `Waiting`.
     pub fn step(&mut self, caller: &str, key: &str, seat: usize, tool: &str, args: Value) -> Step {
-        if let Some(c) = self.calls.get(caller).filter(|c| c.key == key) {
-            return match self.responses.remove(&c.id) {
-                Some(r) => {
-                    self.calls.remove(caller);
-                    Step::Done(r.and_then(rpc::tool_result))
-                }
-                None if self.failed.is_some() => Step::Done(Err(self.failed.clone().unwrap_or_default())),
-                None => Step::Waiting,
-            };
+        match self.held.poll(caller, key) {
+            Poll::Answered(r) => return Step::Done(r.and_then(rpc::tool_result)),
+            Poll::Waiting if self.failed.is_some() => return Step::Done(Err(self.failed.clone().unwrap_or_default())),
+            Poll::Waiting => return Step::Waiting,
+            Poll::NotSent => {}
         }
         if let Some(why) = &self.failed {
             return Step::Done(Err(why.clone()));
@@ -298,7 +289,7 @@ impl Game {
         let meta_seat = (self.backend == Backend::Phase).then_some(seat as u32);
         send(channel, &rpc::tool_call(id, tool, args, meta_seat));
         // A call this caller abandoned is replaced; its answer is dropped when it comes.
-        self.calls.insert(caller.to_string(), InFlight { key: key.to_string(), id });
+        self.held.sent(caller, key, id);
         Step::Waiting
     }
 
@@ -313,7 +304,7 @@ impl Game {
 
     /// The request this caller waits for has this key.
     pub fn in_flight(&self, caller: &str, key: &str) -> bool {
-        self.calls.get(caller).is_some_and(|c| c.key == key)
+        self.held.in_flight(caller, key)
     }
 
     /// A line from the backend.
@@ -410,9 +401,7 @@ impl Game {
             }
             Incoming::Response { id, result } => {
                 self.notice = None;
-                if self.calls.values().any(|c| c.id == id) {
-                    self.responses.insert(id, result);
-                }
+                self.held.answer(id, result);
             }
             Incoming::Notice(text) => {
                 ludus_sdk::log(LogLevel::Info, &format!("{} backend: {text}", self.backend.endpoint()));

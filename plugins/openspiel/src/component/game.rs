@@ -6,8 +6,8 @@
 //! its turn sees the change at once.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 
+use ludus_sdk::held::{Held, Poll};
 use ludus_sdk::tally::{End, Tally};
 use ludus_sdk::{LogLevel, channels, host};
 use serde::{Deserialize, Serialize};
@@ -52,11 +52,10 @@ pub struct Game {
 pub struct Link {
     channel: Option<u32>,
     next_id: u64,
-    /// The request each caller waits for, by key.
-    calls: HashMap<String, (String, u64)>,
-    /// Answers that arrived for those requests: the snapshot is taken
-    /// already; the caller learns whether its request was refused.
-    answers: HashMap<u64, Result<(), String>>,
+    /// The request each caller waits for, and the answers that arrived for
+    /// them: the snapshot is taken already; the caller learns whether its
+    /// request was refused.
+    held: Held<Result<(), String>>,
     /// What the bridge last said it is busy with, and since when (ms).
     pub notice: Option<(String, u64)>,
     /// The last request id sent before the running bridge was opened.
@@ -118,15 +117,10 @@ impl Game {
     /// A request to the bridge for `caller`, across the host's re-runs: sent
     /// the first time, its outcome returned once answered, else `Waiting`.
     pub fn request(&mut self, caller: &str, key: &str, body: Value) -> Step {
-        if let Some((_, id)) = self.link.calls.get(caller).filter(|(k, _)| k == key) {
-            let id = *id;
-            return match self.link.answers.remove(&id) {
-                Some(result) => {
-                    self.link.calls.remove(caller);
-                    Step::Done(result)
-                }
-                None => Step::Waiting,
-            };
+        match self.link.held.poll(caller, key) {
+            Poll::Answered(result) => return Step::Done(result),
+            Poll::Waiting => return Step::Waiting,
+            Poll::NotSent => {}
         }
         let sent = self.connect().and_then(|()| match self.send(body.clone()) {
             Ok(id) => Ok(id),
@@ -140,7 +134,7 @@ impl Game {
         match sent {
             Ok(id) => {
                 // A call this caller abandoned is replaced; its answer is dropped when it comes.
-                self.link.calls.insert(caller.to_string(), (key.to_string(), id));
+                self.link.held.sent(caller, key, id);
                 Step::Waiting
             }
             Err(e) => Step::Done(Err(e)),
@@ -149,12 +143,12 @@ impl Game {
 
     /// The request `caller` waits for has this key.
     pub fn in_flight(&self, caller: &str, key: &str) -> bool {
-        self.link.calls.get(caller).is_some_and(|(k, _)| k == key)
+        self.link.held.in_flight(caller, key)
     }
 
     /// Any agent's move is with the bridge: the next waits for its outcome.
     pub fn moving(&self) -> bool {
-        self.link.calls.values().any(|(k, _)| k.starts_with("move "))
+        self.link.held.any(|k| k.starts_with("move "))
     }
 
     /// The `new` request for this game: its seats, seed and history so far.
@@ -198,7 +192,7 @@ impl Game {
                 self.link.notice = None;
                 // A move is counted when its answer comes, before the game
                 // it may end is recorded (a count after that is too late).
-                let a_move = self.link.calls.values().any(|(k, i)| *i == id && k.starts_with("move "));
+                let a_move = self.link.held.key_of(id).is_some_and(|k| k.starts_with("move "));
                 let outcome = match result {
                     Ok(snap) => {
                         if a_move {
@@ -212,9 +206,7 @@ impl Game {
                     }
                     Err(e) => Err(e),
                 };
-                if self.link.calls.values().any(|(_, i)| *i == id) {
-                    self.link.answers.insert(id, outcome);
-                }
+                self.link.held.answer(id, outcome);
             }
             Incoming::Notice(text) => {
                 ludus_sdk::log(LogLevel::Info, &format!("openspiel bridge: {text}"));
@@ -236,9 +228,7 @@ impl Game {
         }
         let opened_at = self.link.opened_at;
         let why = format!("the OpenSpiel engine stopped ({reason}); nothing of this call was made: call again");
-        for (_, id) in self.link.calls.values().filter(|(_, id)| running || *id <= opened_at) {
-            self.link.answers.insert(*id, Err(why.clone()));
-        }
+        self.link.held.fail(|id| running || id <= opened_at, || Err(why.clone()));
     }
 
     /// The game as the bridge now tells it; once it is over, the result is
