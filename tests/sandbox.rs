@@ -383,3 +383,43 @@ async fn the_real_engines_run_without_the_servers_secrets_and_under_their_limits
         assert!(status.lines().any(|l| l.starts_with("NoNewPrivs:") && l.ends_with('1')), "{name}: {status}");
     }
 }
+
+/// Two games in one shared probe process: each is answered on its own
+/// channel only, and an engine that floods one game with lines it has not
+/// taken ends that game's channel alone, naming the bound, while the other
+/// plays on.
+#[tokio::test]
+async fn a_shared_engine_flooding_one_game_ends_that_game_only() {
+    let work = scratch();
+    let dir = plugins_dir(work.path(), &["relay"]);
+    let probe = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/engine-probe/probe.py").canonicalize().unwrap();
+    let cfg = config(
+        work.path(),
+        &format!(
+            "[engines]\nshards = 1\n[plugins.relay.channels.probe]\nprocess = {{ command = \"python3\", args = [{:?}, {:?}], tagged = true }}\n",
+            probe.display().to_string(),
+            format!("--test={}", work.path().display())
+        ),
+    );
+    let c = stdio(&["--plugins", dir.to_str().unwrap(), "--config", cfg.to_str().unwrap()], work.path()).await;
+    let (a, b) = (open_probe(&c).await, open_probe(&c).await);
+    assert_eq!(probes(work.path()).len(), 1, "two games, one shared probe");
+    let (wa, wb) = (ask(&c, &a, 1, "where").await, ask(&c, &b, 1, "where").await);
+    assert_eq!(wa["cwd"], wb["cwd"], "one process answers both: {wa} {wb}");
+    assert!(ask(&c, &a, 2, "env").await["env"]["LUDUS_ENGINE_SHARED"] == "1");
+    c.ok("relay_send", json!({"id": a.0, "channel": a.1, "data": "flood 200000"})).await;
+    let mut closed = Vec::new();
+    for _ in 0..100 {
+        let inbox = c.ok("relay_receive", json!({"id": a.0, "count": 1_000_000})).await;
+        closed = inbox["closed"].as_array().cloned().unwrap_or_default();
+        if !closed.is_empty() {
+            break;
+        }
+    }
+    assert!(closed[0].as_str().unwrap().contains("more than 10000 lines it had not taken yet"), "{closed:?}");
+    // The other game's channel still answers, from the same process.
+    let again = ask(&c, &b, 2, "where").await;
+    assert_eq!(again["cwd"], wb["cwd"], "{again}");
+    let inbox = c.ok("relay_receive", json!({"id": b.0, "count": 2})).await;
+    assert!(inbox["messages"].as_array().unwrap().iter().all(|m| !m.as_str().unwrap().contains(":0")), "a line of a's reached b: {inbox}");
+}

@@ -23,7 +23,7 @@
 //! game waiting for it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -50,10 +50,22 @@ struct Slot {
     games: usize,
 }
 
+/// Lines the engine may say to one game before the game has taken them: a
+/// process's reader never waits for a slow game, so a bound keeps an engine
+/// that floods one game from holding the server's memory.
+const MAX_QUEUED: usize = 10_000;
+
+/// One game's queue in its process: what the engine said to it, and how
+/// many lines of that the game has not taken yet.
+struct Queue {
+    tx: mpsc::UnboundedSender<Said>,
+    queued: Arc<AtomicUsize>,
+}
+
 /// One shared process, as its games and its task see it.
 struct Process {
-    /// Each game's queue, by tag: what the engine said to it.
-    members: Mutex<HashMap<u32, mpsc::UnboundedSender<Said>>>,
+    /// Each game's queue, by tag.
+    members: Mutex<HashMap<u32, Queue>>,
     frames: mpsc::UnboundedSender<Frame>,
     next_tag: AtomicU32,
     pid: AtomicU64,
@@ -81,6 +93,7 @@ pub struct Member {
     process: Arc<Process>,
     tag: u32,
     said: mpsc::UnboundedReceiver<Said>,
+    queued: Arc<AtomicUsize>,
     _game: GamePermit,
 }
 
@@ -139,9 +152,10 @@ fn join(
     drop(slots);
     let tag = process.next_tag.fetch_add(1, Ordering::Relaxed) + 1;
     let (tx, said) = mpsc::unbounded_channel();
-    lock(&process.members).insert(tag, tx);
+    let queued = Arc::new(AtomicUsize::new(0));
+    lock(&process.members).insert(tag, Queue { tx, queued: queued.clone() });
     let pid = Some(process.pid.load(Ordering::Relaxed) as u32).filter(|&p| p != 0);
-    Ok((Member { family, process, tag, said, _game: game }, pid))
+    Ok((Member { family, process, tag, said, queued, _game: game }, pid))
 }
 
 impl Drop for Member {
@@ -164,8 +178,14 @@ async fn run_member(mut member: Member, mut rx: mpsc::UnboundedReceiver<String>,
     loop {
         tokio::select! {
             said = member.said.recv() => match said {
-                Some(Said::Line(line)) => if !link.message(line).await { return },
-                Some(Said::Note(line)) => link.note(&line),
+                Some(Said::Line(line)) => {
+                    member.queued.fetch_sub(1, Ordering::Relaxed);
+                    if !link.message(line).await { return }
+                }
+                Some(Said::Note(line)) => {
+                    member.queued.fetch_sub(1, Ordering::Relaxed);
+                    link.note(&line);
+                }
                 Some(Said::Closed(why)) => return link.closed(why).await,
                 None => return link.closed("the shared engine process ended".into()).await,
             },
@@ -227,7 +247,8 @@ async fn install(process: &Process, running: &mut Running) -> Result<(), String>
     };
     let tell = |said: fn(String) -> Said, line: String| {
         for member in lock(&process.members).values() {
-            let _ = member.send(said(line.clone()));
+            member.queued.fetch_add(1, Ordering::Relaxed);
+            let _ = member.tx.send(said(line.clone()));
         }
     };
     let mut out = BufReader::new(stdout);
@@ -309,13 +330,19 @@ fn route(process: &Process, pid: u32, line: String) {
         return tracing::warn!(target: "ludus::sidecar", pid, "an untagged line from a shared engine, not shown to any game: {line}");
     };
     let mut members = lock(&process.members);
-    if closing {
-        if let Some(member) = members.remove(&tag) {
-            let why = if rest.is_empty() { "the engine ended this game's channel" } else { rest };
-            let _ = member.send(Said::Closed(why.to_string()));
-        }
-    } else if let Some(member) = members.get(&tag) {
-        let _ = member.send(Said::Line(rest.to_string()));
+    let Some(member) = members.get(&tag) else { return };
+    let flooded = !closing && member.queued.load(Ordering::Relaxed) >= MAX_QUEUED;
+    if closing || flooded {
+        let why = match (closing, rest.is_empty()) {
+            (false, _) => format!("the engine sent this game more than {MAX_QUEUED} lines it had not taken yet"),
+            (true, true) => "the engine ended this game's channel".to_string(),
+            (true, false) => rest.to_string(),
+        };
+        let member = members.remove(&tag).expect("just found");
+        let _ = member.tx.send(Said::Closed(why));
+    } else {
+        member.queued.fetch_add(1, Ordering::Relaxed);
+        let _ = member.tx.send(Said::Line(rest.to_string()));
     }
 }
 
@@ -326,7 +353,7 @@ fn end(process: &Arc<Process>, family: &Weak<Family>, why: String) {
         lock(&family.processes).retain(|s| !Arc::ptr_eq(&s.process, process));
     }
     for (_, member) in lock(&process.members).drain() {
-        let _ = member.send(Said::Closed(why.clone()));
+        let _ = member.tx.send(Said::Closed(why.clone()));
     }
 }
 
