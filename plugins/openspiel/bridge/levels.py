@@ -55,7 +55,9 @@ def main():
     args.add_argument("--games", type=int, default=40, help="games per pairing (half with each seat)")
     args.add_argument("--jobs", type=int, default=2)
     args.add_argument("--search", choices=("mcts", "ismcts"), help="only this search")
+    args.add_argument("--pair", help="only this pairing, as HIGH:LOW (2:1)")
     a = args.parse_args()
+    only = tuple(int(x) for x in a.pair.split(":")) if a.pair else None
     print("| search, game | levels | games | the higher level's score (95 % interval) | seconds a game |")
     print("|---|---|---|---|---|")
     with ProcessPoolExecutor(max_workers=a.jobs) as pool:
@@ -63,6 +65,8 @@ def main():
             if a.search and search != a.search:
                 continue
             for high, low in pairings:
+                if only and (high, low) != only:
+                    continue
                 tasks = [(search, game, high, low, n) for n in range(a.games)]
                 results = list(pool.map(play, tasks))
                 returns = [r for r, _ in results]

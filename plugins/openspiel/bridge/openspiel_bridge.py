@@ -49,7 +49,7 @@ REQUIREMENT = "open_spiel==2.0.2"
 MCTS_SIMULATIONS = (10, 100, 1000, 3000, 10000)
 # IS-MCTS strength (OpenSpiel's Python IS-MCTS: each simulation samples a
 # state the seat's information allows, so fewer of them a move).
-ISMCTS_SIMULATIONS = (10, 30, 100, 300, 1000)
+ISMCTS_SIMULATIONS = (3, 30, 100, 300, 1000)
 # CFR+ iterations for the equilibrium opponent (exploitability of the
 # average policy: Kuhn 1e-4, Leduc 5e-3).
 CFR_ITERATIONS = {"kuhn_poker": 1000, "leduc_poker": 200}
