@@ -589,7 +589,9 @@ async fn two_agents_play_each_other_over_http() {
 #[tokio::test]
 async fn a_killed_bridge_is_replaced_and_the_game_plays_on() {
     let work = scratch();
-    let c = stdio(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
+    let records = work.path().join("records.jsonl");
+    let cfg = dealt(work.path(), "");
+    let c = stdio(&["--records", records.to_str().unwrap(), "--config", cfg.to_str().unwrap()], work.path()).await;
     let id = first_decision(&c, json!({"seed": 4})).await;
     let before = c.ok("cards_get_game_state", json!({"game_id": id})).await;
     // The bridge runs from this test's cache directory (no one is shown its process id).
@@ -613,6 +615,9 @@ async fn a_killed_bridge_is_replaced_and_the_game_plays_on() {
     assert_eq!(after["players"], before["players"], "the rebuilt game is the same game: {after}");
     let end = play(&c, &id, &mut Agent::new(4)).await;
     assert_eq!(end["game_over"], true, "{end}");
+    // Its record verifies: the replay ends the bridge where the record's ended.
+    let (code, printed) = verify(&[&records], &cfg);
+    assert_eq!(code, Some(0), "{printed}");
 }
 
 /// Stand-in for XMage (which cannot be installed here): the operator's

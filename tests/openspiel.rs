@@ -452,7 +452,7 @@ async fn a_hundred_games_of_one_caller_share_a_bridge_per_core() {
     assert!(left.is_empty(), "finished games' shared bridges linger: {left:?}");
 }
 
-/// A kill -9 of the one shared process that holds twenty games: the calls
+/// A kill -9 of the one shared process that holds fifty games: the calls
 /// in flight fail with nothing made, every game rebuilds on its next call
 /// and plays to its end with no acknowledged move lost or doubled, and every
 /// record verifies.
@@ -464,7 +464,7 @@ async fn a_killed_shared_bridge_costs_nothing_acknowledged_and_every_record_veri
     let c = stdio(&["--records", records_path.to_str().unwrap(), "--config", cfg.to_str().unwrap()], work.path()).await;
     let names = ["connect_four", "kuhn_poker", "tic_tac_toe", "leduc_poker"];
     let mut games = Vec::new();
-    for k in 0..20 {
+    for k in 0..50 {
         let (id, turn) = start(&c, json!({"game": names[k % names.len()], "seed": 40 + k})).await;
         let mut agent = Agent(k as u64);
         let action = agent.action(&turn);
@@ -472,7 +472,7 @@ async fn a_killed_shared_bridge_costs_nothing_acknowledged_and_every_record_veri
         games.push((id, agent, after));
     }
     let running = bridges_of(work.path());
-    assert_eq!(running.len(), 1, "twenty games, one shared process: {running:?}");
+    assert_eq!(running.len(), 1, "fifty games, one shared process: {running:?}");
     std::process::Command::new("kill").args(["-9", &running[0].to_string()]).status().unwrap();
     for (id, agent, before) in &mut games {
         let state = c.ok("openspiel_get_state", json!({"game_id": id})).await;

@@ -252,6 +252,9 @@ async fn bad_actions_forfeit_and_a_killed_simulator() {
         "the rebuilt battle plays to its end: {:?}",
         played.actions
     );
+    // Its record verifies: the replay ends the simulator where the record's ended.
+    let (code, printed) = verify(&[&work.path().join(RECORDS)], &work.path().join("ludus.toml"));
+    assert_eq!(code, Some(0), "{printed}");
     c.ok("hanoi_init_simulator", json!({"n": 3})).await;
     offline(&c, "random", 8).await;
     c.close().await;

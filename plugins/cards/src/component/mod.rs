@@ -558,8 +558,11 @@ impl events::Guest for Cards {
     }
 
     fn on_closed(_channel: u32, reason: String) {
-        let on_phase =
-            GAME.with_borrow(|g| g.as_ref().is_some_and(|g| g.failed.is_none() && g.backend == Backend::Phase && g.start.is_some()));
+        // Only a game whose engine had started (it answered): one that never
+        // did (its install failed, say) would fail the same way again.
+        let on_phase = GAME.with_borrow(|g| {
+            g.as_ref().is_some_and(|g| g.failed.is_none() && g.backend == Backend::Phase && g.start.is_some() && !g.offered.is_empty())
+        });
         let mut reason = reason;
         if on_phase && ludus_sdk::durable::may_rebuild() {
             // The bridge ended by itself (a shared process killed, say): a

@@ -811,7 +811,10 @@ impl events::Guest for Showdown {
 
     fn on_closed(channel: u32, reason: String) {
         let live = |g: &Game| channel == g.channel && !g.seat.battle.over() && g.status != Status::Finished;
-        let offline = GAME.with_borrow(|g| g.as_ref().is_some_and(|g| live(g) && matches!(g.mode, Mode::Offline { .. })));
+        // Only a battle whose simulator had started (it said something): one
+        // that never did (its install failed, say) would fail the same way again.
+        let offline =
+            GAME.with_borrow(|g| g.as_ref().is_some_and(|g| live(g) && matches!(g.mode, Mode::Offline { received, .. } if received > 0)));
         let mut reason = reason;
         if offline && ludus_sdk::durable::may_rebuild() {
             // The simulator ended by itself (a shared process killed, say): a
