@@ -98,8 +98,9 @@ impl Channels {
             ));
         }
         // A game in a shared process counts as a game, not a process.
+        let in_shared = transport::shares(endpoint, &grant.engine);
         let permit = match endpoint {
-            Endpoint::Process { weight, .. } if !transport::shares(endpoint, &grant.engine) => {
+            Endpoint::Process { weight, .. } if !in_shared => {
                 Some(grant.processes.take(&self.owner, *weight as usize).map_err(|e| e.to_string())?)
             }
             _ => None,
@@ -116,7 +117,7 @@ impl Channels {
                 budget: &grant.processes,
                 owner: &self.owner,
             };
-            let started = match transport::shares(endpoint, &grant.engine) {
+            let started = match in_shared {
                 true => shared::start(endpoint, &engine, rx, link, &self.rt),
                 false => transport::start(endpoint, &engine, rx, link, &self.rt),
             };

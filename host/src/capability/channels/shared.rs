@@ -33,7 +33,7 @@ use crate::config::{Endpoint, Sharing};
 use crate::locking::lock;
 use crate::runtime::processes::{GamePermit, ProcessBudget, ProcessPermit};
 
-use super::transport::{Engine, Link, Running, Start, read_line};
+use super::transport::{Engine, Link, Running, Start, log_stderr, read_line, said_last};
 
 /// Every shared process of this server, by engine. A process-wide table:
 /// engine processes are the machine's, like the cgroups that hold them.
@@ -287,7 +287,7 @@ async fn carry(process: &Process, running: &mut Running, frames: &mut mpsc::Unbo
     };
     let pid = running.pid.unwrap_or(0);
     let last_words = Arc::new(Mutex::new(String::new()));
-    tokio::spawn(log_stderr(stderr, pid, last_words.clone()));
+    tokio::spawn(log_stderr(stderr, pid, last_words.clone(), None));
     let mut out = BufReader::new(stdout);
     let mut buf = Vec::new();
     // Room for the tag besides a game's longest line.
@@ -315,8 +315,7 @@ async fn carry(process: &Process, running: &mut Running, frames: &mut mpsc::Unbo
             },
         }
     };
-    let said = lock(&last_words).clone();
-    Some(if said.is_empty() { why } else { format!("{why}; its last line on stderr: {said}") })
+    Some(format!("{why}{}", said_last(&last_words)))
 }
 
 /// One line from the engine, to the game its tag names.
@@ -354,17 +353,5 @@ fn end(process: &Arc<Process>, family: &Weak<Family>, why: String) {
     }
     for (_, member) in lock(&process.members).drain() {
         let _ = member.tx.send(Said::Closed(why.clone()));
-    }
-}
-
-/// A shared process's stderr goes to the log only; the last line is kept
-/// for the reason it ended.
-async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32, last: Arc<Mutex<String>>) {
-    let mut lines = tokio::io::AsyncBufReadExt::lines(BufReader::new(stderr));
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::info!(target: "ludus::sidecar", pid, "{line}");
-        if !line.trim().is_empty() {
-            *lock(&last) = line.chars().take(500).collect();
-        }
     }
 }

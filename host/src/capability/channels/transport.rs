@@ -228,14 +228,13 @@ async fn serve_process(child: &mut tokio::process::Child, rx: &mut mpsc::Unbound
     };
     let pid = child.id().unwrap_or(0);
     let last_words = Arc::new(std::sync::Mutex::new(String::new()));
-    let stderr_done = tokio::spawn(log_stderr(stderr, pid, last_words.clone(), link.inbox.clone()));
+    let stderr_done = tokio::spawn(log_stderr(stderr, pid, last_words.clone(), Some(link.inbox.clone())));
     match pump_lines(BufReader::new(stdout), stdin, rx, link).await {
         Ended::Eof => {
             let status = child.wait().await;
             // The process's own explanation, when it gave one, is the useful part.
             let _ = tokio::time::timeout(std::time::Duration::from_millis(500), stderr_done).await;
-            let said = last_words.lock().map(|w| w.clone()).unwrap_or_default();
-            let said = if said.is_empty() { String::new() } else { format!("; its last line on stderr: {said}") };
+            let said = said_last(&last_words);
             match status {
                 Ok(status) => Served::Exited { success: status.success(), why: format!("the process exited ({status}){said}") },
                 Err(e) => Served::Exited { success: false, why: format!("the process ended: {e}{said}") },
@@ -250,9 +249,15 @@ async fn serve_process(child: &mut tokio::process::Child, rx: &mut mpsc::Unbound
 }
 
 /// A sidecar's stderr goes to the log, a line at a time, and to its session
-/// as news for waiting clients; the last non-empty line is kept for the
-/// reason the channel closed.
-async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32, last: Arc<std::sync::Mutex<String>>, inbox: Weak<dyn Inbox>) {
+/// (`inbox`; none for a shared process, whose lines may be about any of its
+/// games) as news for waiting clients; the last non-empty line is kept for
+/// the reason the channel closed.
+pub(super) async fn log_stderr(
+    stderr: tokio::process::ChildStderr,
+    pid: u32,
+    last: Arc<std::sync::Mutex<String>>,
+    inbox: Option<Weak<dyn Inbox>>,
+) {
     let mut lines = BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         tracing::info!(target: "ludus::sidecar", pid, "{line}");
@@ -260,13 +265,20 @@ async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32, last: Arc<std
             continue;
         }
         let line: String = line.chars().take(500).collect();
-        if let Some(inbox) = inbox.upgrade() {
+        if let Some(inbox) = inbox.as_ref().and_then(Weak::upgrade) {
             inbox.note(&line);
         }
         if let Ok(mut last) = last.lock() {
             *last = line;
         }
     }
+}
+
+/// What a process said last on stderr, as the end of the reason it ended
+/// (empty when it said nothing).
+pub(super) fn said_last(last: &std::sync::Mutex<String>) -> String {
+    let said = last.lock().map(|w| w.clone()).unwrap_or_default();
+    if said.is_empty() { String::new() } else { format!("; its last line on stderr: {said}") }
 }
 
 async fn run_tcp(addr: String, mut rx: mpsc::UnboundedReceiver<String>, link: Link) {
