@@ -175,6 +175,11 @@ pub enum Action {
     Input { input: u32, lines: String },
     /// The game's channel `closed` closed.
     Closed { closed: u32 },
+    /// The game left memory (idle, a restart, another server) and was
+    /// rebuilt from its stored state here (`durable.restore`): its timers
+    /// and processes of before are gone, and what the restore set up goes
+    /// on numbering from where they stopped.
+    Rebuilt { rebuilt: bool },
 }
 
 impl Standing {

@@ -132,7 +132,7 @@ impl Sessions {
             log.actions = i + 1;
             // The policy's move is logged when it runs: what a process said
             // or a timer did between the refusal and that move comes first.
-            let event = matches!(action, Action::Input { .. } | Action::Timer { .. } | Action::Closed { .. });
+            let event = matches!(action, Action::Input { .. } | Action::Timer { .. } | Action::Closed { .. } | Action::Rebuilt { .. });
             if !event {
                 same_pick(picked.take(), action).map_err(|why| (i + 1, why))?;
             }
@@ -162,6 +162,7 @@ impl Sessions {
                     }
                 }
                 Action::Closed { closed } => session.replay_closed(*closed).await,
+                Action::Rebuilt { .. } => session.replay_rebuilt().await,
             };
             ran.map_err(|why| (i + 1, why))?;
         }

@@ -73,6 +73,22 @@ pub struct Record {
     /// The match of a run it was started for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_match: Option<crate::records::MatchTag>,
+    /// The last timer and channel ids the game was given: a rebuilt game
+    /// goes on from them, so its log numbers them as one that never left
+    /// memory would (and `ludus verify` replays it).
+    #[serde(default)]
+    pub counters: Counters,
+}
+
+/// The ids a session has handed out so far (`Record::counters`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    /// The last timer id (`host.set-timer`).
+    #[serde(default)]
+    pub timers: u64,
+    /// The last channel id (`channels.open`).
+    #[serde(default)]
+    pub channels: u32,
 }
 
 /// A decision call answered, kept to answer its retry.

@@ -434,6 +434,7 @@ mod tests {
             seats: Vec::new(),
             standing: Default::default(),
             in_match: None,
+            counters: Default::default(),
         }
     }
 

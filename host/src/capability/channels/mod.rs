@@ -64,6 +64,17 @@ impl Channels {
         self.asked.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// The last channel id handed out.
+    pub fn last_id(&self) -> u32 {
+        self.table.last_id()
+    }
+
+    /// Goes on after channel id `last`: a rebuilt game numbers its
+    /// channels as the game that left memory would have.
+    pub fn resume_after(&self, last: u32) {
+        self.table.resume_after(last);
+    }
+
     pub fn list(&self) -> Vec<ChannelInfo> {
         self.table.list()
     }

@@ -50,6 +50,16 @@ impl Table {
         Ok(id)
     }
 
+    /// The last id handed out.
+    pub fn last_id(&self) -> u32 {
+        self.next.load(Ordering::Relaxed)
+    }
+
+    /// Goes on handing out ids after `last` (a rebuilt game's channels).
+    pub fn resume_after(&self, last: u32) {
+        self.next.fetch_max(last, Ordering::Relaxed);
+    }
+
     pub fn list(&self) -> Vec<ChannelInfo> {
         let mut v: Vec<ChannelInfo> = lock(&self.open).values().map(|o| o.info.clone()).collect();
         v.sort_by_key(|c| c.channel);

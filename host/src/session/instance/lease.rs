@@ -193,9 +193,11 @@ impl Session {
         };
         self.stop_io();
         lock(&self.ledger).catch_up(&self.plugin, &stored.record);
+        self.resume_counters(stored.record.counters);
         // The version first: the restore may arm an event that fires at once.
         self.set_version(stored.version);
         self.fresh_instance()?;
+        self.log_rebuilt();
         self.restore(durable, &stored.state)?;
         lock(&self.kept.written).digest = None;
         tracing::debug!(plugin = self.plugin.name, session = id, version = stored.version, "caught up with another server's change");

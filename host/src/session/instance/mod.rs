@@ -172,6 +172,7 @@ impl Session {
             seats: Vec::new(),
             standing: Standing::new(now_ms(), policy),
             in_match: None,
+            counters: Default::default(),
         }
     }
 
@@ -189,6 +190,7 @@ impl Session {
             lock(&session.ledger).last_used = at;
         }
         session.set_version(version);
+        session.log_rebuilt();
         session.restore(durable, &state)?;
         // Its server may have stopped between writing its end and its record.
         session.settle_recovered();
@@ -221,6 +223,7 @@ impl Session {
     ) -> Result<Arc<Session>, SessionError> {
         let out_cap = plugin.limits.max_output_bytes;
         let caller = record.created_by.as_str();
+        let counters = record.counters;
         let (table, store, records) = match home {
             Some(Home { table, store, records }) => (Some(table), store.filter(|_| plugin.durable.is_some()), records),
             None => (None, None, None),
@@ -243,6 +246,7 @@ impl Session {
             kept: Kept::new(store, records),
             held: replaying.then(replay::Held::default),
         });
+        session.resume_counters(counters);
         session.fresh_instance()?;
         Ok(session)
     }
@@ -403,6 +407,14 @@ impl Session {
     /// is written with every change of a stored game.
     pub fn keeps_log(&self) -> bool {
         self.kept.records.is_some() || self.held.is_some()
+    }
+
+    /// Enters in the game's log that it is rebuilt from its stored state
+    /// here: a replay rebuilds it at the same place.
+    fn log_rebuilt(&self) {
+        if self.keeps_log() {
+            self.log(Action::Rebuilt { rebuilt: true }, false);
+        }
     }
 
     /// Enters what ran in the game's log (`refused`: the game refused the

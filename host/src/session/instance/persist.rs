@@ -9,7 +9,7 @@ use std::time::{Instant, SystemTime};
 use super::{Session, SessionError};
 use crate::locking::lock;
 use crate::records::{RecordsFile, Standing};
-use crate::store::{Lease, Record, SessionStore, now_ms};
+use crate::store::{Counters, Lease, Record, SessionStore, now_ms};
 
 /// Where a session is kept, and what this copy is relative to it.
 pub(super) struct Kept {
@@ -59,6 +59,8 @@ impl Kept {
 impl Session {
     /// What the host keeps of the session besides the game's state.
     pub fn record(&self) -> Record {
+        // Timers are taken alone, before the ledger.
+        let counters = self.counters();
         let ledger = lock(&self.ledger);
         Record {
             id: ledger.id.clone(),
@@ -82,7 +84,22 @@ impl Session {
             last_calls: ledger.stored_calls(&self.plugin),
             standing: ledger.standing.clone(),
             in_match: self.in_match.clone(),
+            counters,
         }
+    }
+
+    /// The last timer and channel ids handed out.
+    fn counters(&self) -> Counters {
+        Counters { timers: lock(&self.timers).last, channels: self.channels.last_id() }
+    }
+
+    /// A rebuilt game goes on numbering its timers and channels where the
+    /// stored one stopped: its log reads as if it had never left.
+    pub(super) fn resume_counters(&self, counters: Counters) {
+        let mut timers = lock(&self.timers);
+        timers.last = timers.last.max(counters.timers);
+        drop(timers);
+        self.channels.resume_after(counters.channels);
     }
 
     /// Whether a restart finds this session again (it is written to a store).

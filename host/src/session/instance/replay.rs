@@ -146,6 +146,23 @@ impl Session {
         Ok(differed)
     }
 
+    /// Rebuilds the game from its own state where its log says it was
+    /// rebuilt when played: what it had pending (timers, processes) is
+    /// dropped, as it was then, and a fresh instance is handed its state.
+    pub async fn replay_rebuilt(self: &Arc<Self>) -> Result<(), String> {
+        let held = self.held()?;
+        let durable = self.plugin.durable.ok_or("the log rebuilds the game, which cannot hand over its state")?;
+        lock(&held.timers).clear();
+        self.channels.close_all();
+        let session = self.clone();
+        let rebuilt = tokio::task::spawn_blocking(move || {
+            let state = session.saved_state().ok_or_else(|| "the game would not hand over its state".to_string())?;
+            session.fresh_instance().map_err(|e| e.to_string())?;
+            session.restore(durable, &state).map_err(|e| e.to_string())
+        });
+        rebuilt.await.map_err(|e| format!("rebuilding the game failed: {e}"))?
+    }
+
     /// Delivers the end of channel `channel`, as its log says it ended.
     /// A process that ended by itself when the game was played (killed,
     /// crashed) still runs here: once its lines are all in (`SETTLE`), the
