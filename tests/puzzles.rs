@@ -520,19 +520,20 @@ async fn the_papers_prompts_for_the_four_puzzles() {
 async fn repeated_legal_moves_are_made_and_a_reset_numbers_decisions_afresh() {
     let work = scratch();
     let c = stdio(&[], work.path()).await;
-    let load = json!(["A_1", "a_1"]);
+    // The smallest disk there, back, and there again: the same move twice.
+    let moves = [json!([1, 0, 1]), json!([1, 1, 0]), json!([1, 0, 1])];
     for numbered in [true, false] {
-        let env = c.ok("river_crossing_init_simulator", json!({"n": 1, "k": 2})).await["env_id"].clone();
-        for n in 1..=3u64 {
-            let mut args = json!({"env_id": env, "move": load});
+        let env = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].clone();
+        for (n, mv) in (1..=3u64).zip(&moves) {
+            let mut args = json!({"env_id": env, "move": mv});
             if numbered {
                 args["decision"] = json!(n);
             }
-            let r = c.ok("river_crossing_execute_move", args).await;
+            let r = c.ok("hanoi_execute_move", args).await;
             assert_eq!((r["moves_made"].clone(), r["decision"].clone()), (json!(n), json!(n + 1)), "numbered: {numbered}: {r}");
         }
-        let s = c.ok("river_crossing_get_state", json!({"env_id": env})).await;
-        assert_eq!((s["goal_reached"].clone(), s["moves_made"].clone()), (json!(true), json!(3)), "across, back, across: {s}");
+        let s = c.ok("hanoi_get_state", json!({"env_id": env})).await;
+        assert_eq!((s["state"].clone(), s["moves_made"].clone()), (json!([[2], [1], []]), json!(3)), "there, back, there: {s}");
     }
 
     let env = c.ok("hanoi_init_simulator", json!({"n": 2})).await["env_id"].clone();
@@ -574,8 +575,11 @@ async fn a_limit_names_the_key_that_raises_it() {
 }
 
 /// A plan is checked whole, as the paper checks an answer: reaching the
-/// goal and then making an illegal move fails it. A solved puzzle shows
-/// `game_over` in `ludus_sessions`, and a reset makes it a game again.
+/// goal and then making an illegal move fails it, and its `goal_reached`
+/// says so. A failed or solved puzzle shows `game_over` in
+/// `ludus_sessions` and refuses further moves and plans (nothing is
+/// applied), while a retry of its last decision still gets its answer; a
+/// reset makes it a game again.
 #[tokio::test]
 async fn a_plan_with_an_illegal_move_after_the_goal_fails_and_a_solved_puzzle_is_over() {
     let work = scratch();
@@ -584,14 +588,27 @@ async fn a_plan_with_an_illegal_move_after_the_goal_fails_and_a_solved_puzzle_is
     let r = c.call("hanoi_execute_moves", json!({"env_id": env, "moves": [[1, 0, 1], [2, 0, 2], [1, 1, 2], [2, 0, 1]]})).await;
     let said = text(&r);
     let plan = r.structured_content.unwrap();
-    assert_eq!((plan["goal_reached"].clone(), plan["all_moves_successful"].clone()), (json!(true), json!(false)), "{plan}");
+    assert_eq!((plan["goal_reached"].clone(), plan["all_moves_successful"].clone()), (json!(false), json!(false)), "{plan}");
     assert!(said.contains("The plan fails: move 3 is illegal") && !said.contains("Solved"), "{said}");
     let over = |sessions: Value| sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == env).unwrap()["game_over"].clone();
     assert_eq!(over(c.ok("ludus_sessions", json!({})).await), true, "a failed plan ends the game");
+    let e = c.err("hanoi_execute_move", json!({"env_id": env, "move": [1, 2, 0]})).await;
+    assert!(e.contains("The puzzle is over (failed)") && e.contains("Reset it"), "{e}");
+    let e = c.err("hanoi_execute_moves", json!({"env_id": env, "moves": [[1, 2, 0]], "decision": 2})).await;
+    assert!(e.contains("The puzzle is over (failed)"), "{e}");
+    let s = c.ok("hanoi_get_state", json!({"env_id": env})).await;
+    assert_eq!((s["moves_made"].clone(), s["goal_reached"].clone()), (json!(3), json!(false)), "nothing applied after the end: {s}");
     c.ok("hanoi_reset_simulator", json!({"env_id": env})).await;
     assert_eq!(over(c.ok("ludus_sessions", json!({})).await), false, "a reset begins the next game");
-    let r = c.ok("hanoi_execute_moves", json!({"env_id": env, "moves": [[1, 0, 1], [2, 0, 2], [1, 1, 2]], "decision": 1})).await;
+    let solving = json!({"env_id": env, "moves": [[1, 0, 1], [2, 0, 2], [1, 1, 2]], "decision": 1});
+    let r = c.ok("hanoi_execute_moves", solving.clone()).await;
     assert_eq!(r["goal_reached"], true);
     assert_eq!(over(c.ok("ludus_sessions", json!({})).await), true, "solved: over");
+    let e = c.err("hanoi_execute_move", json!({"env_id": env, "move": [1, 2, 0], "decision": 2})).await;
+    assert!(e.contains("The puzzle is over (solved)"), "{e}");
+    let retried = c.call("hanoi_execute_moves", solving).await;
+    assert!(text(&retried).contains("made already"), "{}", text(&retried));
+    assert_eq!(retried.structured_content.unwrap()["moves_made"], 3, "the retry gets the decision's answer");
+    assert_eq!(c.ok("hanoi_get_state", json!({"env_id": env})).await["moves_made"], 3);
     c.close().await;
 }

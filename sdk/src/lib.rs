@@ -567,9 +567,25 @@ pub mod puzzle {
     }
 
     /// Checks the decision number a move or plan names (none: made as
-    /// sent), before anything is applied ([`crate::decision::check`]).
+    /// sent), before anything is applied ([`crate::decision::check`]). A
+    /// puzzle that was solved or failed takes nothing more until a reset;
+    /// a retry of its last decision still gets that decision's answer.
     pub fn check_decision(given: Option<u32>) -> Result<(), String> {
-        crate::decision::check(given, decision_due())
+        crate::decision::check(given, decision_due())?;
+        match TALLY.with_borrow(|t| t.ended) {
+            None => Ok(()),
+            Some(end) => Err(format!(
+                "The puzzle is over ({}); nothing more is applied. Reset it to play again.",
+                if end == crate::tally::End::Solved { "solved" } else { "failed" }
+            )),
+        }
+    }
+
+    /// The puzzle is solved: what a result's `goal_reached` says, so that
+    /// it agrees with the outcome (a plan that reached the goal and then
+    /// made an illegal move failed).
+    pub fn solved() -> bool {
+        TALLY.with_borrow(|t| t.ended == Some(crate::tally::End::Solved))
     }
 
     /// One move was sent: accepted (a decision made) or refused; `solved`:

@@ -96,7 +96,7 @@ impl Guest for Plugin {
                 decision: puzzle::decision_due(),
                 move_successful: true,
                 state: pegs(g),
-                goal_reached: g.goal_reached(),
+                goal_reached: puzzle::solved(),
                 moves_made: g.moves_made,
                 optimal_moves: g.optimal_moves(),
                 text: reply(
@@ -120,7 +120,7 @@ impl Guest for Plugin {
                 failed_move_index: plan.failure.as_ref().map(|f| f.0),
                 failure_reason: plan.failure.map(|f| f.1),
                 state: pegs(g),
-                goal_reached: g.goal_reached(),
+                goal_reached: puzzle::solved(),
                 moves_made: g.moves_made,
                 optimal_moves: g.optimal_moves(),
                 text: reply(
@@ -155,7 +155,7 @@ impl Guest for Plugin {
                 simulator_type: "TowerOfHanoi".into(),
                 simulator_params: Params { n: g.n },
                 state: pegs(g),
-                goal_reached: g.goal_reached(),
+                goal_reached: puzzle::solved(),
                 moves_made: g.moves_made,
                 optimal_moves: g.optimal_moves(),
                 text: reply(g.render(), puzzle::with_due(next_step(g))),
