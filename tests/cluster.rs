@@ -331,10 +331,7 @@ fn hanoi_record(id: &str) -> ludus::store::Record {
         calls: 1,
         changed_at_ms: 2,
         idle_timeout_ms: 60_000,
-        last_calls: Default::default(),
-        seats: Vec::new(),
-        standing: Default::default(),
-        in_match: None,
+        ..Default::default()
     }
 }
 

@@ -581,7 +581,7 @@ async fn a_move_sent_again_is_answered_once_made_even_across_a_kill() {
     let c = std::sync::Arc::new(setup.client(&server, 0).await);
 
     // Two calls for one decision at once (a client that sent its call twice): one move is made.
-    let id = c.ok("hanoi_init_simulator", json!({"n": 3})).await["env_id"].as_str().unwrap().to_string();
+    let id = c.ok("hanoi_init_simulator", json!({"n": 4})).await["env_id"].as_str().unwrap().to_string();
     let call = json!({"env_id": id, "move": [1, 0, 2], "decision": 1});
     let (first, second) = tokio::join!(c.call("hanoi_execute_move", call.clone()), c.call("hanoi_execute_move", call.clone()));
     for r in [&first, &second] {
@@ -590,10 +590,22 @@ async fn a_move_sent_again_is_answered_once_made_even_across_a_kill() {
     }
     assert!(text(&first).contains("made already") != text(&second).contains("made already"), "one of the two is the repeat");
     assert_eq!(c.ok("hanoi_get_state", json!({"env_id": id})).await["moves_made"], 1);
-    // Another move in between: decision 1 again is past, and its kept answer goes only to a call for it.
-    c.ok("hanoi_execute_move", json!({"env_id": id, "move": [2, 0, 1], "decision": 2})).await;
+    // More moves in between: decision 1 resent still gets its answer, and
+    // nothing is made; one older than the player's last 8 is refused.
+    let moves = [[2, 0, 1], [1, 2, 1], [3, 0, 2], [1, 1, 0], [2, 1, 2], [1, 0, 2], [1, 2, 1], [1, 1, 0]];
+    for (n, mv) in (2..).zip(moves) {
+        c.ok("hanoi_execute_move", json!({"env_id": id, "move": mv, "decision": n})).await;
+        if n == 3 {
+            let again = c.call("hanoi_execute_move", json!({"env_id": id, "move": [1, 0, 2], "decision": 1})).await;
+            assert!(text(&again).contains("made already"), "{}", text(&again));
+            assert_eq!(again.structured_content.unwrap()["moves_made"], 1, "decision 1's own answer");
+        }
+    }
     let e = c.err("hanoi_execute_move", json!({"env_id": id, "move": [1, 0, 2], "decision": 1})).await;
-    assert!(e.contains("decision 1 was made already; the decision due now is 3"), "{e}");
+    assert!(e.contains("decision 1 was made already; the decision due now is 10"), "{e}");
+    let older = c.call("hanoi_execute_move", json!({"env_id": id, "move": [3, 0, 2], "decision": 4})).await;
+    let said = text(&older);
+    assert_eq!(older.structured_content.unwrap()["moves_made"], 4, "decision 4 is among the last 8: {said}");
 
     // A chess move whose answer was lost with the server: sent again after the restart, it is not played twice.
     let game = c.ok("chess_create_game", json!({"type": "agent", "color": "white"})).await["game_id"].as_str().unwrap().to_string();
@@ -609,6 +621,11 @@ async fn a_move_sent_again_is_answered_once_made_even_across_a_kill() {
     assert_eq!(again.structured_content.unwrap()["fen"], made["fen"]);
     let movetext = movetext(&c, &game).await;
     assert_eq!(movetext.matches("e4").count(), 1, "one move was played: {movetext}");
+    // An older Hanoi move (not the last) resent after the kill: its answer.
+    let older = c.call("hanoi_execute_move", json!({"env_id": id, "move": [2, 1, 2], "decision": 7})).await;
+    assert!(text(&older).contains("made already"), "{}", text(&older));
+    assert_eq!(older.structured_content.unwrap()["moves_made"], 7);
+    assert_eq!(c.ok("hanoi_get_state", json!({"env_id": id})).await["moves_made"], 9);
     // The game goes on: black (this caller took both seats) answers.
     let board = c.ok("chess_finish_turn", json!({"game_id": game, "move": "e7e5", "decision": 2})).await;
     assert_eq!(board["last_move"], "e5", "{board}");

@@ -91,7 +91,9 @@ impl Step {
         let results = usize::from(tool.result.is_some());
         let inv = s.invoke(&tool.export, &self.params, results, info, self.logged(tool))?;
         if let Some(n) = self.decision.filter(|n| inv.made_already.is_some_and(|said| u64::from(said) == *n)) {
-            if let Some((_, answer)) = s.answer_of(&self.caller, n) {
+            // Made by another tool (a plan, then a single move): its answer
+            // is of another type, and the game's refusal stands.
+            if let Some((_, answer)) = s.answer_of(&self.caller, n).filter(|(made_by, _)| *made_by == tool.func) {
                 if self.first {
                     s.count_call(true);
                 }

@@ -25,7 +25,7 @@ pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
 
 /// What the host keeps of a session besides the game's own state.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Record {
     pub id: String,
     pub plugin: String,
@@ -64,6 +64,11 @@ pub struct Record {
     /// caller: a retry after a restart, or on another server, gets its answer.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub last_calls: BTreeMap<String, StoredCall>,
+    /// The decisions each player answered before its last one, oldest
+    /// first (up to `KEPT_ANSWERS` in all with the last): an older
+    /// decision resent gets its answer too.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub earlier_calls: BTreeMap<String, Vec<StoredCall>>,
     /// The game's seats as it last told them (games with seats).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub seats: Vec<crate::records::Seat>,

@@ -5,7 +5,7 @@
 //! (`Session::ledger`), so a record is read whole and a change to several
 //! of them is seen at once.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
 use wasmtime::component::Val;
@@ -25,8 +25,9 @@ pub(super) struct Ledger {
     pub seats: Vec<Seat>,
     /// Players whose answers have published the secret of the game that ended.
     pub told_secret: HashSet<String>,
-    /// Each player's last answered decision, for its retries.
-    pub answers: HashMap<String, LastCall>,
+    /// Each player's last answered decisions (up to [`KEPT_ANSWERS`],
+    /// oldest first), for their retries.
+    pub answers: HashMap<String, VecDeque<LastCall>>,
     /// Decisions whose calls are held waiting for their answer: a twin
     /// waits for that answer instead of running.
     pub awaiting: HashSet<(String, u64)>,
@@ -97,13 +98,44 @@ impl Ledger {
     }
 
     /// The answers kept for retries, as the store keeps them (JSON).
-    pub fn stored_calls(&self, plugin: &Plugin) -> BTreeMap<String, StoredCall> {
-        let mut stored = BTreeMap::new();
-        for (caller, c) in &self.answers {
-            let Some(shape) = plugin.result_of(&c.tool) else { continue };
-            stored.insert(caller.clone(), StoredCall { tool: c.tool.clone(), decision: c.decision, answer: shape.to_json(&c.answer) });
+    /// The kept answers as a record stores them: each player's last, and
+    /// the ones before it.
+    pub fn stored_calls(&self, plugin: &Plugin) -> (BTreeMap<String, StoredCall>, BTreeMap<String, Vec<StoredCall>>) {
+        let (mut last, mut earlier) = (BTreeMap::new(), BTreeMap::new());
+        for (caller, kept) in &self.answers {
+            let mut stored: Vec<StoredCall> = kept
+                .iter()
+                .filter_map(|c| {
+                    let shape = plugin.result_of(&c.tool)?;
+                    Some(StoredCall { tool: c.tool.clone(), decision: c.decision, answer: shape.to_json(&c.answer) })
+                })
+                .collect();
+            let Some(newest) = stored.pop() else { continue };
+            last.insert(caller.clone(), newest);
+            if !stored.is_empty() {
+                earlier.insert(caller.clone(), stored);
+            }
         }
-        stored
+        (last, earlier)
+    }
+
+    /// The answer `caller`'s decision `decision` got, if it is kept (the
+    /// newest such: numbers start again after a reset).
+    pub fn answer_of(&self, caller: &str, decision: u64) -> Option<&LastCall> {
+        self.answers.get(caller)?.iter().rev().find(|c| c.decision == decision)
+    }
+
+    /// Keeps `caller`'s answer for its retries, dropping the oldest past
+    /// [`KEPT_ANSWERS`]; a decision answered again replaces its answer.
+    pub fn remember(&mut self, caller: &str, kept: LastCall) {
+        let answers = self.answers.entry(caller.to_string()).or_default();
+        if answers.back().is_some_and(|last| last.decision == kept.decision) {
+            answers.pop_back();
+        }
+        answers.push_back(kept);
+        while answers.len() > KEPT_ANSWERS {
+            answers.pop_front();
+        }
     }
 
     /// What identifies the stored content (with the game's `state`): a
@@ -114,12 +146,17 @@ impl Ledger {
         (&self.id, &self.players, &self.seats, self.over, state).hash(&mut h);
         let standing = &self.standing;
         (standing.game, standing.recorded, standing.told.as_ref().map(|t| (t.outcome, t.moves, t.illegal_moves))).hash(&mut h);
-        let mut kept: Vec<(&String, u64)> = self.answers.iter().map(|(caller, c)| (caller, c.decision)).collect();
+        let mut kept: Vec<(&String, Vec<u64>)> =
+            self.answers.iter().map(|(caller, kept)| (caller, kept.iter().map(|c| c.decision).collect())).collect();
         kept.sort();
         kept.hash(&mut h);
         h.finish()
     }
 }
+
+/// How many answered decisions are kept per player: a client that resends
+/// one of its last this many decisions gets the answer it got.
+pub const KEPT_ANSWERS: usize = 8;
 
 /// A decision call answered, kept to answer its retry.
 pub(super) struct LastCall {
@@ -130,13 +167,15 @@ pub(super) struct LastCall {
 
 /// The stored calls of a record, as values of the plugin's result types
 /// (one that no longer converts is left out: its retry runs as a new call).
-fn last_calls_of(plugin: &Plugin, record: &Record) -> HashMap<String, LastCall> {
-    let mut calls = HashMap::new();
-    for (caller, c) in &record.last_calls {
-        let Some(shape) = plugin.result_of(&c.tool) else { continue };
-        if let Ok(answer) = shape.to_val(&c.answer, "answer") {
-            calls.insert(caller.clone(), LastCall { tool: c.tool.clone(), decision: c.decision, answer });
-        }
+fn last_calls_of(plugin: &Plugin, record: &Record) -> HashMap<String, VecDeque<LastCall>> {
+    let mut calls: HashMap<String, VecDeque<LastCall>> = HashMap::new();
+    for (caller, last) in &record.last_calls {
+        let earlier = record.earlier_calls.get(caller).map(Vec::as_slice).unwrap_or_default();
+        let kept = earlier.iter().chain(std::iter::once(last)).filter_map(|c| {
+            let answer = plugin.result_of(&c.tool)?.to_val(&c.answer, "answer").ok()?;
+            Some(LastCall { tool: c.tool.clone(), decision: c.decision, answer })
+        });
+        calls.insert(caller.clone(), kept.collect());
     }
     calls
 }

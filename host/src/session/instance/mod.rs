@@ -168,11 +168,8 @@ impl Session {
             calls: 0,
             changed_at_ms: now_ms(),
             idle_timeout_ms: plugin.limits.idle_timeout.as_millis() as u64,
-            last_calls: Default::default(),
-            seats: Vec::new(),
             standing: Standing::new(now_ms(), policy),
-            in_match: None,
-            counters: Default::default(),
+            ..Default::default()
         }
     }
 
@@ -519,17 +516,16 @@ impl Session {
         ledger.standing.forfeit.clone().map(|who| (who, ledger.standing.policy))
     }
 
-    /// The answer `caller`'s call for decision `decision` got, if it is the
-    /// last one this player answered (the game said it was made already:
-    /// this call is its retry).
+    /// The answer `caller`'s call for decision `decision` got, if it is one
+    /// of the last this player answered (the game said it was made
+    /// already: this call is its retry).
     pub fn answer_of(&self, caller: &str, decision: u64) -> Option<(String, Val)> {
-        lock(&self.ledger).answers.get(caller).filter(|c| c.decision == decision).map(|c| (c.tool.clone(), c.answer.clone()))
+        lock(&self.ledger).answer_of(caller, decision).map(|c| (c.tool.clone(), c.answer.clone()))
     }
 
     /// Keeps `caller`'s answer of decision `decision` for its retries.
     pub fn remember(&self, caller: &str, tool: &str, decision: u64, answer: Val) {
-        let kept = LastCall { tool: tool.to_string(), decision, answer };
-        lock(&self.ledger).answers.insert(caller.to_string(), kept);
+        lock(&self.ledger).remember(caller, LastCall { tool: tool.to_string(), decision, answer });
     }
 
     /// Marks `caller`'s call for `decision` as held waiting for its answer

@@ -62,6 +62,7 @@ impl Session {
         // Timers are taken alone, before the ledger.
         let counters = self.counters();
         let ledger = lock(&self.ledger);
+        let (last_calls, earlier_calls) = ledger.stored_calls(&self.plugin);
         Record {
             id: ledger.id.clone(),
             plugin: self.plugin.name.clone(),
@@ -81,7 +82,8 @@ impl Session {
             calls: ledger.calls,
             changed_at_ms: ledger.changed_at_ms,
             idle_timeout_ms: self.plugin.limits.idle_timeout.as_millis() as u64,
-            last_calls: ledger.stored_calls(&self.plugin),
+            last_calls,
+            earlier_calls,
             standing: ledger.standing.clone(),
             in_match: self.in_match.clone(),
             counters,
