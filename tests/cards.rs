@@ -584,6 +584,38 @@ async fn two_agents_play_each_other_over_http() {
     assert_eq!(sessions["sessions"][0]["seats"].as_array().unwrap().len(), 2, "{sessions}");
 }
 
+/// Each seat numbers its own decisions: the other seat's refused call and
+/// its pass that timed out having passed nothing use none of them, and no
+/// decision is said to be made that was not.
+#[tokio::test]
+async fn each_seat_numbers_its_own_decisions() {
+    let work = scratch();
+    let server = http_server(&["--config", dealt(work.path(), "").to_str().unwrap()], work.path()).await;
+    let (a, b) = (http_client(&server).await, http_client(&server).await);
+    let mut st = a.ok("cards_start_game", json!({"opponent": "agent", "seed": 8})).await;
+    let id = st["game_id"].as_str().unwrap().to_string();
+    while st["action_pending"] != true {
+        st = a.ok("cards_wait_for_action", json!({"game_id": id})).await;
+    }
+    assert_eq!(st["decision"], 1, "A's mulligan: {st}");
+    let code = join_code(&a, &id).await;
+    b.ok("cards_join_game", json!({"game_id": id, "join_code": code})).await;
+    let e = b.err("cards_take_action", json!({"game_id": id, "decision": 1})).await;
+    assert!(e.contains("no decision is pending for you"), "{e}");
+    let passed = b.ok("cards_pass_priority", json!({"game_id": id, "timeout_ms": 500, "decision": 1})).await;
+    assert_eq!(passed["decision"], 1, "a pass that passed nothing uses no number: {passed}");
+    let choices = a.ok("cards_get_action_choices", json!({"game_id": id})).await;
+    assert_eq!(choices["decision"], 1, "B's calls used none of A's numbers: {choices}");
+    let kept = a.ok("cards_choose_action", json!({"game_id": id, "answer": false, "decision": 1})).await;
+    assert_eq!(kept["decision"], 2, "{kept}");
+    let mut st = b.ok("cards_wait_for_action", json!({"game_id": id})).await;
+    while st["action_pending"] != true {
+        st = b.ok("cards_wait_for_action", json!({"game_id": id})).await;
+    }
+    assert_eq!(st["decision"], 1, "B's first decision is its 1: {st}");
+    b.ok("cards_choose_action", json!({"game_id": id, "answer": false, "decision": 1})).await;
+}
+
 /// A killed bridge (a shared one, holding this game) costs the game
 /// nothing: a new bridge applies its journal again, and it plays to its end.
 #[tokio::test]

@@ -74,8 +74,13 @@ pub struct Game {
     pub tally: Tally,
     /// A player conceded (the phase bridge's answer does not say so; XMage's does).
     pub conceding: bool,
-    /// Decisions the agents have made, over both seats (`ludus:plugin/decisions`).
-    pub decisions: u32,
+    /// Decisions each seat's agent has made (`ludus:plugin/decisions`):
+    /// each seat numbers its own, so one seat's call never uses another's.
+    pub decisions: [u32; 2],
+    /// The decision call whose number a seat has taken and whose answer is
+    /// still to come (its key): a refusal, or a wait that did nothing,
+    /// gives the number back.
+    pub unsettled: [Option<String>; 2],
     /// The AI's level, for the seat it plays (`phase-ai/Medium`).
     pub ai_level: String,
     /// A bridge started after the game ended, to look a card up by name.
@@ -141,16 +146,40 @@ impl Game {
             creator: 0,
             tally: Tally::default(),
             conceding: false,
-            decisions: 0,
+            decisions: [0, 0],
+            unsettled: [None, None],
             ai_level: "Medium".into(),
             lookup: None,
             pending_seen: [None, None],
         }
     }
 
-    /// The number of the decision due next (over both seats).
-    pub fn decision_due(&self) -> u32 {
-        self.decisions + 1
+    /// The number of the decision due next from `seat`.
+    pub fn decision_due(&self, seat: usize) -> u32 {
+        self.decisions[seat] + 1
+    }
+
+    /// `seat`'s decision call `key` was sent: it takes the number due.
+    pub fn take_number(&mut self, seat: usize, key: &str) {
+        self.decisions[seat] += 1;
+        self.unsettled[seat] = Some(key.to_string());
+    }
+
+    /// `seat`'s call `key` was answered: if it took a number and did
+    /// nothing (refused, or a wait that passed nothing before it timed
+    /// out), the number is given back.
+    pub fn settle_number(&mut self, seat: usize, key: &str, answer: &Result<Value, String>) {
+        if self.unsettled[seat].as_deref() != Some(key) {
+            return;
+        }
+        self.unsettled[seat] = None;
+        let did_nothing = match answer {
+            Err(_) => true,
+            Ok(v) => v["timeout"] == true && v["actions_passed"].as_u64().unwrap_or(0) == 0,
+        };
+        if did_nothing {
+            self.decisions[seat] = self.decisions[seat].saturating_sub(1);
+        }
     }
 
     /// The seat no agent has taken yet, if one is open.

@@ -87,17 +87,18 @@ fn call<T>(
         let seat = g.seat_of(&caller)?;
         let in_flight = g.in_flight(&caller, key);
         if let (Decides::Yes(number), false) = (decides, in_flight) {
-            ludus_sdk::decision::check(number, g.decision_due())?;
+            ludus_sdk::decision::check(number, g.decision_due(seat))?;
         }
         if let Some(view) = g.final_view(tool, seat) {
             return done(g, seat, view);
         }
         let step = g.step(&caller, key, seat, tool, args);
         if matches!(decides, Decides::Yes(_)) && !in_flight && g.in_flight(&caller, key) {
-            g.decisions += 1;
+            g.take_number(seat, key);
         }
         match step {
             Step::Done(r) => {
+                g.settle_number(seat, key, &r);
                 let mut answer = r?;
                 g.note_if_over(&mut answer);
                 // The game just ended: answer once its final views are in and
@@ -130,7 +131,7 @@ fn status_call_as(key: &str, tool: &str, args: Value, decides: Decides) -> Resul
 
 /// A backend status for `seat`, with the decision due and what an open seat means.
 fn status_of(g: &Game, seat: usize, v: &Value) -> ActionStatus {
-    let mut status = render::status(game_id(), seat as u32, v, g.decision_due());
+    let mut status = render::status(game_id(), seat as u32, v, g.decision_due(seat));
     if let Some(open) = g.open_seat().filter(|_| !status.action_pending && !status.game_over) {
         status.text = format!(
             "{}\nSeat {open} is open: the game waits for an agent to join it with the join code (`cards_join_game`); nobody \
@@ -144,7 +145,7 @@ fn status_of(g: &Game, seat: usize, v: &Value) -> ActionStatus {
 /// The answer while the backend has not answered yet (the host's wait ran out).
 fn still_waiting(g: &Game, seat: usize) -> ActionStatus {
     let busy = g.notice.as_deref().map(|n| format!("{n} ({} s so far)", game::now_ms().saturating_sub(g.notice_since) / 1000));
-    render::still_waiting(game_id(), seat as u32, busy.as_deref(), g.decision_due())
+    render::still_waiting(game_id(), seat as u32, busy.as_deref(), g.decision_due(seat))
 }
 
 /// A status tool that waits: the backend waits what was asked, up to the
@@ -167,7 +168,7 @@ fn waiting_call(tool: &str, mut args: Value, timeout_ms: Option<u32>, default: u
 
 /// A provisional answer is never shown: the host calls again.
 fn placeholder_choices(g: &Game, seat: usize) -> ActionChoices {
-    render::choices(game_id(), seat as u32, &Value::Null, g.decision_due())
+    render::choices(game_id(), seat as u32, &Value::Null, g.decision_due(seat))
 }
 
 /// The game's last status for the caller's seat, once the game is over: what
@@ -311,7 +312,7 @@ impl Guest for Cards {
     fn get_action_choices(_game_id: Option<String>) -> Result<ActionChoices, String> {
         let over = with_game(|g| {
             let seat = g.seat_of(&host::caller())?;
-            Ok(g.final_status().map(|st| render::choices(game_id(), seat as u32, &st, g.decision_due())))
+            Ok(g.final_status().map(|st| render::choices(game_id(), seat as u32, &st, g.decision_due(seat))))
         })?;
         if let Some(choices) = over {
             return Ok(choices);
@@ -321,7 +322,7 @@ impl Guest for Cards {
             "get_action_choices",
             json!({}),
             Decides::No,
-            |g, seat, v| Ok(render::choices(game_id(), seat as u32, &v, g.decision_due())),
+            |g, seat, v| Ok(render::choices(game_id(), seat as u32, &v, g.decision_due(seat))),
             placeholder_choices,
         )
     }
@@ -345,7 +346,7 @@ impl Guest for Cards {
             Ok((g.in_flight(&caller, &send_key), g.in_flight(&caller, &check_key)))
         })?;
         if !already_sent && !checking {
-            with_game(|g| ludus_sdk::decision::check(decision, g.decision_due()))?;
+            with_game(|g| ludus_sdk::decision::check(decision, g.decision_due(g.seat_of(&host::caller())?)))?;
             if let Some(over) = final_status()? {
                 return Ok(over);
             }
@@ -377,7 +378,7 @@ impl Guest for Cards {
         // Counted once, when it is sent: a re-run only awaits its result.
         if !already_sent {
             with_game(|g| {
-                g.decisions += 1;
+                g.decisions[g.seat_of(&host::caller())?] += 1;
                 g.pending_seen = [None, None];
                 g.tally.sent(true);
                 g.tally.tell();
@@ -393,8 +394,8 @@ impl Guest for Cards {
             "get_game_state",
             json!({}),
             Decides::No,
-            |g, _, v| Ok(render::state(game_id(), &v, g.decision_due())),
-            |g, _| render::state(game_id(), &Value::Null, g.decision_due()),
+            |g, seat, v| Ok(render::state(game_id(), &v, g.decision_due(seat))),
+            |g, seat| render::state(game_id(), &Value::Null, g.decision_due(seat)),
         )
     }
 
@@ -502,7 +503,7 @@ struct Saved {
     creator: usize,
     tally: ludus_sdk::tally::Tally,
     #[serde(default)]
-    decisions: u32,
+    decisions: [u32; 2],
     #[serde(default)]
     ai_level: String,
 }
