@@ -8,9 +8,13 @@
 //! the other one creates it and so takes the creator's side, colour, team
 //! or deck; against a built-in opponent, the `swap` argument takes its
 //! second value; a puzzle's instance is played by each player). First-move
-//! and deal luck so cancel. Each game is started when the first of its
-//! players asks for it, for its creator, and carries its match, pair and
-//! game into its record. Why: docs/design/arena.md.
+//! and deal luck so cancel. A match of more than two agents is a round
+//! robin: a match of each pair, every pairing on the same deals. Each game
+//! is started when the first of its players asks for it, for its creator;
+//! a game between two agents only once it is the next of both (one still
+//! busy with an earlier game of the run: the other is told to wait). Each
+//! game carries its match, pair and game into its record. Why:
+//! docs/design/arena.md.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -53,9 +57,9 @@ pub enum MatchError {
     NotCreating { tool: String, plugin: String, tools: String },
     #[error("say which tool starts its games with `create`: {tools}")]
     WhichTool { tools: String },
-    #[error("`players` names one caller (against a built-in opponent) or two")]
+    #[error("`players` names one caller (against a built-in opponent), two, or more (a round robin: each pair meets)")]
     Players,
-    #[error("the two players are one caller")]
+    #[error("`players` names one caller twice")]
     OnePlayerTwice,
     #[error("`games` is 1 or more")]
     NoGames,
@@ -76,7 +80,7 @@ struct RunFile {
 }
 
 /// One `[[match]]` of the run file.
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MatchSpec {
     /// Default: `match-N`, N its place in the file from 1.
@@ -86,7 +90,7 @@ struct MatchSpec {
     /// The tool that starts it; may be left out when the game has one.
     create: Option<String>,
     /// Callers (token names): two meet each other; one plays a built-in
-    /// opponent the arguments name.
+    /// opponent the arguments name; more meet in a round robin.
     players: Vec<String>,
     /// Games in the match (even, when its games go in pairs).
     games: u32,
@@ -129,8 +133,9 @@ pub struct Run {
 /// What `ludus_next_game` answers.
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct NextGame {
-    /// `play` (the game named here), `done` (every game of yours is over)
-    /// or `none` (the run has no game for you).
+    /// `play` (the game named here), `wait` (your next game's creator is
+    /// still busy: ask again soon), `done` (every game of yours is over) or
+    /// `none` (the run has no game for you).
     pub status: String,
     /// What to do now, in words.
     pub next: String,
@@ -179,8 +184,14 @@ impl Run {
         let mut games = Vec::new();
         for (n, spec) in file.matches.iter().enumerate() {
             let id = spec.id.clone().unwrap_or_else(|| format!("match-{}", n + 1));
-            let plan = plan_match(spec, &id, registry, run_secret).map_err(|why| ArenaError::Match { path: shown(), id, why })?;
-            games.extend(plan);
+            for (pairing, spec) in round_robin(spec, &id, registry) {
+                let plan = plan_match(&spec, &pairing, &id, registry, run_secret).map_err(|why| ArenaError::Match {
+                    path: shown(),
+                    id: pairing.clone(),
+                    why,
+                })?;
+                games.extend(plan);
+            }
         }
         if games.is_empty() {
             return Err(ArenaError::Empty { path: shown() });
@@ -193,7 +204,9 @@ impl Run {
     }
 
     /// The caller's next game: the first of its games in the run that is not
-    /// over, started now if nobody has started it yet.
+    /// over, started now if nobody has started it yet and, between two
+    /// agents, it is the other's next game too; else a later game of its
+    /// own (a puzzle, a built-in opponent), or word to wait.
     pub async fn next_for(&self, registry: &Arc<Registry>, caller: &Caller) -> Result<NextGame, ArenaError> {
         let name = caller.name();
         let mut games = self.games.lock().await;
@@ -207,36 +220,106 @@ impl Run {
             });
         }
         let mut left = mine.len();
+        // A game whose creator is busy with another: whose, and which.
+        let mut blocked: Option<(String, MatchTag)> = None;
         for i in mine {
-            let planned = &mut games[i];
-            if planned.recorded {
-                left -= 1;
-                continue;
-            }
-            // Started by an earlier run of the server, and kept in its store.
-            if planned.session.is_none() {
-                planned.session = registry.sessions.started_for(&planned.tag, &planned.creator);
-            }
-            let state = match (&planned.session, registry.plugin(&planned.plugin)) {
-                (Some(id), Some(plugin)) => registry.sessions.planned_state(id, &plugin).await,
-                _ => None,
-            };
-            match (&planned.session, state) {
-                // Started, and over or gone: the next.
-                (Some(_), None) | (Some(_), Some((true, _))) => {
-                    left -= 1;
-                    continue;
-                }
-                (Some(id), Some((false, code))) => return Ok(play(planned, id.clone(), code, name, left)),
-                (None, _) => {
-                    let (id, code) = start(registry, planned).await?;
-                    planned.session = Some(id.clone());
-                    return Ok(play(planned, id, code, name, left));
+            match open_state(&mut games[i], registry).await {
+                Open::Over => left -= 1,
+                Open::Started(id, code) => return Ok(play(&games[i], id, code, name, left)),
+                Open::NotStarted => {
+                    // Between two agents a game starts when it is the next of
+                    // both: each plays its games in the run's order, so the
+                    // earliest game not over can always start, and nobody
+                    // waits in a game for someone busy in another.
+                    if let Some(other) = games[i].other_player(name) {
+                        let mut next_of_both = first_open(&mut games, registry, name).await == Some(i);
+                        next_of_both = next_of_both && first_open(&mut games, registry, &other).await == Some(i);
+                        if !next_of_both {
+                            blocked.get_or_insert((other, games[i].tag.clone()));
+                            continue;
+                        }
+                    }
+                    let (id, code) = start(registry, &games[i]).await?;
+                    games[i].session = Some(id.clone());
+                    return Ok(play(&games[i], id, code, name, left));
                 }
             }
         }
+        if let Some((other, tag)) = blocked {
+            let next = format!(
+                "Your next game (match {}, game {}) is against {other}, who is still playing an earlier game of the run. Ask \
+                 again in a little while.",
+                tag.id, tag.game
+            );
+            return Ok(NextGame { status: "wait".into(), next, game: None, left });
+        }
         Ok(NextGame { status: "done".into(), next: "Every game of yours in the run is over.".into(), game: None, left: 0 })
     }
+}
+
+impl Planned {
+    /// The other agent of a game between two, as `name` sees it.
+    fn other_player(&self, name: &str) -> Option<String> {
+        let joiner = self.joiner.as_ref()?;
+        Some(if self.creator == name { joiner.clone() } else { self.creator.clone() })
+    }
+}
+
+/// Where a planned game stands.
+enum Open {
+    /// Recorded, over, or gone.
+    Over,
+    /// Under way: its session and, while a seat is open, its join code.
+    Started(String, Option<String>),
+    NotStarted,
+}
+
+async fn open_state(planned: &mut Planned, registry: &Arc<Registry>) -> Open {
+    if planned.recorded {
+        return Open::Over;
+    }
+    // Started by an earlier run of the server, and kept in its store.
+    if planned.session.is_none() {
+        planned.session = registry.sessions.started_for(&planned.tag, &planned.creator);
+    }
+    let Some(id) = planned.session.clone() else { return Open::NotStarted };
+    let state = match registry.plugin(&planned.plugin) {
+        Some(plugin) => registry.sessions.planned_state(&id, &plugin).await,
+        None => None,
+    };
+    match state {
+        Some((false, code)) => Open::Started(id, code),
+        None | Some((true, _)) => Open::Over,
+    }
+}
+
+/// The first of `who`'s games that is not over (its next game).
+async fn first_open(games: &mut [Planned], registry: &Arc<Registry>, who: &str) -> Option<usize> {
+    for (i, planned) in games.iter_mut().enumerate() {
+        if planned.creator != who && planned.joiner.as_deref() != Some(who) {
+            continue;
+        }
+        if !matches!(open_state(planned, registry).await, Open::Over) {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// A match of more than two agents, at a game with seats, as a match of
+/// each pair (`ID/A-B`); any other as it is.
+fn round_robin(spec: &MatchSpec, id: &str, registry: &Registry) -> Vec<(String, MatchSpec)> {
+    let seated = registry.plugin(&spec.game).is_some_and(|p| p.has_seats());
+    if spec.players.len() <= 2 || !seated {
+        return vec![(id.to_string(), spec.clone())];
+    }
+    let mut pairings = Vec::new();
+    for (i, a) in spec.players.iter().enumerate() {
+        for b in &spec.players[i + 1..] {
+            pairings.push((format!("{id}/{a}-{b}"), MatchSpec { players: vec![a.clone(), b.clone()], ..spec.clone() }));
+        }
+    }
+    pairings
 }
 
 /// The (match, creator) of every record in the records file that has a match.
@@ -251,29 +334,31 @@ fn recorded_games(path: &Path) -> std::collections::HashSet<(MatchTag, String)> 
     text.lines().filter_map(|l| serde_json::from_str::<Line>(l).ok()).filter_map(|l| Some((l.in_match?, l.caller))).collect()
 }
 
-/// The games of one match, in order.
-fn plan_match(spec: &MatchSpec, id: &str, registry: &Registry, run_secret: u64) -> Result<Vec<Planned>, MatchError> {
+/// The games of one match, in order; `deal` names the deals its pairs are
+/// played on (a round robin's pairings share them).
+fn plan_match(spec: &MatchSpec, id: &str, deal: &str, registry: &Registry, run_secret: u64) -> Result<Vec<Planned>, MatchError> {
     let plugin = registry.plugin(&spec.game).ok_or_else(|| {
         let names: Vec<String> = registry.plugins().iter().map(|p| p.name.clone()).collect();
         MatchError::UnknownGame { game: spec.game.clone(), loaded: names.join(", ") }
     })?;
     let create = creating_tool(&plugin, spec.create.as_deref())?;
     let two_sides = plugin.has_seats();
-    match (spec.players.as_slice(), two_sides) {
-        ([_], _) | ([_, _], _) => {}
-        _ => return Err(MatchError::Players),
+    if spec.players.is_empty() || (two_sides && spec.players.len() > 2) {
+        return Err(MatchError::Players);
     }
-    if spec.players.len() == 2 && spec.players[0] == spec.players[1] {
+    let distinct: std::collections::BTreeSet<&String> = spec.players.iter().collect();
+    if distinct.len() != spec.players.len() {
         return Err(MatchError::OnePlayerTwice);
     }
     if spec.games == 0 {
         return Err(MatchError::NoGames);
     }
     let paired = (spec.players.len() == 2 && two_sides) || !spec.swap.is_empty();
+    let puzzle_for_several = spec.players.len() >= 2 && !two_sides;
     if paired && spec.games % 2 == 1 {
         return Err(MatchError::OddGames(spec.games));
     }
-    if spec.players.len() == 2 && !two_sides && !spec.swap.is_empty() {
+    if puzzle_for_several && !spec.swap.is_empty() {
         return Err(MatchError::SwapBetweenAgents);
     }
     let mut out = Vec::new();
@@ -288,7 +373,7 @@ fn plan_match(spec: &MatchSpec, id: &str, registry: &Registry, run_secret: u64) 
             args.insert(SEED.into(), seed.into());
         }
         create.convert_args(&args).map_err(|e| MatchError::Arguments { tool: create.name.clone(), why: e.to_string() })?;
-        let secret = pair_secret(run_secret, id, pair);
+        let secret = pair_secret(run_secret, deal, pair);
         let tag = MatchTag { id: id.to_string(), pair, game: k + 1 };
         let base = Planned {
             tag,
@@ -310,9 +395,8 @@ fn plan_match(spec: &MatchSpec, id: &str, registry: &Registry, run_secret: u64) 
                 out.push(Planned { creator: creator.clone(), joiner: Some(joiner.clone()), ..base });
             }
             // A puzzle: each player plays the same instance.
-            ([a, b], false) => {
-                out.push(Planned { creator: a.clone(), ..base.clone() });
-                out.push(Planned { creator: b.clone(), ..base });
+            (players, false) if players.len() >= 2 => {
+                out.extend(players.iter().map(|p| Planned { creator: p.clone(), ..base.clone() }));
             }
             _ => out.push(base),
         }
