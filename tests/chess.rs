@@ -438,8 +438,13 @@ async fn moves_are_made_once_by_their_number_and_the_same_san_twice_is_two_moves
     assert_ne!(again.is_error, Some(true), "{}", text(&again));
     assert_eq!(again.structured_content.as_ref().unwrap()["fen"], last["fen"]);
     assert!(text(&again).contains("Decision 21 was made already"), "{}", text(&again));
-    let e = c.err("chess_finish_turn", json!({"game_id": game, "move": "Kf8", "decision": 20})).await;
-    assert!(e.contains("decision 20 was made already; the decision due now is 22"), "{e}");
+    // An older one among the player's last 8: its own answer too, nothing made.
+    let older = c.call("chess_finish_turn", json!({"game_id": game, "move": "Rxh7", "decision": 20})).await;
+    assert!(text(&older).contains("Decision 20 was made already"), "{}", text(&older));
+    assert_eq!(older.structured_content.unwrap()["decision"], 21, "decision 20's answer");
+    // Older still: refused, saying which is due.
+    let e = c.err("chess_finish_turn", json!({"game_id": game, "move": "Kf8", "decision": 12})).await;
+    assert!(e.contains("decision 12 was made already; the decision due now is 22"), "{e}");
     let e = c.err("chess_finish_turn", json!({"game_id": game, "move": "Kf8", "decision": 30})).await;
     assert!(e.contains("decision 30 is not due yet; the decision due now is 22"), "{e}");
     // Two calls for decision 22 at once: one move, both answered with it.

@@ -20,6 +20,7 @@ const LAYERS: &[&str] = &[
     "locking",
     "turns",
     "config",
+    "seal",
     "records",
     "report",
     "store",

@@ -180,8 +180,15 @@ async fn every_puzzle_and_chess_leave_one_record_per_game() {
     // change the game (the refused one too, the retry and the reasoning
     // that was too long not), each move's decision and reasoning.
     assert_eq!(first["build"].as_str().map(str::len), Some(64), "{first}");
+    // Each call's time; each after the first, its player's think time.
+    let mut actions = first["actions"].clone();
+    for (i, a) in actions.as_array_mut().unwrap().iter_mut().enumerate() {
+        let a = a.as_object_mut().unwrap();
+        assert!(a.remove("at_ms").is_some_and(|t| t.is_u64()), "{first}");
+        assert_eq!(a.remove("think_ms").is_some_and(|t| t.is_u64()), i > 0, "{first}");
+    }
     assert_eq!(
-        first["actions"],
+        actions,
         json!([
             {"call": "hanoi_init_simulator", "by": "stdio", "args": {"n": 2}},
             {"call": "hanoi_execute_move", "by": "stdio", "args": {"move": [2, 0, 2]}, "decision": 1, "refused": true},
@@ -602,7 +609,10 @@ fn the_reports_ratings_recover_known_strengths_and_agree_with_choix() {
     let file = work.path().join("duels.jsonl");
     std::fs::write(&file, lines).unwrap();
 
+    // Written here, not by a server: unsigned, so counted only when asked.
     let out = std::process::Command::new(BIN).args(["report", file.to_str().unwrap()]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("3000 unsigned"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new(BIN).args(["report", file.to_str().unwrap(), "--include-unverified"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("Ratings: Bradley–Terry on the Elo scale"), "{stdout}");
@@ -889,39 +899,7 @@ args = { n = 2 }
     let none = c.ok("ludus_next_game", json!({})).await;
     assert_eq!(none["status"], "none", "model-c is in no match: {none}");
 
-    // Each agent: ask for the next game, take the seat it names, play the first legal move (or the plan).
-    let agent = |c: &'static Client| async move {
-        let mut played = Vec::new();
-        for _ in 0..20 {
-            let next = c.ok("ludus_next_game", json!({})).await;
-            if next["status"] == "done" {
-                return played;
-            }
-            assert_eq!(next["status"], "play", "{next}");
-            let game = next["game"].clone();
-            let id = game["game_id"].clone();
-            if let Some(tool) = game["join_tool"].as_str() {
-                c.ok(tool, json!({"game_id": id, "join_code": game["join_code"]})).await;
-            }
-            if game["plugin"] == "hanoi" {
-                c.ok("hanoi_execute_moves", json!({"env_id": id, "moves": [[1, 0, 1], [2, 0, 2], [1, 1, 2]]})).await;
-            } else {
-                for _ in 0..2000 {
-                    let s = c.ok("chess_wait_for_next_turn", json!({"game_id": id})).await;
-                    if s["status"] == "game-over" {
-                        break;
-                    }
-                    if s["status"] == "your-turn" {
-                        let mv = s["legal_moves"][0].as_str().unwrap().to_string();
-                        c.call("chess_finish_turn", json!({"game_id": id, "move": mv, "decision": s["decision"]})).await;
-                    }
-                }
-            }
-            played.push(game);
-        }
-        panic!("more games than the run has: {played:?}");
-    };
-    let (played_a, played_b) = tokio::join!(agent(&clients[0]), agent(&clients[1]));
+    let (played_a, played_b) = tokio::join!(run_agent(&clients[0]), run_agent(&clients[1]));
     let matches =
         |p: &[Value]| p.iter().map(|g| format!("{} {}/{}", g["match"].as_str().unwrap(), g["pair"], g["number"])).collect::<Vec<_>>();
     assert_eq!(matches(&played_a), ["a-vs-b 1/1", "a-vs-b 1/2", "a-vs-engine-1 1/1", "a-vs-engine-1 1/2", "towers 1/1"]);
@@ -974,6 +952,90 @@ args = { n = 2 }
     let (code, printed) = verify(&[&file], &cfg);
     assert_eq!(code, Some(0), "{printed}");
     assert!(printed.contains("8 records: 8 reproduced"), "{printed}");
+}
+
+/// An agent of a run: asks for its next game, takes the seat it names and
+/// plays the first legal move (or the plan), waiting when told to, until
+/// every game of its is over; the games it played.
+async fn run_agent(c: &Client) -> Vec<Value> {
+    let mut played = Vec::new();
+    for _ in 0..2000 {
+        let next = c.ok("ludus_next_game", json!({})).await;
+        match next["status"].as_str() {
+            Some("done") => return played,
+            Some("wait") => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            _ => assert_eq!(next["status"], "play", "{next}"),
+        }
+        let game = next["game"].clone();
+        let id = game["game_id"].clone();
+        if let Some(tool) = game["join_tool"].as_str() {
+            c.ok(tool, json!({"game_id": id, "join_code": game["join_code"]})).await;
+        }
+        if game["plugin"] == "hanoi" {
+            c.ok("hanoi_execute_moves", json!({"env_id": id, "moves": [[1, 0, 1], [2, 0, 2], [1, 1, 2]]})).await;
+        } else {
+            for _ in 0..2000 {
+                let s = c.ok("chess_wait_for_next_turn", json!({"game_id": id})).await;
+                if s["status"] == "game-over" {
+                    break;
+                }
+                if s["status"] == "your-turn" {
+                    let mv = s["legal_moves"][0].as_str().unwrap().to_string();
+                    c.call("chess_finish_turn", json!({"game_id": id, "move": mv, "decision": s["decision"]})).await;
+                }
+            }
+        }
+        played.push(game);
+    }
+    panic!("the run did not end: {played:?}");
+}
+
+/// Three agents in one match are a round robin: each pair meets, both
+/// sides, on the same deals. The one that asks first, while the others'
+/// games are due first, is told to wait rather than starting a game its
+/// creator is too busy to play; every game is played by its own players,
+/// none is abandoned, and every pair is whole.
+#[tokio::test]
+async fn a_round_robin_of_three_plays_every_pair_and_an_early_asker_waits() {
+    let work = scratch();
+    let (tokens, lines): (Vec<String>, Vec<String>) = ["model-a", "model-b", "model-c"].iter().map(|c| issue_token(c)).unzip();
+    let file = work.path().join("records.jsonl");
+    let run = work.path().join("run.toml");
+    let spec = "[[match]]\nid = \"rr\"\ngame = \"chess\"\nplayers = [\"model-a\", \"model-b\", \"model-c\"]\ngames = 2\nseed = 7\nargs = { type = \"agent\" }\n";
+    std::fs::write(&run, spec).unwrap();
+    let extra = format!("records = {:?}\nrun = {:?}\n{}", file.display().to_string(), run.display().to_string(), lines.join("\n"));
+    let cfg = config(work.path(), &extra);
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let clients: &'static [Client; 3] = Box::leak(Box::new([
+        http_client_with_token(&server, &tokens[0]).await,
+        http_client_with_token(&server, &tokens[1]).await,
+        http_client_with_token(&server, &tokens[2]).await,
+    ]));
+    // model-c asks first: model-a and model-b are due at their own game first.
+    let early = clients[2].ok("ludus_next_game", json!({})).await;
+    assert_eq!(early["status"], "wait", "{early}");
+    assert!(early["next"].as_str().unwrap().contains("still playing an earlier game"), "{early}");
+    let (pa, pb, pc) = tokio::join!(run_agent(&clients[0]), run_agent(&clients[1]), run_agent(&clients[2]));
+    assert_eq!((pa.len(), pb.len(), pc.len()), (4, 4, 4), "each meets the two others twice");
+
+    let all = until_records(&file, 6).await;
+    assert_eq!(all.len(), 6, "{all:#?}");
+    for pairing in ["rr/model-a-model-b", "rr/model-a-model-c", "rr/model-b-model-c"] {
+        let games: Vec<&Value> = all.iter().filter(|r| r["match"]["id"] == pairing).collect();
+        assert_eq!(games.len(), 2, "{pairing}: a whole pair: {all:#?}");
+        let names: Vec<&str> = pairing.trim_start_matches("rr/").splitn(2, "-model").collect();
+        for r in &games {
+            assert_ne!(r["outcome"], "abandoned", "{r}");
+            let players: Vec<&str> = r["seats"].as_array().unwrap().iter().filter_map(|s| s["player"].as_str()).collect();
+            assert!(players.contains(&names[0]) && players.iter().any(|p| p.ends_with(names[1])), "{pairing}: {players:?}");
+        }
+        assert_eq!(games[0]["seed"], 7, "every pairing plays the same deal: {}", games[0]);
+    }
+    let secrets: std::collections::BTreeSet<String> = all.iter().map(|r| r["secret"].to_string()).collect();
+    assert_eq!(secrets.len(), 1, "one deal for every pairing's pair: {secrets:?}");
 }
 
 /// A run file that does not fit the games loaded stops the server at start, saying where.
@@ -1043,4 +1105,59 @@ async fn a_run_goes_on_after_a_restart_where_it_was_left() {
     let games: Vec<&Value> = all.iter().map(|r| &r["match"]["game"]).collect();
     assert_eq!(games, [&json!(1), &json!(2)], "each game once: {all:#?}");
     assert!(all.iter().all(|r| r["outcome"] == "solved"), "{all:#?}");
+}
+
+/// Each move may carry its model's `usage` (tokens and cost, as the
+/// client reports them): it is kept in the log with the move's time and
+/// its player's think time, a bad one is refused, and `ludus report` sums
+/// it per game and player. A game between two agents counts in each
+/// agent's row, and the report states each game's illegal-move policy.
+#[tokio::test]
+async fn usage_and_think_times_are_kept_and_the_report_counts_every_agent() {
+    let work = scratch();
+    let file = work.path().join("records.jsonl");
+    let ((ta, la), (tb, lb)) = (issue_token("model-a"), issue_token("model-b"));
+    let extra = format!("records = {:?}\nillegal_moves = {{ attempts = 3, then = \"lose\" }}\n{la}\n{lb}", file.display().to_string());
+    let cfg = config(work.path(), &extra);
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (a, b) = (http_client_with_token(&server, &ta).await, http_client_with_token(&server, &tb).await);
+    let env = a.ok("hanoi_init_simulator", json!({"n": 1})).await["env_id"].clone();
+    let bad = a.err("hanoi_execute_move", json!({"env_id": env, "move": [1, 0, 2], "usage": {"input_tokens": -1}})).await;
+    assert!(bad.contains("`usage` is an object"), "{bad}");
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let usage = json!({"input_tokens": 1000, "output_tokens": 250, "cost": 0.01});
+    a.ok("hanoi_execute_move", json!({"env_id": env, "move": [1, 0, 2], "decision": 1, "usage": usage})).await;
+
+    let game = a.ok("chess_create_game", json!({"type": "agent", "color": "white"})).await["game_id"].as_str().unwrap().to_string();
+    let code = join_code(&a, &game).await;
+    b.ok("chess_join_game", json!({"game_id": game, "join_code": code})).await;
+    for (n, mv) in ["f3", "e5", "g4", "Qh4#"].iter().enumerate() {
+        let (player, tokens) = if n % 2 == 0 { (&a, 100) } else { (&b, 700) };
+        let usage = json!({"input_tokens": tokens, "output_tokens": 10, "cost": 0.5});
+        player.ok("chess_finish_turn", json!({"game_id": game, "move": mv, "decision": n + 1, "usage": usage})).await;
+    }
+    let all = until_records(&file, 2).await;
+    let hanoi = all.iter().find(|r| r["game"] == "hanoi").unwrap();
+    let moved = hanoi["actions"].as_array().unwrap().iter().find(|a| a["call"] == "hanoi_execute_move" && a["refused"].is_null()).unwrap();
+    assert_eq!(moved["usage"], usage, "{moved}");
+    assert!(moved["think_ms"].as_u64().unwrap() >= 150, "think time since the game last changed: {moved}");
+    assert!(moved["at_ms"].as_u64().unwrap() >= moved["think_ms"].as_u64().unwrap(), "{moved}");
+
+    let out = std::process::Command::new(BIN).args(["report", file.to_str().unwrap()]).output().unwrap();
+    let (text, warned) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{warned}");
+    let row = |game: &str, player: &str| {
+        text.lines()
+            .find(|l| l.starts_with(game) && l.split_whitespace().nth(1) == Some(player))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+    };
+    let usage_a = row("chess", "model-a").unwrap_or_else(|| panic!("{text}"));
+    // games, moves, input, output, cost
+    assert_eq!(&usage_a[2..7], ["1", "2", "200", "20", "1.0000"], "{text}");
+    let usage_b = row("chess", "model-b").unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(&usage_b[2..7], ["1", "2", "1400", "20", "1.0000"], "{text}");
+    // The table: model-b's game as Black is a row of its own, won.
+    let table_b = text.lines().find(|l| l.starts_with("chess") && l.contains(" model-b ") && l.contains('%'));
+    assert!(table_b.is_some(), "the joiner's game is in the table: {text}");
+    assert!(text.contains("illegal-move policy, chess: 3 refused moves in a row, then the game is lost"), "{text}");
 }

@@ -1158,6 +1158,38 @@ async fn two_agents_play_one_offline_battle_over_http() {
     assert_eq!(replays[0], replays[1], "the same seed, teams and choices replay the same battle");
 }
 
+/// A two-agent battle replayed through the tools: its creator starts it
+/// again with the seed and secret the battle published and hands the join
+/// code to a second agent, which is told the replay's hidden parts are
+/// known; the same choices play the same battle again.
+#[tokio::test]
+async fn a_two_agent_battle_replays_through_the_tools() {
+    let package = showdown_package();
+    let work = scratch();
+    let cfg = config(work.path(), &sim_endpoint(&package));
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let mut start = json!({"bot": "agent", "format": "gen9ou", "seed": 31, "team": OU_TEAM});
+    let mut played = Vec::new();
+    for round in 0..2 {
+        let (a, b) = (http_client(&server).await, http_client(&server).await);
+        let r = a.call("showdown_start_offline_battle", start.clone()).await;
+        assert!(text(&r).contains("Join code:"), "round {round}: the answer carries the join code: {}", text(&r));
+        let id = r.structured_content.unwrap()["battle_id"].as_str().unwrap().to_string();
+        let code = join_code(&a, &id).await;
+        let joined = b.call("showdown_join_battle", json!({"battle_id": id, "join_code": code, "team": OU_OPPONENT})).await;
+        assert_ne!(joined.is_error, Some(true), "round {round}: {}", text(&joined));
+        assert_eq!(text(&joined).contains("replays a finished one"), round == 1, "{}", text(&joined));
+        let ((_, ta), (_, tb)) = tokio::join!(play_side(&a, &id), play_side(&b, &id));
+        played.push((log_of(&a, &id).await, ta, tb));
+        if round == 0 {
+            let (seed, secret) = seed_and_secret(&a, &id).await;
+            assert_eq!(seed, 31);
+            start["secret"] = json!(secret);
+        }
+    }
+    assert_eq!(played[0], played[1], "the replay is the same battle");
+}
+
 /// A chosen seed reveals nothing another seat keeps hidden: the creator of
 /// an agent-against-agent battle with seed 424242 who starts a side battle
 /// with the same seed and takes its p2 seat sees a team other than the

@@ -99,3 +99,149 @@ async fn a_chess_game_rebuilt_after_an_idle_pause_and_a_restart_verifies() {
     assert_eq!(code, Some(0), "{printed}");
     assert!(printed.contains("1 records: 1 reproduced") || printed.contains("1 record: 1 reproduced"), "{printed}");
 }
+
+/// `ludus report FILES ARGS`: its exit code, stdout and stderr.
+fn report(files: &[&Path], args: &[&str]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(BIN).arg("report").args(files).args(args).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+/// Writes `lines` as a records file named `name` in `dir`.
+fn write_lines(dir: &Path, name: &str, lines: &[String]) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    path
+}
+
+/// Plays fool's mate with both seats (1. f3 e5 2. g4 Qh4#), and two Hanoi
+/// puzzles, recorded by a server; the records file's lines.
+async fn sealed_records(work: &Path) -> Vec<String> {
+    let file = work.join("records.jsonl");
+    let cfg = config(work, &format!("records = {:?}\n", file.display().to_string()));
+    let c = stdio(&["--config", cfg.to_str().unwrap()], work).await;
+    let game = c.ok("chess_create_game", json!({"type": "agent", "color": "white"})).await["game_id"].as_str().unwrap().to_string();
+    let code = join_code(&c, &game).await;
+    c.ok("chess_join_game", json!({"game_id": game, "join_code": code})).await;
+    for (n, mv) in ["f3", "e5", "g4", "Qh4#"].iter().enumerate() {
+        c.ok("chess_finish_turn", json!({"game_id": game, "move": mv, "decision": n + 1})).await;
+    }
+    for _ in 0..2 {
+        let env = c.ok("hanoi_init_simulator", json!({"n": 1})).await["env_id"].clone();
+        c.ok("hanoi_execute_move", json!({"env_id": env, "move": [1, 0, 2], "decision": 1})).await;
+    }
+    c.close().await;
+    let text = std::fs::read_to_string(&file).unwrap();
+    text.lines().map(String::from).collect()
+}
+
+/// Edits line `i` of `lines` (as JSON) with `edit`.
+fn edited(lines: &[String], i: usize, edit: impl FnOnce(&mut Value)) -> Vec<String> {
+    let mut out = lines.to_vec();
+    let mut v: Value = serde_json::from_str(&out[i]).unwrap();
+    edit(&mut v);
+    out[i] = v.to_string();
+    out
+}
+
+/// Each line the server writes is signed and chained to the one before:
+/// `ludus key` prints the key, verify with it passes the file as written;
+/// each tampering (figures, caller, a seat's kind, the match, a model
+/// renamed throughout, transposed moves, `replay` added, a line copied, a
+/// line removed, another key's signature) is named by verify, and the
+/// report leaves out what it cannot trust and says how many.
+#[tokio::test]
+async fn signed_and_chained_records_name_every_tampering() {
+    let work = scratch();
+    let lines = sealed_records(work.path()).await;
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let chess: Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(chess["figures"]["result"], "0-1", "{chess}");
+    assert_eq!(chess["prev"], "", "the first line follows nothing");
+    let key = std::process::Command::new(BIN).arg("key").env("XDG_DATA_HOME", work.path().join("data")).output().unwrap();
+    let key = String::from_utf8(key.stdout).unwrap().trim().to_string();
+    assert_eq!(chess["signer"], key.as_str(), "the records are signed by the key `ludus key` prints");
+
+    let elsewhere = work.path().join("verify");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let cfg = config(&elsewhere, "");
+    let check = |name: &str, lines: &[String]| {
+        let path = write_lines(work.path(), name, lines);
+        let (code, printed) = verify_with_key(&path, &cfg, &key);
+        (code, printed, path)
+    };
+    let (code, printed, whole) = check("whole.jsonl", &lines);
+    assert_eq!(code, Some(0), "{printed}");
+    assert!(printed.contains("3 records: 3 reproduced"), "{printed}");
+
+    // Edits the replay recomputes: named as altered, and as differing.
+    let cases: Vec<(&str, Vec<String>, &[&str])> = vec![
+        ("result", edited(&lines, 0, |v| v["figures"]["result"] = json!("1-0")), &["altered", "DIFFERS", "figures"]),
+        ("reason", edited(&lines, 0, |v| v["figures"]["reason"] = json!("resignation")), &["altered", "figures"]),
+        ("kind", edited(&lines, 0, |v| v["seats"][1]["kind"] = json!("builtin")), &["altered", "seats"]),
+        ("caller", edited(&lines, 1, |v| v["caller"] = json!("someone-else")), &["altered"]),
+        ("match", edited(&lines, 1, |v| v["match"] = json!({"id": "m1", "pair": 1, "game": 1})), &["altered"]),
+        ("replay", edited(&lines, 2, |v| v["replay"] = json!(true)), &["altered"]),
+        (
+            "renamed",
+            edited(&lines, 0, |v| {
+                let renamed = v.to_string().replace("\"stdio\"", "\"model-x\"");
+                *v = serde_json::from_str(&renamed).unwrap();
+            }),
+            &["altered"],
+        ),
+        (
+            // 1. g4 e5 2. f3 Qh4# ends the same, but not as the PGN says.
+            "transposed",
+            edited(&lines, 0, |v| {
+                let actions = v["actions"].as_array_mut().unwrap();
+                let (a, b) = (
+                    actions.iter().position(|a| a["args"]["move"] == "f3").unwrap(),
+                    actions.iter().position(|a| a["args"]["move"] == "g4").unwrap(),
+                );
+                actions[a]["args"]["move"] = json!("g4");
+                actions[b]["args"]["move"] = json!("f3");
+            }),
+            &["altered", "DIFFERS", "figures"],
+        ),
+        ("copied", [lines.clone(), vec![lines[1].clone()]].concat(), &["a copy of line 2"]),
+        ("removed", vec![lines[0].clone(), lines[2].clone()], &["does not follow the line before it"]),
+    ];
+    for (what, tampered, said) in &cases {
+        let (code, printed, path) = check(&format!("{what}.jsonl"), tampered);
+        assert_eq!(code, Some(1), "{what}: {printed}");
+        for s in *said {
+            assert!(printed.contains(s), "{what}: {s:?} not said: {printed}");
+        }
+        let (code, _, warned) = report(&[&path], &["--key", &key]);
+        assert_eq!(code, Some(0), "{what}: {warned}");
+        if *what != "removed" {
+            assert!(warned.contains("left out of every figure"), "{what}: the report says what it left out: {warned}");
+        } else {
+            assert!(warned.contains("out of place (counted)"), "{warned}");
+        }
+    }
+
+    // The report counts an altered line only when told to, still naming it.
+    let altered = write_lines(work.path(), "altered.jsonl", &cases[0].1);
+    let (_, out, warned) = report(&[&altered], &["--key", &key]);
+    assert!(out.contains("2 records") && warned.contains("altered: its content is not what the server signed; left out"), "{out}{warned}");
+    let (_, out, warned) = report(&[&altered], &["--include-unverified"]);
+    assert!(out.contains("3 records") && warned.contains("counted"), "{out}{warned}");
+
+    // Another server's key: its lines are not these records' server's.
+    let other = scratch();
+    let theirs = std::process::Command::new(BIN).arg("key").env("XDG_DATA_HOME", other.path()).output().unwrap();
+    let theirs = String::from_utf8(theirs.stdout).unwrap().trim().to_string();
+    assert_ne!(theirs, key);
+    let (code, printed) = verify_with_key(&whole, &cfg, &theirs);
+    assert_eq!(code, Some(1), "{printed}");
+    assert!(printed.contains("signed by a key not given with --key"), "{printed}");
+    let (_, out, warned) = report(&[&whole], &["--key", &theirs]);
+    assert!(out.contains("0 records") && warned.contains("3 signed by a key not given"), "{out}{warned}");
+}
+
+/// `ludus verify FILE --config CFG --key KEY`.
+fn verify_with_key(file: &Path, cfg: &Path, key: &str) -> (Option<i32>, String) {
+    let out = std::process::Command::new(BIN).arg("verify").arg(file).arg("--config").arg(cfg).args(["--key", key]).output().unwrap();
+    (out.status.code(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}

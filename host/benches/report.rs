@@ -6,8 +6,11 @@
 //! Writes N records shaped like the ones the server writes (the four
 //! puzzles at sizes 1–12 for four callers, chess against levels 1–10 with a
 //! PGN, Showdown battles with 30 per-decision optimalities; the games
-//! against an opponent with their seats, so the ratings are fitted), then runs the
-//! real binary on them: the table alone, and the table with the HTML page.
+//! against an opponent with their seats, so the ratings are fitted), each
+//! line sealed as the server seals it (signed, chained to the one before),
+//! then runs the real binary on them: the table alone, the table with every
+//! signature checked against the key (`--key`), and the table with the
+//! HTML page.
 //! For each: wall time, records per second, and the process's peak resident
 //! memory, next to `wc -l` reading the same file (the floor of reading it
 //! at all) in the same run. The report streams: its memory does not grow
@@ -40,8 +43,9 @@ impl Rng {
     }
 }
 
-fn write_records(path: &Path, count: u64) -> std::io::Result<()> {
+fn write_records(path: &Path, count: u64, key: &ludus::seal::SigningKey) -> std::io::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    let (mut line, mut prev) = (Vec::new(), String::new());
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let callers = ["model-a", "model-b", "model-c", "model-d"];
     let puzzles = ["hanoi", "river_crossing", "checker_jumping", "blocks_world"];
@@ -115,8 +119,9 @@ fn write_records(path: &Path, count: u64) -> std::io::Result<()> {
             }
             None => String::new(),
         };
+        line.clear();
         writeln!(
-            out,
+            line,
             "{{\"record\":\"{i:032x}/1\",\"time\":\"2026-11-26T00:00:00.000Z\",\"game\":\"{game}\",\"plugin_version\":\"0.1.0\",\
              \"parameters\":{parameters},\"seed\":{},\"caller\":\"{caller}\",\"tool_calls\":{},\"moves\":{moves},\
              \"illegal_moves\":{},\"first_failing_move\":null,\"optimum\":{optimum},\"outcome\":\"{outcome}\",\
@@ -126,6 +131,11 @@ fn write_records(path: &Path, count: u64) -> std::io::Result<()> {
             rng.below(3),
             rng.below(60_000)
         )?;
+        let value = serde_json::from_slice(&line).expect("the bench writes JSON");
+        let sealed = key.seal(value, &prev).expect("sealing");
+        prev = ludus::seal::digest(&sealed);
+        out.write_all(&sealed)?;
+        out.write_all(b"\n")?;
     }
     out.flush()
 }
@@ -151,7 +161,8 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("records.jsonl");
     let started = Instant::now();
-    write_records(&file, count).unwrap();
+    let key = ludus::seal::SigningKey::load_or_create(&dir.path().join("records.key")).unwrap();
+    write_records(&file, count, &key).unwrap();
     let bytes = std::fs::metadata(&file).unwrap().len();
     eprintln!("wrote {count} records, {} MB, in {:.1} s", bytes / 1_000_000, started.elapsed().as_secs_f64());
 
@@ -160,12 +171,15 @@ fn main() {
     // Another build's table first, in the same run (`LUDUS_BENCH_BASELINE=/path/to/ludus`).
     let baseline = std::env::var("LUDUS_BENCH_BASELINE").ok().map(|b| measure(Command::new(b).arg("report").arg(&file)));
     let table = measure(Command::new(BIN).arg("report").arg(&file));
+    let keyed = measure(Command::new(BIN).arg("report").arg(&file).args(["--key", key.public()]));
     let html = measure(Command::new(BIN).arg("report").arg(&file).arg("--html").arg(&page));
     let per_s = |d: Duration| count as f64 / d.as_secs_f64();
     println!("| `ludus report` over {count} records ({} MB) | wall | records/s | peak memory |", bytes / 1_000_000);
     println!("|---|---|---|---|");
     let rows = [("`wc -l` (reading the file)", Some(floor)), ("the table, baseline build", baseline), ("the table", Some(table))];
-    let rows = rows.into_iter().chain([("the table and the HTML page", Some(html))]);
+    let rows = rows
+        .into_iter()
+        .chain([("the table, every signature checked (`--key`)", Some(keyed)), ("the table and the HTML page", Some(html))]);
     for (what, (t, rss)) in rows.filter_map(|(what, m)| Some((what, m?))) {
         println!("| {what} | {:.2} s | {:.0} | {:.1} MB |", t.as_secs_f64(), per_s(t), rss as f64 / 1024.0);
     }

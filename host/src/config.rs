@@ -328,6 +328,9 @@ pub struct Config {
     /// A JSON Lines file each ended game's result record is appended to
     /// (`ludus report` summarises it); none: no records.
     pub records: Option<std::path::PathBuf>,
+    /// The key the records' lines are signed with (made there at the first
+    /// start); default: `records.key` in the server's data directory.
+    pub records_key: Option<std::path::PathBuf>,
     /// A run file: the matches of an evaluation, which players ask for
     /// with `ludus_next_game` (docs/evaluation.md). Default: none.
     pub run: Option<std::path::PathBuf>,
@@ -449,6 +452,7 @@ impl Default for Config {
             tokens: Vec::new(),
             store: None,
             records: None,
+            records_key: None,
             run: None,
             server_name: None,
             games: None,

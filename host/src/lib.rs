@@ -27,8 +27,9 @@
 //!   the cache of compiled components, the memory cap, the contract's bindings.
 //! - `store`: where sessions of durable games are kept across restarts (an
 //!   SQLite file by default), read and written by `session`.
-//! - `records`, `report`: the result records file, one JSON line per ended
-//!   game (`session` writes it), and `ludus report`, which summarises it.
+//! - `records`, `report`, `seal`: the result records file, one JSON line per
+//!   ended game (`session` writes it), each signed and chained to the line
+//!   before it, and `ludus report`, which summarises it.
 //! - `config`, `locking`, `turns`: the operator's configuration as plain
 //!   data; the lock rule; turns at the CPU for the threads that serve
 //!   requests, in the order the requests came.
@@ -51,6 +52,7 @@ pub mod records;
 pub mod registry;
 pub mod report;
 pub mod runtime;
+pub mod seal;
 pub mod server;
 pub mod session;
 pub mod store;

@@ -105,6 +105,15 @@ enum Command {
         /// The caller the token stands for (games and `ludus_sessions` show it).
         name: String,
     },
+    /// Print the public key this server signs its result records with (64
+    /// hex digits), making the key if it has none yet: give it to whoever
+    /// checks the records (`ludus verify --key`, `ludus report --key`). The
+    /// key is kept in the config's `records_key`, else `records.key` in
+    /// $XDG_DATA_HOME/ludus (~/.local/share/ludus), readable by its owner only.
+    Key {
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
     /// Summarise result records (`serve --records FILE`): a table per game
     /// and parameters (games, solved or won, mean moves over the optimum,
     /// illegal moves per game, Showdown's mean optimality, score against
@@ -130,6 +139,18 @@ enum Command {
         /// Replaces the built-in anchor of the same name.
         #[arg(long = "anchor", value_name = "NAME=ELO", value_parser = parse_anchor)]
         anchors: Vec<(String, f64)>,
+        /// The public key of a server whose records these are (repeatable;
+        /// `ludus key` prints it): every line's signature is checked, and a
+        /// line another key signed is left out. Without it, lines are
+        /// checked against the chain and their own signer, which catches
+        /// edits but not a forger with a key of their own.
+        #[arg(long = "key", value_name = "PUBLIC_KEY")]
+        keys: Vec<String>,
+        /// Also count the lines whose seal does not hold (unsigned, altered,
+        /// copies, another key's), still naming them. By default they are
+        /// left out, and how many is said.
+        #[arg(long)]
+        include_unverified: bool,
     },
     /// Play every recorded game again and check that it ends as recorded:
     /// each record's game is started on the build that played it (the
@@ -159,6 +180,12 @@ enum Command {
         /// move, a Showdown decision's optimality).
         #[arg(long, value_name = "OUT")]
         html: Option<PathBuf>,
+        /// The public key of the server that wrote the records (repeatable;
+        /// `ludus key` prints it): each line must be signed by one of them.
+        /// Every file's seals are checked either way: a line altered,
+        /// removed, copied or moved is named, and fails the verification.
+        #[arg(long = "key", value_name = "PUBLIC_KEY")]
+        keys: Vec<String>,
     },
     /// Copy a game component with its WIT doc comments embedded, so the host
     /// can turn them into tool descriptions, parameter docs and ranges.
@@ -300,8 +327,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("add to the server's config (--config FILE):\n\n{lines}");
             Ok(())
         }
-        Command::Report { files, html, anchors } => {
-            let mut report = ludus::report::Report::read(&files, &mut |warning| eprintln!("ludus: {warning}"));
+        Command::Key { config } => {
+            let config = load_config(config.as_ref())?;
+            let path = ludus::server::records_key_path(&config);
+            let key = ludus::seal::SigningKey::load_or_create(&path).map_err(anyhow::Error::msg)?;
+            println!("{}", key.public());
+            eprintln!("ludus: the records' signing key is {}", path.display());
+            Ok(())
+        }
+        Command::Report { files, html, anchors, keys, include_unverified } => {
+            let trusted = ludus::seal::Trusted::parse(&keys).map_err(anyhow::Error::msg)?;
+            let reading = ludus::report::Reading { trusted: &trusted, include_unverified };
+            let mut report = ludus::report::Report::read(&files, &reading, &mut |warning| eprintln!("ludus: {warning}"));
             report.anchors = anchors;
             // The ratings first: they are what an evaluator comparing agents reads.
             // Each section ends with a blank line.
@@ -309,7 +346,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 accuracy if accuracy.is_empty() => "\n".to_string(),
                 accuracy => format!("\n{accuracy}"),
             };
-            let text = format!("{}{}{accuracy}{}\n", report.ratings_text(), report.table(), report.totals());
+            let usage = match report.usage.text() {
+                usage if usage.is_empty() => usage,
+                usage => format!("{usage}\n"),
+            };
+            let text =
+                format!("{}{}{accuracy}{usage}{}{}\n", report.ratings_text(), report.table(), report.policies_text(), report.totals());
             // A reader that stops early (`| head`) is no error.
             if let Err(e) = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes())
                 && e.kind() != std::io::ErrorKind::BrokenPipe
@@ -326,9 +368,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Verify { files, plugins, config, html } => {
+        Command::Verify { files, plugins, config, html, keys } => {
             let config = load_config(config.as_ref())?;
-            let opts = ludus::server::verify::VerifyOptions { plugins, config, files, html };
+            let trusted = ludus::seal::Trusted::parse(&keys).map_err(anyhow::Error::msg)?;
+            let opts = ludus::server::verify::VerifyOptions { plugins, config, files, html, trusted };
             // A reader that stops early (`| head`) is no error.
             let mut out = std::io::stdout().lock();
             let tally = rt.block_on(ludus::server::verify::verify(opts, &mut |line| {

@@ -23,6 +23,7 @@ use serde_json::Value;
 
 pub use crate::config::{AfterRefusals, IllegalMovePolicy};
 use crate::locking::lock;
+use crate::seal::SigningKey;
 
 /// How a game ended, as a record says it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
@@ -118,11 +119,49 @@ pub struct Standing {
     /// that fired it, taken by the same call (never stored).
     #[serde(skip)]
     pub random_due: Option<String>,
+    /// When the log's last entry ran (milliseconds since the epoch): a
+    /// move's think time counts from there.
+    #[serde(default, skip_serializing_if = "is_zero_ms")]
+    pub last_logged_ms: u64,
     /// Everything that changed the session's game, in the order it ran,
     /// since the session began: its earlier games too, since a later game
     /// starts where they left the instance (`ludus verify` replays it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub log: Vec<Action>,
+}
+
+/// What a move cost the model that made it, as the player's client reports
+/// it (the host's `usage` argument of a move): kept in the log, summed by
+/// `ludus report`. Nothing checks it: it is the client's word.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// In whatever currency the client counts (US dollars, usually).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+}
+
+impl Usage {
+    /// The host's `usage` argument: an object of these three, none negative.
+    pub fn from_argument(value: &Value) -> Result<Usage, String> {
+        let usage: Usage = serde_json::from_value(value.clone())
+            .map_err(|e| format!("`usage` is an object of `input_tokens`, `output_tokens` (whole numbers) and `cost`: {e}"))?;
+        match usage.cost {
+            Some(c) if !c.is_finite() || c < 0.0 => Err("`usage.cost` is a number of 0 or more".into()),
+            _ => Ok(usage),
+        }
+    }
+}
+
+/// What a player said beside a move: its reasoning and what it cost.
+#[derive(Clone, Debug, Default)]
+pub struct Said {
+    pub reasoning: Option<String>,
+    pub usage: Option<Usage>,
 }
 
 /// One thing that ran on a game and may have changed it, in a record's
@@ -153,6 +192,17 @@ pub enum Action {
         /// What the player said of the move, beside it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reasoning: Option<String>,
+        /// What the move cost the player's model, as its client reported.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// When it ran: milliseconds since the game began.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
+        /// How long its player thought: milliseconds since the game last
+        /// changed before it (the entry before it in the log ran), which is
+        /// when this decision became due.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        think_ms: Option<u64>,
         /// The host made it for `by` under the illegal-move policy (a
         /// random legal move, drawn from the game's seed).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -230,7 +280,9 @@ impl Standing {
                 return;
             }
             let log = std::mem::take(&mut self.log);
-            *self = Standing { game: self.game + 1, started_at_ms: now_ms, policy: self.policy, log, ..Standing::default() };
+            let last_logged_ms = self.last_logged_ms;
+            *self =
+                Standing { game: self.game + 1, started_at_ms: now_ms, policy: self.policy, log, last_logged_ms, ..Standing::default() };
         }
         self.told = Some(told);
     }
@@ -387,6 +439,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_zero_ms(n: &u64) -> bool {
+    *n == 0
+}
+
 /// How much of the file's end is searched for a record found due after a
 /// crash (it may have been written just before it, while its session was not
 /// yet marked written).
@@ -400,18 +456,30 @@ pub struct RecordsError {
     pub source: std::io::Error,
 }
 
-/// The records file: appends whole lines, counts what failed.
+/// The records file: appends whole lines, each sealed (signed and
+/// chained to the line before it, `seal`), and counts what failed.
 pub struct RecordsFile {
     path: PathBuf,
-    file: Mutex<File>,
+    file: Mutex<Appending>,
+    /// The key each line is signed with (none: lines go unsealed).
+    key: Option<SigningKey>,
     written: AtomicU64,
     failed: AtomicU64,
+}
+
+/// The open file, and its end as this server last left it: while nobody
+/// else wrote since, the next line's `prev` is known without reading.
+struct Appending {
+    file: File,
+    end: u64,
+    last_digest: String,
 }
 
 impl RecordsFile {
     /// Opens (creating) `path` for appending; an error names the path and
     /// why, for the operator at start-up.
-    pub fn open(path: &Path) -> Result<RecordsFile, RecordsError> {
+    /// Lines are signed with `key` (none: unsealed).
+    pub fn open(path: &Path, key: Option<SigningKey>) -> Result<RecordsFile, RecordsError> {
         let what = |source: std::io::Error| RecordsError { path: path.to_path_buf(), source };
         let mut file = OpenOptions::new().create(true).read(true).append(true).open(path).map_err(what)?;
         let (_, torn) = tail_records(&mut file).map_err(what)?;
@@ -420,7 +488,20 @@ impl RecordsFile {
         if torn {
             file.write_all(b"\n").map_err(what)?;
         }
-        Ok(RecordsFile { path: path.to_path_buf(), file: Mutex::new(file), written: AtomicU64::new(0), failed: AtomicU64::new(0) })
+        // Nothing is known of the end yet: the first write reads it.
+        let appending = Appending { file, end: u64::MAX, last_digest: String::new() };
+        Ok(RecordsFile {
+            path: path.to_path_buf(),
+            file: Mutex::new(appending),
+            key,
+            written: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+        })
+    }
+
+    /// The public half of the key its lines are signed with.
+    pub fn signer(&self) -> Option<&str> {
+        self.key.as_ref().map(SigningKey::public)
     }
 
     pub fn path(&self) -> &Path {
@@ -440,14 +521,12 @@ impl RecordsFile {
     }
 
     fn write(&self, record: &ResultRecord, unless_present: bool) {
-        let mut line = match serde_json::to_vec(record) {
-            Ok(line) => line,
-            Err(e) => return self.failure(record, &e.to_string()),
-        };
-        line.push(b'\n');
-        let mut file = lock(&self.file);
+        let mut open = lock(&self.file);
+        // Other servers may append to the same file: the end is read and
+        // written under the file's lock, so each line follows the one before.
+        let _locked = FileLock::exclusive(&open.file);
         if unless_present {
-            match tail_records(&mut file) {
+            match tail_records(&mut open.file) {
                 Ok((present, _)) if present.contains(&record.record) => {
                     tracing::info!(record = record.record, "the record was written before the crash");
                     return;
@@ -456,12 +535,36 @@ impl RecordsFile {
                 Err(e) => return self.failure(record, &format!("reading the file's end: {e}")),
             }
         }
-        match file.write_all(&line) {
+        let mut line = match self.line(&mut open, record) {
+            Ok(line) => line,
+            Err(e) => return self.failure(record, &e),
+        };
+        let digest = crate::seal::digest(&line);
+        line.push(b'\n');
+        let end = open.file.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
+        match open.file.write_all(&line) {
             Ok(()) => {
+                (open.end, open.last_digest) = (end.saturating_add(line.len() as u64), digest);
                 self.written.fetch_add(1, Ordering::Relaxed);
             }
-            Err(e) => self.failure(record, &e.to_string()),
+            Err(e) => {
+                open.end = u64::MAX;
+                self.failure(record, &e.to_string())
+            }
         }
+    }
+
+    /// `record` as its line: sealed after the file's last line, when lines are signed.
+    fn line(&self, open: &mut Appending, record: &ResultRecord) -> Result<Vec<u8>, String> {
+        let Some(key) = &self.key else { return serde_json::to_vec(record).map_err(|e| e.to_string()) };
+        let end = open.file.metadata().map_err(|e| format!("reading the file's length: {e}"))?.len();
+        if end != open.end {
+            let last = last_line(&mut open.file).map_err(|e| format!("reading the file's last line: {e}"))?;
+            open.last_digest = if last.is_empty() { String::new() } else { crate::seal::digest(&last) };
+            open.end = end;
+        }
+        let value = serde_json::to_value(record).map_err(|e| e.to_string())?;
+        key.seal(value, &open.last_digest)
     }
 
     fn failure(&self, record: &ResultRecord, why: &str) {
@@ -472,6 +575,50 @@ impl RecordsFile {
     /// Records written and records that failed since start.
     pub fn counts(&self) -> (u64, u64) {
         (self.written.load(Ordering::Relaxed), self.failed.load(Ordering::Relaxed))
+    }
+}
+
+/// An exclusive `flock` on the records file while one line is appended;
+/// released when dropped. Where it cannot be taken the line is written
+/// anyway: a record is never lost for a lock.
+/// Held with the file's mutex, which keeps the file open for its life.
+struct FileLock(std::os::fd::RawFd);
+
+impl FileLock {
+    fn exclusive(file: &File) -> FileLock {
+        use std::os::fd::AsRawFd;
+        let fd = file.as_raw_fd();
+        // SAFETY: flock takes a descriptor and changes no memory; the File
+        // stays open while the lock is held (both under one mutex guard).
+        unsafe { libc::flock(fd, libc::LOCK_EX) };
+        FileLock(fd)
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        // SAFETY: as above.
+        unsafe { libc::flock(self.0, libc::LOCK_UN) };
+    }
+}
+
+/// The file's last line, without its line break (empty: an empty file).
+fn last_line(file: &mut File) -> std::io::Result<Vec<u8>> {
+    let len = file.metadata()?.len();
+    let end = len.saturating_sub(1); // past its own line break
+    let mut chunk = 4096u64;
+    loop {
+        let from = end.saturating_sub(chunk);
+        file.seek(SeekFrom::Start(from))?;
+        let mut tail = vec![0; (end - from) as usize];
+        file.read_exact(&mut tail)?;
+        if let Some(at) = tail.iter().rposition(|&b| b == b'\n') {
+            return Ok(tail.split_off(at + 1));
+        }
+        if from == 0 {
+            return Ok(tail);
+        }
+        chunk *= 4;
     }
 }
 
@@ -560,6 +707,9 @@ mod tests {
             refused: true,
             timed_out: false,
             reasoning: Some("smallest disk first".into()),
+            usage: Some(Usage { input_tokens: Some(1200), output_tokens: Some(300), cost: Some(0.004) }),
+            at_ms: Some(5200),
+            think_ms: Some(4100),
             policy: false,
         };
         log.extend([call, Action::Again { again: 4, timed_out: false }, Action::Closed { closed: 2 }]);
@@ -596,12 +746,12 @@ mod tests {
             build: "ab".repeat(32),
             actions: vec![Action::Timer { timer: 1 }, Action::line(1, "|turn|2"), Action::Again { again: 0, timed_out: true }],
         };
-        let file = RecordsFile::open(&path).unwrap();
+        let file = RecordsFile::open(&path, None).unwrap();
         file.append(&record("a/1"));
         drop(file);
         // A torn last line (a crash mid-write) gets a line break of its own.
         std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"record\":\"tor").unwrap();
-        let file = RecordsFile::open(&path).unwrap();
+        let file = RecordsFile::open(&path, None).unwrap();
         file.append_once(&record("a/1"));
         file.append_once(&record("b/1"));
         file.append_once(&record("b/1"));

@@ -101,6 +101,10 @@ pub const REASONING: &str = "reasoning";
 /// The longest `reasoning` the host keeps with a move (characters).
 pub const MAX_REASONING: usize = 16 * 1024;
 
+/// A move's optional `usage` argument, the host's: what the move cost the
+/// player's model (tokens, cost), kept in the game's log.
+pub const USAGE: &str = "usage";
+
 /// One tool, derived from one exported function.
 pub struct ToolDef {
     /// MCP name, `<prefix>_<function>`.
@@ -120,6 +124,9 @@ pub struct ToolDef {
     /// The host takes a `reasoning` argument for it (a move whose game has
     /// no parameter of that name): `REASONING`.
     pub host_reasoning: bool,
+    /// The tool takes the host's `usage` (a move whose game has no
+    /// parameter of that name): `USAGE`.
+    pub host_usage: bool,
     pub default_wait: Duration,
     pub max_wait: Duration,
     /// How the tool presents itself to clients.
@@ -724,7 +731,8 @@ fn derive_tools(
             return Err(at(format!("parameter `{SECRET}` is the host's (a finished game's secret, to replay it)")));
         }
         let host_reasoning = decision.is_some() && !params.iter().any(|f| f.json == REASONING);
-        let listing = listing(&func, &fdocs.summary, &params, hint, audience, takes_seed, host_reasoning);
+        let host_usage = decision.is_some() && !params.iter().any(|f| f.json == USAGE);
+        let listing = listing(&func, &fdocs.summary, &params, hint, audience, takes_seed, (host_reasoning, host_usage));
         tools.push(ToolDef {
             export: component.get_export_index(Some(&iface_index), func.as_str()).ok_or_else(|| at("export index not found".into()))?,
             name,
@@ -736,6 +744,7 @@ fn derive_tools(
             read_only: hint.is_some_and(|h| h.read_only),
             decision,
             host_reasoning,
+            host_usage,
             default_wait: default_wait.min(max_wait),
             max_wait,
             listing,
@@ -781,7 +790,7 @@ fn listing(
     hint: Option<&ToolHint>,
     audience: Audience,
     takes_seed: bool,
-    takes_reasoning: bool,
+    (takes_reasoning, takes_usage): (bool, bool),
 ) -> Listing {
     let mut input = match params_schema(params) {
         Value::Object(o) => o,
@@ -792,6 +801,9 @@ fn listing(
     }
     if takes_seed {
         add_secret(&mut input);
+    }
+    if takes_usage {
+        add_usage(&mut input);
     }
     if takes_reasoning {
         add_reasoning(&mut input);
@@ -824,10 +836,31 @@ fn add_join_code(schema: &mut JsonObject) {
 /// the seed and secret a finished game published, the same game again.
 fn add_secret(schema: &mut JsonObject) {
     let doc = "To replay a finished game: the secret it published when it ended (in its last answer, `ludus_sessions` \
-               and its result record), with its `seed`. A replay is yours alone: nobody may join it, and its record says \
-               it was a replay. Leave it out to play a new game.";
+               and its result record), with its `seed`. Its record says it was a replay, and reports leave it out; an \
+               agent you give its join code may take its other side, and is told its hidden parts are known. Leave it \
+               out to play a new game.";
     if let Some(Value::Object(props)) = schema.get_mut("properties") {
         props.insert(SECRET.into(), schema::u64_schema(doc));
+    }
+}
+
+/// A move takes the host's `usage`, kept beside it in the record.
+fn add_usage(schema: &mut JsonObject) {
+    let doc = "What this move cost your model (optional), as your client reports it: kept with the move in the game's record \
+               and summed by `ludus report`; other players never see it.";
+    let count = |what: &str| json!({"type": "integer", "minimum": 0, "description": what});
+    let usage = json!({
+        "type": "object",
+        "description": doc,
+        "properties": {
+            "input_tokens": count("Tokens the model read for this move."),
+            "output_tokens": count("Tokens the model wrote for this move (its reasoning included)."),
+            "cost": {"type": "number", "minimum": 0, "description": "What the move cost, in your currency (US dollars, say)."},
+        },
+        "additionalProperties": false,
+    });
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        props.insert(USAGE.into(), usage);
     }
 }
 

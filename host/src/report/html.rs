@@ -21,10 +21,13 @@ const SIZE: (u32, u32) = (720, 420);
 /// own size (plotters' default, 12, is not).
 const LABEL_PX: u32 = 15;
 
-/// One line of a plot: its name and its points.
+/// One line of a plot: its name, its points and, for shares, each
+/// point's 95 % interval (empty: none drawn).
+#[derive(Default)]
 struct Series {
     name: String,
     points: Vec<(f64, f64)>,
+    intervals: Vec<(f64, f64)>,
 }
 
 pub fn page(r: &Report) -> Result<String, String> {
@@ -33,6 +36,11 @@ pub fn page(r: &Report) -> Result<String, String> {
     // The ratings first: they are what an evaluator comparing agents reads.
     body.push_str(&standings(r, Standings::Ratings));
     body.push_str(&table(r));
+    let policies = r.policies_text();
+    if !policies.is_empty() {
+        let items: String = policies.lines().map(|l| format!("<li>{}</li>", escape(l))).collect();
+        let _ = writeln!(body, "<ul class=\"policies\">{items}</ul>");
+    }
     body.push_str(&standings(r, Standings::Accuracy));
 
     for (game, series) in r.accuracy_series() {
@@ -48,6 +56,7 @@ pub fn page(r: &Report) -> Result<String, String> {
             .map(|(game, by_optimum)| Series {
                 name: game.clone(),
                 points: by_optimum.iter().map(|(&o, t)| (f64::from(o), t.points / t.games as f64)).collect(),
+                ..Series::default()
             })
             .collect();
         let title = "Moves made against the optimum (solved games, mean; both axes logarithmic)";
@@ -64,7 +73,7 @@ pub fn page(r: &Report) -> Result<String, String> {
     if r.optimality.iter().any(|&n| n > 0) {
         let title = "Showdown: optimality of each decision";
         let svg = histogram(title, &r.optimality)?;
-        let series = [Series { name: "decisions".into(), points: Vec::new() }];
+        let series = [Series { name: "decisions".into(), ..Series::default() }];
         body.push_str(&figure("optimality", title, &series, &svg));
     }
     Ok(format!(
@@ -85,9 +94,14 @@ fn caller_name(caller: &str) -> &str {
     if caller.is_empty() { "(no caller)" } else { caller }
 }
 
-/// Points (x, points ÷ games) of one caller.
+/// Points (x, points ÷ games) of one caller, each with its Wilson 95 % interval.
 fn ratio_series(name: &str, by_x: &BTreeMap<u64, Tally>) -> Series {
-    Series { name: name.to_string(), points: by_x.iter().map(|(&x, t)| (x as f64, t.points / t.games as f64)).collect() }
+    let share = |t: &Tally| t.points / t.games as f64;
+    Series {
+        name: name.to_string(),
+        points: by_x.iter().map(|(&x, t)| (x as f64, share(t))).collect(),
+        intervals: by_x.values().map(|t| super::ratings::wilson_share(share(t), t.games).unwrap_or((0.0, 1.0))).collect(),
+    }
 }
 
 fn table(r: &Report) -> String {
@@ -194,13 +208,19 @@ fn line_chart(axes: &Axes, series: &[Series]) -> Result<String, String> {
     let scale = |v: f64| if axes.log { v.max(1.0).log10() } else { v };
     let series: Vec<Series> = series
         .iter()
-        .map(|s| Series { name: s.name.clone(), points: s.points.iter().map(|&(x, y)| (scale(x), scale(y))).collect() })
+        .map(|s| Series {
+            name: s.name.clone(),
+            points: s.points.iter().map(|&(x, y)| (scale(x), scale(y))).collect(),
+            intervals: if axes.log { Vec::new() } else { s.intervals.clone() },
+        })
         .collect();
     let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
     let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
     let (x_lo, x_hi) = padded(xs.clone().fold(f64::INFINITY, f64::min), xs.fold(f64::NEG_INFINITY, f64::max));
+    // A share's plot leaves a band above 1 for the legend, so that it
+    // covers no point: a line of it per series.
     let (y_lo, y_hi) = if axes.unit_y {
-        (0.0, 1.05)
+        (0.0, 1.08 + 0.1 * (series.len() + 1) as f64)
     } else {
         let hi = ys.fold(f64::NEG_INFINITY, f64::max).max(if axes.diagonal { x_hi } else { f64::NEG_INFINITY });
         padded(0.0, hi)
@@ -217,7 +237,7 @@ fn line_chart(axes: &Axes, series: &[Series]) -> Result<String, String> {
             let v = if log { 10f64.powf(*v) } else { *v };
             if (v - v.round()).abs() < 1e-6 || log { format!("{}", v.round()) } else { format!("{v:.1}") }
         };
-        let share = |v: &f64| format!("{v:.1}");
+        let share = |v: &f64| if *v <= 1.0 + 1e-9 { format!("{v:.1}") } else { String::new() };
         let mut mesh = chart.configure_mesh();
         mesh.x_labels(((x_hi - x_lo).ceil() as usize + 1).clamp(2, 10)).x_label_formatter(&whole);
         if !axes.unit_y {
@@ -243,6 +263,10 @@ fn line_chart(axes: &Axes, series: &[Series]) -> Result<String, String> {
             let color = Palette99::pick(i).to_rgba();
             let shift = dodge * (i as f64 - (series.len() - 1) as f64 / 2.0);
             let points: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (x + shift, y)).collect();
+            // Each point's interval first, under its line and marker.
+            let bar =
+                |(&(x, _), &(lo, hi)): (&(f64, f64), &(f64, f64))| PathElement::new([(x, lo), (x, hi)], color.mix(0.6).stroke_width(1));
+            chart.draw_series(points.iter().zip(&s.intervals).map(bar)).map_err(plot_error)?;
             let line = chart.draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2))).map_err(plot_error)?;
             let line = line.label(&s.name);
             let stroke = color.stroke_width(2);
@@ -281,7 +305,7 @@ fn line_chart(axes: &Axes, series: &[Series]) -> Result<String, String> {
         chart
             .configure_series_labels()
             // Rising lines (moves against the optimum) leave the lower right free; falling ones the upper right.
-            .position(if diagonal { SeriesLabelPosition::LowerRight } else { SeriesLabelPosition::UpperRight })
+            .position(if diagonal { SeriesLabelPosition::LowerRight } else { SeriesLabelPosition::UpperLeft })
             .label_font(("sans-serif", LABEL_PX))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.3))

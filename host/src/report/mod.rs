@@ -11,24 +11,28 @@
 
 mod html;
 mod ratings;
+mod reading;
 pub mod replays;
 mod standings;
+mod usage;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::records::Outcome;
+pub use reading::Reading;
 pub use standings::{CHESS_ANCHORS, Standing};
 
 /// Longest line read as a record; a longer one is skipped as bad.
 const MAX_LINE: usize = 4 << 20;
 /// Bad lines named one by one; past this only counted.
 const NAMED_BAD_LINES: u64 = 20;
+/// Distinct illegal-move policies listed per game.
+const MAX_POLICIES: usize = 8;
 /// Bins of the optimality histogram over [0, 1].
 pub const OPTIMALITY_BINS: usize = 20;
 /// The table's columns.
@@ -61,6 +65,21 @@ struct Line<'a> {
     /// Each seat's player and result (games with seats).
     #[serde(default, borrow)]
     seats: Vec<SeatLine<'a>>,
+    /// What its moves cost, by player (the log's `usage`).
+    #[serde(default, rename = "actions")]
+    spent: usage::Spent,
+    /// The illegal-move policy it was played under.
+    #[serde(default)]
+    illegal_move_policy: PolicyLine,
+}
+
+/// A record's illegal-move policy, its counts left unread.
+#[derive(Deserialize, Default)]
+struct PolicyLine {
+    #[serde(default)]
+    attempts: u32,
+    #[serde(default)]
+    then: crate::config::AfterRefusals,
 }
 
 /// What the report reads of a seat: names borrowed from the line where
@@ -68,6 +87,8 @@ struct Line<'a> {
 /// nothing for them).
 #[derive(Deserialize)]
 struct SeatLine<'a> {
+    #[serde(default)]
+    kind: Option<crate::records::Holder>,
     #[serde(default, borrow)]
     player: Option<std::borrow::Cow<'a, str>>,
     #[serde(default)]
@@ -100,9 +121,16 @@ pub struct Group {
 }
 
 impl Group {
-    fn add(&mut self, l: &Line<'_>) {
+    /// Another agent's seat in a game between agents: a game of its own for
+    /// that player, with its seat's result (the moves and figures are the
+    /// creator's row's).
+    fn add_seat(&mut self, outcome: Outcome) {
         self.games += 1;
-        match l.outcome {
+        self.count(outcome);
+    }
+
+    fn count(&mut self, outcome: Outcome) {
+        match outcome {
             Outcome::Solved => self.solved += 1,
             Outcome::Won => self.won += 1,
             Outcome::Lost => self.lost += 1,
@@ -110,6 +138,11 @@ impl Group {
             Outcome::Failed => self.failed += 1,
             Outcome::Abandoned => self.abandoned += 1,
         }
+    }
+
+    fn add(&mut self, l: &Line<'_>) {
+        self.games += 1;
+        self.count(l.outcome);
         if let (Outcome::Solved, Some(o)) = (l.outcome, l.optimum) {
             self.over_optimum.0 += f64::from(l.moves) - f64::from(o);
             self.over_optimum.1 += 1;
@@ -167,6 +200,12 @@ pub struct Report {
     /// Replays read and left out of every figure.
     pub replays: u64,
     pub bad_lines: u64,
+    /// Lines whose seal does not hold (`seal`), by flaw.
+    pub unverified: reading::Unverified,
+    /// What the moves cost, as the clients reported it.
+    pub usage: usage::UsageTable,
+    /// The illegal-move policies each game was played under, in words.
+    pub policies: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// Files that could not be read, with why.
     pub unreadable: Vec<String>,
 }
@@ -230,11 +269,12 @@ impl std::fmt::Display for Params {
 }
 
 impl Report {
-    /// Reads every file; bad lines and unreadable files are said on `warn`.
-    pub fn read(files: &[PathBuf], warn: &mut dyn FnMut(&str)) -> Report {
+    /// Reads every file; bad lines, lines whose seal does not hold and
+    /// unreadable files are said on `warn`.
+    pub fn read(files: &[PathBuf], reading: &Reading<'_>, warn: &mut dyn FnMut(&str)) -> Report {
         let mut report = Report::default();
         for path in files {
-            if let Err(e) = report.read_file(path, warn) {
+            if let Err(e) = report.read_file(path, reading, warn) {
                 let why = format!("{}: cannot be read: {e}", path.display());
                 warn(&why);
                 report.unreadable.push(why);
@@ -243,40 +283,10 @@ impl Report {
         if report.bad_lines > NAMED_BAD_LINES {
             warn(&format!("… {} bad lines in all, skipped", report.bad_lines));
         }
-        report
-    }
-
-    fn read_file(&mut self, path: &Path, warn: &mut dyn FnMut(&str)) -> std::io::Result<()> {
-        let file = std::fs::File::open(path)?;
-        let mut reader = BufReader::with_capacity(1 << 16, file);
-        let mut buf = Vec::new();
-        let mut number = 0u64;
-        loop {
-            buf.clear();
-            let (read, whole) = read_line(&mut reader, &mut buf)?;
-            if read == 0 {
-                return Ok(());
-            }
-            number += 1;
-            let text = buf.trim_ascii();
-            if text.is_empty() {
-                continue;
-            }
-            let parsed = if whole {
-                serde_json::from_slice::<Line>(text).map_err(|e| e.to_string())
-            } else {
-                Err(format!("longer than {} MiB", MAX_LINE >> 20))
-            };
-            match parsed {
-                Ok(line) => self.add(line),
-                Err(why) => {
-                    self.bad_lines += 1;
-                    if self.bad_lines <= NAMED_BAD_LINES {
-                        warn(&format!("{}:{number}: not a result record ({why}); skipped", path.display()));
-                    }
-                }
-            }
+        if let Some(said) = report.unverified.said(reading.include_unverified) {
+            warn(&said);
         }
+        report
     }
 
     fn add(&mut self, mut l: Line<'_>) {
@@ -285,8 +295,20 @@ impl Report {
             self.replays += 1;
             return;
         }
+        self.usage.add(&l.game, std::mem::take(&mut l.spent));
+        if self.policies.get(&l.game).is_none_or(|p| p.len() < MAX_POLICIES) {
+            let PolicyLine { attempts, then } = l.illegal_move_policy;
+            let policy = crate::config::IllegalMovePolicy { attempts, then };
+            self.policies.entry(l.game.clone()).or_default().insert(policy.in_words());
+        }
         let by_params = self.groups.entry(l.game.clone()).or_default().entry(Params(l.parameters.clone())).or_default();
         by_params.entry(l.caller.clone()).or_default().add(&l);
+        let joiners = l.seats.iter().filter(|s| s.kind == Some(crate::records::Holder::Agent));
+        for seat in joiners {
+            let Some(player) = seat.player.as_deref().filter(|p| *p != l.caller) else { continue };
+            let outcome = seat.result.unwrap_or(Outcome::Abandoned);
+            by_params.entry(player.to_string()).or_default().add_seat(outcome);
+        }
         if let (Outcome::Solved, Some(o)) = (l.outcome, l.optimum) {
             let t = self.moves.entry(l.game.clone()).or_default().entry(o).or_default();
             t.games += 1;
@@ -388,6 +410,17 @@ impl Report {
         })
     }
 
+    /// Each game's illegal-move policy (or policies, when its games were
+    /// played under several), one line a game.
+    pub fn policies_text(&self) -> String {
+        let mut s = String::new();
+        for (game, policies) in &self.policies {
+            let list: Vec<&str> = policies.iter().map(String::as_str).collect();
+            let _ = writeln!(s, "illegal-move policy, {game}: {}", list.join("; "));
+        }
+        s
+    }
+
     /// The closing line: records read, and what was skipped.
     pub fn totals(&self) -> String {
         let mut s = format!("{} records", self.records);
@@ -397,6 +430,9 @@ impl Report {
         }
         if self.bad_lines > 0 {
             s.push_str(&format!(", {} bad lines skipped", self.bad_lines));
+        }
+        if self.unverified.left_out > 0 {
+            s.push_str(&format!(", {} lines left out whose seal does not hold", self.unverified.left_out));
         }
         if !self.unreadable.is_empty() {
             s.push_str(&format!(", {} files could not be read", self.unreadable.len()));
@@ -414,40 +450,6 @@ fn mean((sum, n): (f64, u64)) -> Option<f64> {
     (n > 0).then(|| sum / n as f64)
 }
 
-/// Reads one line (without its line break) into `buf`, at most
-/// [`MAX_LINE`] bytes of it: (bytes read, whether the line fit).
-fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<(usize, bool)> {
-    let read = reader.by_ref().take(MAX_LINE as u64 + 1).read_until(b'\n', buf)?;
-    if buf.last() == Some(&b'\n') {
-        buf.pop();
-        return Ok((read, true));
-    }
-    if buf.len() <= MAX_LINE {
-        return Ok((read, true));
-    }
-    // Too long: the rest of the line is read past, not kept.
-    let mut rest = 0;
-    loop {
-        let chunk = reader.fill_buf()?;
-        if chunk.is_empty() {
-            break;
-        }
-        match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => {
-                reader.consume(i + 1);
-                rest += i + 1;
-                break;
-            }
-            None => {
-                let n = chunk.len();
-                reader.consume(n);
-                rest += n;
-            }
-        }
-    }
-    Ok((read + rest, false))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -457,7 +459,8 @@ mod tests {
         let path = dir.path().join("r.jsonl");
         std::fs::write(&path, text).unwrap();
         let mut warnings = Vec::new();
-        let r = Report::read(&[path, dir.path().join("missing.jsonl")], &mut |w| warnings.push(w.to_string()));
+        let reading = Reading { trusted: &crate::seal::Trusted::default(), include_unverified: true };
+        let r = Report::read(&[path, dir.path().join("missing.jsonl")], &reading, &mut |w| warnings.push(w.to_string()));
         (r, warnings)
     }
 

@@ -387,11 +387,18 @@ pub fn with_intervals(players: usize, meetings: &[Meeting], anchors: &[(usize, f
 /// approximation it stays inside [0, 1] and is not degenerate at 0/n or n/n.
 /// `None` when `n == 0` or `successes > n`.
 pub fn wilson(successes: u64, n: u64) -> Option<(f64, f64)> {
-    if n == 0 || successes > n {
+    if successes > n {
+        return None;
+    }
+    wilson_share(successes as f64 / n.max(1) as f64, n)
+}
+
+/// The same for a share `p` of `n` (a score with draws as halves).
+pub fn wilson_share(p: f64, n: u64) -> Option<(f64, f64)> {
+    if n == 0 || !(0.0..=1.0).contains(&p) {
         return None;
     }
     let (nf, z2) = (n as f64, Z95 * Z95);
-    let p = successes as f64 / nf;
     let denom = 1.0 + z2 / nf;
     let centre = (p + z2 / (2.0 * nf)) / denom;
     let half = Z95 / denom * (p * (1.0 - p) / nf + z2 / (4.0 * nf * nf)).sqrt();

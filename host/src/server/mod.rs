@@ -60,9 +60,16 @@ pub async fn start(opts: &ServeOptions) -> Result<Arc<Registry>> {
     // Leases need a name for this server even when the operator gave none.
     let name = config.server_name.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()[..12].to_string());
     let store = crate::store::open(&opts.store, &name)?;
-    let records = opts.records.as_deref().map(crate::records::RecordsFile::open).transpose()?;
+    let records = match opts.records.as_deref() {
+        Some(path) => {
+            let key = crate::seal::SigningKey::load_or_create(&records_key_path(&config)).map_err(anyhow::Error::msg)?;
+            Some(crate::records::RecordsFile::open(path, Some(key))?)
+        }
+        None => None,
+    };
     if let Some(records) = &records {
-        tracing::info!("every game's result is recorded in {}", records.path().display());
+        let signer = records.signer().unwrap_or_default();
+        tracing::info!("every game's result is recorded in {}, each line signed by key {signer}", records.path().display());
     }
     let records = records.map(Arc::new);
     let sessions = Sessions::new(session_limits(&config), tokio::runtime::Handle::current(), store, records)?;
@@ -146,6 +153,12 @@ async fn scan_plugins(registry: &Arc<Registry>, dir: &std::path::Path, builtins:
 /// unapplied without a word. Without a plugins directory the games are the
 /// built-in ones; with one, a name not built in may be a plugin there, and a
 /// table that matches nothing once the directory is read is warned about.
+/// Where the records' signing key is kept: the config's `records_key`,
+/// else `records.key` beside the server's stored games.
+pub fn records_key_path(config: &Config) -> std::path::PathBuf {
+    config.records_key.clone().unwrap_or_else(|| crate::store::data_dir().join("records.key"))
+}
+
 fn check_plugin_tables(config: &Config, builtins: bool, directory: bool) -> Result<()> {
     let builtin: Vec<&str> = bundled::BUNDLED.iter().map(|g| g.name).collect();
     let unknown: Vec<&String> = config.plugins.keys().filter(|name| !builtin.contains(&name.as_str())).collect();

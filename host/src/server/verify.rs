@@ -3,7 +3,9 @@
 //! checked, and a tally at the end. The builds are the ones a server with
 //! the same options would load (the built-in games, the plugins directory);
 //! a record whose build is not among them is reported, never played on
-//! another build.
+//! another build. Each file's seals are checked first (`seal`): a line
+//! that is unsigned, altered, a copy, out of place or (with `--key`)
+//! another key's is named, and fails the verification.
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -26,6 +28,9 @@ pub struct VerifyOptions {
     pub files: Vec<PathBuf>,
     /// Where to write the replay page (none: no page).
     pub html: Option<PathBuf>,
+    /// The servers' public keys the lines must be signed by (none: each
+    /// line's own signer).
+    pub trusted: crate::seal::Trusted,
 }
 
 /// How the records fared.
@@ -36,12 +41,14 @@ pub struct Tally {
     pub cannot: u64,
     /// Lines that are not records, and files that cannot be read.
     pub unreadable: u64,
+    /// Lines whose seal does not hold.
+    pub unsealed: u64,
 }
 
 impl Tally {
     /// Every record reproduced.
     pub fn all_good(&self) -> bool {
-        self.differ == 0 && self.cannot == 0 && self.unreadable == 0
+        self.differ == 0 && self.cannot == 0 && self.unreadable == 0 && self.unsealed == 0
     }
 
     pub fn summary(&self) -> String {
@@ -55,6 +62,9 @@ impl Tally {
         }
         if self.unreadable > 0 {
             parts.push(format!("{} lines or files unreadable", self.unreadable));
+        }
+        if self.unsealed > 0 {
+            parts.push(format!("{} lines whose seal does not hold", self.unsealed));
         }
         format!("{total} record{}: {}", if total == 1 { "" } else { "s" }, parts.join(", "))
     }
@@ -77,32 +87,28 @@ pub async fn verify(opts: VerifyOptions, say: &mut dyn FnMut(&str)) -> Result<Ta
     let mut tally = Tally::default();
     let mut page = opts.html.as_ref().map(|_| Vec::new());
     for path in &opts.files {
-        let file = match std::fs::File::open(path) {
-            Ok(file) => file,
+        let lines = match read_lines(path) {
+            Ok(lines) => lines,
             Err(e) => {
                 say(&format!("unreadable  {}: {e}", path.display()));
                 tally.unreadable += 1;
                 continue;
             }
         };
-        for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
-            let line = match line {
-                Ok(line) if line.trim().is_empty() => continue,
-                Ok(line) => line,
-                Err(e) => {
-                    say(&format!("unreadable  {}:{}: {e}", path.display(), n + 1));
-                    tally.unreadable += 1;
-                    break;
-                }
-            };
-            let record: ResultRecord = match serde_json::from_str(&line) {
+        let flaws = seal_flaws(&lines, &opts.trusted);
+        for ((n, line), flaw) in lines.iter().zip(flaws) {
+            let record: ResultRecord = match serde_json::from_str(line) {
                 Ok(record) => record,
                 Err(e) => {
-                    say(&format!("unreadable  {}:{}: not a record: {e}", path.display(), n + 1));
+                    say(&format!("unreadable  {}:{n}: not a record: {e}", path.display()));
                     tally.unreadable += 1;
                     continue;
                 }
             };
+            if let Some(flaw) = flaw {
+                say(&format!("UNSEALED    {}:{n}: {}: {}", path.display(), record.record, flaw.said()));
+                tally.unsealed += 1;
+            }
             let (line, replayed) = check(&registry.sessions, &builds, &record, &mut tally).await;
             say(&line);
             if let Some(page) = &mut page {
@@ -116,6 +122,43 @@ pub async fn verify(opts: VerifyOptions, say: &mut dyn FnMut(&str)) -> Result<Ta
         say(&format!("wrote the replay page {}", out.display()));
     }
     Ok(tally)
+}
+
+/// A file's lines that are not blank, with their numbers.
+fn read_lines(path: &std::path::Path) -> std::io::Result<Vec<(usize, String)>> {
+    let file = std::fs::File::open(path)?;
+    let mut lines = Vec::new();
+    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line?;
+        if !line.trim().is_empty() {
+            lines.push((n + 1, line));
+        }
+    }
+    Ok(lines)
+}
+
+/// What is wrong with each line's seal, if anything (`seal::Chain`); a
+/// line out of place that repeats an earlier one is named as its copy.
+fn seal_flaws(lines: &[(usize, String)], trusted: &crate::seal::Trusted) -> Vec<Option<crate::seal::Flaw>> {
+    use crate::seal::{Chain, Facts, Flaw};
+    let mut chain = Chain::new(trusted);
+    let mut verdicts = Vec::with_capacity(lines.len());
+    for (i, (_, line)) in lines.iter().enumerate() {
+        verdicts.extend(chain.next(Facts::of(line.as_bytes()), i.checked_sub(1).map(|j| lines[j].1.as_bytes())));
+    }
+    verdicts.extend(lines.last().and_then(|(_, line)| chain.last(line.as_bytes())));
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    verdicts
+        .into_iter()
+        .zip(lines)
+        .map(|(verdict, (n, line))| {
+            let earlier = *first.entry(line.as_str()).or_insert(*n);
+            match verdict.err()? {
+                Flaw::OutOfPlace { copy_of: None } if earlier != *n => Some(Flaw::OutOfPlace { copy_of: Some(earlier as u64) }),
+                flaw => Some(flaw),
+            }
+        })
+        .collect()
 }
 
 /// One record's verdict, as its line says it, and the game for the replay page.

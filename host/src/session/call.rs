@@ -17,7 +17,8 @@ use super::wait::{Wait, Woken};
 use super::{Caller, Invocation, Refusal, Seeding, Session, SessionInfo, Sessions, joins_tool, ran};
 use crate::capability::{Ask, CallInfo, ClientLink, LogSink};
 use crate::locking::lock;
-use crate::plugin::{Audience, JOIN_CODE, MAX_REASONING, Plugin, REASONING, Role, SECRET, SEED, ToolDef};
+use crate::plugin::{Audience, JOIN_CODE, MAX_REASONING, Plugin, REASONING, Role, SECRET, SEED, ToolDef, USAGE};
+use crate::records::{Said, Usage};
 use crate::runtime::{run_guest, run_guest_that_may_ask};
 
 /// How a tool call that reached a plugin ended.
@@ -102,8 +103,8 @@ struct Running {
     caller: String,
     /// The decision number the call names, when its tool takes one.
     decision: Option<u64>,
-    /// The host's `reasoning` argument of a move.
-    reasoning: Option<String>,
+    /// The host's `reasoning` and `usage` arguments of a move.
+    said: Said,
     /// Where the game's log entered the call's first run: a re-run is
     /// entered as that call again.
     logged_at: Option<usize>,
@@ -125,7 +126,7 @@ struct Running {
 
 impl Running {
     fn new(call: Prepared, caller: String, cancel: CancellationToken, listeners: Listeners) -> Running {
-        let Prepared { session, version, tool: index, params, reasoning } = call;
+        let Prepared { session, version, tool: index, params, said } = call;
         let tool = &version.tools[index];
         let may_ask =
             version.asks_client && listeners.client.as_ref().is_some_and(|c| c.declares(Ask::Sampling) || c.declares(Ask::Elicitation));
@@ -138,7 +139,7 @@ impl Running {
             params,
             caller,
             decision,
-            reasoning,
+            said,
             logged_at: None,
             may_ask,
             cancel,
@@ -170,7 +171,7 @@ impl Running {
         self.index = pick.index;
         self.decision = self.version.tools[pick.index].decision_argument(&pick.params);
         self.params = pick.params;
-        self.reasoning = None;
+        self.said = Said::default();
         self.wait = Wait::new();
     }
 }
@@ -236,6 +237,19 @@ impl Sessions {
         if reasoning.as_ref().is_some_and(|r| r.chars().count() > MAX_REASONING) {
             return Err(Refusal::Arguments(format!("`{REASONING}` is at most {MAX_REASONING} characters")));
         }
+        let (args, usage) = match current.host_usage {
+            true => match args.get(USAGE).filter(|v| !v.is_null()) {
+                Some(value) => {
+                    let usage = Usage::from_argument(value).map_err(Refusal::Arguments)?;
+                    let mut rest = args.into_owned();
+                    rest.remove(USAGE);
+                    (std::borrow::Cow::Owned(rest), Some(usage))
+                }
+                None => (args, None),
+            },
+            false => (args, None),
+        };
+        let said = Said { reasoning, usage };
         let (args, secret) = match current.role {
             Role::Creates if current.params.iter().any(|f| f.json == SEED) => {
                 let (rest, secret) = split_host_argument(&args, SECRET, unsigned, "a whole number (or one as a decimal string)")
@@ -265,7 +279,7 @@ impl Sessions {
         };
         let version = session.plugin.clone();
         if Arc::ptr_eq(&version, plugin) {
-            return Ok(Prepared { session, version, tool: tool_index, params, reasoning });
+            return Ok(Prepared { session, version, tool: tool_index, params, said });
         }
         let Some(tool) = version.tools.iter().position(|t| t.name == current.name) else {
             return Err(Refusal::Version(format!(
@@ -276,7 +290,7 @@ impl Sessions {
         let params = version.tools[tool]
             .convert_args(args)
             .map_err(|e| Refusal::Version(format!("this game runs version {} of {}: {e}", version.version, version.name)))?;
-        Ok(Prepared { session, version, tool, params, reasoning })
+        Ok(Prepared { session, version, tool, params, said })
     }
 
     /// Runs a prepared call to its final answer, one stage at a time
@@ -310,7 +324,7 @@ impl Sessions {
             params: call.params.clone(),
             caller: call.caller.clone(),
             decision: call.decision,
-            reasoning: call.reasoning.clone(),
+            said: call.said.clone(),
             again: if first { None } else { call.logged_at },
             first,
             timed_out,
@@ -554,12 +568,8 @@ fn admit(session: &Session, tool: &ToolDef, caller: &Caller, code: Option<&str>,
         return Err(Refusal::NotYours { param: param.into(), id, what: format!("call `{}`", tool.name), joins });
     }
     // A seat is taken with the code by everyone, the creator taking the
-    // other seat itself included: nobody plays a seat by default.
-    if session.seeding.replay {
-        return Err(Refusal::Seat(format!(
-            "`{param}` {id} replays a finished game whose hidden parts were published: nobody else may take a seat in it"
-        )));
-    }
+    // other seat itself included: nobody plays a seat by default. A replay's
+    // seats too (its joiner is told its hidden parts are published).
     // The code first: who holds the seats is told only to those with it.
     match code {
         Some(code) if session.join_code_is(code) => {}
@@ -615,8 +625,8 @@ struct Prepared {
     version: Arc<Plugin>,
     tool: usize,
     params: Vec<Val>,
-    /// The host's `reasoning` argument of a move.
-    reasoning: Option<String>,
+    /// The host's `reasoning` and `usage` arguments of a move.
+    said: Said,
 }
 
 pub(super) fn rand_seed() -> u64 {

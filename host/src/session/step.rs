@@ -24,8 +24,8 @@ pub(super) struct Step {
     pub caller: String,
     /// The decision number the call names, when its tool takes one.
     pub decision: Option<u64>,
-    /// What the player said of its move (the host's `reasoning` argument).
-    pub reasoning: Option<String>,
+    /// What the player said of its move (the host's `reasoning` and `usage` arguments).
+    pub said: crate::records::Said,
     /// A re-run of the call the game's log has at this place.
     pub again: Option<usize>,
     /// The client's call, not a re-run of a waiting one.
@@ -202,7 +202,10 @@ impl Step {
             decision: self.decision,
             refused: false,
             timed_out: self.timed_out,
-            reasoning: self.reasoning.clone().or(own),
+            reasoning: self.said.reasoning.clone().or(own),
+            usage: self.said.usage,
+            at_ms: None,
+            think_ms: None,
             policy: self.by_policy,
         })
     }
@@ -254,7 +257,7 @@ pub(super) fn notes(session: &Session, plugin: &Plugin, tool: &ToolDef, caller: 
     {
         notes.push(format!(
             "The game is over. Its seed was {seed} and its secret {secret}: `{starts}` with `{SEED}` {seed} and `{SECRET}` \
-             {secret} plays it again exactly (a replay, which nobody else may join)."
+             {secret} plays it again exactly (a replay, left out of every report)."
         ));
     }
     (!notes.is_empty()).then(|| notes.join("\n\n"))
@@ -282,6 +285,12 @@ fn join_note(session: &Session, plugin: &Plugin) -> Option<String> {
 /// What an agent that takes a seat is told of the game's seed.
 fn seed_note(session: &Session) -> String {
     let seeding = &session.seeding;
+    if seeding.replay {
+        return "This game replays a finished one: its creator gave the seed and secret that were published when it ended, \
+                so every side's hidden parts (teams, cards, chance) are known. It is marked a replay in its record and left \
+                out of every figure of `ludus report`."
+            .into();
+    }
     match (seeding.secret, seeding.chosen) {
         (None, _) => "The operator lets this game's creator fix whole seeds: everything in it, yours included, follows from the \
                       seed the creator chose."

@@ -208,7 +208,7 @@ async fn replay_call(
     action: &Action,
     again: Option<bool>,
 ) -> Result<(ReplayStep, Option<Pick>), String> {
-    let Action::Call { call, by, args, decision, refused, timed_out, reasoning, policy } = action else {
+    let Action::Call { call, by, args, decision, refused, timed_out, reasoning, usage, policy, .. } = action else {
         return Err("not a call".into());
     };
     let shown_args = args.clone();
@@ -233,7 +233,7 @@ async fn replay_call(
         decision: tool.decision_argument(&params),
         params,
         caller: by.clone(),
-        reasoning: reasoning.clone(),
+        said: crate::records::Said { reasoning: reasoning.clone(), usage: *usage },
         again: None,
         first: again.is_none(),
         timed_out: *timed_out,
@@ -298,6 +298,9 @@ async fn final_view(session: &Arc<Session>, plugin: &Arc<Plugin>, creator: &str)
         refused: false,
         timed_out: true,
         reasoning: None,
+        usage: None,
+        at_ms: None,
+        think_ms: None,
         policy: false,
     };
     let (mut step, _) = replay_call(session, plugin, &call, Some(true)).await.ok()?;
@@ -329,10 +332,29 @@ fn differences(recorded: &ResultRecord, replayed: &ResultRecord) -> Vec<String> 
     let seats = |r: &ResultRecord| {
         r.seats
             .iter()
-            .map(|s| format!("{} {} {}", s.seat, s.player.as_deref().unwrap_or("open"), s.result.map_or("-", |o| o.name())))
+            .map(|s| {
+                let kind = serde_json::to_value(s.kind).ok().and_then(|k| k.as_str().map(String::from)).unwrap_or_default();
+                format!("{} {} {kind} {}", s.seat, s.player.as_deref().unwrap_or("open"), s.result.map_or("-", |o| o.name()))
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
     compare("seats", seats(recorded), seats(replayed));
+    let figures = |r: &ResultRecord| without_dates(&r.figures).to_string();
+    compare("figures", figures(recorded), figures(replayed));
     out
+}
+
+/// A game's figures without the day it was played: a PGN's `[Date …]`
+/// tag says when, and a replay is played on another day.
+fn without_dates(figures: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match figures {
+        Value::String(s) if s.contains("[Date \"") => {
+            Value::String(s.lines().filter(|l| !l.starts_with("[Date \"")).collect::<Vec<_>>().join("\n"))
+        }
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), without_dates(v))).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(without_dates).collect()),
+        v => v.clone(),
+    }
 }

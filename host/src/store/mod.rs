@@ -42,7 +42,8 @@ pub struct Record {
     /// creator fix whole seeds, and the seed is the whole seed.
     #[serde(default)]
     pub secret: Option<u64>,
-    /// The creator gave the secret (a finished game replayed): nobody may join.
+    /// The creator gave the secret (a finished game replayed): its hidden
+    /// parts are known, and its joiner is told so.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replay: bool,
     pub created_by: String,

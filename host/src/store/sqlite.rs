@@ -430,11 +430,7 @@ mod tests {
             calls: 3,
             changed_at_ms: 2,
             idle_timeout_ms: 120_000,
-            last_calls: Default::default(),
-            seats: Vec::new(),
-            standing: Default::default(),
-            in_match: None,
-            counters: Default::default(),
+            ..Default::default()
         }
     }
 

@@ -291,10 +291,11 @@ impl Session {
 
     /// Whether a seat may still be taken: one the game told is open, or,
     /// for a game that tells no seats (a plugin older than 0.1.6), any game
-    /// that is not over. A replay has no seat for anyone else.
+    /// that is not over. A replay's seats are taken as any game's: its
+    /// joiner is told that its hidden parts are published.
     pub fn has_open_seat(&self) -> bool {
         let ledger = lock(&self.ledger);
-        !self.seeding.replay && !ledger.over && ledger.has_open_seat()
+        !ledger.over && ledger.has_open_seat()
     }
 
     /// Who holds each seat, in words, when the game told its seats and none
@@ -418,10 +419,15 @@ impl Session {
     /// call), and says where. Called with the guest's lock held, so the
     /// log's order is the order things ran.
     fn log(&self, mut action: Action, refused: bool) -> usize {
-        if let Action::Call { refused: r, .. } = &mut action {
+        let now = now_ms();
+        let standing = &mut lock(&self.ledger).standing;
+        if let Action::Call { refused: r, at_ms, think_ms, .. } = &mut action {
             *r = refused;
+            *at_ms = Some(now.saturating_sub(standing.started_at_ms));
+            *think_ms = (standing.last_logged_ms > 0).then(|| now.saturating_sub(standing.last_logged_ms));
         }
-        let log = &mut lock(&self.ledger).standing.log;
+        standing.last_logged_ms = now;
+        let log = &mut standing.log;
         if !log.last_mut().is_some_and(|last| last.absorb(&action)) {
             log.push(action);
         }
