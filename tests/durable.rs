@@ -728,3 +728,62 @@ async fn an_openspiel_game_killed_mid_game_plays_on_as_it_would_have() {
     assert!(without.len() >= 6, "{without:?}");
     assert_eq!(with, without, "the same seed and moves give the same game across a kill");
 }
+
+/// A Showdown battle against the random bot and an OpenSpiel game against
+/// its engine (both engines processes), each killed with the server mid-game
+/// and rebuilt from the store by the next server, then played to the end:
+/// their records verify, the log naming where each was rebuilt.
+#[tokio::test]
+async fn games_rebuilt_after_a_kill_verify() {
+    let work = scratch();
+    let file = work.path().join("records.jsonl");
+    let package = common::showdown::showdown_package();
+    let endpoint = common::showdown::sim_endpoint(&package);
+    let setup = Setup::new(work.path(), &["alice"], &format!("records = {:?}\n{endpoint}", file.display().to_string()));
+    let mut server = setup.serve(&[]).await;
+    let mut c = setup.client(&server, 0).await;
+    let battle = common::showdown::offline(&c, "random", 7).await;
+    let mut turn = c.ok("openspiel_start_game", json!({"game": "connect_four", "seed": 42})).await;
+    let game = turn["game_id"].as_str().unwrap().to_string();
+    let (mut battle_over, mut game_over) = (false, false);
+    for step in 0..400 {
+        if step == 3 {
+            kill9(server);
+            server = setup.serve(&[]).await;
+            c = setup.client(&server, 0).await;
+            turn = c.ok("openspiel_get_state", json!({"game_id": game})).await;
+        }
+        if !game_over {
+            game_over = turn["game_over"] == true;
+            if let Some(first) = turn["legal_actions"].as_array().and_then(|l| l.first()).filter(|_| !game_over) {
+                let action = first["text"].as_str().unwrap().to_string();
+                turn = c.ok("openspiel_move", json!({"game_id": game, "action": action, "decision": turn["decision"]})).await;
+            } else if !game_over {
+                turn = c.ok("openspiel_wait_for_turn", json!({"game_id": game})).await;
+            }
+        }
+        if !battle_over {
+            let s = c.ok("showdown_get_battle_state", json!({"battle_id": battle})).await;
+            battle_over = s["status"] == "finished";
+            if let Some(action) = s["available_actions"].as_array().and_then(|a| a.first()).filter(|_| !battle_over) {
+                c.call("showdown_make_move", json!({"battle_id": battle, "action": action, "decision": s["decision"]})).await;
+            }
+        }
+        if battle_over && game_over {
+            break;
+        }
+    }
+    assert!(battle_over && game_over, "both games ended");
+    drop(server);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 2, "{text}");
+    for r in &records {
+        assert!(r["actions"].as_array().unwrap().iter().any(|a| a["rebuilt"] == true), "{} names its rebuild: {r}", r["game"]);
+    }
+    let elsewhere = work.path().join("verify");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let (code, printed) = verify(&[&file], &config(&elsewhere, &endpoint));
+    assert_eq!(code, Some(0), "{printed}");
+    assert!(printed.contains("2 records: 2 reproduced"), "{printed}");
+}

@@ -82,7 +82,7 @@ pub struct Record {
     /// The last timer and channel ids the game was given: a rebuilt game
     /// goes on from them, so its log numbers them as one that never left
     /// memory would (and `ludus verify` replays it).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Counters::is_none")]
     pub counters: Counters,
 }
 
@@ -95,6 +95,13 @@ pub struct Counters {
     /// The last channel id (`channels.open`).
     #[serde(default)]
     pub channels: u32,
+}
+
+impl Counters {
+    /// None handed out (a puzzle): nothing to store.
+    fn is_none(&self) -> bool {
+        *self == Counters::default()
+    }
 }
 
 /// A decision call answered, kept to answer its retry.
