@@ -192,7 +192,7 @@ impl Session {
             None => return Err(SessionError::Ended("its stored copy is gone (it ended or expired)".into())),
         };
         self.stop_io();
-        lock(&self.ledger).catch_up(&self.plugin, &stored.record);
+        lock(&self.ledger).catch_up(&stored.record);
         self.resume_counters(stored.record.counters);
         // The version first: the restore may arm an event that fires at once.
         self.set_version(stored.version);

@@ -8,9 +8,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
-use wasmtime::component::Val;
-
-use crate::plugin::Plugin;
 use crate::records::{Holder, Outcome, Seat, Standing};
 use crate::store::{Record, StoredCall};
 
@@ -26,8 +23,9 @@ pub(super) struct Ledger {
     /// Players whose answers have published the secret of the game that ended.
     pub told_secret: HashSet<String>,
     /// Each player's last answered decisions (up to [`KEPT_ANSWERS`],
-    /// oldest first), for their retries.
-    pub answers: HashMap<String, VecDeque<LastCall>>,
+    /// oldest first), for their retries: as JSON, as the store keeps them,
+    /// so that a write or a rebuild converts none (a retry converts its own).
+    pub answers: HashMap<String, VecDeque<StoredCall>>,
     /// Decisions whose calls are held waiting for their answer: a twin
     /// waits for that answer instead of running.
     pub awaiting: HashSet<(String, u64)>,
@@ -45,14 +43,14 @@ pub(super) struct Ledger {
 
 impl Ledger {
     /// The ledger of a game as its record stores it.
-    pub fn of(plugin: &Plugin, record: &Record) -> Ledger {
+    pub fn of(record: &Record) -> Ledger {
         Ledger {
             id: record.id.clone(),
             renamed: record.renamed,
             players: record.players.clone(),
             seats: record.seats.clone(),
             told_secret: HashSet::new(),
-            answers: last_calls_of(plugin, record),
+            answers: last_calls_of(record),
             awaiting: HashSet::new(),
             standing: record.standing.clone(),
             over: record.over,
@@ -64,10 +62,10 @@ impl Ledger {
 
     /// Takes what another server stored of the game (its copy here caught
     /// up); the name, the secrets told and the calls held here stay.
-    pub fn catch_up(&mut self, plugin: &Plugin, record: &Record) {
+    pub fn catch_up(&mut self, record: &Record) {
         self.players = record.players.clone();
         self.seats = record.seats.clone();
-        self.answers = last_calls_of(plugin, record);
+        self.answers = last_calls_of(record);
         self.standing = record.standing.clone();
         self.over = record.over;
         self.calls = record.calls;
@@ -97,19 +95,12 @@ impl Ledger {
         self.over = true;
     }
 
-    /// The answers kept for retries, as the store keeps them (JSON).
     /// The kept answers as a record stores them: each player's last, and
     /// the ones before it.
-    pub fn stored_calls(&self, plugin: &Plugin) -> (BTreeMap<String, StoredCall>, BTreeMap<String, Vec<StoredCall>>) {
+    pub fn stored_calls(&self) -> (BTreeMap<String, StoredCall>, BTreeMap<String, Vec<StoredCall>>) {
         let (mut last, mut earlier) = (BTreeMap::new(), BTreeMap::new());
         for (caller, kept) in &self.answers {
-            let mut stored: Vec<StoredCall> = kept
-                .iter()
-                .filter_map(|c| {
-                    let shape = plugin.result_of(&c.tool)?;
-                    Some(StoredCall { tool: c.tool.clone(), decision: c.decision, answer: shape.to_json(&c.answer) })
-                })
-                .collect();
+            let mut stored: Vec<StoredCall> = kept.iter().cloned().collect();
             let Some(newest) = stored.pop() else { continue };
             last.insert(caller.clone(), newest);
             if !stored.is_empty() {
@@ -121,13 +112,13 @@ impl Ledger {
 
     /// The answer `caller`'s decision `decision` got, if it is kept (the
     /// newest such: numbers start again after a reset).
-    pub fn answer_of(&self, caller: &str, decision: u64) -> Option<&LastCall> {
+    pub fn answer_of(&self, caller: &str, decision: u64) -> Option<&StoredCall> {
         self.answers.get(caller)?.iter().rev().find(|c| c.decision == decision)
     }
 
     /// Keeps `caller`'s answer for its retries, dropping the oldest past
     /// [`KEPT_ANSWERS`]; a decision answered again replaces its answer.
-    pub fn remember(&mut self, caller: &str, kept: LastCall) {
+    pub fn remember(&mut self, caller: &str, kept: StoredCall) {
         let answers = self.answers.entry(caller.to_string()).or_default();
         if answers.back().is_some_and(|last| last.decision == kept.decision) {
             answers.pop_back();
@@ -158,24 +149,12 @@ impl Ledger {
 /// one of its last this many decisions gets the answer it got.
 pub const KEPT_ANSWERS: usize = 8;
 
-/// A decision call answered, kept to answer its retry.
-pub(super) struct LastCall {
-    pub tool: String,
-    pub decision: u64,
-    pub answer: Val,
-}
-
-/// The stored calls of a record, as values of the plugin's result types
-/// (one that no longer converts is left out: its retry runs as a new call).
-fn last_calls_of(plugin: &Plugin, record: &Record) -> HashMap<String, VecDeque<LastCall>> {
-    let mut calls: HashMap<String, VecDeque<LastCall>> = HashMap::new();
+/// The stored calls of a record, oldest first, per player.
+fn last_calls_of(record: &Record) -> HashMap<String, VecDeque<StoredCall>> {
+    let mut calls = HashMap::new();
     for (caller, last) in &record.last_calls {
         let earlier = record.earlier_calls.get(caller).map(Vec::as_slice).unwrap_or_default();
-        let kept = earlier.iter().chain(std::iter::once(last)).filter_map(|c| {
-            let answer = plugin.result_of(&c.tool)?.to_val(&c.answer, "answer").ok()?;
-            Some(LastCall { tool: c.tool.clone(), decision: c.decision, answer })
-        });
-        calls.insert(caller.clone(), kept.collect());
+        calls.insert(caller.clone(), earlier.iter().chain(std::iter::once(last)).cloned().collect());
     }
     calls
 }

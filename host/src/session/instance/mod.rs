@@ -32,7 +32,7 @@ use crate::locking::lock;
 use crate::plugin::{Durable, Plugin};
 use crate::records::{Action, IllegalMovePolicy, MatchTag, RecordsFile, Standing};
 use crate::runtime::{run_guest, ticks};
-use crate::store::{Record, SessionStore, Stored, now_ms};
+use crate::store::{Record, SessionStore, Stored, StoredCall, now_ms};
 
 pub use error::SessionError;
 pub use info::SessionInfo;
@@ -41,7 +41,7 @@ pub use lease::Run;
 pub use waits::Waits;
 
 use guest::{Guest, Live, Slot};
-use ledger::{LastCall, Ledger};
+use ledger::Ledger;
 use persist::Kept;
 use waits::{MAX_TIMERS, Timers};
 
@@ -226,7 +226,7 @@ impl Session {
             None => (None, None, None),
         };
         let session = Arc::new(Session {
-            ledger: Mutex::new(Ledger::of(&plugin, &record)),
+            ledger: Mutex::new(Ledger::of(&record)),
             plugin: plugin.clone(),
             seeding: Seeding { seed: record.seed, chosen: record.seed_chosen, secret: record.secret, replay: record.replay },
             in_match: record.in_match.clone(),
@@ -525,13 +525,20 @@ impl Session {
     /// The answer `caller`'s call for decision `decision` got, if it is one
     /// of the last this player answered (the game said it was made
     /// already: this call is its retry).
+    /// One that no longer converts to the tool's result is none: its retry
+    /// is answered as a new call.
     pub fn answer_of(&self, caller: &str, decision: u64) -> Option<(String, Val)> {
-        lock(&self.ledger).answer_of(caller, decision).map(|c| (c.tool.clone(), c.answer.clone()))
+        let kept = lock(&self.ledger).answer_of(caller, decision).cloned()?;
+        let answer = self.plugin.result_of(&kept.tool)?.to_val(&kept.answer, "answer").ok()?;
+        Some((kept.tool, answer))
     }
 
-    /// Keeps `caller`'s answer of decision `decision` for its retries.
+    /// Keeps `caller`'s answer of decision `decision` for its retries (as
+    /// JSON, converted once here).
     pub fn remember(&self, caller: &str, tool: &str, decision: u64, answer: Val) {
-        lock(&self.ledger).remember(caller, LastCall { tool: tool.to_string(), decision, answer });
+        let Some(shape) = self.plugin.result_of(tool) else { return };
+        let kept = StoredCall { tool: tool.to_string(), decision, answer: shape.to_json(&answer) };
+        lock(&self.ledger).remember(caller, kept);
     }
 
     /// Marks `caller`'s call for `decision` as held waiting for its answer

@@ -62,7 +62,7 @@ impl Session {
         // Timers are taken alone, before the ledger.
         let counters = self.counters();
         let ledger = lock(&self.ledger);
-        let (last_calls, earlier_calls) = ledger.stored_calls(&self.plugin);
+        let (last_calls, earlier_calls) = ledger.stored_calls();
         Record {
             id: ledger.id.clone(),
             plugin: self.plugin.name.clone(),
