@@ -1038,6 +1038,45 @@ async fn a_round_robin_of_three_plays_every_pair_and_an_early_asker_waits() {
     assert_eq!(secrets.len(), 1, "one deal for every pairing's pair: {secrets:?}");
 }
 
+/// A run's game that expires before anyone moved (its joiner never came)
+/// is recorded abandoned and started again on the same deal when asked
+/// next; played then, the pair is whole.
+#[tokio::test]
+async fn a_runs_game_that_expires_unplayed_is_played_again() {
+    let work = scratch();
+    let (tokens, lines): (Vec<String>, Vec<String>) = ["model-a", "model-b"].iter().map(|c| issue_token(c)).unzip();
+    let file = work.path().join("records.jsonl");
+    let run = work.path().join("run.toml");
+    let spec =
+        "[[match]]\nid = \"m\"\ngame = \"chess\"\nplayers = [\"model-a\", \"model-b\"]\ngames = 2\nseed = 9\nargs = { type = \"agent\" }\n";
+    std::fs::write(&run, spec).unwrap();
+    let extra = format!(
+        "records = {:?}\nrun = {:?}\n[plugins.chess]\nidle_timeout_ms = 1000\n{}",
+        file.display().to_string(),
+        run.display().to_string(),
+        lines.join("\n")
+    );
+    let cfg = config(work.path(), &extra);
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let clients: &'static [Client; 2] =
+        Box::leak(Box::new([http_client_with_token(&server, &tokens[0]).await, http_client_with_token(&server, &tokens[1]).await]));
+    let first = clients[0].ok("ludus_next_game", json!({})).await;
+    let expired_id = first["game"]["game_id"].clone();
+    // Nobody joins: the game expires, and is recorded abandoned.
+    let abandoned = until_records(&file, 1).await;
+    assert_eq!((&abandoned[0]["outcome"], &abandoned[0]["moves"]), (&json!("abandoned"), &json!(0)), "{}", abandoned[0]);
+    let again = clients[0].ok("ludus_next_game", json!({})).await;
+    assert_eq!((&again["status"], &again["game"]["number"]), (&json!("play"), &json!(1)), "the same game again: {again}");
+    assert_ne!(again["game"]["game_id"], expired_id, "a fresh session");
+    let (pa, pb) = tokio::join!(run_agent(&clients[0]), run_agent(&clients[1]));
+    assert_eq!((pa.len(), pb.len()), (2, 2));
+    let all = until_records(&file, 3).await;
+    let played: Vec<&Value> = all.iter().filter(|r| r["outcome"] != "abandoned").collect();
+    assert_eq!(played.len(), 2, "{all:#?}");
+    assert_eq!(played[0]["secret"], played[1]["secret"], "the pair is whole, on one deal");
+    assert_eq!(played[0]["secret"], abandoned[0]["secret"], "played again on the same deal");
+}
+
 /// A run file that does not fit the games loaded stops the server at start, saying where.
 #[test]
 fn a_run_file_that_does_not_fit_is_refused_at_start() {

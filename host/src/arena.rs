@@ -123,12 +123,20 @@ struct Planned {
     session: Option<String>,
     /// Its record is in the records file already (an earlier run of the server played it).
     recorded: bool,
+    /// Times it was started again after it expired unplayed.
+    restarts: u32,
 }
 
 /// The run a server was given.
 pub struct Run {
     games: tokio::sync::Mutex<Vec<Planned>>,
+    /// The records file, where a game gone from the server says whether it
+    /// was played (none: games are not recorded).
+    records: Option<std::path::PathBuf>,
 }
+
+/// How often a run's game that expired unplayed is started again.
+const MAX_RESTARTS: u32 = 3;
 
 /// What `ludus_next_game` answers.
 #[derive(Serialize, schemars::JsonSchema)]
@@ -200,7 +208,7 @@ impl Run {
         for planned in &mut games {
             planned.recorded = done.contains(&(planned.tag.clone(), planned.creator.clone()));
         }
-        Ok(Run { games: tokio::sync::Mutex::new(games) })
+        Ok(Run { games: tokio::sync::Mutex::new(games), records: records.map(Path::to_path_buf) })
     }
 
     /// The caller's next game: the first of its games in the run that is not
@@ -223,7 +231,7 @@ impl Run {
         // A game whose creator is busy with another: whose, and which.
         let mut blocked: Option<(String, MatchTag)> = None;
         for i in mine {
-            match open_state(&mut games[i], registry).await {
+            match open_state(&mut games[i], registry, self.records.as_deref()).await {
                 Open::Over => left -= 1,
                 Open::Started(id, code) => return Ok(play(&games[i], id, code, name, left)),
                 Open::NotStarted => {
@@ -232,8 +240,9 @@ impl Run {
                     // earliest game not over can always start, and nobody
                     // waits in a game for someone busy in another.
                     if let Some(other) = games[i].other_player(name) {
-                        let mut next_of_both = first_open(&mut games, registry, name).await == Some(i);
-                        next_of_both = next_of_both && first_open(&mut games, registry, &other).await == Some(i);
+                        let records = self.records.as_deref();
+                        let mut next_of_both = first_open(&mut games, registry, records, name).await == Some(i);
+                        next_of_both = next_of_both && first_open(&mut games, registry, records, &other).await == Some(i);
                         if !next_of_both {
                             blocked.get_or_insert((other, games[i].tag.clone()));
                             continue;
@@ -274,7 +283,7 @@ enum Open {
     NotStarted,
 }
 
-async fn open_state(planned: &mut Planned, registry: &Arc<Registry>) -> Open {
+async fn open_state(planned: &mut Planned, registry: &Arc<Registry>, records: Option<&Path>) -> Open {
     if planned.recorded {
         return Open::Over;
     }
@@ -289,17 +298,50 @@ async fn open_state(planned: &mut Planned, registry: &Arc<Registry>) -> Open {
     };
     match state {
         Some((false, code)) => Open::Started(id, code),
-        None | Some((true, _)) => Open::Over,
+        Some((true, _)) => Open::Over,
+        // Gone: it ended, or its session expired. One that expired before
+        // anyone moved is started again (a fresh game on the pair's deal).
+        None if planned.restarts < MAX_RESTARTS && records.is_some_and(|r| expired_unplayed(r, &planned.tag, &planned.creator)) => {
+            tracing::info!(run_match = planned.tag.id, game = planned.tag.game, "a run's game expired unplayed; it starts again");
+            planned.restarts += 1;
+            planned.session = None;
+            Open::NotStarted
+        }
+        None => {
+            planned.recorded = true;
+            Open::Over
+        }
     }
 }
 
+/// Whether the last record of the run's game `tag` by `creator` is an
+/// abandoned game in which nobody moved.
+fn expired_unplayed(path: &Path, tag: &MatchTag, creator: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Line {
+        #[serde(rename = "match")]
+        in_match: Option<MatchTag>,
+        caller: String,
+        outcome: crate::records::Outcome,
+        #[serde(default)]
+        moves: u32,
+    }
+    let Ok(text) = std::fs::read_to_string(path) else { return false };
+    let last = text
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<Line>(l).ok())
+        .find(|l| l.in_match.as_ref() == Some(tag) && l.caller == creator);
+    last.is_some_and(|l| l.outcome == crate::records::Outcome::Abandoned && l.moves == 0)
+}
+
 /// The first of `who`'s games that is not over (its next game).
-async fn first_open(games: &mut [Planned], registry: &Arc<Registry>, who: &str) -> Option<usize> {
+async fn first_open(games: &mut [Planned], registry: &Arc<Registry>, records: Option<&Path>, who: &str) -> Option<usize> {
     for (i, planned) in games.iter_mut().enumerate() {
         if planned.creator != who && planned.joiner.as_deref() != Some(who) {
             continue;
         }
-        if !matches!(open_state(planned, registry).await, Open::Over) {
+        if !matches!(open_state(planned, registry, records).await, Open::Over) {
             return Some(i);
         }
     }
@@ -388,6 +430,7 @@ fn plan_match(spec: &MatchSpec, id: &str, deal: &str, registry: &Registry, run_s
             join_tool: plugin.tools.iter().find(|t| t.audience == Audience::Joins).map(|t| t.name.clone()),
             session: None,
             recorded: false,
+            restarts: 0,
         };
         match (spec.players.as_slice(), two_sides) {
             ([a, b], true) => {
