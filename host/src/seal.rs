@@ -134,7 +134,7 @@ pub enum Flaw {
     /// Signed, but by a key not among those given (`--key`).
     Untrusted(String),
     /// It does not follow the line before it: a line before it was removed,
-    /// or it was moved or copied here (`first`: the line it is a copy of).
+    /// or it was moved or copied here (`copy_of`: the line it repeats).
     OutOfPlace { copy_of: Option<u64> },
 }
 
