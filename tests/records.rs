@@ -1198,5 +1198,5 @@ async fn usage_and_think_times_are_kept_and_the_report_counts_every_agent() {
     // The table: model-b's game as Black is a row of its own, won.
     let table_b = text.lines().find(|l| l.starts_with("chess") && l.contains(" model-b ") && l.contains('%'));
     assert!(table_b.is_some(), "the joiner's game is in the table: {text}");
-    assert!(text.contains("illegal-move policy, chess: 3 refused moves in a row, then the game is lost"), "{text}");
+    assert!(text.contains("rules, chess: illegal moves: 3 refused moves in a row, then the game is lost; clock: no clock"), "{text}");
 }

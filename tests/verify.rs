@@ -245,3 +245,53 @@ fn verify_with_key(file: &Path, cfg: &Path, key: &str) -> (Option<i32>, String) 
     let out = std::process::Command::new(BIN).arg("verify").arg(file).arg("--config").arg(cfg).args(["--key", key]).output().unwrap();
     (out.status.code(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
+
+/// A time per move of 1.5 s that makes a player lose: the agent that stalls
+/// loses on time, nobody may move after, the record says so with the clock,
+/// and `ludus verify` deals the loss where the log has it.
+#[tokio::test]
+async fn an_agent_that_stalls_loses_on_time_and_the_record_verifies() {
+    let work = scratch();
+    let file = work.path().join("records.jsonl");
+    let ((ta, la), (tb, lb)) = (issue_token("model-a"), issue_token("model-b"));
+    let extra = format!("records = {:?}\nclock = {{ move_ms = 1500, then = \"lose\" }}\n{la}\n{lb}", file.display().to_string());
+    let cfg = config(work.path(), &extra);
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (a, b) = (http_client_with_token(&server, &ta).await, http_client_with_token(&server, &tb).await);
+    let game = a.ok("chess_create_game", json!({"type": "agent", "color": "white"})).await["game_id"].as_str().unwrap().to_string();
+    // The clock does not run while a seat is open.
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let code = join_code(&a, &game).await;
+    b.ok("chess_join_game", json!({"game_id": game, "join_code": code})).await;
+    a.ok("chess_finish_turn", json!({"game_id": game, "move": "e4", "decision": 1})).await;
+    // model-b thinks too long.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let said = b.err("chess_finish_turn", json!({"game_id": game, "move": "e5", "decision": 2})).await;
+    assert!(said.contains("model-b lost the game on time"), "{said}");
+    let records = until_lines(&file, 1).await;
+    let r = &records[0];
+    assert_eq!(r["clock"], json!({"move_ms": 1500, "then": "lose", "lost": "model-b"}), "{r}");
+    let result = |who: &str| r["seats"].as_array().unwrap().iter().find(|s| s["player"] == who).unwrap()["result"].clone();
+    assert_eq!((result("model-a"), result("model-b"), r["outcome"].clone()), (json!("won"), json!("lost"), json!("won")), "{r}");
+    assert!(r["actions"].as_array().unwrap().iter().any(|a| a["out_of_time"] == "model-b"), "{r}");
+    drop(server);
+    let (_, out, _) = report(&[&file], &[]);
+    assert!(out.contains("clock: 1500 ms a move, or the game is lost"), "the report states the clock: {out}");
+    let elsewhere = work.path().join("verify");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let (code, printed) = verify(&[&file], &config(&elsewhere, ""));
+    assert_eq!(code, Some(0), "{printed}");
+    assert!(printed.contains("1 record: 1 reproduced") || printed.contains("1 records: 1 reproduced"), "{printed}");
+}
+
+/// The lines of a records file once it has `count`.
+async fn until_lines(path: &Path, count: usize) -> Vec<Value> {
+    for _ in 0..100 {
+        let all = records(path);
+        if all.len() >= count {
+            return all;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("fewer than {count} records in {}", path.display());
+}

@@ -103,6 +103,8 @@ struct MatchSpec {
     /// two games take (`colour = ["white", "black"]`).
     #[serde(default)]
     swap: BTreeMap<String, [Value; 2]>,
+    /// The time per move its games are played under (default: the server's `clock`).
+    clock: Option<crate::records::Clock>,
 }
 
 /// One game of the run as planned, and its session once started.
@@ -125,6 +127,8 @@ struct Planned {
     recorded: bool,
     /// Times it was started again after it expired unplayed.
     restarts: u32,
+    /// Its match's clock (none: the server's).
+    clock: Option<crate::records::Clock>,
 }
 
 /// The run a server was given.
@@ -431,6 +435,7 @@ fn plan_match(spec: &MatchSpec, id: &str, deal: &str, registry: &Registry, run_s
             session: None,
             recorded: false,
             restarts: 0,
+            clock: spec.clock,
         };
         match (spec.players.as_slice(), two_sides) {
             ([a, b], true) => {
@@ -482,7 +487,8 @@ async fn start(registry: &Arc<Registry>, planned: &Planned) -> Result<(String, O
         .ok_or_else(|| ArenaError::ToolGone { plugin: plugin.name.clone(), tool: planned.create.clone() })?;
     let sessions = &registry.sessions;
     let secret = (!sessions.whole_seeds_for(&planned.creator)).then_some(planned.secret);
-    let plan = Plan { seeding: Seeding { seed: planned.seed, chosen: true, secret, replay: false }, in_match: planned.tag.clone() };
+    let seeding = Seeding { seed: planned.seed, chosen: true, secret, replay: false };
+    let plan = Plan { seeding, in_match: planned.tag.clone(), clock: planned.clock };
     let creator = Caller::Token(planned.creator.clone());
     let failed = |why| ArenaError::Start { id: planned.tag.id.clone(), game: planned.tag.game, why };
     let (id, reply) = sessions.start_planned(plugin.clone(), index, &planned.args, creator, plan).await.map_err(failed)?;

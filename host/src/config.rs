@@ -358,6 +358,9 @@ pub struct Config {
     /// `{ attempts = 3, then = "lose" }` or `then = "random"` (a random
     /// legal move is played for the player). Default: nothing happens.
     pub illegal_moves: IllegalMovePolicy,
+    /// A time per move for every game with seats: `{ move_ms = 2000, then =
+    /// "lose" }`. Default: none.
+    pub clock: Clock,
     /// What engine processes may use (`[engines]`).
     pub engines: Engines,
     /// The built-in games' own endpoints (their bundled engines), by game:
@@ -376,6 +379,47 @@ pub struct IllegalMovePolicy {
     pub attempts: u32,
     #[serde(default)]
     pub then: AfterRefusals,
+}
+
+/// A time per move (`clock` in the config, or per match in a run file):
+/// a seated agent with a decision due for longer than `move_ms` is dealt
+/// with as `then` says. The clock runs while every seat is taken and the
+/// player has something to decide, from when it became due (its own
+/// accepted move starts it again).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Clock {
+    /// Milliseconds a move may take; 0: no clock.
+    #[serde(default)]
+    pub move_ms: u64,
+    #[serde(default)]
+    pub then: OnTime,
+}
+
+/// What happens to a player whose time ran out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OnTime {
+    /// Nothing: the time is recorded with each move, no more.
+    #[default]
+    Nothing,
+    /// The player loses the game.
+    Lose,
+}
+
+impl Clock {
+    /// Whether it deals with anyone.
+    pub fn runs(&self) -> bool {
+        self.move_ms > 0 && self.then != OnTime::Nothing
+    }
+
+    pub fn in_words(&self) -> String {
+        match (self.move_ms, self.then) {
+            (0, _) => "no clock".into(),
+            (ms, OnTime::Nothing) => format!("{ms} ms a move, and nothing happens when it runs out"),
+            (ms, OnTime::Lose) => format!("{ms} ms a move, or the game is lost"),
+        }
+    }
 }
 
 /// What an illegal-move policy does once it fires.
@@ -459,6 +503,7 @@ impl Default for Config {
             whole_seeds: false,
             trusted_proxies: Vec::new(),
             illegal_moves: IllegalMovePolicy::default(),
+            clock: Clock::default(),
             engines: Engines::default(),
             builtin_channels: BTreeMap::new(),
         }
@@ -526,6 +571,7 @@ impl Config {
             max_output_bytes: l.max_guest_output_bytes,
             env: granted_env(&p.env, &p.pass_env),
             illegal_moves: p.illegal_moves.unwrap_or(self.illegal_moves),
+            clock: self.clock,
         }
     }
 }
@@ -665,6 +711,7 @@ pub struct PluginLimits {
     /// The environment the operator grants (`env`, then `pass_env` that are set).
     pub env: Vec<(String, String)>,
     pub illegal_moves: IllegalMovePolicy,
+    pub clock: Clock,
 }
 
 /// An environment the operator grants (a plugin's, its engines'): the

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::config::{AfterRefusals, IllegalMovePolicy};
+pub use crate::config::{AfterRefusals, Clock, IllegalMovePolicy, OnTime};
 use crate::locking::lock;
 use crate::seal::SigningKey;
 
@@ -115,6 +115,12 @@ pub struct Standing {
     /// played for a player.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub fired: u32,
+    /// The time per move the game is played under.
+    #[serde(default, skip_serializing_if = "is_no_clock")]
+    pub clock: Clock,
+    /// The player whose time ran out, under a clock that makes it lose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_of_time: Option<String>,
     /// The player the policy has a random move due for: set by the call
     /// that fired it, taken by the same call (never stored).
     #[serde(skip)]
@@ -225,6 +231,8 @@ pub enum Action {
     Input { input: u32, lines: String },
     /// The game's channel `closed` closed.
     Closed { closed: u32 },
+    /// This player's time for a move ran out, and the clock made it lose.
+    OutOfTime { out_of_time: String },
     /// The game left memory (idle, a restart, another server) and was
     /// rebuilt from its stored state here (`durable.restore`): its timers
     /// and processes of before are gone, and what the restore set up goes
@@ -345,6 +353,9 @@ pub struct ResultRecord {
     /// The illegal-move policy the game was played under, and whether it fired.
     #[serde(default)]
     pub illegal_move_policy: PolicyRecord,
+    /// The time per move it was played under, and who ran out of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockRecord>,
     /// The match of a run the game was played in.
     #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
     pub in_match: Option<MatchTag>,
@@ -424,6 +435,15 @@ pub struct MatchTag {
     pub game: u32,
 }
 
+/// A record's clock: the time per move, and the player it made lose.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClockRecord {
+    #[serde(flatten)]
+    pub clock: Clock,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
+}
+
 /// A record's illegal-move policy: the policy, how often it fired, and on whom.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PolicyRecord {
@@ -441,6 +461,10 @@ fn is_zero(n: &u32) -> bool {
 
 fn is_zero_ms(n: &u64) -> bool {
     *n == 0
+}
+
+fn is_no_clock(c: &Clock) -> bool {
+    c.move_ms == 0
 }
 
 /// How much of the file's end is searched for a record found due after a
@@ -742,6 +766,7 @@ mod tests {
             duration_ms: 5,
             figures: Value::Null,
             illegal_move_policy: Default::default(),
+            clock: None,
             in_match: None,
             build: "ab".repeat(32),
             actions: vec![Action::Timer { timer: 1 }, Action::line(1, "|turn|2"), Action::Again { again: 0, timed_out: true }],

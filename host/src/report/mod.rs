@@ -71,6 +71,18 @@ struct Line<'a> {
     /// The illegal-move policy it was played under.
     #[serde(default)]
     illegal_move_policy: PolicyLine,
+    /// The time per move it was played under (none: no clock).
+    #[serde(default)]
+    clock: Option<ClockLine>,
+}
+
+/// A record's clock, who ran out of it left unread.
+#[derive(Deserialize)]
+struct ClockLine {
+    #[serde(default)]
+    move_ms: u64,
+    #[serde(default)]
+    then: crate::config::OnTime,
 }
 
 /// A record's illegal-move policy, its counts left unread.
@@ -204,7 +216,7 @@ pub struct Report {
     pub unverified: reading::Unverified,
     /// What the moves cost, as the clients reported it.
     pub usage: usage::UsageTable,
-    /// The illegal-move policies each game was played under, in words.
+    /// The illegal-move policies and clocks each game was played under, in words.
     pub policies: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// Files that could not be read, with why.
     pub unreadable: Vec<String>,
@@ -299,7 +311,10 @@ impl Report {
         if self.policies.get(&l.game).is_none_or(|p| p.len() < MAX_POLICIES) {
             let PolicyLine { attempts, then } = l.illegal_move_policy;
             let policy = crate::config::IllegalMovePolicy { attempts, then };
-            self.policies.entry(l.game.clone()).or_default().insert(policy.in_words());
+            let clock =
+                l.clock.as_ref().map_or(crate::config::Clock::default(), |c| crate::config::Clock { move_ms: c.move_ms, then: c.then });
+            let rules = format!("illegal moves: {}; clock: {}", policy.in_words(), clock.in_words());
+            self.policies.entry(l.game.clone()).or_default().insert(rules);
         }
         let by_params = self.groups.entry(l.game.clone()).or_default().entry(Params(l.parameters.clone())).or_default();
         by_params.entry(l.caller.clone()).or_default().add(&l);
@@ -416,7 +431,7 @@ impl Report {
         let mut s = String::new();
         for (game, policies) in &self.policies {
             let list: Vec<&str> = policies.iter().map(String::as_str).collect();
-            let _ = writeln!(s, "illegal-move policy, {game}: {}", list.join("; "));
+            let _ = writeln!(s, "rules, {game}: {}", list.join(" | "));
         }
         s
     }

@@ -518,12 +518,18 @@ impl Sessions {
                 if let Some(why) = self.refuse_new(plugin, caller) {
                     return Err(Refusal::Limit(why));
                 }
-                let (seeding, in_match) = match plan {
-                    Some(Plan { seeding, in_match }) => (seeding, Some(in_match)),
-                    None => (self.seeding(seed, secret, caller)?, None),
+                let (seeding, in_match, clock) = match plan {
+                    Some(Plan { seeding, in_match, clock }) => (seeding, Some(in_match), clock),
+                    None => (self.seeding(seed, secret, caller)?, None, None),
                 };
                 let (p, me, caller, rt) = (plugin.clone(), self.clone(), caller.to_string(), self.rt.clone());
-                let start = move || Session::start(p, Sessions::new_id(), seeding, &caller, in_match, Some(me.home()), rt);
+                let start = move || {
+                    let session = Session::start(p, Sessions::new_id(), seeding, &caller, in_match, Some(me.home()), rt)?;
+                    if let Some(clock) = clock {
+                        session.set_clock(clock);
+                    }
+                    Ok(session)
+                };
                 ran(run_guest(&plugin.start_pace, start).await)
             }
             Role::Shared => self.shared_session(plugin),
@@ -617,6 +623,8 @@ fn unsigned(v: &Value) -> Option<u64> {
 pub struct Plan {
     pub seeding: Seeding,
     pub in_match: crate::records::MatchTag,
+    /// The match's clock (none: the server's).
+    pub clock: Option<crate::records::Clock>,
 }
 
 /// A call on its way: the session, the version it runs, and that version's tool.

@@ -34,6 +34,7 @@ pub fn result_record(record: &Record, ended: &str, now_ms: u64) -> ResultRecord 
         duration_ms: now_ms.saturating_sub(s.started_at_ms),
         figures: told.figures,
         illegal_move_policy: PolicyRecord { policy: s.policy, fired: s.fired, lost: s.forfeit.clone() },
+        clock: (s.clock.move_ms > 0).then(|| crate::records::ClockRecord { clock: s.clock, lost: s.out_of_time.clone() }),
         in_match: record.in_match.clone(),
         build: record.plugin_sha256.clone(),
         actions: s.log.clone(),

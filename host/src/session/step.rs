@@ -81,6 +81,9 @@ impl Step {
             let why = format!("{who} lost the game under its illegal-move policy ({})", policy.in_words());
             return Err(SessionError::Ended(why));
         }
+        if let Some((who, clock)) = s.lost_on_time() {
+            return Err(SessionError::Ended(format!("{who} lost the game on time (the clock: {})", clock.in_words())));
+        }
         let tool = &self.version.tools[self.index];
         let kind = if tool.read_only { Run::Read } else { Run::Change };
         s.leased(kind, || self.in_game(tool, info))?
@@ -124,6 +127,7 @@ impl Step {
         if !tool.read_only {
             s.persist()?;
             s.settle();
+            s.run_clock(Some(&self.caller));
         }
         if !self.by_policy
             && !tool.read_only

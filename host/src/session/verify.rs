@@ -132,7 +132,10 @@ impl Sessions {
             log.actions = i + 1;
             // The policy's move is logged when it runs: what a process said
             // or a timer did between the refusal and that move comes first.
-            let event = matches!(action, Action::Input { .. } | Action::Timer { .. } | Action::Closed { .. } | Action::Rebuilt { .. });
+            let event = matches!(
+                action,
+                Action::Input { .. } | Action::Timer { .. } | Action::Closed { .. } | Action::Rebuilt { .. } | Action::OutOfTime { .. }
+            );
             if !event {
                 same_pick(picked.take(), action).map_err(|why| (i + 1, why))?;
             }
@@ -163,6 +166,7 @@ impl Sessions {
                 }
                 Action::Closed { closed } => session.replay_closed(*closed).await,
                 Action::Rebuilt { .. } => session.replay_rebuilt().await,
+                Action::OutOfTime { out_of_time } => session.replay_out_of_time(out_of_time),
             };
             ran.map_err(|why| (i + 1, why))?;
         }

@@ -8,6 +8,7 @@
 //! and its output: `guest.rs`), turns and waits and timers (`waits.rs`),
 //! and what is kept in the store (`persist.rs`, with leases in `lease.rs`).
 
+mod clock;
 mod error;
 mod guest;
 mod info;
@@ -116,6 +117,10 @@ pub struct Session {
     kept: Kept,
     /// Timers and process input held back for a replay (`ludus verify`).
     held: Option<replay::Held>,
+    /// Each agent whose decision is due under a clock, and its clock's
+    /// epoch (`clock`): a timer that fires for another epoch does nothing.
+    clock_due: Mutex<std::collections::HashMap<String, u64>>,
+    clock_epoch: std::sync::atomic::AtomicU64,
 }
 
 impl Session {
@@ -168,7 +173,7 @@ impl Session {
             calls: 0,
             changed_at_ms: now_ms(),
             idle_timeout_ms: plugin.limits.idle_timeout.as_millis() as u64,
-            standing: Standing::new(now_ms(), policy),
+            standing: Standing { clock: plugin.limits.clock, ..Standing::new(now_ms(), policy) },
             ..Default::default()
         }
     }
@@ -242,6 +247,8 @@ impl Session {
             timers: Mutex::new(Timers::default()),
             kept: Kept::new(store, records),
             held: replaying.then(replay::Held::default),
+            clock_due: Mutex::default(),
+            clock_epoch: Default::default(),
         });
         session.resume_counters(counters);
         session.fresh_instance()?;
@@ -610,6 +617,7 @@ impl Session {
                 s.invoke(&export, &params, 0, CallInfo::default(), logged)?;
                 s.persist()?;
                 s.settle();
+                s.run_clock(None);
                 Ok(())
             });
             // Woken here, not after the await below: an event that ends the
