@@ -271,6 +271,7 @@ async fn an_agent_that_stalls_loses_on_time_and_the_record_verifies() {
     let records = until_lines(&file, 1).await;
     let r = &records[0];
     assert_eq!(r["clock"], json!({"move_ms": 1500, "then": "lose", "lost": "model-b"}), "{r}");
+    assert!(r["ended"].as_str().unwrap().contains("model-b ran out of time (1500 ms a move"), "{r}");
     let result = |who: &str| r["seats"].as_array().unwrap().iter().find(|s| s["player"] == who).unwrap()["result"].clone();
     assert_eq!((result("model-a"), result("model-b"), r["outcome"].clone()), (json!("won"), json!("lost"), json!("won")), "{r}");
     assert!(r["actions"].as_array().unwrap().iter().any(|a| a["out_of_time"] == "model-b"), "{r}");
@@ -294,4 +295,33 @@ async fn until_lines(path: &Path, count: usize) -> Vec<Value> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("fewer than {count} records in {}", path.display());
+}
+
+/// Under a clock that makes a player lose, a game that expires while a
+/// player's move is due is that player's loss, not an abandoned game.
+#[tokio::test]
+async fn a_game_that_expires_while_a_move_is_due_is_lost_by_that_player() {
+    let work = scratch();
+    let file = work.path().join("records.jsonl");
+    let ((ta, la), (tb, lb)) = (issue_token("model-a"), issue_token("model-b"));
+    let extra = format!(
+        "records = {:?}\nclock = {{ move_ms = 60000, then = \"lose\" }}\n{la}\n{lb}\n[plugins.chess]\nidle_timeout_ms = 1500\n",
+        file.display().to_string()
+    );
+    let cfg = config(work.path(), &extra);
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
+    let (a, b) = (http_client_with_token(&server, &ta).await, http_client_with_token(&server, &tb).await);
+    let game = a.ok("chess_create_game", json!({"type": "agent", "color": "white"})).await["game_id"].as_str().unwrap().to_string();
+    let code = join_code(&a, &game).await;
+    b.ok("chess_join_game", json!({"game_id": game, "join_code": code})).await;
+    a.ok("chess_finish_turn", json!({"game_id": game, "move": "e4", "decision": 1})).await;
+    let records = until_lines(&file, 1).await;
+    let r = &records[0];
+    assert_eq!((&r["outcome"], &r["clock"]["lost"]), (&json!("won"), &json!("model-b")), "{r}");
+    assert!(r["ended"].as_str().unwrap().contains("expired"), "{r}");
+    drop(server);
+    let elsewhere = work.path().join("verify");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let (code, printed) = verify(&[&file], &config(&elsewhere, ""));
+    assert_eq!(code, Some(0), "{printed}");
 }

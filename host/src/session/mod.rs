@@ -449,6 +449,10 @@ impl Sessions {
         let shared = self.shared().is_some();
         for (id, limit) in expired {
             let why = expiry_reason(limit.as_millis() as u64);
+            // A player whose clock ran when the game expired is charged with it.
+            if let Some(session) = lock(&self.live).by_id.get(&id).cloned() {
+                session.charge_expiry();
+            }
             if shared { self.let_go(&id, &why) } else { self.remove(&id, &why) }
         }
         self.expire_dormant();

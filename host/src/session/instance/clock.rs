@@ -74,7 +74,8 @@ impl Session {
                 lock(&s.clock_due).clear();
                 s.lose_on_time(&player);
                 s.persist()?;
-                s.settle();
+                let clock = lock(&s.ledger).standing.clock;
+                s.settle_because(&format!("{player} ran out of time ({})", clock.in_words()));
                 s.bump();
                 Ok::<(), SessionError>(())
             })
@@ -92,6 +93,25 @@ impl Session {
         let mut ledger = lock(&self.ledger);
         ledger.lose_by_policy(player, &self.created_by);
         ledger.standing.out_of_time = Some(player.to_string());
+    }
+
+    /// Whether a player's clock is running (the game then stays in memory).
+    pub fn clock_running(&self) -> bool {
+        !lock(&self.clock_due).is_empty()
+    }
+
+    /// The session expires while a player's clock runs: under a clock that
+    /// makes it lose, that player loses (rather than the game being
+    /// recorded abandoned). Blocking: it writes the game.
+    pub fn charge_expiry(&self) {
+        let due = lock(&self.clock_due).keys().min().cloned();
+        let Some(player) = due.filter(|_| lock(&self.ledger).standing.clock.runs() && !self.has_ended()) else { return };
+        lock(&self.clock_due).clear();
+        self.lose_on_time(&player);
+        if let Err(e) = self.persist() {
+            tracing::warn!(plugin = self.plugin.name, "the loss on time of an expired game was not stored: {e}");
+        }
+        self.settle_because(&format!("the session expired while {player}'s move was due: {player} lost on time"));
     }
 
     /// Plays the game under `clock` (a run's match's), not the server's.

@@ -170,20 +170,25 @@ impl Session {
     /// the write that stored the verdict (a restart then finds the record
     /// due, not lost), and before the one that stores it was written.
     pub fn settle(&self) {
-        self.settle_as(false);
+        self.settle_as(false, super::super::results::GAME_ENDED);
+    }
+
+    /// The same, the record saying how the game ended (`why`).
+    pub(super) fn settle_because(&self, why: &str) {
+        self.settle_as(false, why);
     }
 
     /// The same for a game read back from the store with its record due
     /// (the server that ended it stopped before marking it written): unless
     /// the records file already holds it.
     pub fn settle_recovered(&self) {
-        self.settle_as(true);
+        self.settle_as(true, super::super::results::GAME_ENDED);
     }
 
-    fn settle_as(&self, recovered: bool) {
+    fn settle_as(&self, recovered: bool, why: &str) {
         if let Some(held) = &self.held {
             if self.claim_record(Standing::due) {
-                held.reached(self.record_now(super::super::results::GAME_ENDED));
+                held.reached(self.record_now(why));
             }
             return;
         }
@@ -192,7 +197,7 @@ impl Session {
         if !self.claim_record(Standing::due) {
             return;
         }
-        let line = self.record_now(super::super::results::GAME_ENDED);
+        let line = self.record_now(why);
         if recovered {
             records.append_once(&line)
         } else {

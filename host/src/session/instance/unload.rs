@@ -12,12 +12,13 @@ use crate::locking::lock;
 impl Session {
     /// Whether the session may leave memory now and be rebuilt later as a
     /// restart rebuilds it: its game hands over its state (`durable`), and
-    /// nothing but a call would run on it (no timer armed, no channel open,
-    /// not a replay, not ended by a crash).
+    /// nothing but a call would run on it (no timer armed, no clock
+    /// running, no channel open, not a replay, not ended by a crash).
     pub fn may_leave_memory(&self) -> bool {
         self.plugin.durable.is_some()
             && self.held.is_none()
             && lock(&self.timers).pending.is_empty()
+            && !self.clock_running()
             && self.channels.list().is_empty()
             && self.is_dead().is_none()
     }
