@@ -76,13 +76,10 @@ impl Step {
     /// store) and settles what the call did before it is answered.
     pub fn run(self, info: CallInfo) -> Result<Answered, SessionError> {
         let s = self.session.clone();
-        // A game lost under the illegal-move policy is over for everyone; the game itself does not know.
-        if let Some((who, policy)) = s.lost_by_policy() {
-            let why = format!("{who} lost the game under its illegal-move policy ({})", policy.in_words());
+        // A game the host ended (the illegal-move policy, the clock) is over
+        // for everyone; the game itself does not know.
+        if let Some(why) = s.lost_to_the_host() {
             return Err(SessionError::Ended(why));
-        }
-        if let Some((who, clock)) = s.lost_on_time() {
-            return Err(SessionError::Ended(format!("{who} lost the game on time (the clock: {})", clock.in_words())));
         }
         let tool = &self.version.tools[self.index];
         let kind = if tool.read_only { Run::Read } else { Run::Change };

@@ -119,10 +119,16 @@ impl Session {
         lock(&self.ledger).standing.clock = clock;
     }
 
-    /// Who lost the game on time, and the clock.
-    pub fn lost_on_time(&self) -> Option<(String, Clock)> {
+    /// Why the host ended the game, if it did: a player lost under the
+    /// illegal-move policy, or on time. One read of the ledger, on every call.
+    pub fn lost_to_the_host(&self) -> Option<String> {
         let ledger = lock(&self.ledger);
-        ledger.standing.out_of_time.clone().map(|who| (who, ledger.standing.clock))
+        let standing = &ledger.standing;
+        if let Some(who) = &standing.forfeit {
+            return Some(format!("{who} lost the game under its illegal-move policy ({})", standing.policy.in_words()));
+        }
+        let who = standing.out_of_time.as_ref()?;
+        Some(format!("{who} lost the game on time (the clock: {})", standing.clock.in_words()))
     }
 
     /// Deals the loss on time where the replayed log has it.
