@@ -13,7 +13,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -22,31 +22,9 @@ use common::browser::chromium;
 use common::*;
 use serde_json::{Value, json};
 
-/// Every line of a records file, each of which must be a whole JSON record.
-fn records(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    assert!(text.is_empty() || text.ends_with('\n'), "the file ends inside a line: {:?}", &text[text.len().saturating_sub(200)..]);
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("line {} is not whole JSON ({e}): {l}", i + 1)))
-        .collect()
-}
-
 /// The records of one session, in the order written.
 fn of_session<'a>(all: &'a [Value], id: &str) -> Vec<&'a Value> {
     all.iter().filter(|r| r["record"].as_str().unwrap().starts_with(&format!("{id}/"))).collect()
-}
-
-async fn until_records(path: &Path, count: usize) -> Vec<Value> {
-    for _ in 0..100 {
-        let all = records(path);
-        if all.len() >= count {
-            return all;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let found: Vec<String> = records(path).iter().map(|r| format!("{} {} ({})", r["game"], r["record"], r["ended"])).collect();
-    panic!("fewer than {count} records after 10 s: {found:#?}");
 }
 
 #[tokio::test]
@@ -843,11 +821,8 @@ fn an_illegal_move_policy_that_loses_at_zero_is_refused_at_start() {
 #[tokio::test]
 async fn a_run_file_sets_up_matches_and_the_agents_only_join_and_play() {
     let work = scratch();
-    let (tokens, lines): (Vec<String>, Vec<String>) = ["model-a", "model-b", "model-c"].iter().map(|c| issue_token(c)).unzip();
-    let file = work.path().join("records.jsonl");
-    let run = work.path().join("run.toml");
-    std::fs::write(
-        &run,
+    let RunServer { server, clients, file, cfg } = run_server(
+        work.path(),
         r#"
 [[match]]
 id = "a-vs-b"
@@ -883,18 +858,11 @@ games = 1
 seed = 3
 args = { n = 2 }
 "#,
+        &["model-a", "model-b", "model-c"],
+        "",
     )
-    .unwrap();
-    let extra = format!("records = {:?}\nrun = {:?}\n{}", file.display().to_string(), run.display().to_string(), lines.join("\n"));
-    let cfg = config(work.path(), &extra);
-    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
-    // The clients live as long as the test: the agents' tasks borrow them.
-    let clients: &'static [Client; 3] = Box::leak(Box::new([
-        http_client_with_token(&server, &tokens[0]).await,
-        http_client_with_token(&server, &tokens[1]).await,
-        http_client_with_token(&server, &tokens[2]).await,
-    ]));
-    let [a, _, c] = clients;
+    .await;
+    let (a, c) = (&clients[0], &clients[2]);
     assert!(a.tools().await.iter().any(|t| t.name == "ludus_next_game"), "a server given a run lists ludus_next_game");
     let none = c.ok("ludus_next_game", json!({})).await;
     assert_eq!(none["status"], "none", "model-c is in no match: {none}");
@@ -954,6 +922,30 @@ args = { n = 2 }
     assert!(printed.contains("8 records: 8 reproduced"), "{printed}");
 }
 
+/// A server over HTTP given the run file `spec` and keeping records (with
+/// `extra` in its config), and a client per caller, each with its token.
+struct RunServer {
+    server: HttpServer,
+    /// They live as long as the test: the agents' tasks borrow them.
+    clients: &'static [Client],
+    file: PathBuf,
+    cfg: PathBuf,
+}
+
+async fn run_server(work: &Path, spec: &str, callers: &[&str], extra: &str) -> RunServer {
+    let (tokens, lines): (Vec<String>, Vec<String>) = callers.iter().map(|c| issue_token(c)).unzip();
+    let (file, run) = (work.join("records.jsonl"), work.join("run.toml"));
+    std::fs::write(&run, spec).unwrap();
+    let extra = format!("records = {:?}\nrun = {:?}\n{extra}\n{}", file.display().to_string(), run.display().to_string(), lines.join("\n"));
+    let cfg = config(work, &extra);
+    let server = http_server(&["--config", cfg.to_str().unwrap()], work).await;
+    let mut clients = Vec::new();
+    for token in &tokens {
+        clients.push(http_client_with_token(&server, token).await);
+    }
+    RunServer { server, clients: Box::leak(clients.into_boxed_slice()), file, cfg }
+}
+
 /// An agent of a run: asks for its next game, takes the seat it names and
 /// plays the first legal move (or the plan), waiting when told to, until
 /// every game of its is over; the games it played.
@@ -1001,19 +993,8 @@ async fn run_agent(c: &Client) -> Vec<Value> {
 #[tokio::test]
 async fn a_round_robin_of_three_plays_every_pair_and_an_early_asker_waits() {
     let work = scratch();
-    let (tokens, lines): (Vec<String>, Vec<String>) = ["model-a", "model-b", "model-c"].iter().map(|c| issue_token(c)).unzip();
-    let file = work.path().join("records.jsonl");
-    let run = work.path().join("run.toml");
     let spec = "[[match]]\nid = \"rr\"\ngame = \"chess\"\nplayers = [\"model-a\", \"model-b\", \"model-c\"]\ngames = 2\nseed = 7\nargs = { type = \"agent\" }\n";
-    std::fs::write(&run, spec).unwrap();
-    let extra = format!("records = {:?}\nrun = {:?}\n{}", file.display().to_string(), run.display().to_string(), lines.join("\n"));
-    let cfg = config(work.path(), &extra);
-    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
-    let clients: &'static [Client; 3] = Box::leak(Box::new([
-        http_client_with_token(&server, &tokens[0]).await,
-        http_client_with_token(&server, &tokens[1]).await,
-        http_client_with_token(&server, &tokens[2]).await,
-    ]));
+    let RunServer { server: _server, clients, file, .. } = run_server(work.path(), spec, &["model-a", "model-b", "model-c"], "").await;
     // model-c asks first: model-a and model-b are due at their own game first.
     let early = clients[2].ok("ludus_next_game", json!({})).await;
     assert_eq!(early["status"], "wait", "{early}");
@@ -1044,22 +1025,10 @@ async fn a_round_robin_of_three_plays_every_pair_and_an_early_asker_waits() {
 #[tokio::test]
 async fn a_runs_game_that_expires_unplayed_is_played_again() {
     let work = scratch();
-    let (tokens, lines): (Vec<String>, Vec<String>) = ["model-a", "model-b"].iter().map(|c| issue_token(c)).unzip();
-    let file = work.path().join("records.jsonl");
-    let run = work.path().join("run.toml");
     let spec =
         "[[match]]\nid = \"m\"\ngame = \"chess\"\nplayers = [\"model-a\", \"model-b\"]\ngames = 2\nseed = 9\nargs = { type = \"agent\" }\n";
-    std::fs::write(&run, spec).unwrap();
-    let extra = format!(
-        "records = {:?}\nrun = {:?}\n[plugins.chess]\nidle_timeout_ms = 1000\n{}",
-        file.display().to_string(),
-        run.display().to_string(),
-        lines.join("\n")
-    );
-    let cfg = config(work.path(), &extra);
-    let server = http_server(&["--config", cfg.to_str().unwrap()], work.path()).await;
-    let clients: &'static [Client; 2] =
-        Box::leak(Box::new([http_client_with_token(&server, &tokens[0]).await, http_client_with_token(&server, &tokens[1]).await]));
+    let extra = "[plugins.chess]\nidle_timeout_ms = 1000";
+    let RunServer { server: _server, clients, file, .. } = run_server(work.path(), spec, &["model-a", "model-b"], extra).await;
     let first = clients[0].ok("ludus_next_game", json!({})).await;
     let expired_id = first["game"]["game_id"].clone();
     // Nobody joins: the game expires, and is recorded abandoned.

@@ -11,11 +11,6 @@ use std::time::Duration;
 use common::*;
 use serde_json::{Value, json};
 
-/// Every line of a records file.
-fn records(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
 /// How many chess games the server holds in memory.
 async fn chess_in_memory(c: &Client) -> u64 {
     let games = c.ok("ludus_games", json!({})).await;
@@ -268,7 +263,7 @@ async fn an_agent_that_stalls_loses_on_time_and_the_record_verifies() {
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let said = b.err("chess_finish_turn", json!({"game_id": game, "move": "e5", "decision": 2})).await;
     assert!(said.contains("model-b lost the game on time"), "{said}");
-    let records = until_lines(&file, 1).await;
+    let records = until_records(&file, 1).await;
     let r = &records[0];
     assert_eq!(r["clock"], json!({"move_ms": 1500, "then": "lose", "lost": "model-b"}), "{r}");
     assert!(r["ended"].as_str().unwrap().contains("model-b ran out of time (1500 ms a move"), "{r}");
@@ -283,18 +278,6 @@ async fn an_agent_that_stalls_loses_on_time_and_the_record_verifies() {
     let (code, printed) = verify(&[&file], &config(&elsewhere, ""));
     assert_eq!(code, Some(0), "{printed}");
     assert!(printed.contains("1 record: 1 reproduced") || printed.contains("1 records: 1 reproduced"), "{printed}");
-}
-
-/// The lines of a records file once it has `count`.
-async fn until_lines(path: &Path, count: usize) -> Vec<Value> {
-    for _ in 0..100 {
-        let all = records(path);
-        if all.len() >= count {
-            return all;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("fewer than {count} records in {}", path.display());
 }
 
 /// Under a clock that makes a player lose, a game that expires while a
@@ -315,7 +298,7 @@ async fn a_game_that_expires_while_a_move_is_due_is_lost_by_that_player() {
     let code = join_code(&a, &game).await;
     b.ok("chess_join_game", json!({"game_id": game, "join_code": code})).await;
     a.ok("chess_finish_turn", json!({"game_id": game, "move": "e4", "decision": 1})).await;
-    let records = until_lines(&file, 1).await;
+    let records = until_records(&file, 1).await;
     let r = &records[0];
     assert_eq!((&r["outcome"], &r["clock"]["lost"]), (&json!("won"), &json!("model-b")), "{r}");
     assert!(r["ended"].as_str().unwrap().contains("expired"), "{r}");

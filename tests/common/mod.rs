@@ -509,3 +509,26 @@ impl Drop for BlackHole {
         let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
     }
 }
+
+/// Every line of a records file, each of which must be a whole JSON record.
+pub fn records(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(text.is_empty() || text.ends_with('\n'), "the file ends inside a line: {:?}", &text[text.len().saturating_sub(200)..]);
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("line {} is not whole JSON ({e}): {l}", i + 1)))
+        .collect()
+}
+
+/// The records file's lines once it has `count` (10 s at most).
+pub async fn until_records(path: &Path, count: usize) -> Vec<Value> {
+    for _ in 0..100 {
+        let all = records(path);
+        if all.len() >= count {
+            return all;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let found: Vec<String> = records(path).iter().map(|r| format!("{} {} ({})", r["game"], r["record"], r["ended"])).collect();
+    panic!("fewer than {count} records after 10 s: {found:#?}");
+}
